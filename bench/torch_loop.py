@@ -1,0 +1,210 @@
+"""The PyTorch peer of `loco train` for throughput comparisons: the same Llama, data, optimiser
+and schedule, trained by a plain eager PyTorch loop as a user would write it.
+
+    /usr/bin/python3 bench/torch_loop.py --config bench/configs/tiny-150k.toml --data data/brown \
+        --steps 30 --threads 2 [--set optim.lr=1e-3 ...]
+
+Reads the loco TOML config ([model], [data], [optim], [train]; keys it has no use for are
+ignored), reads train shards of DIR through numpy memmap, runs 3 untimed warm-up steps then
+--steps timed ones, and prints one JSON line:
+  {"impl": "pytorch", "params": N, "tokens_per_s": ..., "step_time_s": ..., "steps": N,
+   "threads": K, "final_loss": ..., ...}
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+from llama_ref import LlamaForCausalLM, causal_lm_loss, decay_groups  # noqa: E402
+
+WARMUP_STEPS = 3
+SHARD_MAGIC = b"LOCOTOK1"
+SHARD_HEADER_BYTES = 32
+DEFAULTS = {
+    "model": {"num_key_value_heads": 0, "intermediate_size": 0, "vocab_size": 0,
+              "max_position_embeddings": 0, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+              "tie_word_embeddings": False, "initializer_range": 0.02},
+    "optim": {"lr": 3e-4, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.1,
+              "grad_clip": 1.0, "warmup_steps": 0, "schedule": "cosine", "min_lr_ratio": 0.1},
+    "train": {"micro_batch_size": 0, "seed": 0},
+}
+
+
+def parse_value(text):
+    """A --set value as TOML would read it (number, bool, quoted string), else a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def load_config(path, overrides):
+    with open(path, "rb") as f:
+        config = tomllib.load(f)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot:
+            sys.exit(f"torch_loop: --set expects section.key=value, got {item!r}")
+        config.setdefault(section, {})[name] = parse_value(value)
+    for section, defaults in DEFAULTS.items():
+        config[section] = {**defaults, **config.get(section, {})}
+    return config
+
+
+def read_shard(path):
+    """Token array (uint16 or uint32 memmap) of one LOCOTOK1 shard."""
+    with open(path, "rb") as f:
+        header = f.read(SHARD_HEADER_BYTES)
+    if len(header) < SHARD_HEADER_BYTES or header[:8] != SHARD_MAGIC:
+        sys.exit(f"torch_loop: {path} is not a LOCOTOK1 shard")
+    version, width = np.frombuffer(header[8:16], dtype="<u4")
+    (count,) = np.frombuffer(header[16:24], dtype="<u8")
+    if version != 1 or width not in (2, 4):
+        sys.exit(f"torch_loop: {path}: unsupported version {version} / bytes_per_token {width}")
+    dtype = "<u2" if width == 2 else "<u4"
+    if os.path.getsize(path) < SHARD_HEADER_BYTES + int(count) * int(width):
+        sys.exit(f"torch_loop: {path} is shorter than its {count} tokens")
+    return np.memmap(path, dtype=dtype, mode="r", offset=SHARD_HEADER_BYTES, shape=(int(count),))
+
+
+class WindowSampler:
+    """Random windows of seq_len + 1 tokens from the train shards (shard chosen by length)."""
+
+    def __init__(self, data_dir, seq_len, seed):
+        with open(os.path.join(data_dir, "meta.json")) as f:
+            self.meta = json.load(f)
+        self.shards = [read_shard(os.path.join(data_dir, name))
+                       for name in self.meta["train"]["shards"]]
+        self.shards = [s for s in self.shards if len(s) > seq_len]
+        if not self.shards:
+            sys.exit(f"torch_loop: no train shard in {data_dir} has more than {seq_len} tokens")
+        sizes = np.array([len(s) - seq_len for s in self.shards], dtype=np.float64)
+        self.shard_p = sizes / sizes.sum()
+        self.seq_len = seq_len
+        self.rng = np.random.default_rng(seed)
+
+    def batch(self, size):
+        """(inputs, labels), each int64 (size, seq_len)."""
+        rows = []
+        for shard_index in self.rng.choice(len(self.shards), size=size, p=self.shard_p):
+            shard = self.shards[shard_index]
+            start = int(self.rng.integers(0, len(shard) - self.seq_len))
+            rows.append(np.asarray(shard[start:start + self.seq_len + 1], dtype=np.int64))
+        window = torch.from_numpy(np.stack(rows))
+        return window[:, :-1], window[:, 1:]
+
+
+def model_config(model, data, meta):
+    hidden, heads = model["hidden_size"], model["num_attention_heads"]
+    return {
+        "vocab_size": model["vocab_size"] or meta["vocab_size"],
+        "hidden_size": hidden,
+        "intermediate_size": model["intermediate_size"] or 32 * math.ceil((8 * hidden / 3) / 32),
+        "num_hidden_layers": model["num_hidden_layers"],
+        "num_attention_heads": heads,
+        "num_key_value_heads": model["num_key_value_heads"] or heads,
+        "max_position_embeddings": model["max_position_embeddings"] or data["seq_len"],
+        "rope_theta": float(model["rope_theta"]),
+        "rms_norm_eps": float(model["rms_norm_eps"]),
+        "tie_word_embeddings": bool(model["tie_word_embeddings"]),
+        "initializer_range": float(model["initializer_range"]),
+    }
+
+
+def learning_rate(step, total, optim):
+    """Cosine with linear warm-up; step counts from 1."""
+    peak, warmup = optim["lr"], optim["warmup_steps"]
+    if step <= warmup:
+        return peak * step / warmup
+    floor = peak * optim["min_lr_ratio"]
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="loco TOML config")
+    parser.add_argument("--data", help="data directory (overrides data.dir)")
+    parser.add_argument("--steps", type=int, required=True, help="timed steps (after 3 warm-up)")
+    parser.add_argument("--threads", type=int, required=True, help="torch.set_num_threads")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    args = parser.parse_args()
+
+    if args.steps < 1 or args.threads < 1:
+        sys.exit("torch_loop: --steps and --threads must be at least 1")
+    torch.set_num_threads(args.threads)
+    config = load_config(args.config, args.set)
+    data, optim, train = config["data"], config["optim"], config["train"]
+    data_dir = args.data or data.get("dir")
+    if not data_dir:
+        sys.exit("torch_loop: no data directory (--data or data.dir)")
+    if optim["schedule"] != "cosine":
+        sys.exit(f"torch_loop: only schedule = \"cosine\" is implemented, got {optim['schedule']!r}")
+    batch_size = train["batch_size"]
+    micro = train["micro_batch_size"] or batch_size
+    if batch_size % micro:
+        sys.exit("torch_loop: train.batch_size must be a multiple of train.micro_batch_size")
+    seq_len = data["seq_len"]
+
+    torch.manual_seed(train["seed"])
+    sampler = WindowSampler(data_dir, seq_len, train["seed"])
+    cfg = model_config(config["model"], data, sampler.meta)
+    model = LlamaForCausalLM(cfg)  # float32
+    model.train()
+    optimizer = torch.optim.AdamW(decay_groups(model, optim["weight_decay"]), lr=optim["lr"],
+                                  betas=(optim["beta1"], optim["beta2"]), eps=optim["eps"])
+    total_steps = WARMUP_STEPS + args.steps
+    accumulation = batch_size // micro
+
+    loss_value = float("nan")
+    start = None
+    for step in range(1, total_steps + 1):
+        if step == WARMUP_STEPS + 1:
+            start = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, total_steps, optim)
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for _ in range(accumulation):
+            inputs, labels = sampler.batch(micro)
+            loss = causal_lm_loss(model(inputs), labels) / accumulation
+            loss.backward()
+            loss_sum += loss.item()
+        if optim["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), optim["grad_clip"])
+        optimizer.step()
+        loss_value = loss_sum
+    elapsed = time.perf_counter() - start
+
+    params = sum(p.numel() for p in model.parameters())
+    embedding = cfg["vocab_size"] * cfg["hidden_size"] * (1 if cfg["tie_word_embeddings"] else 2)
+    print(json.dumps({
+        "impl": "pytorch",
+        "params": params,
+        "nonembedding_params": params - embedding,
+        "tokens_per_s": args.steps * batch_size * seq_len / elapsed,
+        "step_time_s": elapsed / args.steps,
+        "steps": args.steps,
+        "threads": args.threads,
+        "final_loss": loss_value,
+        "vocab_size": cfg["vocab_size"],
+        "hidden_size": cfg["hidden_size"],
+        "num_hidden_layers": cfg["num_hidden_layers"],
+        "seq_len": seq_len,
+        "batch_size": batch_size,
+        "torch": torch.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+// loco eval --checkpoint DIR --data DATA_DIR [--batches N] [--batch-size B]
+// Prints one JSON line: {"loss", "perplexity", "tokens", "step", "checkpoint"}.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "loco/cli/commands.h"
+#include "loco/data/token_dataset.h"
+#include "loco/train/checkpoint.h"
+#include "loco/train/evaluate.h"
+#include "loco/train/runtime.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string checkpoint;
+  std::string data_dir;
+  std::string split = "val";
+  std::int64_t batches = 50;
+  std::int64_t batch_size = 0;
+  std::string device = "cpu";
+};
+
+void run_eval(const EvalArgs& args) {
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const auto data = data::TokenDataset::open(args.data_dir, args.split);
+  if (static_cast<std::int64_t>(data.vocab_size()) > checkpoint.config.model.vocab_size) {
+    throw DataError(fmt::format("vocabulary mismatch: {} uses {} token ids but the model in {} has a vocabulary "
+                                "of {}. Evaluate on data prepared with the model's tokenizer",
+                                args.data_dir, data.vocab_size(), args.checkpoint,
+                                checkpoint.config.model.vocab_size));
+  }
+  configure_threads(checkpoint.config.train.threads);
+  const torch::Device device = resolve_device(args.device);
+  Llama model = restore_model(checkpoint, device);
+  const std::int64_t batch = args.batch_size > 0 ? args.batch_size : checkpoint.config.train.micro_batch_size;
+  const EvalResult r = evaluate(model, data, args.batches, batch, checkpoint.config.data.seq_len, device);
+  nlohmann::json line = {{"loss", r.loss},
+                         {"perplexity", r.perplexity},
+                         {"tokens", r.tokens},
+                         {"step", checkpoint.state.step},
+                         {"checkpoint", args.checkpoint},
+                         {"split", args.split}};
+  fmt::print("{}\n", line.dump());
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint's loss and perplexity on prepared data");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--data", args->data_dir, "directory written by `loco prepare`")->required();
+  cmd->add_option("--split", args->split, "split to evaluate")->check(CLI::IsMember({"val", "train"}));
+  cmd->add_option("--batches", args->batches, "batches to evaluate")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", args->batch_size, "sequences per batch (default: the run's micro-batch)");
+  cmd->add_option("--device", args->device, "cpu | cuda | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->callback([args] { run_eval(*args); });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,39 @@
+// loco export --checkpoint DIR --out DIR: a Hugging Face Llama directory (see model/hf_export.h).
+#include <fmt/format.h>
+
+#include "loco/cli/commands.h"
+#include "loco/data/tokenizer.h"
+#include "loco/model/hf_export.h"
+#include "loco/train/checkpoint.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint;
+  std::string out_dir;
+};
+
+void run_export(const ExportArgs& args) {
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const auto tokenizer = data::load_tokenizer(args.checkpoint);
+  NamedTensors parameters;
+  for (const auto& [name, tensor] : checkpoint.model.tensors) parameters.emplace_back(name, tensor);
+  write_hf_export(args.out_dir, hf_config_json(checkpoint.config.model, tokenizer->bos_id(), tokenizer->eos_id()),
+                  parameters, args.checkpoint);
+  fmt::print("exported {} (step {}) to {}: config.json, model.safetensors, tokenizer files\n", args.checkpoint,
+             checkpoint.state.step, args.out_dir);
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand("export", "Write a checkpoint as a Hugging Face LlamaForCausalLM directory");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--out", args->out_dir, "new directory to create")->required();
+  cmd->callback([args] { run_export(*args); });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,82 @@
+// `loco fit`: scaling laws from finished runs (CSV tables or loco run directories): per-group power
+// laws, the joint forms of ALGORITHMS.md §3, optimal learning rate and batch against N, their
+// leave-one-out errors at the largest N, predictions, and a chart.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "loco/cli/commands.h"
+#include "loco/sim/fit_report.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct FitCommandOptions {
+  std::vector<std::string> inputs;
+  std::string count = "total";
+  std::vector<std::string> predictions;
+  int starts = 64;
+  std::uint64_t seed = 0;
+  double huber_delta = 1e-3;
+  std::string joint_algorithm;
+  bool json = false;
+  std::string chart;
+};
+
+void run_fit(const FitCommandOptions& o) {
+  sim::FitOptions options;
+  options.additive = {o.starts, o.huber_delta, o.seed};
+  options.joint_algorithm = o.joint_algorithm;
+  for (const auto& text : o.predictions) options.predictions.push_back(sim::parse_prediction(text));
+  if (o.starts < 1 || !(o.huber_delta > 0)) {
+    throw ConfigError(fmt::format("--starts must be at least 1 and --huber-delta positive (got {} and {}).",
+                                  o.starts, o.huber_delta));
+  }
+  auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
+  sim::FitReport report = sim::fit_scaling_laws(points, options);
+  if (!o.chart.empty()) sim::write_fit_chart(report, o.chart);
+  if (o.json) {
+    nlohmann::json json = sim::fit_json(report);
+    json["param_convention"] = o.count;
+    if (!o.chart.empty()) json["chart"] = o.chart;
+    fmt::print("{}\n", json.dump(2));
+    return;
+  }
+  fmt::print("{}", sim::format_fit_report(report));
+  fmt::print("\nN counts {} parameters of run directories (--count).\n", o.count);
+  if (!o.chart.empty()) fmt::print("chart: wrote {}\n", o.chart);
+}
+
+}  // namespace
+
+void add_fit_command(CLI::App& app) {
+  auto options = std::make_shared<FitCommandOptions>();
+  auto& o = *options;
+  CLI::App* cmd = app.add_subcommand(
+      "fit",
+      "Fit scaling laws (loss, optimal lr and batch against N and M) to results; predict larger runs "
+      "(ALGORITHMS.md §3; docs/fit.md)");
+  cmd->add_option("inputs", o.inputs,
+                  "Results CSV files (params,replicas,loss[,algorithm,tokens,lr,batch]), run directories, "
+                  "or directories of runs")
+      ->required();
+  cmd->add_option("--count", o.count, "How N counts a run's parameters: total | non-embedding")
+      ->capture_default_str();
+  cmd->add_option("--predict", o.predictions, "Predict at N[:M] or N:dp, e.g. 10e9:8 (repeatable, or "
+                                              "comma-separated)")
+      ->delimiter(',')
+      ->expected(1)
+      ->take_all();
+  cmd->add_option("--starts", o.starts, "Random starts of the A·N^(α+βM)+C fit")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the random starts")->capture_default_str();
+  cmd->add_option("--huber-delta", o.huber_delta, "Huber δ on log residuals")->capture_default_str();
+  cmd->add_option("--joint-algorithm", o.joint_algorithm,
+                  "Algorithm of the joint fits across M (default diloco when present)");
+  cmd->add_flag("--json", o.json, "Print JSON instead of a report");
+  cmd->add_option("--chart", o.chart, "Write a PNG of the fits over the data (needs gnuplot)");
+  cmd->callback([options] { run_fit(*options); });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,53 @@
+// loco generate --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]
+#include <fmt/format.h>
+
+#include "loco/cli/commands.h"
+#include "loco/data/tokenizer.h"
+#include "loco/model/generate.h"
+#include "loco/train/checkpoint.h"
+#include "loco/train/runtime.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string checkpoint;
+  std::string prompt;
+  SamplingOptions sampling;
+  std::string device = "cpu";
+};
+
+void run_generate(GenerateArgs args) {
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const auto tokenizer = data::load_tokenizer(args.checkpoint);
+  configure_threads(checkpoint.config.train.threads);
+  const torch::Device device = resolve_device(args.device);
+  Llama model = restore_model(checkpoint, device);
+
+  std::vector<std::int64_t> prompt{tokenizer->bos_id()};
+  for (auto id : tokenizer->encode(args.prompt)) prompt.push_back(id);
+  args.sampling.stop_token = tokenizer->eos_id();
+  const auto produced = generate_tokens(model, prompt, args.sampling, device);
+  std::vector<std::uint32_t> ids(produced.begin(), produced.end());
+  fmt::print("{}{}\n", args.prompt, tokenizer->decode(ids));
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Sample text from a checkpoint");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--prompt", args->prompt, "text to continue")->required();
+  cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate")->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", args->sampling.temperature, "softmax temperature; 0 is greedy")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-k", args->sampling.top_k, "sample from the k most likely tokens; 0: all")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", args->sampling.seed, "sampling seed");
+  cmd->add_option("--device", args->device, "cpu | cuda | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->callback([args] { run_generate(*args); });
+}
+
+}  // namespace loco::cli

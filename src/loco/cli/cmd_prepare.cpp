@@ -1,0 +1,74 @@
+// loco prepare --input PATH [PATH...] --out DIR [--vocab-size N | --tokenizer byte]
+//              [--val-fraction F] [--seed S]
+// Tokenizes a corpus into DIR (tokenizer, train/val shards, meta.json); progress goes to stderr,
+// the summary to stdout.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "loco/cli/commands.h"
+#include "loco/data/prepare.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct PrepareArgs {
+  std::vector<std::string> inputs;
+  data::PrepareOptions options;
+  bool vocab_size_given = false;
+};
+
+void run_prepare(const PrepareArgs& args) {
+  if (args.vocab_size_given && args.options.tokenizer == "byte") {
+    throw ConfigError(
+        "--vocab-size applies to the BPE tokenizer only; the byte tokenizer always has 258 tokens "
+        "(256 bytes, BOS, EOS). Drop --vocab-size or --tokenizer byte.");
+  }
+  data::PrepareOptions options = args.options;
+  options.inputs.assign(args.inputs.begin(), args.inputs.end());
+
+  auto start = std::chrono::steady_clock::now();
+  data::PrepareSummary summary = data::prepare_dataset(options);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::uint64_t tokens = summary.train_tokens + summary.val_tokens;
+  fmt::print("prepared {}\n", options.out_dir.string());
+  fmt::print("  documents   {}\n", summary.documents);
+  fmt::print("  tokens      {} train, {} val\n", summary.train_tokens, summary.val_tokens);
+  fmt::print("  vocabulary  {} ({})\n", summary.vocab_size, options.tokenizer);
+  fmt::print("  time        {:.1f} s ({:.0f} tokens/s)\n", seconds, tokens / std::max(seconds, 1e-9));
+}
+
+}  // namespace
+
+void add_prepare_command(CLI::App& app) {
+  auto args = std::make_shared<PrepareArgs>();
+  CLI::App* cmd = app.add_subcommand("prepare", "Tokenize a corpus into token shards for training");
+  cmd->add_option("--input", args->inputs,
+                  "text files, directories of them (recursively), or .jsonl files with a \"text\" field")
+      ->required();
+  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")
+      ->required();
+  cmd->add_option("--tokenizer", args->options.tokenizer, "bpe (sentencepiece, trained here) or byte")
+      ->check(CLI::IsMember({"bpe", "byte"}))
+      ->capture_default_str();
+  cmd->add_option_function<std::uint32_t>(
+         "--vocab-size",
+         [args](std::uint32_t size) {
+           args->options.vocab_size = size;
+           args->vocab_size_given = true;
+         },
+         "BPE vocabulary size (default 8192)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--val-fraction", args->options.val_fraction,
+                  "share of the text held out for validation, by whole documents")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "seed of the document shuffle")->capture_default_str();
+  cmd->callback([args] { run_prepare(*args); });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,215 @@
+// `loco simulate`: compute utilisation of data parallel, DiLoCo, Streaming DiLoCo and NoLoCo for a
+// model, a step time, R workers in M replicas and two links; the bandwidth each target utilisation
+// needs; a sweep (CSV + PNG); and the calibration against the published table (--calibrate).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "loco/cli/commands.h"
+#include "loco/sim/calibration_report.h"
+#include "loco/sim/model_size.h"
+#include "loco/sim/simulate_report.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct SimulateOptions {
+  double params = 0;
+  int layers = 0;
+  std::string config;
+  std::string count = "total";
+  double step_time_s = 0;
+  double batch_tokens = 0;
+  double chip_flops = 300e12;
+  double forward_share = 1.0 / 3.0;
+  int workers = 0;
+  int replicas = 2;
+  double bandwidth_gbps = 0;
+  double latency_s = 0;
+  double intra_gbps = 400;
+  double intra_latency_s = 1e-4;
+  double bits = 16;
+  std::string algorithms = "dp,diloco,streaming,streaming:tau=1,streaming:tau=1:bits=4.25,noloco";
+  int inner_steps = 100;
+  int fragment_layers = 3;
+  int overlap_steps = 0;
+  std::string targets = "50,80,90,95,99";
+  std::string model = "schedule";
+  bool json = false;
+  std::string sweep_dir;
+  std::string sweep_range = "0.1,1000";
+  int sweep_points = 50;
+  bool calibrate = false;
+};
+
+std::vector<double> parse_numbers(const std::string& text, const char* option) {
+  std::vector<double> values;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(x)) {
+      throw ConfigError(fmt::format("{} '{}': '{}' is not a number; give comma-separated numbers.",
+                                    option, text, item));
+    }
+    values.push_back(x);
+  }
+  if (values.empty()) throw ConfigError(fmt::format("{} is empty; give comma-separated numbers.", option));
+  return values;
+}
+
+std::vector<sim::TimingModel> parse_models(const std::string& name) {
+  if (name == "both") return {sim::TimingModel::kSchedule, sim::TimingModel::kAnalytic};
+  return {sim::parse_timing_model(name)};
+}
+
+sim::Scenario build_scenario(const SimulateOptions& o, const CLI::App& cmd) {
+  sim::Scenario s;
+  bool by_size = cmd.count("--params") > 0 || cmd.count("--layers") > 0;
+  if (!o.config.empty() && by_size) {
+    throw ConfigError("give the model either as --config FILE.toml or as --params and --layers, not both.");
+  }
+  if (!o.config.empty()) {
+    sim::LlamaShape shape = sim::read_llama_shape(o.config);
+    s.params = sim::count_parameters(shape, sim::parse_param_convention(o.count));
+    s.layers = static_cast<int>(shape.layers);
+  } else if (cmd.count("--params") > 0 && cmd.count("--layers") > 0) {
+    s.params = o.params;
+    s.layers = o.layers;
+  } else {
+    throw ConfigError("no model given: pass --params N --layers L (for example --params 1e9 --layers "
+                      "24) or --config FILE.toml with a [model] section.");
+  }
+  s.replicas = o.replicas;
+  s.workers = cmd.count("--workers") > 0 ? o.workers : o.replicas;
+  s.forward_share = o.forward_share;
+  s.bits = o.bits;
+  s.inter = {0, o.latency_s};
+  s.intra = {o.intra_gbps * 1e9, o.intra_latency_s};
+  if (cmd.count("--step-time") > 0 && cmd.count("--batch-tokens") > 0) {
+    throw ConfigError("give either --step-time or --batch-tokens (which derives the step time as "
+                      "6·N·B/(R·Q)), not both.");
+  }
+  if (cmd.count("--step-time") > 0) {
+    s.step_time_s = o.step_time_s;
+  } else if (cmd.count("--batch-tokens") > 0) {
+    if (!(o.batch_tokens > 0 && o.chip_flops > 0 && s.workers > 0)) {
+      throw ConfigError(fmt::format("--batch-tokens ({}) and --chip-flops ({}) must be positive to "
+                                    "derive the step time.",
+                                    o.batch_tokens, o.chip_flops));
+    }
+    s.step_time_s = 6 * s.params * o.batch_tokens / (s.workers * o.chip_flops);
+  } else {
+    throw ConfigError("no step time given: pass --step-time SECONDS (compute of one inner step on one "
+                      "worker, e.g. 0.1) or --batch-tokens B to derive it from 6·N·B/(R·Q).");
+  }
+  return s;
+}
+
+void print_calibration(const SimulateOptions& o, const CLI::App& cmd) {
+  for (const char* name : {"--params", "--layers", "--config", "--step-time", "--batch-tokens",
+                           "--workers", "--replicas", "--bandwidth", "--algorithms", "--h", "--bits",
+                           "--tau", "--targets", "--model", "--sweep"}) {
+    if (cmd.count(name) > 0) {
+      throw ConfigError(fmt::format("--calibrate runs the fixed scenario of the published table; drop "
+                                    "{} (or drop --calibrate to simulate your own).",
+                                    name));
+    }
+  }
+  auto results = sim::run_calibration();
+  if (o.json) fmt::print("{}\n", sim::calibration_json(results).dump(2));
+  else fmt::print("{}", sim::format_calibration_table(results));
+}
+
+void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
+  if (o.calibrate) return print_calibration(o, cmd);
+  sim::SimulationRequest request;
+  request.scenario = build_scenario(o, cmd);
+  sim::AlgorithmDefaults defaults{o.inner_steps, o.fragment_layers, o.overlap_steps, 0};
+  request.algorithms = sim::parse_algorithms(o.algorithms, defaults, request.scenario.layers);
+  request.models = parse_models(o.model);
+  for (double percent : parse_numbers(o.targets, "--targets")) request.targets.push_back(percent / 100);
+  if (cmd.count("--bandwidth") > 0) request.bandwidth_bps = o.bandwidth_gbps * 1e9;
+
+  sim::SimulationReport report = sim::run_simulation(request);
+  nlohmann::json json = sim::simulation_json(report);
+  if (!o.sweep_dir.empty()) {
+    auto range = parse_numbers(o.sweep_range, "--sweep-range");
+    if (range.size() != 2) throw ConfigError("--sweep-range takes two numbers: LOW,HIGH in Gbit/s.");
+    sim::Sweep sweep = sim::run_sweep(request, range[0] * 1e9, range[1] * 1e9, o.sweep_points);
+    const auto& s = request.scenario;
+    auto [csv, png] = sim::write_sweep(
+        sweep, o.sweep_dir,
+        fmt::format("compute utilisation: {:.3g} parameters, {} layers, {:g} s/step, {} workers in {} "
+                    "replicas",
+                    s.params, s.layers, s.step_time_s, s.workers, s.replicas));
+    json["sweep"] = {{"csv", csv.string()}, {"png", png.string()}};
+    if (!o.json) fmt::print("sweep: wrote {} and {}\n\n", csv.string(), png.string());
+  }
+  if (o.json) fmt::print("{}\n", json.dump(2));
+  else fmt::print("{}", sim::format_simulation_table(report));
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto options = std::make_shared<SimulateOptions>();
+  auto& o = *options;
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Compute utilisation of dp / DiLoCo / Streaming DiLoCo / NoLoCo on slow links, and the bandwidth "
+      "a target utilisation needs (ALGORITHMS.md §3-4; docs/simulate.md)");
+  cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9");
+  cmd->add_option("--layers", o.layers, "Transformer layers L (N is spread evenly over them)");
+  cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead");
+  cmd->add_option("--count", o.count, "Parameter convention for --config: total | non-embedding")
+      ->capture_default_str();
+  cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker");
+  cmd->add_option("--batch-tokens", o.batch_tokens,
+                  "Global tokens per step; derives the step time as 6·N·B/(R·Q)");
+  cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")
+      ->capture_default_str();
+  cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")
+      ->capture_default_str();
+  cmd->add_option("--workers", o.workers, "R: workers in all (default: one per replica)");
+  cmd->add_option("--replicas", o.replicas, "M: replicas (e.g. datacenters)")->capture_default_str();
+  cmd->add_option("--bandwidth", o.bandwidth_gbps,
+                  "Inter-replica bandwidth in Gbit/s: also report utilisation at it");
+  cmd->add_option("--latency", o.latency_s, "Inter-replica latency in seconds per collective")
+      ->capture_default_str();
+  cmd->add_option("--intra-bandwidth", o.intra_gbps, "Intra-replica bandwidth in Gbit/s")
+      ->capture_default_str();
+  cmd->add_option("--intra-latency", o.intra_latency_s, "Intra-replica latency in seconds")
+      ->capture_default_str();
+  cmd->add_option("--bits", o.bits, "Bits per exchanged value (16: bf16)")->capture_default_str();
+  cmd->add_option("--algorithms", o.algorithms,
+                  "Comma-separated name[:key=value]... with names dp, diloco, streaming, noloco and "
+                  "keys h, fragments, fragment_layers, tau, bits")
+      ->capture_default_str();
+  cmd->add_option("--h", o.inner_steps, "H: inner steps between synchronisations")->capture_default_str();
+  cmd->add_option("--fragment-layers", o.fragment_layers, "Layers per Streaming DiLoCo fragment")
+      ->capture_default_str();
+  cmd->add_option("--tau", o.overlap_steps, "Streaming overlap τ in steps (default for streaming specs)")
+      ->capture_default_str();
+  cmd->add_option("--targets", o.targets, "Target utilisations in percent")->capture_default_str();
+  cmd->add_option("--model", o.model, "Timing model: schedule | analytic | both")->capture_default_str();
+  cmd->add_flag("--json", o.json, "Print JSON instead of a table");
+  cmd->add_option("--sweep", o.sweep_dir,
+                  "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)");
+  cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
+  cmd->add_option("--sweep-points", o.sweep_points, "Bandwidths in the sweep")->capture_default_str();
+  cmd->add_flag("--calibrate", o.calibrate,
+                "Reproduce the published table of ALGORITHMS.md §4 and print the relative errors");
+  cmd->callback([options, cmd] { run_simulate(*options, *cmd); });
+}
+
+}  // namespace loco::cli

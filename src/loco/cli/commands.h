@@ -1,0 +1,17 @@
+// One function per subcommand; each lives in its own cmd_<name>.cpp and adds a CLI11 subcommand
+// whose callback does the work. Errors are thrown (loco::Error) and reported by main().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace loco::cli {
+
+void add_prepare_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
+void add_fit_command(CLI::App& app);
+
+}  // namespace loco::cli

@@ -1,0 +1,46 @@
+// loco: one binary, one subcommand per job. main() is the recipe: register the subcommands, parse,
+// run the chosen one, and turn errors into a one-paragraph message and an exit code.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "loco/cli/commands.h"
+#include "loco/util/error.h"
+
+namespace {
+
+int report(const char* kind, const std::exception& e, int exit_code) {
+  fmt::print(stderr, "loco: {}{}\n", kind, e.what());
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"loco: train language models on replicas that communicate rarely and over slow links"};
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  loco::cli::add_prepare_command(app);
+  loco::cli::add_train_command(app);
+  loco::cli::add_eval_command(app);
+  loco::cli::add_generate_command(app);
+  loco::cli::add_export_command(app);
+  loco::cli::add_simulate_command(app);
+  loco::cli::add_fit_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const loco::ConfigError& e) {
+    return report("error: ", e, 2);
+  } catch (const loco::Error& e) {
+    return report("error: ", e, 1);
+  } catch (const loco::InternalError& e) {
+    return report("", e, 70);
+  } catch (const std::exception& e) {
+    // libtorch (c10::Error) and the standard library: not expected, but never a crash.
+    return report("unexpected error: ", e, 1);
+  }
+  return 0;
+}

@@ -1,0 +1,146 @@
+#include "loco/config/config_keys.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace loco {
+
+namespace {
+
+// Binds a key to `RunConfig::*section.*field`; the field's C++ type decides the key's type.
+template <typename Section, typename Field>
+ConfigKey bind(const char* section, const char* name, Section RunConfig::*sec, Field Section::*field,
+               const char* help) {
+  ConfigKey key;
+  key.section = section;
+  key.name = name;
+  key.help = help;
+  key.get = [sec, field](const RunConfig& c) -> ConfigValue { return (c.*sec).*field; };
+  key.set = [sec, field](RunConfig& c, const ConfigValue& v) { (c.*sec).*field = std::get<Field>(v); };
+  return key;
+}
+
+std::vector<ConfigKey> make_keys() {
+  using R = RunConfig;
+  using M = ModelConfig;
+  using D = DataConfig;
+  using O = OptimConfig;
+  using T = TrainConfig;
+  return {
+      bind("model", "vocab_size", &R::model, &M::vocab_size, "vocabulary size; 0 takes it from the data"),
+      bind("model", "hidden_size", &R::model, &M::hidden_size, "width of the residual stream"),
+      bind("model", "intermediate_size", &R::model, &M::intermediate_size,
+           "SwiGLU hidden width; 0 means 32*ceil(8*hidden/3/32)"),
+      bind("model", "num_hidden_layers", &R::model, &M::num_hidden_layers, "transformer blocks"),
+      bind("model", "num_attention_heads", &R::model, &M::num_attention_heads, "query heads"),
+      bind("model", "num_key_value_heads", &R::model, &M::num_key_value_heads,
+           "key/value heads (grouped-query attention); 0 means num_attention_heads"),
+      bind("model", "max_position_embeddings", &R::model, &M::max_position_embeddings,
+           "longest sequence the model accepts; 0 means data.seq_len"),
+      bind("model", "rope_theta", &R::model, &M::rope_theta, "rotary embedding base"),
+      bind("model", "rms_norm_eps", &R::model, &M::rms_norm_eps, "RMSNorm epsilon"),
+      bind("model", "tie_word_embeddings", &R::model, &M::tie_word_embeddings,
+           "share the embedding matrix with the output layer"),
+      bind("model", "initializer_range", &R::model, &M::initializer_range,
+           "std of the normal initialisation of weights"),
+      bind("data", "dir", &R::data, &D::dir, "directory written by `loco prepare`"),
+      bind("data", "seq_len", &R::data, &D::seq_len, "tokens per training sequence"),
+      bind("optim", "lr", &R::optim, &O::lr, "peak learning rate of AdamW"),
+      bind("optim", "min_lr_ratio", &R::optim, &O::min_lr_ratio, "final lr as a fraction of the peak"),
+      bind("optim", "beta1", &R::optim, &O::beta1, "AdamW beta1"),
+      bind("optim", "beta2", &R::optim, &O::beta2, "AdamW beta2"),
+      bind("optim", "eps", &R::optim, &O::eps, "AdamW epsilon"),
+      bind("optim", "weight_decay", &R::optim, &O::weight_decay,
+           "decoupled weight decay on matrices (not on norm weights)"),
+      bind("optim", "grad_clip", &R::optim, &O::grad_clip, "max global gradient norm; 0 disables"),
+      bind("optim", "schedule", &R::optim, &O::schedule, "cosine | linear | constant | wsd"),
+      bind("optim", "warmup_steps", &R::optim, &O::warmup_steps, "linear warmup steps"),
+      bind("optim", "decay_fraction", &R::optim, &O::decay_fraction,
+           "wsd: fraction of the steps spent in the final decay"),
+      bind("train", "steps", &R::train, &T::steps, "optimizer steps (set this or train.tokens)"),
+      bind("train", "tokens", &R::train, &T::tokens, "token budget (set this or train.steps)"),
+      bind("train", "batch_size", &R::train, &T::batch_size, "sequences per optimizer step"),
+      bind("train", "micro_batch_size", &R::train, &T::micro_batch_size,
+           "sequences per forward/backward (gradient accumulation); 0 means batch_size"),
+      bind("train", "seed", &R::train, &T::seed, "seed of initialisation and data order"),
+      bind("train", "eval_every", &R::train, &T::eval_every, "steps between evaluations; 0: only at the end"),
+      bind("train", "eval_batches", &R::train, &T::eval_batches, "validation batches per evaluation"),
+      bind("train", "checkpoint_every", &R::train, &T::checkpoint_every,
+           "steps between checkpoints; 0: only at the end"),
+      bind("train", "log_every", &R::train, &T::log_every, "steps between metrics lines"),
+      bind("train", "out_dir", &R::train, &T::out_dir, "run directory (metrics, config, checkpoints)"),
+      bind("train", "device", &R::train, &T::device, "cpu | cuda | auto"),
+      bind("train", "autocast", &R::train, &T::autocast, "none | bf16 (CUDA only)"),
+      bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: all cores"),
+  };
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const char* ConfigKey::type_name() const {
+  static const char* names[] = {"integer", "float", "boolean", "string"};
+  return names[get(RunConfig{}).index()];
+}
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = make_keys();
+  return keys;
+}
+
+const ConfigKey* find_config_key(const std::string& section, const std::string& name) {
+  for (const auto& key : config_keys()) {
+    if (key.section == section && key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::string suggest_config_key(const std::string& dotted) {
+  const ConfigKey* best = nullptr;
+  std::size_t best_distance = 4;  // farther than this is not a typo
+  for (const auto& key : config_keys()) {
+    std::size_t d = edit_distance(dotted, key.dotted());
+    if (d < best_distance) {
+      best_distance = d;
+      best = &key;
+    }
+  }
+  return best ? fmt::format("did you mean '{}'? ", best->dotted()) : "";
+}
+
+std::string format_config_value(const ConfigValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::string>) {
+          return fmt::format("\"{}\"", v);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, double>) {
+          std::string s = fmt::format("{}", v);
+          // TOML needs a '.' or exponent to read a float back as a float.
+          if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+          return s;
+        } else {
+          return fmt::format("{}", v);
+        }
+      },
+      value);
+}
+
+}  // namespace loco

@@ -1,0 +1,79 @@
+#include "loco/data/dataset_meta.h"
+
+#include <fmt/format.h>
+
+#include "loco/data/json_file.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+
+namespace loco::data {
+
+namespace {
+
+constexpr const char* kFormat = "loco-tokens";
+constexpr int kVersion = 1;
+
+nlohmann::json split_to_json(const SplitMeta& split) {
+  return {{"shards", split.shards}, {"tokens", split.tokens}, {"documents", split.documents}};
+}
+
+SplitMeta split_from_json(const nlohmann::json& j) {
+  return SplitMeta{j.at("shards").get<std::vector<std::string>>(), j.at("tokens").get<std::uint64_t>(),
+                   j.at("documents").get<std::uint64_t>()};
+}
+
+}  // namespace
+
+const SplitMeta& DatasetMeta::split(const std::string& name) const {
+  if (name == "train") return train;
+  if (name == "val") return val;
+  throw DataError(fmt::format("unknown data split '{}'; the splits are 'train' and 'val'.", name));
+}
+
+nlohmann::json DatasetMeta::to_json() const {
+  return {{"format", kFormat},
+          {"version", kVersion},
+          {"tokenizer", tokenizer},
+          {"vocab_size", vocab_size},
+          {"bytes_per_token", bytes_per_token},
+          {"train", split_to_json(train)},
+          {"val", split_to_json(val)},
+          {"sources", sources},
+          {"val_fraction", val_fraction},
+          {"seed", seed},
+          {"checksums", checksums}};
+}
+
+DatasetMeta read_dataset_meta(const fs::path& data_dir) {
+  fs::path path = data_dir / kMetaFileName;
+  std::string fix = fmt::format(
+      "{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
+      "(into a new or emptied directory) and point data at it.",
+      data_dir.string(), data_dir.string());
+  nlohmann::json j = read_json_file(path, fix);
+  return read_json_fields(path, fix, [&] {
+    if (j.at("format") != kFormat || j.at("version") != kVersion) {
+      throw malformed_json_file(path, fmt::format("format {} version {}, expected {} version {}",
+                                                  j.at("format").dump(), j.at("version").dump(),
+                                                  kFormat, kVersion),
+                                fix);
+    }
+    DatasetMeta meta;
+    meta.tokenizer = j.at("tokenizer");
+    meta.vocab_size = j.at("vocab_size").get<std::uint32_t>();
+    meta.bytes_per_token = j.at("bytes_per_token").get<std::uint32_t>();
+    meta.train = split_from_json(j.at("train"));
+    meta.val = split_from_json(j.at("val"));
+    meta.sources = j.at("sources").get<std::vector<std::string>>();
+    meta.val_fraction = j.at("val_fraction").get<double>();
+    meta.seed = j.at("seed").get<std::uint64_t>();
+    meta.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
+    return meta;
+  });
+}
+
+void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta) {
+  write_file_atomic(data_dir / kMetaFileName, meta.to_json().dump(2) + "\n");
+}
+
+}  // namespace loco::data

@@ -1,0 +1,48 @@
+// meta.json: what a prepared data directory holds. Written last and atomically by `loco prepare`,
+// so a directory without it is visibly incomplete (see docs/data.md for the fields).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loco::data {
+
+namespace fs = std::filesystem;
+
+inline constexpr const char* kMetaFileName = "meta.json";
+
+struct SplitMeta {
+  std::vector<std::string> shards;  // file names in the data directory, in token order
+  std::uint64_t tokens = 0;
+  std::uint64_t documents = 0;
+};
+
+struct DatasetMeta {
+  nlohmann::json tokenizer;  // the contents of tokenizer.json
+  std::uint32_t vocab_size = 0;
+  std::uint32_t bytes_per_token = 2;
+  SplitMeta train;
+  SplitMeta val;
+  std::vector<std::string> sources;  // the input paths as given to `loco prepare`
+  double val_fraction = 0;
+  std::uint64_t seed = 0;
+  std::map<std::string, std::string> checksums;  // shard file name -> CRC-32 of the whole file
+
+  // "train" or "val"; DataError for any other name.
+  const SplitMeta& split(const std::string& name) const;
+
+  nlohmann::json to_json() const;
+};
+
+// Reads DATA_DIR/meta.json; DataError with the fix when missing, malformed or of another format.
+DatasetMeta read_dataset_meta(const fs::path& data_dir);
+
+// Writes DATA_DIR/meta.json atomically.
+void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta);
+
+}  // namespace loco::data

@@ -1,0 +1,39 @@
+// Reading and writing the safetensors format (the format Hugging Face loads):
+//   u64 little-endian header length | JSON header | raw little-endian tensor data
+// The header maps each name to {dtype, shape, data_offsets}; "__metadata__" holds strings.
+// Used for checkpoints, exports and the Python-generated test fixtures.
+#pragma once
+
+#include <torch/types.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loco {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+struct SafetensorsContent {
+  std::map<std::string, torch::Tensor> tensors;  // on CPU, owning their memory
+  std::map<std::string, std::string> metadata;
+
+  // The tensor `name`; throws CheckpointError naming the file when it is absent.
+  const torch::Tensor& at(const std::string& name) const;
+  std::filesystem::path source;
+};
+
+// Serialises to bytes (tensors are moved to CPU and made contiguous).
+std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+
+// Writes atomically (temporary file, fsync, rename).
+void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// Reads and validates (header bounds, offsets inside the file, sizes matching shapes);
+// throws CheckpointError naming the file and what is wrong.
+SafetensorsContent load_safetensors(const std::filesystem::path& path);
+
+}  // namespace loco

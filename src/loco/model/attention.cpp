@@ -1,0 +1,62 @@
+#include "loco/model/attention.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "loco/util/torch_compat.h"
+
+namespace loco {
+
+namespace {
+
+torch::nn::Linear projection(std::int64_t in, std::int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+}  // namespace
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim()),
+      rotary_(c.head_dim(), c.rope_theta) {
+  q_proj = register_module("q_proj", projection(c.hidden_size, heads_ * head_dim_));
+  k_proj = register_module("k_proj", projection(c.hidden_size, kv_heads_ * head_dim_));
+  v_proj = register_module("v_proj", projection(c.hidden_size, kv_heads_ * head_dim_));
+  o_proj = register_module("o_proj", projection(heads_ * head_dim_, c.hidden_size));
+}
+
+torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  // q, k, v: (B, H, T, D) with k and v already repeated to H heads.
+#if LOCO_HAS_SDPA
+  if (q.scalar_type() != torch::kFloat64) {
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
+#endif
+  const std::int64_t T = q.size(2);
+  auto compute_type = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  torch::Tensor future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  torch::Tensor weights = torch::softmax(scores, -1, compute_type).to(q.scalar_type());  // (B, H, T, T)
+  return torch::matmul(weights, v);
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const std::int64_t B = x.size(0), T = x.size(1);
+  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_}).transpose(1, 2);     // (B, H, T, D)
+  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);  // (B, KV, T, D)
+  torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  q = rotary_.apply(q);
+  k = rotary_.apply(k);
+  if (kv_heads_ != heads_) {
+    // Query head h reads key/value head h / group (HF repeat_kv).
+    const std::int64_t group = heads_ / kv_heads_;
+    k = k.repeat_interleave(group, 1);
+    v = v.repeat_interleave(group, 1);
+  }
+  torch::Tensor out = attend(q, k, v);                          // (B, H, T, D)
+  out = out.transpose(1, 2).reshape({B, T, heads_ * head_dim_});  // (B, T, C)
+  return o_proj(out);
+}
+
+}  // namespace loco

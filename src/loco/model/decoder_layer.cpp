@@ -1,0 +1,33 @@
+#include "loco/model/decoder_layer.h"
+
+#include <torch/torch.h>
+
+namespace loco {
+
+MlpImpl::MlpImpl(const ModelConfig& c) {
+  auto linear = [](std::int64_t in, std::int64_t out) {
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+  };
+  gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size));
+  up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size));
+  down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  // Registration order fixes the parameter order (and so DDP bucket order later): HF's order.
+  self_attn = register_module("self_attn", Attention(c));
+  mlp = register_module("mlp", Mlp(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x + self_attn(input_layernorm(x));
+  return h + mlp(post_attention_layernorm(h));
+}
+
+}  // namespace loco

@@ -1,0 +1,24 @@
+// Sampling text from a model: temperature and top-k over the last position's logits, one token at
+// a time, the context cropped to the model's max_position_embeddings.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loco/model/llama.h"
+
+namespace loco {
+
+struct SamplingOptions {
+  std::int64_t max_new_tokens = 100;
+  double temperature = 0.8;  // 0: greedy
+  std::int64_t top_k = 40;   // 0: the whole vocabulary
+  std::uint64_t seed = 0;
+  std::int64_t stop_token = -1;  // generation ends after this token (EOS); −1: never
+};
+
+// Returns only the new tokens.
+std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::int64_t>& prompt,
+                                          const SamplingOptions& options, torch::Device device);
+
+}  // namespace loco

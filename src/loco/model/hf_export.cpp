@@ -1,0 +1,91 @@
+#include "loco/model/hf_export.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include "loco/data/tokenizer.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+nlohmann::json hf_config_json(const ModelConfig& m, std::int64_t bos_id, std::int64_t eos_id) {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", m.vocab_size},
+          {"hidden_size", m.hidden_size},
+          {"intermediate_size", m.intermediate_size},
+          {"num_hidden_layers", m.num_hidden_layers},
+          {"num_attention_heads", m.num_attention_heads},
+          {"num_key_value_heads", m.num_key_value_heads},
+          {"head_dim", m.head_dim()},
+          {"max_position_embeddings", m.max_position_embeddings},
+          {"rope_theta", m.rope_theta},
+          {"rope_scaling", nullptr},
+          {"rms_norm_eps", m.rms_norm_eps},
+          {"tie_word_embeddings", m.tie_word_embeddings},
+          {"initializer_range", m.initializer_range},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"mlp_bias", false},
+          {"pretraining_tp", 1},
+          {"use_cache", true},
+          {"bos_token_id", bos_id},
+          {"eos_token_id", eos_id},
+          {"torch_dtype", "float32"}};
+}
+
+ModelConfig model_config_from_hf_json(const nlohmann::json& j) {
+  ModelConfig c;
+  c.vocab_size = j.at("vocab_size");
+  c.hidden_size = j.at("hidden_size");
+  c.intermediate_size = j.at("intermediate_size");
+  c.num_hidden_layers = j.at("num_hidden_layers");
+  c.num_attention_heads = j.at("num_attention_heads");
+  c.num_key_value_heads = j.value("num_key_value_heads", c.num_attention_heads);
+  c.max_position_embeddings = j.at("max_position_embeddings");
+  c.rope_theta = j.value("rope_theta", c.rope_theta);
+  c.rms_norm_eps = j.value("rms_norm_eps", c.rms_norm_eps);
+  c.tie_word_embeddings = j.value("tie_word_embeddings", c.tie_word_embeddings);
+  c.initializer_range = j.value("initializer_range", c.initializer_range);
+  return c;
+}
+
+void write_hf_export(const fs::path& out_dir, const nlohmann::json& config_json, const NamedTensors& parameters,
+                     const fs::path& tokenizer_dir) {
+  if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir))) {
+    throw IoError(fmt::format("export directory {} already exists and is not empty; loco does not overwrite it. "
+                              "Choose a new --out",
+                              out_dir.string()));
+  }
+  const fs::path parent = fs::absolute(out_dir).parent_path();
+  ensure_writable_directory(parent, "export parent directory");
+  const fs::path tmp = parent / fmt::format(".{}.partial-{}", out_dir.filename().string(), ::getpid());
+  fs::remove_all(tmp);
+  fs::create_directory(tmp);
+  try {
+    NamedTensors float32;
+    for (const auto& [name, t] : parameters) float32.emplace_back(name, t.to(torch::kFloat32));
+    save_safetensors(tmp / "model.safetensors", float32, {{"format", "pt"}});
+    write_file_atomic(tmp / "config.json", config_json.dump(2) + "\n");
+    write_file_atomic(tmp / "generation_config.json",
+                      nlohmann::json({{"bos_token_id", config_json["bos_token_id"]},
+                                      {"eos_token_id", config_json["eos_token_id"]}})
+                              .dump(2) +
+                          "\n");
+    data::copy_tokenizer_files(tokenizer_dir, tmp);
+    if (fs::exists(out_dir)) fs::remove(out_dir);  // empty, checked above
+    fs::rename(tmp, out_dir);
+    fsync_path(parent);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace loco

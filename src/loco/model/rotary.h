@@ -1,0 +1,30 @@
+// Rotary position embeddings in the rotate-half layout of Hugging Face Llama:
+//   inv_freq_i = theta^(−2i/d),  angle(t, i) = t · inv_freq_i,  cos/sin tables repeat the d/2 angles twice,
+//   rope(x) = x·cos + rotate_half(x)·sin,  rotate_half([x1, x2]) = [−x2, x1].
+#pragma once
+
+#include <torch/types.h>
+
+#include <map>
+#include <tuple>
+
+namespace loco {
+
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding(std::int64_t head_dim, double theta);
+
+  // Applies the rotation to q or k of shape (B, heads, T, head_dim) at positions 0..T−1.
+  torch::Tensor apply(const torch::Tensor& x);
+
+ private:
+  // (T, head_dim) cos and sin tables, cached per length, dtype and device.
+  const std::pair<torch::Tensor, torch::Tensor>& tables(std::int64_t length, torch::ScalarType dtype,
+                                                        torch::Device device);
+
+  std::int64_t head_dim_;
+  double theta_;
+  std::map<std::tuple<std::int64_t, int, std::string>, std::pair<torch::Tensor, torch::Tensor>> cache_;
+};
+
+}  // namespace loco

@@ -1,0 +1,32 @@
+#include "loco/model/weights.h"
+
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "loco/util/error.h"
+
+namespace loco {
+
+NamedTensors model_parameters(const Llama& model) {
+  NamedTensors out;
+  for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+std::string shape_string(c10::IntArrayRef sizes) { return fmt::format("{}", fmt::join(sizes, "x")); }
+
+void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, param] : model_parameters(model)) {
+    const torch::Tensor& saved = content.at(prefix + name);
+    if (saved.sizes() != param.sizes()) {
+      throw CheckpointError(fmt::format(
+          "{} holds {} with shape {} but the model expects {}; the file belongs to a model with another "
+          "configuration (check model.* in the config)",
+          content.source.string(), prefix + name, shape_string(saved.sizes()), shape_string(param.sizes())));
+    }
+    param.copy_(saved);
+  }
+}
+
+}  // namespace loco

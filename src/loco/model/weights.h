@@ -1,0 +1,20 @@
+// Moving a model's parameters in and out of named tensors (HF names), with shape checks that name
+// the offending tensor.
+#pragma once
+
+#include <string>
+
+#include "loco/io/safetensors.h"
+#include "loco/model/llama.h"
+
+namespace loco {
+
+NamedTensors model_parameters(const Llama& model);
+
+// Copies every parameter from `content` (by name); throws CheckpointError when one is missing or
+// has another shape (a checkpoint of a different model).
+void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix = "");
+
+std::string shape_string(c10::IntArrayRef sizes);  // "64x128"
+
+}  // namespace loco

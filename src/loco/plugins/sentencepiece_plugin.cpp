@@ -1,0 +1,93 @@
+// loco_sentencepiece.so: libsentencepiece behind the interface of loco/data/sentencepiece_library.h,
+// loaded at run time with its own symbol scope (note "sentencepiece-plugin" there explains why).
+// Nothing here may throw into loco: sentencepiece's statuses become error strings.
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "loco/data/sentencepiece_library.h"
+
+namespace {
+
+using loco::data::spm::LineSource;
+
+class LoadedModel final : public loco::data::spm::Model {
+ public:
+  bool load(const std::string& serialized, std::string* error) {
+    auto status = processor_.LoadFromSerializedProto(serialized);
+    if (!status.ok()) *error = status.ToString();
+    return status.ok();
+  }
+  // Encoding and decoding fail only without a model, which load() rules out.
+  std::vector<int> encode(std::string_view text) const override {
+    std::vector<int> ids;
+    processor_.Encode(text, &ids).IgnoreError();
+    return ids;
+  }
+  std::string decode(const std::vector<int>& ids) const override {
+    std::string text;
+    processor_.Decode(ids, &text).IgnoreError();
+    return text;
+  }
+  int piece_count() const override { return processor_.GetPieceSize(); }
+  int bos_id() const override { return processor_.bos_id(); }
+  int eos_id() const override { return processor_.eos_id(); }
+
+ private:
+  sentencepiece::SentencePieceProcessor processor_;
+};
+
+class Lines final : public sentencepiece::SentenceIterator {
+ public:
+  explicit Lines(LineSource& source) : source_(source) { Next(); }
+  bool done() const override { return done_; }
+  void Next() override { done_ = !source_.next(line_); }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  LineSource& source_;
+  std::string line_;
+  bool done_ = false;
+};
+
+// sentencepiece logs to std::cerr, and logs the command line before it applies --minloglevel.
+class CerrSilencer {
+ public:
+  CerrSilencer() : saved_(std::cerr.rdbuf(sink_.rdbuf())) {}
+  ~CerrSilencer() { std::cerr.rdbuf(saved_); }
+  CerrSilencer(const CerrSilencer&) = delete;
+  CerrSilencer& operator=(const CerrSilencer&) = delete;
+
+ private:
+  std::ostringstream sink_;
+  std::streambuf* saved_;
+};
+
+class Library final : public loco::data::spm::Library {
+ public:
+  std::unique_ptr<loco::data::spm::Model> load(const std::string& serialized,
+                                               std::string* error) const override {
+    auto model = std::make_unique<LoadedModel>();
+    if (!model->load(serialized, error)) return nullptr;
+    return model;
+  }
+  bool train(const std::string& flags, LineSource& source, std::string* serialized_model,
+             std::string* error) const override {
+    Lines lines(source);
+    CerrSilencer quiet;
+    auto status = sentencepiece::SentencePieceTrainer::Train(flags, &lines, serialized_model);
+    if (!status.ok()) *error = status.error_message();
+    return status.ok();
+  }
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const loco::data::spm::Library*
+loco_sentencepiece_library_v1() {
+  static const Library library;
+  return &library;
+}

@@ -1,0 +1,206 @@
+#include "loco/sim/fit_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "loco/sim/csv.h"
+#include "loco/sim/toml_lookup.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+
+namespace loco::sim {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// The index of the first header matching one of `names`, or -1.
+int column(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (lower(header[i]) == name) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+// A positive finite number from a CSV cell; NaN for an empty optional cell.
+double cell_number(const std::vector<std::string>& row, int index, const char* name, bool required,
+                   const std::string& where) {
+  if (index < 0 || row[index].empty()) {
+    if (required) throw DataError(fmt::format("{}: the {} value is empty; every row needs one.", where, name));
+    return NAN;
+  }
+  std::size_t used = 0;
+  double x = NAN;
+  try {
+    x = std::stod(row[index], &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != row[index].size() || !std::isfinite(x) || x <= 0) {
+    throw DataError(fmt::format("{}: {} '{}' is not a positive finite number; fix or remove the row.",
+                                where, name, row[index]));
+  }
+  return x;
+}
+
+int replica_count(double value, const std::string& where) {
+  if (std::isnan(value)) return 1;
+  if (value != std::floor(value) || value < 1 || value > 1e6) {
+    throw DataError(fmt::format("{}: replicas must be a whole number ≥ 1 (got {}).", where, value));
+  }
+  return static_cast<int>(value);
+}
+
+// The last metrics line with eval_loss, and the last `tokens` seen.
+void read_final_eval(const fs::path& metrics, FitPoint& point) {
+  std::string text = read_file(metrics);
+  std::istringstream stream(text);
+  std::optional<double> loss;
+  int number = 0;
+  for (std::string line; std::getline(stream, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (entry.is_discarded() || !entry.is_object()) {
+      bool unfinished_last_line = stream.peek() == EOF && !text.empty() && text.back() != '\n';
+      if (unfinished_last_line) break;  // a run stopped mid-write; the lines before are whole
+      throw DataError(fmt::format("{} line {} is not a JSON object; the metrics file is damaged. Fix "
+                                  "or remove that line.",
+                                  metrics.string(), number));
+    }
+    if (entry.contains("tokens") && entry["tokens"].is_number()) point.tokens = entry["tokens"].get<double>();
+    if (entry.contains("eval_loss")) {
+      if (entry["eval_loss"].is_null()) {  // nlohmann writes NaN and infinities as null
+        loss = NAN;
+        continue;
+      }
+      if (!entry["eval_loss"].is_number()) {
+        throw DataError(fmt::format("{} line {}: eval_loss is not a number.", metrics.string(), number));
+      }
+      loss = entry["eval_loss"].get<double>();
+    }
+  }
+  if (!loss) {
+    throw DataError(fmt::format("{} has no line with eval_loss, so the run has no final evaluation loss. "
+                                "Train with evaluation enabled (or run loco eval) before fitting.",
+                                metrics.string()));
+  }
+  if (!std::isfinite(*loss) || *loss <= 0) {
+    throw DataError(fmt::format("{}: the final eval_loss is {}; a diverged run cannot be fitted. "
+                                "Leave it out.",
+                                metrics.string(), *loss));
+  }
+  point.loss = *loss;
+}
+
+bool is_run_directory(const fs::path& dir) {
+  return fs::exists(dir / "metrics.jsonl") || fs::exists(dir / "config.toml");
+}
+
+}  // namespace
+
+std::string normalise_algorithm(const std::string& name) {
+  std::string n = lower(name);
+  return n == "ddp" || n == "data_parallel" ? "dp" : n;
+}
+
+std::vector<FitPoint> load_points_csv(const fs::path& csv) {
+  CsvTable table = parse_csv(read_file(csv), csv.string());
+  const int params = column(table.header, {"params", "n", "parameters"});
+  const int loss = column(table.header, {"loss", "eval_loss"});
+  if (params < 0 || loss < 0) {
+    throw DataError(fmt::format("{} needs a params column and a loss column (header: params,replicas,"
+                                "loss; optional algorithm, tokens, lr, batch).",
+                                csv.string()));
+  }
+  const int replicas = column(table.header, {"replicas", "m"});
+  const int algorithm = column(table.header, {"algorithm"});
+  const int tokens = column(table.header, {"tokens"});
+  const int lr = column(table.header, {"lr"});
+  const int batch = column(table.header, {"batch", "batch_size", "batch_tokens"});
+  std::vector<FitPoint> points;
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const auto& row = table.rows[r];
+    const std::string where = fmt::format("{} line {}", csv.string(), table.line_numbers[r]);
+    FitPoint p;
+    p.params = cell_number(row, params, "params", true, where);
+    p.loss = cell_number(row, loss, "loss", true, where);
+    p.replicas = replica_count(cell_number(row, replicas, "replicas", false, where), where);
+    if (algorithm >= 0 && !row[algorithm].empty()) p.algorithm = normalise_algorithm(row[algorithm]);
+    p.tokens = cell_number(row, tokens, "tokens", false, where);
+    p.lr = cell_number(row, lr, "lr", false, where);
+    p.batch = cell_number(row, batch, "batch", false, where);
+    p.source = where;
+    points.push_back(p);
+  }
+  return points;
+}
+
+FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
+  const fs::path config = dir / "config.toml", metrics = dir / "metrics.jsonl";
+  for (const auto& file : {config, metrics}) {
+    if (!fs::exists(file)) {
+      throw DataError(fmt::format("{} is not a finished loco run: {} is missing. Point loco fit at run "
+                                  "directories (config.toml + metrics.jsonl) or at a results CSV.",
+                                  dir.string(), file.filename().string()));
+    }
+  }
+  FitPoint p;
+  p.source = dir.string();
+  try {
+    toml::value root = read_toml(config);
+    const std::string source = config.string();
+    p.params = count_parameters(llama_shape_from_toml(root, source), convention);
+    auto replicas = find_integer(root, "dist", "replicas", source);
+    p.replicas = replica_count(replicas ? static_cast<double>(*replicas) : NAN, source);
+    p.algorithm = normalise_algorithm(find_string(root, "dist", "algorithm", source).value_or("dp"));
+    p.lr = find_number(root, "optim", "lr", source).value_or(NAN);
+    auto batch = find_number(root, "train", "batch_size", source);
+    auto seq_len = find_number(root, "data", "seq_len", source);
+    if (batch) p.batch = seq_len ? *batch * *seq_len : *batch;
+  } catch (const ConfigError& e) {
+    throw DataError(fmt::format("run {} cannot be used: {}", dir.string(), e.what()));
+  }
+  read_final_eval(metrics, p);
+  return p;
+}
+
+std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, ParamConvention convention) {
+  std::vector<FitPoint> points;
+  for (const auto& input : inputs) {
+    fs::path path(input);
+    if (fs::is_regular_file(path)) {
+      auto loaded = load_points_csv(path);
+      points.insert(points.end(), loaded.begin(), loaded.end());
+    } else if (fs::is_directory(path) && is_run_directory(path)) {
+      points.push_back(load_run_directory(path, convention));
+    } else if (fs::is_directory(path)) {
+      std::vector<fs::path> runs;
+      for (const auto& entry : fs::directory_iterator(path)) {
+        if (entry.is_directory() && is_run_directory(entry.path())) runs.push_back(entry.path());
+      }
+      if (runs.empty()) {
+        throw DataError(fmt::format("{} holds no loco runs (directories with config.toml and "
+                                    "metrics.jsonl) and is not a CSV file.",
+                                    path.string()));
+      }
+      std::sort(runs.begin(), runs.end());
+      for (const auto& run : runs) points.push_back(load_run_directory(run, convention));
+    } else {
+      throw IoError(fmt::format("{} does not exist; give results CSV files or run directories.", input));
+    }
+  }
+  return points;
+}
+
+}  // namespace loco::sim

@@ -1,0 +1,43 @@
+// The results `loco fit` reads: one point per finished run, from CSV files or loco run directories.
+//
+// CSV columns (header names, case-insensitive; other columns are ignored):
+//   params | n | parameters     required  model size N
+//   loss | eval_loss            required  final evaluation loss
+//   replicas | m                optional  M, default 1
+//   algorithm                   optional  dp (also ddp), diloco, streaming…; default diloco
+//   tokens, lr, batch | batch_size | batch_tokens   optional
+// A run directory holds config.toml ([model] for N; [dist] replicas and algorithm; [optim] lr;
+// [train] batch_size × [data] seq_len for the batch in tokens) and metrics.jsonl (the last line
+// with eval_loss is the final loss). A run without [dist] is data parallel with M = 1.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "loco/sim/model_size.h"
+
+namespace loco::sim {
+
+struct FitPoint {
+  double params = 0;
+  int replicas = 1;
+  std::string algorithm = "diloco";
+  double loss = 0;
+  double tokens = NAN;  // NaN when unknown
+  double lr = NAN;
+  double batch = NAN;
+  std::string source;   // "file.csv:12" or the run directory
+};
+
+std::vector<FitPoint> load_points_csv(const std::filesystem::path& csv);
+FitPoint load_run_directory(const std::filesystem::path& dir, ParamConvention convention);
+
+// Each input is a CSV file, a run directory, or a directory whose subdirectories are runs.
+// Throws DataError (unusable content) or IoError (unreadable path) naming the file.
+std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, ParamConvention convention);
+
+// "ddp" and "data_parallel" become "dp"; other names are lower-cased.
+std::string normalise_algorithm(const std::string& name);
+
+}  // namespace loco::sim

@@ -1,0 +1,35 @@
+// The input of the utilisation simulator and of the analytic wall-clock model: one model, the
+// compute time of one inner step, R workers grouped in M replicas, and two links (inside a replica
+// and between replicas). ALGORITHMS.md §3 (wall-clock model) and §4 (utilisation simulator).
+#pragma once
+
+namespace loco::sim {
+
+// A network link as one worker sees it: bits per second, and seconds added to every collective.
+struct Link {
+  double bandwidth_bps = 0;
+  double latency_s = 0;
+};
+
+struct Scenario {
+  double params = 0;        // N: values exchanged by a full synchronisation
+  int layers = 0;           // L: transformer blocks; N is spread evenly over them
+  double step_time_s = 0;   // compute of one inner step (forward + backward) on one worker
+  double forward_share = 1.0 / 3.0;  // forward's share of a step; backward splits the rest equally
+                                     // between activation gradients and weight gradients
+  int workers = 2;          // R
+  int replicas = 2;         // M; R / M workers per replica
+  double bits = 16;         // bits per value exchanged, unless an algorithm overrides it
+  Link inter;               // between replicas (the slow link)
+  Link intra;               // between the workers of one replica
+};
+
+// Throws ConfigError naming the first impossible value and the option that sets it. The
+// inter-replica bandwidth is checked on its own: the bandwidth search varies it.
+void validate(const Scenario& scenario);
+void validate_inter_bandwidth(double bandwidth_bps);
+
+// Workers per replica (R / M).
+inline int workers_per_replica(const Scenario& s) { return s.workers / s.replicas; }
+
+}  // namespace loco::sim

@@ -1,0 +1,149 @@
+#include "loco/train/checkpoint.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "loco/config/load_config.h"
+#include "loco/data/tokenizer.h"
+#include "loco/model/weights.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+void put_file(const fs::path& dir, const std::string& name, const std::string& bytes, nlohmann::json& files) {
+  write_file_atomic(dir / name, bytes);
+  files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_hex(bytes)}};
+}
+
+void verify_files(const fs::path& dir, const nlohmann::json& files) {
+  for (const auto& [name, expected] : files.items()) {
+    const fs::path path = dir / name;
+    if (!fs::exists(path)) {
+      throw CheckpointError(fmt::format("checkpoint {} is missing {}; it was copied incompletely. Use another "
+                                        "checkpoint or copy this one again",
+                                        dir.string(), name));
+    }
+    const auto size = fs::file_size(path);
+    if (size != expected.at("bytes").get<std::uint64_t>() || crc32_hex_of_file(path) != expected.at("crc32")) {
+      throw CheckpointError(fmt::format(
+          "checkpoint file {} is corrupted or truncated ({} bytes, checksum mismatch against state.json). "
+          "Resume from an earlier checkpoint in {}",
+          path.string(), size, dir.parent_path().string()));
+    }
+  }
+}
+
+SafetensorsContent optional_tensors(const fs::path& path) {
+  if (!fs::exists(path)) return SafetensorsContent{{}, {}, path};
+  return load_safetensors(path);
+}
+
+}  // namespace
+
+Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
+  Llama model(checkpoint.config.model);
+  load_model_weights(model, checkpoint.model);
+  model->to(device);
+  model->eval();
+  return model;
+}
+
+std::string checkpoint_name(std::int64_t step) { return fmt::format("step_{}", step); }
+
+bool has_checkpoints(const fs::path& checkpoints_dir) {
+  if (!fs::is_directory(checkpoints_dir)) return false;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("step_", 0) == 0) return true;
+  }
+  return false;
+}
+
+fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& config, const CheckpointState& state,
+                          const CheckpointTensors& tensors, const fs::path& tokenizer_dir) {
+  ensure_writable_directory(checkpoints_dir, "checkpoint directory");
+  const fs::path final_dir = checkpoints_dir / checkpoint_name(state.step);
+  if (fs::exists(final_dir)) {
+    throw CheckpointError(fmt::format("{} already exists and loco never overwrites a checkpoint. Move it away "
+                                      "or choose another train.out_dir",
+                                      final_dir.string()));
+  }
+  const fs::path tmp_dir = checkpoints_dir / fmt::format(".{}.partial-{}", checkpoint_name(state.step), ::getpid());
+  fs::remove_all(tmp_dir);
+  fs::create_directory(tmp_dir);
+  try {
+    nlohmann::json files = nlohmann::json::object();
+    put_file(tmp_dir, "model.safetensors", encode_safetensors(tensors.model, {{"format", "pt"}}), files);
+    put_file(tmp_dir, "optimizer.safetensors", encode_safetensors(tensors.optimizer, {}), files);
+    if (!tensors.strategy.empty()) {
+      put_file(tmp_dir, "strategy.safetensors", encode_safetensors(tensors.strategy, {}), files);
+    }
+    for (const auto& name : data::tokenizer_file_names(tokenizer_dir)) {
+      put_file(tmp_dir, name, read_file(tokenizer_dir / name), files);
+    }
+    nlohmann::json doc = {{"format", "loco-checkpoint"},
+                          {"version", kFormatVersion},
+                          {"step", state.step},
+                          {"tokens", state.tokens},
+                          {"optimizer_steps", state.optimizer_steps},
+                          {"elapsed_s", state.elapsed_s},
+                          {"sampler", state.sampler},
+                          {"strategy", state.strategy},
+                          {"config", to_json(config)},
+                          {"files", files}};
+    write_file_atomic(tmp_dir / "state.json", doc.dump(2) + "\n");
+    fs::rename(tmp_dir, final_dir);
+    fsync_path(checkpoints_dir);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp_dir, ec);
+    throw;
+  }
+  return final_dir;
+}
+
+LoadedCheckpoint read_checkpoint(const fs::path& dir) {
+  const fs::path state_path = dir / "state.json";
+  if (!fs::is_directory(dir) || !fs::exists(state_path)) {
+    throw CheckpointError(fmt::format("{} is not a loco checkpoint (no state.json). Checkpoints live in "
+                                      "OUT_DIR/checkpoints/step_N; pass one of those directories",
+                                      dir.string()));
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(read_file(state_path));
+    if (doc.at("format") != "loco-checkpoint") throw CheckpointError("");
+  } catch (const std::exception&) {
+    throw CheckpointError(fmt::format("{} is corrupted or not a loco checkpoint's state file. Resume from "
+                                      "another checkpoint",
+                                      state_path.string()));
+  }
+  if (doc.value("version", 0) != kFormatVersion) {
+    throw CheckpointError(fmt::format("{} has checkpoint format version {}, this loco reads version {}. Use "
+                                      "the loco release that wrote it",
+                                      state_path.string(), doc.value("version", 0), kFormatVersion));
+  }
+  verify_files(dir, doc.at("files"));
+
+  LoadedCheckpoint out;
+  out.dir = dir;
+  out.config = from_json(doc.at("config"));
+  out.state.step = doc.at("step").get<std::int64_t>();
+  out.state.tokens = doc.at("tokens").get<std::int64_t>();
+  out.state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();
+  out.state.elapsed_s = doc.at("elapsed_s").get<double>();
+  out.state.sampler = doc.at("sampler");
+  out.state.strategy = doc.at("strategy");
+  out.model = load_safetensors(dir / "model.safetensors");
+  out.optimizer = load_safetensors(dir / "optimizer.safetensors");
+  out.strategy = optional_tensors(dir / "strategy.safetensors");
+  return out;
+}
+
+}  // namespace loco

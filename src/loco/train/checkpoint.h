@@ -1,0 +1,64 @@
+// Checkpoints (DESIGN.md §3 "Checkpoints"): one directory per checkpoint,
+//   OUT_DIR/checkpoints/step_N/
+//     model.safetensors      parameters, HF names
+//     optimizer.safetensors  AdamW moments (exp_avg/<name>, exp_avg_sq/<name>)
+//     strategy.safetensors   outer state of the distributed strategy (when it has any)
+//     tokenizer.json (+ tokenizer.model)  so generate/export need nothing else
+//     state.json             step, tokens, data position, config, and a CRC-32 and size per file
+// Written under a temporary name, fsynced, then renamed: a crash never leaves a directory named
+// step_N that is incomplete, and an existing step_N is never overwritten.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "loco/config/run_config.h"
+#include "loco/io/safetensors.h"
+#include "loco/model/llama.h"
+
+namespace loco {
+
+struct CheckpointState {
+  std::int64_t step = 0;  // optimizer steps completed
+  std::int64_t tokens = 0;
+  std::int64_t optimizer_steps = 0;  // AdamW's own step counter (bias correction)
+  double elapsed_s = 0;
+  nlohmann::json sampler = nlohmann::json::object();   // data position
+  nlohmann::json strategy = nlohmann::json::object();  // outer state that is not tensors
+};
+
+struct CheckpointTensors {
+  NamedTensors model;
+  NamedTensors optimizer;
+  NamedTensors strategy;
+};
+
+// Writes CHECKPOINTS_DIR/step_N atomically and returns its path.
+std::filesystem::path write_checkpoint(const std::filesystem::path& checkpoints_dir, const RunConfig& config,
+                                       const CheckpointState& state, const CheckpointTensors& tensors,
+                                       const std::filesystem::path& tokenizer_dir);
+
+struct LoadedCheckpoint {
+  std::filesystem::path dir;
+  RunConfig config;
+  CheckpointState state;
+  SafetensorsContent model;
+  SafetensorsContent optimizer;
+  SafetensorsContent strategy;
+};
+
+// Reads a checkpoint directory, verifying every file's size and CRC-32 first; throws
+// CheckpointError naming the damaged file and what to do.
+LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
+
+// The model a checkpoint holds, built from its config and weights, on `device`.
+Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);
+
+// The directory name of the checkpoint after `step` optimizer steps ("step_N").
+std::string checkpoint_name(std::int64_t step);
+
+// Whether `checkpoints_dir` already holds finished checkpoints (step_* directories).
+bool has_checkpoints(const std::filesystem::path& checkpoints_dir);
+
+}  // namespace loco

@@ -1,0 +1,33 @@
+#include "loco/train/evaluate.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "loco/data/batch_sampler.h"
+
+namespace loco {
+
+EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
+                    std::int64_t seq_len, torch::Device device) {
+  torch::NoGradGuard no_grad;
+  data::BatchSampler sampler(val, seq_len, /*seed=*/0, /*replica=*/0, /*num_replicas=*/1, /*shuffle=*/false);
+  const auto windows = std::min<std::int64_t>(batches * batch_size, static_cast<std::int64_t>(sampler.windows_per_epoch()));
+  double loss_sum = 0;  // summed per window, so a short last batch weighs what it holds
+  for (std::int64_t done = 0; done < windows;) {
+    const std::int64_t b = std::min(batch_size, windows - done);
+    torch::Tensor inputs = torch::empty({b, seq_len}, torch::kInt64);
+    torch::Tensor targets = torch::empty({b, seq_len}, torch::kInt64);
+    sampler.next_batch(b, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
+    loss_sum += model->loss(inputs.to(device), targets.to(device)).item<double>() * static_cast<double>(b);
+    done += b;
+  }
+  EvalResult result;
+  result.tokens = windows * seq_len;
+  result.loss = windows > 0 ? loss_sum / static_cast<double>(windows) : std::nan("");
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
+
+}  // namespace loco

@@ -1,0 +1,22 @@
+// Validation loss: the first windows of the validation split, in order, so every evaluation of a
+// run (and `loco eval` on its checkpoints) sees the same tokens.
+#pragma once
+
+#include <cstdint>
+
+#include "loco/data/token_dataset.h"
+#include "loco/model/llama.h"
+
+namespace loco {
+
+struct EvalResult {
+  double loss = 0;
+  double perplexity = 0;
+  std::int64_t tokens = 0;
+};
+
+// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens.
+EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
+                    std::int64_t seq_len, torch::Device device);
+
+}  // namespace loco

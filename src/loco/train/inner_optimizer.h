@@ -1,0 +1,40 @@
+// The inner optimizer: libtorch's AdamW (the same update as torch.optim.AdamW) over two parameter
+// groups, matrices with weight decay and norm weights without, plus global-norm gradient clipping
+// and conversion of its state to named tensors for checkpoints.
+#pragma once
+
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loco/config/run_config.h"
+#include "loco/io/safetensors.h"
+
+namespace loco {
+
+class InnerOptimizer {
+ public:
+  InnerOptimizer(const NamedTensors& named_parameters, const OptimConfig& config);
+
+  void set_lr(double lr);
+  // Scales the gradients so that their global L2 norm is at most max_norm (no-op for 0);
+  // returns the norm before clipping.
+  double clip_gradients(double max_norm);
+  void step();
+  void zero_grad();
+
+  // AdamW moments as "exp_avg/<param>" and "exp_avg_sq/<param>" (empty before the first step).
+  NamedTensors state_tensors() const;
+  std::int64_t steps_taken() const;
+  // Restores moments and the step count written by state_tensors(); throws CheckpointError when a
+  // tensor is missing or has the wrong shape.
+  void load_state(const SafetensorsContent& content, std::int64_t steps_taken);
+
+ private:
+  NamedTensors named_parameters_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+};
+
+}  // namespace loco

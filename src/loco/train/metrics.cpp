@@ -1,0 +1,40 @@
+#include "loco/train/metrics.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+MetricsWriter::MetricsWriter(const fs::path& out_dir, std::int64_t keep_through_step) {
+  const fs::path path = out_dir / "metrics.jsonl";
+  std::string kept;
+  if (keep_through_step >= 0 && fs::exists(path)) {
+    std::istringstream lines(read_file(path));
+    for (std::string line; std::getline(lines, line);) {
+      auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A torn last line (the run was killed mid-write) is dropped with the later steps.
+      if (record.is_object() && record.value("step", std::int64_t{-1}) <= keep_through_step) kept += line + "\n";
+    }
+  }
+  write_file_atomic(path, kept);
+  file_ = std::fopen(path.c_str(), "a");
+  if (file_ == nullptr) throw IoError(fmt::format("cannot open {} for appending", path.string()));
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsWriter::write(const nlohmann::json& record) {
+  std::string line = record.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+}
+
+}  // namespace loco

@@ -1,0 +1,29 @@
+#include "loco/train/runtime.h"
+
+#include <torch/cuda.h>
+#include <torch/utils.h>
+
+#include <thread>
+
+#include "loco/util/error.h"
+
+namespace loco {
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  if (name == "auto") return cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  if (!cuda) {
+    throw ConfigError(
+        "train.device = \"cuda\" but this loco was built against a CPU-only libtorch or no GPU is visible. "
+        "Use train.device = \"cpu\", or build loco against a CUDA libtorch (see docs/build.md)");
+  }
+  return torch::kCUDA;
+}
+
+void configure_threads(std::int64_t threads) {
+  const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(static_cast<int>(n));
+}
+
+}  // namespace loco

@@ -1,0 +1,249 @@
+#include "loco/train/trainer.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "loco/config/load_config.h"
+#include "loco/data/batch_sampler.h"
+#include "loco/model/weights.h"
+#include "loco/train/checkpoint.h"
+#include "loco/train/inner_optimizer.h"
+#include "loco/train/metrics.h"
+#include "loco/train/progress.h"
+#include "loco/train/runtime.h"
+#include "loco/train/schedule.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+#include "loco/util/torch_compat.h"
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The data decide the vocabulary when the config leaves it at 0; a model smaller than the data's
+// vocabulary could not embed its tokens.
+void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std::string& data_dir) {
+  if (model.vocab_size == 0) model.vocab_size = data_vocab;
+  if (model.vocab_size < static_cast<std::int64_t>(data_vocab)) {
+    throw ConfigError(fmt::format(
+        "vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
+        "model.vocab_size = 0 to take the data's vocabulary, or prepare the data with --vocab-size {}",
+        data_dir, data_vocab, model.vocab_size, model.vocab_size));
+  }
+}
+
+void require_same_model(const RunConfig& run, const RunConfig& saved, const fs::path& checkpoint) {
+  const auto a = to_json(run).at("model");
+  const auto b = to_json(saved).at("model");
+  for (const auto& [key, value] : b.items()) {
+    if (a.at(key) != value) {
+      throw ConfigError(fmt::format(
+          "model.{} is {} in the config but {} in checkpoint {}; a run resumes with the model it was "
+          "started with. Drop --config to use the checkpoint's config, or fix model.{}",
+          key, a.at(key).dump(), value.dump(), checkpoint.string(), key));
+    }
+  }
+}
+
+// Refuses, before any work, a resume that would have nothing to do or would have to overwrite a
+// later checkpoint of the same run.
+void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_dir, std::int64_t total_steps) {
+  if (checkpoint.state.step >= total_steps) {
+    throw ConfigError(fmt::format("checkpoint {} is already at step {} of train.steps = {}; raise it to train "
+                                  "further (for example --set train.steps={})",
+                                  checkpoint.dir.string(), checkpoint.state.step, total_steps,
+                                  2 * checkpoint.state.step));
+  }
+  const fs::path checkpoints = out_dir / "checkpoints";
+  if (!fs::is_directory(checkpoints)) return;
+  for (const auto& entry : fs::directory_iterator(checkpoints)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0) continue;
+    if (std::stoll(name.substr(5)) > checkpoint.state.step) {
+      throw ConfigError(fmt::format("{} holds {}, later than the checkpoint you resume from ({}); resuming here "
+                                    "would overwrite it. Resume from the latest checkpoint or set another "
+                                    "train.out_dir",
+                                    checkpoints.string(), name, checkpoint_name(checkpoint.state.step)));
+    }
+  }
+}
+
+}  // namespace
+
+struct Trainer::State {
+  TrainOptions options;
+  std::unique_ptr<Strategy> strategy;
+  std::vector<double> step_losses;
+};
+
+Trainer::Trainer(TrainOptions options, std::unique_ptr<Strategy> strategy)
+    : state_(std::make_unique<State>(State{std::move(options), std::move(strategy), {}})) {}
+
+Trainer::~Trainer() = default;
+
+const std::vector<double>& Trainer::step_losses() const { return state_->step_losses; }
+
+TrainSummary Trainer::run() {
+  RunConfig& config = state_->options.config;
+  const TrainConfig& tc = config.train;
+  Strategy& strategy = *state_->strategy;
+  const bool quiet = state_->options.quiet;
+  auto say = [&](const std::string& line) {
+    if (!quiet) fmt::print(stderr, "{}\n", line);
+  };
+
+  configure_threads(tc.threads);
+  const torch::Device device = resolve_device(tc.device);
+  if (tc.autocast == "bf16") {
+    if (!device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
+    compat::enable_cuda_bf16_autocast();
+  }
+
+  const auto train_data = data::TokenDataset::open(config.data.dir, "train");
+  const auto val_data = data::TokenDataset::open(config.data.dir, "val");
+  resolve_vocabulary(config.model, train_data.vocab_size(), config.data.dir);
+
+  std::optional<LoadedCheckpoint> resumed;
+  if (state_->options.resume_from) {
+    resumed = read_checkpoint(*state_->options.resume_from);
+    require_same_model(config, resumed->config, resumed->dir);
+  }
+
+  const fs::path out_dir = tc.out_dir;
+  ensure_writable_directory(out_dir, "train.out_dir");
+  if (resumed) require_resumable(*resumed, out_dir, tc.steps);
+  if (!resumed && has_checkpoints(out_dir / "checkpoints")) {
+    throw ConfigError(fmt::format(
+        "train.out_dir '{}' already holds checkpoints of another run; loco does not overwrite them. Pass "
+        "--resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
+        out_dir.string(), out_dir.string()));
+  }
+  write_file_atomic(out_dir / "config.toml", to_toml(config));
+
+  torch::manual_seed(static_cast<std::uint64_t>(tc.seed));
+  Llama model(config.model);
+  model->init_weights();
+  model->to(device);
+  InnerOptimizer optimizer(model_parameters(model), config.optim);
+  data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), 0, 1, true);
+
+  std::int64_t step = 0, tokens = 0;
+  double elapsed_before = 0;
+  if (resumed) {
+    load_model_weights(model, resumed->model);
+    optimizer.load_state(resumed->optimizer, resumed->state.optimizer_steps);
+    strategy.load_state(resumed->strategy, resumed->state.strategy);
+    sampler.restore(data::SamplerState::from_json(resumed->state.sampler));
+    step = resumed->state.step;
+    tokens = resumed->state.tokens;
+    elapsed_before = resumed->state.elapsed_s;
+  }
+  MetricsWriter metrics(out_dir, resumed ? step : -1);
+
+  say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}), {} on {} with {} "
+                  "threads",
+                  model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
+                  config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
+                  strategy.describe(), device.str(), torch::get_num_threads()));
+  say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens{}", train_data.size(),
+                  val_data.size(), tc.steps, tc.batch_size, config.data.seq_len,
+                  resumed ? fmt::format(", resuming after step {}", step) : ""));
+
+  const std::int64_t micro = tc.micro_batch_size;
+  const std::int64_t accumulation = tc.accumulation_steps();
+  const std::int64_t tokens_per_step = tc.batch_size * config.data.seq_len;
+  torch::Tensor inputs = torch::empty({micro, config.data.seq_len}, torch::kInt64);
+  torch::Tensor targets = torch::empty({micro, config.data.seq_len}, torch::kInt64);
+
+  Progress progress(tc.steps);
+  TrainSummary summary;
+  const auto start = Clock::now();
+  auto interval_start = start;
+  std::int64_t interval_tokens = 0, interval_steps = 0;
+  auto save = [&]() {
+    CheckpointState cs{step, tokens, optimizer.steps_taken(), elapsed_before + seconds_since(start),
+                       sampler.state().to_json(), strategy.state_json()};
+    CheckpointTensors ct{model_parameters(model), optimizer.state_tensors(), strategy.state_tensors()};
+    summary.last_checkpoint = write_checkpoint(out_dir / "checkpoints", config, cs, ct, config.data.dir);
+    if (!quiet) progress.note(fmt::format("checkpoint {}", summary.last_checkpoint.string()));
+  };
+
+  while (step < tc.steps) {
+    const double lr = learning_rate(config.optim, step, tc.steps);
+    optimizer.set_lr(lr);
+    optimizer.zero_grad();
+    double step_loss = 0;
+    for (std::int64_t m = 0; m < accumulation; ++m) {
+      sampler.next_batch(micro, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
+      torch::Tensor loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
+      loss.backward();
+      step_loss += loss.item<double>();
+    }
+    if (!std::isfinite(step_loss)) {
+      throw Error(fmt::format("the loss became {} at step {}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
+                              "resume from the last checkpoint in {}/checkpoints",
+                              step_loss, step + 1, config.optim.lr, out_dir.string()));
+    }
+    strategy.after_backward(model);
+    const double grad_norm = optimizer.clip_gradients(config.optim.grad_clip);
+    optimizer.step();
+    ++step;
+    tokens += tokens_per_step;
+    strategy.after_step(model, step);
+    state_->step_losses.push_back(step_loss);
+    summary.train_loss = step_loss;
+    interval_tokens += tokens_per_step;
+    ++interval_steps;
+
+    const bool last = step == tc.steps;
+    const bool eval_now = last || (tc.eval_every > 0 && step % tc.eval_every == 0);
+    if (step % tc.log_every == 0 || last || eval_now) {
+      const double interval_s = seconds_since(interval_start);
+      nlohmann::json record = {{"step", step},
+                               {"tokens", tokens},
+                               {"loss", step_loss},
+                               {"lr", lr},
+                               {"grad_norm", grad_norm},
+                               {"tokens_per_s", interval_tokens / std::max(interval_s, 1e-9)},
+                               {"elapsed_s", elapsed_before + seconds_since(start)}};
+      if (eval_now) {
+        summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device);
+        record["eval_loss"] = summary.eval.loss;
+        record["eval_perplexity"] = summary.eval.perplexity;
+        if (!quiet) {
+          progress.note(fmt::format("step {}: eval loss {:.4f}, perplexity {:.2f}", step, summary.eval.loss,
+                                    summary.eval.perplexity));
+        }
+      }
+      metrics.write(record);
+      if (!quiet) {
+        progress.update(step, seconds_since(start), interval_steps / std::max(interval_s, 1e-9),
+                        fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", step_loss, lr,
+                                    record["tokens_per_s"].get<double>()));
+      }
+      interval_start = Clock::now();
+      interval_tokens = interval_steps = 0;
+    }
+    if (last || (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0)) save();
+  }
+  progress.finish();
+
+  summary.steps = step;
+  summary.tokens = tokens;
+  summary.elapsed_s = seconds_since(start);
+  const std::int64_t steps_run = static_cast<std::int64_t>(state_->step_losses.size());
+  summary.tokens_per_s = steps_run * tokens_per_step / std::max(summary.elapsed_s, 1e-9);
+  return summary;
+}
+
+}  // namespace loco

@@ -1,0 +1,162 @@
+#include "loco/util/fs.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "loco/util/error.h"
+
+namespace loco {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+void write_all(int fd, std::string_view bytes, const fs::path& path) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(fmt::format("cannot write {}: {}. Check free disk space and permissions.",
+                                path.string(), errno_text()));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+void fsync_path(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw IoError(fmt::format("cannot open {} to sync it: {}", path.string(), errno_text()));
+  int rc = ::fsync(fd);
+  int saved = errno;
+  ::close(fd);
+  if (rc != 0) {
+    errno = saved;
+    throw IoError(fmt::format("cannot sync {} to disk: {}", path.string(), errno_text()));
+  }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  fs::path tmp = dir / fmt::format(".{}.tmp-{}", path.filename().string(), ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.",
+                              tmp.string(), errno_text()));
+  }
+  try {
+    write_all(fd, bytes, tmp);
+    if (::fsync(fd) != 0) throw IoError(fmt::format("cannot sync {}: {}", tmp.string(), errno_text()));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), why));
+  }
+  fsync_path(dir);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(),
+                              fs::exists(path) ? "permission denied" : "no such file"));
+  }
+  std::ostringstream out;
+  out << in.rdbuf();
+  return std::move(out).str();
+}
+
+void ensure_writable_directory(const fs::path& dir, std::string_view what) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw IoError(fmt::format(
+        "cannot create {} '{}': {}. Choose a directory you can write to (for example under your "
+        "home directory) or fix its permissions.",
+        what, dir.string(), ec ? ec.message() : "a file with that name exists"));
+  }
+  fs::path probe = dir / fmt::format(".loco-write-test-{}", ::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    throw IoError(fmt::format(
+        "{} '{}' is not writable: {}. Choose a directory you can write to or fix its permissions.",
+        what, dir.string(), errno_text()));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::string crc32_hex(std::string_view bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths: feed large buffers in pieces.
+  const std::size_t chunk = 1u << 30;
+  for (std::size_t off = 0; off < bytes.size(); off += chunk) {
+    std::size_t n = std::min(chunk, bytes.size() - off);
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + off), static_cast<uInt>(n));
+  }
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(crc));
+}
+
+std::string crc32_hex_of_file(const fs::path& path) {
+  MappedFile file(path);
+  return crc32_hex(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()));
+}
+
+MappedFile::MappedFile(const fs::path& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    throw IoError(fmt::format("cannot open {}: {}. Check the path.", path.string(), errno_text()));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw IoError(fmt::format("cannot stat {}: {}", path.string(), errno_text()));
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      throw IoError(fmt::format("cannot map {}: {}", path.string(), errno_text()));
+    }
+    data_ = static_cast<const std::uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)), data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+}  // namespace loco

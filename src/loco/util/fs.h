@@ -1,0 +1,51 @@
+// File-system helpers that never leave a half-written file that looks whole: everything is written
+// to a temporary name in the same directory, fsynced, then renamed over the final name.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+// Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory).
+void write_file_atomic(const fs::path& path, std::string_view bytes);
+
+// Reads a whole file; throws IoError naming the path when it cannot.
+std::string read_file(const fs::path& path);
+
+// Creates `dir` (and parents) and checks that a file can be created in it; throws IoError with the
+// fix when not. `what` names the directory's role in the message ("train.out_dir").
+void ensure_writable_directory(const fs::path& dir, std::string_view what);
+
+// fsync on a file or directory path; throws IoError on failure.
+void fsync_path(const fs::path& path);
+
+// CRC-32 (zlib) of a byte range, as 8 lowercase hex digits: detects truncation and bit rot.
+std::string crc32_hex(std::string_view bytes);
+std::string crc32_hex_of_file(const fs::path& path);
+
+// A read-only memory mapping of a whole file, unmapped on destruction.
+class MappedFile {
+ public:
+  explicit MappedFile(const fs::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+
+  const std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace loco

@@ -1,0 +1,157 @@
+// `loco simulate` and `loco fit` as a user runs them: tables, JSON, charts, and one-paragraph
+// errors with exit code 2 for bad options and 1 for unusable inputs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace loco::test {
+namespace {
+
+const std::string kFixture = std::string(LOCO_FIXTURE_DIR) + "/scaling_law_table.csv";
+
+nlohmann::json parse_json(const CommandResult& r) {
+  auto json = nlohmann::json::parse(r.output, nullptr, false);
+  EXPECT_FALSE(json.is_discarded()) << r.output;
+  return json;
+}
+
+bool is_png(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G';
+}
+
+TEST(SimCli, CalibrationReproducesThePublishedTable) {
+  auto r = run_loco({"simulate", "--calibrate", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = parse_json(r);
+  EXPECT_EQ(json["rows"].size(), 5u);
+  EXPECT_LE(json["worst_relative_error"].get<double>(), 0.15);
+  auto table = run_loco({"simulate", "--calibrate"});
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.output.find("+ overlap + FP4"), std::string::npos) << table.output;
+}
+
+TEST(SimCli, SimulatesAndInvertsWithBothTimingModels) {
+  auto r = run_loco({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--bandwidth", "10",
+                     "--algorithms", "dp,streaming:tau=1", "--targets", "90", "--model", "both", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = parse_json(r);
+  ASSERT_EQ(json["results"].size(), 4u);
+  for (const auto& result : json["results"]) {
+    EXPECT_GT(result["utilisation"].get<double>(), 0);
+    EXPECT_GT(result["bandwidth_needed"][0]["bandwidth_gbps"].get<double>(), 0);
+  }
+  // Streaming with overlap needs far less than data parallel.
+  EXPECT_LT(json["results"][1]["bandwidth_needed"][0]["bandwidth_gbps"].get<double>(),
+            json["results"][0]["bandwidth_needed"][0]["bandwidth_gbps"].get<double>() / 10);
+  auto table = run_loco({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1"});
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("noloco(H=100)"), std::string::npos) << table.output;
+}
+
+TEST(SimCli, ModelFromAConfigAndStepTimeFromTheBatch) {
+  ScratchDir dir;
+  write_text(dir / "run.toml",
+             "[model]\nhidden_size = 2048\nnum_hidden_layers = 24\nnum_attention_heads = 16\n"
+             "vocab_size = 32000\n[train]\nbatch_size = 256\n");
+  auto r = run_loco({"simulate", "--config", (dir / "run.toml").string(), "--batch-tokens", "262144",
+                     "--workers", "64", "--replicas", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = parse_json(r);
+  EXPECT_EQ(json["scenario"]["layers"].get<int>(), 24);
+  EXPECT_GT(json["scenario"]["params"].get<double>(), 1.3e9);
+  EXPECT_GT(json["scenario"]["step_time_s"].get<double>(), 0);
+}
+
+TEST(SimCli, SweepWritesCsvAndPng) {
+  ScratchDir dir;
+  auto r = run_loco({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms",
+                     "dp,diloco", "--sweep", (dir / "sweep").string(), "--sweep-points", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream csv(dir / "sweep" / "utilisation.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "bandwidth_gbps,\"dp\",\"diloco(H=100)\"");
+  EXPECT_TRUE(is_png(dir / "sweep" / "utilisation.png"));
+}
+
+TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
+  const std::vector<std::string> model = {"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = model;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_loco(args);
+  };
+  auto zero = with({"--bandwidth", "0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.output.find("loco: error: the inter-replica bandwidth must be positive"), std::string::npos)
+      << zero.output;
+  auto replicas = with({"--replicas", "8", "--workers", "4"});
+  EXPECT_EQ(replicas.exit_code, 2);
+  EXPECT_NE(replicas.output.find("more replicas (8) than workers (4)"), std::string::npos) << replicas.output;
+  auto nan = with({"--latency", "nan"});
+  EXPECT_EQ(nan.exit_code, 2) << nan.output;
+  auto no_model = run_loco({"simulate", "--step-time", "0.1"});
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.output.find("--params N --layers L"), std::string::npos) << no_model.output;
+  auto calibrate = with({"--calibrate"});
+  EXPECT_EQ(calibrate.exit_code, 2);
+  EXPECT_NE(calibrate.output.find("drop --params"), std::string::npos) << calibrate.output;
+}
+
+TEST(SimCli, FitsThePublishedTable) {
+  ScratchDir dir;
+  auto r = run_loco({"fit", kFixture, "--predict", "10e9:8", "--predict", "10e9:dp", "--json", "--chart",
+                     (dir / "fit.png").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = parse_json(r);
+  EXPECT_NEAR(json["joint"]["parameters"]["A"].get<double>(), 19.226, 0.2);
+  EXPECT_NEAR(json["joint"]["parameters"]["alpha"].get<double>(), -0.0985, 0.0005);
+  EXPECT_NEAR(json["joint"]["parameters"]["beta"].get<double>(), 0.0116, 0.0005);
+  ASSERT_EQ(json["predictions"].size(), 2u);
+  EXPECT_GT(json["predictions"][0]["additive"].get<double>(), 1.5);
+  EXPECT_TRUE(is_png(dir / "fit.png"));
+  auto report = run_loco({"fit", kFixture});
+  ASSERT_EQ(report.exit_code, 0);
+  EXPECT_NE(report.output.find("A = 19.25"), std::string::npos) << report.output;
+}
+
+TEST(SimCli, FitReadsRunDirectories) {
+  ScratchDir dir;
+  const double losses[] = {4.1, 3.7, 3.4};
+  for (int i = 0; i < 3; ++i) {
+    auto run = dir / "runs" / ("run" + std::to_string(i));
+    write_text(run / "config.toml", "[model]\nhidden_size = " + std::to_string(64 << i) +
+                                        "\nnum_hidden_layers = 2\nnum_attention_heads = 4\nvocab_size = 256\n");
+    write_text(run / "metrics.jsonl", "{\"step\": 10, \"tokens\": 100, \"loss\": 5, \"eval_loss\": " +
+                                          std::to_string(losses[i]) + "}\n");
+  }
+  auto r = run_loco({"fit", (dir / "runs").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = parse_json(r);
+  EXPECT_EQ(json["points"].get<int>(), 3);
+  EXPECT_LT(json["per_group"][0]["fit"]["parameters"]["alpha"].get<double>(), 0);
+}
+
+TEST(SimCli, UnusableFitInputsAreClearErrors) {
+  ScratchDir dir;
+  auto missing = run_loco({"fit", (dir / "absent.csv").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("loco: error:"), std::string::npos) << missing.output;
+  write_text(dir / "one.csv", "params,loss\n1e8,3.2\n");
+  auto one = run_loco({"fit", (dir / "one.csv").string()});
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_NE(one.output.find("1 point for 2 parameters"), std::string::npos) << one.output;
+  auto bad_predict = run_loco({"fit", kFixture, "--predict", "huge"});
+  EXPECT_EQ(bad_predict.exit_code, 2);
+  EXPECT_NE(bad_predict.output.find("--predict 'huge'"), std::string::npos) << bad_predict.output;
+}
+
+}  // namespace
+}  // namespace loco::test

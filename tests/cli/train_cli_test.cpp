@@ -1,0 +1,148 @@
+// loco train / eval / generate / export as a user runs them: the happy path end to end, and the
+// error paths of DESIGN.md §4 (clear message, non-zero exit, nothing good overwritten).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_loco;
+using test::ScratchDir;
+using test::write_text;
+
+// Prepares byte-level data and writes a tiny config; the tests share one data directory.
+class TrainCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    std::string text;
+    for (int i = 0; i < 300; ++i) text += fmt::format("the jury said {} laws are old and the city is {}. ", i % 7, i % 5);
+    for (int d = 0; d < 6; ++d) write_text(*dir_ / fmt::format("text/doc{}.txt", d), text);
+    auto r = run_loco({"prepare", "--input", (*dir_ / "text").string(), "--out", (*dir_ / "data").string(),
+                       "--tokenizer", "byte", "--val-fraction", "0.2"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  fs::path config(const std::string& run, const std::string& extra = "") {
+    const fs::path path = *dir_ / (run + ".toml");
+    write_text(path, fmt::format(R"([model]
+hidden_size = 32
+num_hidden_layers = 2
+num_attention_heads = 4
+[data]
+dir = "{}"
+seq_len = 16
+[optim]
+lr = 3e-3
+warmup_steps = 2
+[train]
+steps = 6
+batch_size = 4
+eval_every = 3
+eval_batches = 2
+log_every = 1
+threads = 1
+out_dir = "{}"
+{}
+)",
+                                 (*dir_ / "data").string(), (*dir_ / run).string(), extra));
+    return path;
+  }
+
+  static ScratchDir* dir_;
+};
+ScratchDir* TrainCli::dir_ = nullptr;
+
+void expect_error(const test::CommandResult& r, int code, const std::string& text) {
+  EXPECT_EQ(r.exit_code, code) << r.output;
+  EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
+  auto r = run_loco({"train", "--config", config("e2e").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("validation loss"), std::string::npos) << r.output;
+  const fs::path checkpoint = *dir_ / "e2e" / "checkpoints" / "step_6";
+
+  r = run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", (*dir_ / "data").string(), "--batches", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto line = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_GT(line.at("loss").get<double>(), 0.0);
+  EXPECT_NEAR(line.at("perplexity").get<double>(), std::exp(line.at("loss").get<double>()), 1e-6);
+  EXPECT_EQ(line.at("tokens"), 2 * 4 * 16);
+
+  r = run_loco({"generate", "--checkpoint", checkpoint.string(), "--prompt", "the jury", "--tokens", "12"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("the jury", 0), 0u) << r.output;
+  EXPECT_GT(r.output.size(), std::string("the jury\n").size());
+
+  r = run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(*dir_ / "hf" / "config.json");
+  const auto hf = nlohmann::json::parse(in);
+  EXPECT_EQ(hf.at("model_type"), "llama");
+  EXPECT_EQ(hf.at("vocab_size"), 258);
+  EXPECT_EQ(hf.at("intermediate_size"), 96);
+  EXPECT_TRUE(fs::exists(*dir_ / "hf" / "model.safetensors"));
+  // A second export to the same place is refused.
+  expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()}), 1,
+               "not empty");
+}
+
+TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
+  ASSERT_EQ(run_loco({"train", "--config", config("extend").string()}).exit_code, 0);
+  const fs::path checkpoint = *dir_ / "extend" / "checkpoints" / "step_6";
+  expect_error(run_loco({"train", "--resume", checkpoint.string()}), 2, "already at step 6");
+  auto r = run_loco({"train", "--resume", checkpoint.string(), "--set", "train.steps=8"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(*dir_ / "extend" / "checkpoints" / "step_8" / "state.json"));
+}
+
+TEST_F(TrainCli, ConfigErrorsNameTheProblem) {
+  expect_error(run_loco({"train", "--config", (*dir_ / "absent.toml").string()}), 2, "does not exist");
+  expect_error(run_loco({"train", "--config", config("bad1", "warmup = 3").string()}), 2,
+               "unknown config key 'train.warmup'");
+  expect_error(run_loco({"train", "--config", config("bad2").string(), "--set", "model.num_attention_heads=3"}), 2,
+               "not divisible");
+  expect_error(run_loco({"train", "--config", config("bad3").string(), "--set", "model.vocab_size=50"}), 2,
+               "vocabulary mismatch");
+  expect_error(run_loco({"train"}), 2, "--config");
+}
+
+TEST_F(TrainCli, MissingDataAndUnwritableOutputAreReported) {
+  expect_error(run_loco({"train", "--config", config("nodata").string(), "--set", "data.dir=/nonexistent/data"}), 1,
+               "/nonexistent/data");
+  write_text(*dir_ / "a_file", "x");
+  expect_error(run_loco({"train", "--config", config("noout").string(), "--set",
+                         "train.out_dir=" + (*dir_ / "a_file" / "run").string()}),
+               1, "train.out_dir");
+}
+
+TEST_F(TrainCli, CorruptedCheckpointIsRefusedAndKept) {
+  ASSERT_EQ(run_loco({"train", "--config", config("corrupt").string()}).exit_code, 0);
+  const fs::path checkpoint = *dir_ / "corrupt" / "checkpoints" / "step_6";
+  {
+    std::fstream f(checkpoint / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-5, std::ios::end);
+    f.put('\x7f');
+  }
+  const auto size = fs::file_size(checkpoint / "model.safetensors");
+  expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", (*dir_ / "data").string()}), 1,
+               "corrupted");
+  expect_error(run_loco({"train", "--resume", checkpoint.string(), "--set", "train.steps=9"}), 1, "corrupted");
+  EXPECT_EQ(fs::file_size(checkpoint / "model.safetensors"), size);
+  expect_error(run_loco({"generate", "--checkpoint", (*dir_ / "corrupt").string(), "--prompt", "x"}), 1,
+               "not a loco checkpoint");
+}
+
+}  // namespace
+}  // namespace loco

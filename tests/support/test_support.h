@@ -1,0 +1,35 @@
+// Helpers shared by the test binaries: scratch directories and running the loco binary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace loco::test {
+
+// A fresh directory under the system temp dir, removed when the object dies.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the loco binary with `args` (shell-quoted here), capturing its output.
+CommandResult run_loco(const std::vector<std::string>& args);
+
+// Writes `text` to `path`, creating parent directories.
+void write_text(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace loco::test

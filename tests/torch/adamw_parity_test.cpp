@@ -1,0 +1,54 @@
+// Three steps of loco's inner optimizer (AdamW, two parameter groups, global-norm clipping, a new
+// learning rate each step) against torch.optim.AdamW in Python: tests/fixtures/adamw.safetensors.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "loco/io/safetensors.h"
+#include "loco/model/hf_export.h"
+#include "loco/model/llama.h"
+#include "loco/model/weights.h"
+#include "loco/train/inner_optimizer.h"
+
+namespace loco {
+namespace {
+
+constexpr double kTolerance = 1e-10;
+
+TEST(AdamWParity, ThreeClippedStepsMatchTorchOptim) {
+  const auto fixture = load_safetensors(std::string(LOCO_FIXTURE_DIR) + "/adamw.safetensors");
+  const auto hyper = nlohmann::json::parse(fixture.metadata.at("hyperparameters"));
+  Llama model(model_config_from_hf_json(nlohmann::json::parse(fixture.metadata.at("config"))));
+  model->to(torch::kFloat64);
+  load_model_weights(model, fixture, "param/");
+
+  OptimConfig o;
+  o.beta1 = hyper.at("betas")[0];
+  o.beta2 = hyper.at("betas")[1];
+  o.eps = hyper.at("eps");
+  o.weight_decay = hyper.at("weight_decay");
+  InnerOptimizer optimizer(model_parameters(model), o);
+  const auto lrs = hyper.at("lrs").get<std::vector<double>>();
+  ASSERT_EQ(lrs.size(), 3u);
+  for (std::size_t step = 0; step < lrs.size(); ++step) {
+    optimizer.set_lr(lrs[step]);
+    optimizer.zero_grad();
+    torch::Tensor loss = model->loss(fixture.at("input_ids"), fixture.at("labels"));
+    EXPECT_NEAR(loss.item<double>(), fixture.at("loss/" + std::to_string(step)).item<double>(), kTolerance);
+    loss.backward();
+    const double norm = optimizer.clip_gradients(hyper.at("max_grad_norm"));
+    EXPECT_NEAR(norm, fixture.at("grad_norm/" + std::to_string(step)).item<double>(), kTolerance);
+    optimizer.step();
+  }
+  for (const auto& [name, param] : model_parameters(model)) {
+    EXPECT_LT((param - fixture.at("after/" + name)).abs().max().item<double>(), kTolerance) << name;
+  }
+  EXPECT_EQ(optimizer.steps_taken(), 3);
+  for (const auto& [name, moment] : optimizer.state_tensors()) {
+    EXPECT_LT((moment - fixture.at(name)).abs().max().item<double>(), kTolerance) << name;
+  }
+}
+
+}  // namespace
+}  // namespace loco

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "loco/model/weights.h"
+#include "loco/train/checkpoint.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+#include "torch/tiny_run.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScratchDir;
+
+struct Fixture {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "run", 4);
+  CheckpointState state;
+  CheckpointTensors tensors;
+
+  Fixture() {
+    config.model.vocab_size = 258;
+    state.step = 4;
+    state.tokens = 256;
+    state.optimizer_steps = 4;
+    state.sampler = {{"epoch", 1}, {"cursor", 3}};
+    tensors.model = {{"a", torch::arange(6, torch::kFloat32).reshape({2, 3})}, {"b", torch::ones({4}, torch::kFloat64)}};
+    tensors.optimizer = {{"exp_avg/a", torch::full({2, 3}, 0.5)}};
+  }
+  fs::path write() { return write_checkpoint(dir / "ckpt", config, state, tensors, config.data.dir); }
+};
+
+void flip_byte(const fs::path& path, std::streamoff offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  char c = 0;
+  f.get(c);
+  f.seekp(offset);
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+std::string checkpoint_error(const fs::path& dir) {
+  try {
+    read_checkpoint(dir);
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, RoundTripsTensorsStateAndConfig) {
+  Fixture f;
+  const fs::path dir = f.write();
+  EXPECT_EQ(dir.filename(), "step_4");
+  const LoadedCheckpoint loaded = read_checkpoint(dir);
+  EXPECT_EQ(loaded.state.step, 4);
+  EXPECT_EQ(loaded.state.tokens, 256);
+  EXPECT_EQ(loaded.state.sampler.at("cursor"), 3);
+  EXPECT_EQ(loaded.config.model.vocab_size, 258);
+  EXPECT_TRUE(torch::equal(loaded.model.at("a"), f.tensors.model[0].second));
+  EXPECT_EQ(loaded.model.at("b").scalar_type(), torch::kFloat64);
+  EXPECT_TRUE(torch::equal(loaded.optimizer.at("exp_avg/a"), f.tensors.optimizer[0].second));
+  EXPECT_TRUE(fs::exists(dir / "tokenizer.json"));  // self-contained for generate/export
+  // Nothing but finished checkpoints is left behind.
+  for (const auto& entry : fs::directory_iterator(f.dir / "ckpt")) EXPECT_EQ(entry.path().filename(), "step_4");
+}
+
+TEST(Checkpoint, NeverOverwritesAnExistingCheckpoint) {
+  Fixture f;
+  const fs::path dir = f.write();
+  f.tensors.model[0].second.fill_(7);
+  EXPECT_THROW(f.write(), CheckpointError);
+  EXPECT_EQ(read_checkpoint(dir).model.at("a")[0][0].item<float>(), 0.0f);
+}
+
+TEST(Checkpoint, CorruptedFileIsDetectedByChecksum) {
+  Fixture f;
+  const fs::path dir = f.write();
+  flip_byte(dir / "model.safetensors", static_cast<std::streamoff>(fs::file_size(dir / "model.safetensors") - 3));
+  const std::string message = checkpoint_error(dir);
+  EXPECT_NE(message.find("model.safetensors is corrupted or truncated"), std::string::npos) << message;
+}
+
+TEST(Checkpoint, TruncatedFileIsDetected) {
+  Fixture f;
+  const fs::path dir = f.write();
+  fs::resize_file(dir / "optimizer.safetensors", 20);
+  EXPECT_NE(checkpoint_error(dir).find("optimizer.safetensors"), std::string::npos);
+}
+
+TEST(Checkpoint, MissingStateFileIsNotACheckpoint) {
+  Fixture f;
+  const fs::path dir = f.write();
+  fs::remove(dir / "state.json");
+  EXPECT_NE(checkpoint_error(dir).find("not a loco checkpoint"), std::string::npos);
+  fs::create_directories(f.dir / "empty");
+  EXPECT_NE(checkpoint_error(f.dir / "empty").find("not a loco checkpoint"), std::string::npos);
+}
+
+TEST(Checkpoint, GarbledStateFileIsReported) {
+  Fixture f;
+  const fs::path dir = f.write();
+  test::write_text(dir / "state.json", "{\"format\": \"loco-checkpoint\", \"step\": ");
+  EXPECT_NE(checkpoint_error(dir).find("corrupted"), std::string::npos);
+}
+
+TEST(Checkpoint, WrongShapeNamesTheTensor) {
+  Fixture f;
+  const LoadedCheckpoint loaded = read_checkpoint(f.write());
+  ModelConfig c = f.config.model;
+  c.vocab_size = 258;
+  Llama model(c);
+  try {
+    load_model_weights(model, loaded.model);
+    FAIL() << "expected a CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.embed_tokens.weight"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loco

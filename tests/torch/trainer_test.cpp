@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "loco/train/checkpoint.h"
+#include "loco/train/trainer.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+#include "torch/tiny_run.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScratchDir;
+
+std::vector<double> train(const RunConfig& config, std::optional<fs::path> resume = std::nullopt) {
+  Trainer trainer(TrainOptions{config, resume, /*quiet=*/true});
+  trainer.run();
+  return trainer.step_losses();
+}
+
+std::vector<nlohmann::json> metrics_lines(const fs::path& out_dir) {
+  std::ifstream in(out_dir / "metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(Trainer, LossFallsAndRunDirectoryIsComplete) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "run", 30);
+  config.optim.lr = 1e-2;
+  const auto losses = train(config);
+  ASSERT_EQ(losses.size(), 30u);
+  EXPECT_LT(losses.back(), losses.front() - 1.0);  // bytes start at ln(258) ≈ 5.55
+  const fs::path out = config.train.out_dir;
+  EXPECT_TRUE(fs::exists(out / "config.toml"));
+  EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_30" / "state.json"));
+  const auto lines = metrics_lines(out);
+  ASSERT_EQ(lines.size(), 30u);
+  for (const char* field : {"step", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"}) {
+    EXPECT_TRUE(lines.front().contains(field)) << field;
+  }
+  EXPECT_EQ(lines.back().at("tokens"), 30 * 4 * 16);
+  EXPECT_TRUE(lines[3].contains("eval_loss"));   // eval_every = 4
+  EXPECT_FALSE(lines[4].contains("eval_loss"));
+}
+
+TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "full", 12);
+  config.train.checkpoint_every = 5;
+  const auto full = train(config);
+
+  RunConfig resumed_config = config;
+  resumed_config.train.out_dir = (dir / "resumed").string();
+  const auto resumed = train(resumed_config, dir / "full" / "checkpoints" / "step_5");
+  ASSERT_EQ(resumed.size(), 7u);
+  for (std::size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_EQ(resumed[i], full[5 + i]) << "step " << 6 + i;  // exact, not approximate
+  }
+  const auto a = read_checkpoint(dir / "full" / "checkpoints" / "step_12");
+  const auto b = read_checkpoint(dir / "resumed" / "checkpoints" / "step_12");
+  for (const auto& [name, tensor] : a.model.tensors) EXPECT_TRUE(torch::equal(tensor, b.model.at(name))) << name;
+}
+
+TEST(Trainer, GradientAccumulationEqualsOneLargeBatch) {
+  ScratchDir dir;
+  RunConfig one = test::tiny_run_config(dir.path(), "one", 3);
+  one.train.micro_batch_size = 4;
+  RunConfig two = one;
+  two.train.out_dir = (dir / "two").string();
+  two.train.micro_batch_size = 1;
+  const auto a = train(one);
+  const auto b = train(two);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "step " << i + 1;
+}
+
+TEST(Trainer, RefusesToTrainOverAnotherRunsCheckpoints) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "run", 2);
+  train(config);
+  EXPECT_THROW(train(config), ConfigError);
+  EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "step_2" / "state.json"));
+}
+
+TEST(Trainer, VocabularyMismatchIsAConfigError) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "run", 2);
+  config.model.vocab_size = 100;  // the byte data uses 258 ids
+  try {
+    train(config);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabulary mismatch"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loco

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include "loco/config/config_keys.h"
+#include "loco/config/load_config.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+using test::ScratchDir;
+using test::write_text;
+
+const char* kValidConfig = R"(
+[model]
+hidden_size = 96
+num_hidden_layers = 3
+num_attention_heads = 6
+num_key_value_heads = 2
+
+[data]
+dir = "data/x"
+seq_len = 64
+
+[optim]
+lr = 1e-3
+schedule = "wsd"
+
+[train]
+steps = 50
+batch_size = 8
+micro_batch_size = 4
+)";
+
+RunConfig load_text(const ScratchDir& dir, const std::string& text, const std::vector<std::string>& overrides = {}) {
+  write_text(dir / "run.toml", text);
+  return load_run_config(dir / "run.toml", overrides);
+}
+
+std::string config_error(const ScratchDir& dir, const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    load_text(dir, text, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, ReadsValuesAndDerivesTheRest) {
+  ScratchDir dir;
+  RunConfig c = load_text(dir, kValidConfig);
+  EXPECT_EQ(c.model.hidden_size, 96);
+  EXPECT_EQ(c.model.num_key_value_heads, 2);
+  EXPECT_EQ(c.model.intermediate_size, 256);  // 32·ceil(8·96/3/32) = 32·8
+  EXPECT_EQ(c.model.max_position_embeddings, 64);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 1e-3);
+  EXPECT_EQ(c.optim.schedule, "wsd");
+  EXPECT_EQ(c.train.accumulation_steps(), 2);
+  EXPECT_EQ(c.data.dir, "data/x");
+}
+
+TEST(Config, OverridesApplyInOrderWithTheKeyType) {
+  ScratchDir dir;
+  RunConfig c = load_text(dir, kValidConfig, {"optim.lr=2e-4", "train.steps=7", "model.tie_word_embeddings=true",
+                                              "data.dir=elsewhere", "optim.lr=5e-4"});
+  EXPECT_DOUBLE_EQ(c.optim.lr, 5e-4);
+  EXPECT_EQ(c.train.steps, 7);
+  EXPECT_TRUE(c.model.tie_word_embeddings);
+  EXPECT_EQ(c.data.dir, "elsewhere");
+}
+
+TEST(Config, TokenBudgetSetsSteps) {
+  ScratchDir dir;
+  RunConfig c = load_text(dir, kValidConfig, {"train.steps=0", "train.tokens=10000"});
+  EXPECT_EQ(c.train.steps, 20);  // ceil(10000 / (8·64))
+  EXPECT_NE(config_error(dir, kValidConfig, {"train.tokens=10000"}).find("disagree"), std::string::npos);
+}
+
+TEST(Config, UnknownKeyIsNamedWithASuggestion) {
+  ScratchDir dir;
+  std::string message = config_error(dir, std::string(kValidConfig) + "\n[optim2]\nx = 1\n");
+  EXPECT_NE(message.find("unknown config key 'optim2.x'"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"optim.lrr=1"});
+  EXPECT_NE(message.find("did you mean 'optim.lr'"), std::string::npos) << message;
+}
+
+TEST(Config, WrongTypesAreRejected) {
+  ScratchDir dir;
+  std::string message = config_error(dir, kValidConfig, {"train.steps=1.5"});
+  EXPECT_NE(message.find("not an integer"), std::string::npos) << message;
+  message = config_error(dir, "[train]\nsteps = \"ten\"\n");
+  EXPECT_NE(message.find("train.steps"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.tie_word_embeddings=yes"});
+  EXPECT_NE(message.find("true or false"), std::string::npos) << message;
+}
+
+TEST(Config, ImpossibleShapesNameTheKeys) {
+  ScratchDir dir;
+  std::string message = config_error(dir, kValidConfig, {"model.num_attention_heads=5"});
+  EXPECT_NE(message.find("not divisible by model.num_attention_heads"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.num_key_value_heads=4"});
+  EXPECT_NE(message.find("must divide model.num_attention_heads"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"train.micro_batch_size=3"});
+  EXPECT_NE(message.find("train.micro_batch_size"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"optim.schedule=exp"});
+  EXPECT_NE(message.find("optim.schedule 'exp' is unknown"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"train.steps=0"});
+  EXPECT_NE(message.find("train.steps or train.tokens"), std::string::npos) << message;
+}
+
+TEST(Config, BadTomlAndMissingFileAreConfigErrors) {
+  ScratchDir dir;
+  EXPECT_NE(config_error(dir, "[model\nhidden_size = 3").find("cannot parse"), std::string::npos);
+  EXPECT_THROW(load_run_config(dir / "absent.toml", {}), ConfigError);
+}
+
+TEST(Config, TomlAndJsonRoundTrip) {
+  ScratchDir dir;
+  RunConfig c = load_text(dir, kValidConfig, {"optim.eps=1e-10", "model.rope_theta=500000"});
+  RunConfig again = load_text(dir, to_toml(c));
+  EXPECT_EQ(to_json(again), to_json(c));
+  EXPECT_EQ(to_json(from_json(to_json(c))), to_json(c));
+}
+
+TEST(Config, EveryKeyIsDescribed) {
+  const std::string text = describe_config_keys();
+  for (const auto& key : config_keys()) {
+    EXPECT_NE(text.find(key.dotted()), std::string::npos) << key.dotted();
+    EXPECT_FALSE(key.help.empty()) << key.dotted();
+  }
+}
+
+}  // namespace
+}  // namespace loco

@@ -1,0 +1,175 @@
+// Tokenizers: byte round trip, sentencepiece BPE training + round trip, tokenizer files.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "loco/data/sentencepiece_tokenizer.h"
+#include "loco/data/tokenizer.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+#include "unit/data_test_helpers.h"
+
+namespace loco::data {
+namespace {
+
+using test::ScratchDir;
+
+TEST(DataByteTokenizer, RoundTripsEveryByte) {
+  ByteTokenizer tokenizer;
+  std::string text;
+  for (int b = 0; b < 256; ++b) text.push_back(static_cast<char>(b));
+  std::vector<std::uint32_t> ids = tokenizer.encode(text);
+  ASSERT_EQ(ids.size(), 256u);
+  EXPECT_EQ(ids[0], 0u);
+  EXPECT_EQ(ids[255], 255u);
+  EXPECT_EQ(tokenizer.decode(ids), text);
+  EXPECT_EQ(tokenizer.vocab_size(), 258u);
+  EXPECT_EQ(tokenizer.kind(), "byte");
+}
+
+TEST(DataByteTokenizer, DecodeSkipsBosAndEos) {
+  ByteTokenizer tokenizer;
+  EXPECT_EQ(tokenizer.decode({tokenizer.bos_id(), 'h', 'i', tokenizer.eos_id()}), "hi");
+  EXPECT_EQ(tokenizer.bos_id(), 256u);
+  EXPECT_EQ(tokenizer.eos_id(), 257u);
+}
+
+TEST(DataTokenizerFiles, ByteTokenizerLoadsFromItsFiles) {
+  ScratchDir dir;
+  write_tokenizer_info(dir.path(), ByteTokenizer::info());
+  auto tokenizer = load_tokenizer(dir.path());
+  EXPECT_EQ(tokenizer->kind(), "byte");
+  EXPECT_EQ(tokenizer->decode(tokenizer->encode("abc")), "abc");
+  EXPECT_EQ(tokenizer_file_names(dir.path()), std::vector<std::string>{"tokenizer.json"});
+}
+
+TEST(DataTokenizerFiles, MissingTokenizerIsADataError) {
+  ScratchDir dir;
+  try {
+    load_tokenizer(dir / "nowhere");
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.json does not exist"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("loco prepare"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataTokenizerFiles, ModelFileMustNotBeAPath) {
+  ScratchDir dir;
+  test::write_text(dir / "tokenizer.json",
+                   R"({"kind":"sentencepiece-bpe","vocab_size":300,"bos_id":1,"eos_id":2,"model_file":"../x"})");
+  EXPECT_THROW(load_tokenizer(dir.path()), DataError);
+}
+
+// One small BPE model shared by the sentencepiece tests (training takes ~50 ms).
+class DataSentencePiece : public ::testing::Test {
+ protected:
+  static constexpr std::uint32_t kVocab = 400;
+
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    int next = 0;
+    DocumentSource source = [&](std::string& text) {
+      if (next == 12) return false;
+      text = test::generated_document(static_cast<std::uint32_t>(100 + next++), 30);
+      return true;
+    };
+    train_sentencepiece_bpe(source, kVocab, dir_->path());
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static ScratchDir* dir_;
+};
+
+ScratchDir* DataSentencePiece::dir_ = nullptr;
+
+TEST_F(DataSentencePiece, HasTheRequestedVocabularyAndIds) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  EXPECT_EQ(tokenizer->kind(), "sentencepiece-bpe");
+  EXPECT_EQ(tokenizer->vocab_size(), kVocab);
+  EXPECT_EQ(tokenizer->bos_id(), 1u);
+  EXPECT_EQ(tokenizer->eos_id(), 2u);
+}
+
+TEST_F(DataSentencePiece, RoundTripsTextWithSpacesNewlinesAndUnicode) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  for (std::string text : {std::string("The quick brown fox jumps over the lazy dog.\nThen water falls.\n"),
+                           std::string("  two  spaces\tand a tab\n\nnew paragraph "),
+                           std::string("caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC zebra XYZ 12345")}) {
+    std::vector<std::uint32_t> ids = tokenizer->encode(text);
+    EXPECT_EQ(tokenizer->decode(ids), text);
+    for (auto id : ids) {
+      EXPECT_LT(id, kVocab);
+      EXPECT_NE(id, 0u) << "byte fallback should avoid <unk>";
+    }
+  }
+}
+
+TEST_F(DataSentencePiece, MergesFrequentWords) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  std::string text = "The river and the stone";
+  EXPECT_LT(tokenizer->encode(text).size(), text.size() / 2);
+}
+
+TEST_F(DataSentencePiece, DecodeSkipsBosAndEos) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  std::vector<std::uint32_t> ids = tokenizer->encode("green house");
+  ids.insert(ids.begin(), tokenizer->bos_id());
+  ids.push_back(tokenizer->eos_id());
+  EXPECT_EQ(tokenizer->decode(ids), "green house");
+}
+
+TEST_F(DataSentencePiece, CopiedFilesLoadAndEncodeTheSame) {
+  ScratchDir copy;
+  EXPECT_EQ(tokenizer_file_names(dir_->path()),
+            (std::vector<std::string>{"tokenizer.json", "tokenizer.model"}));
+  copy_tokenizer_files(dir_->path(), copy.path());
+  auto original = load_tokenizer(dir_->path());
+  auto copied = load_tokenizer(copy.path());
+  EXPECT_EQ(copied->encode("the old road walks north"), original->encode("the old road walks north"));
+}
+
+TEST_F(DataSentencePiece, MissingModelFileIsADataError) {
+  ScratchDir copy;
+  std::filesystem::copy_file(dir_->path() / "tokenizer.json", copy / "tokenizer.json");
+  EXPECT_THROW(load_tokenizer(copy.path()), DataError);
+}
+
+TEST(DataSentencePieceTraining, VocabularyTooSmallForTheCharactersIsADataError) {
+  ScratchDir dir;
+  bool given = false;
+  DocumentSource one_line = [&](std::string& text) {
+    if (given) return false;
+    text = "abcdefghijklmnopqrstuvwxyz\n";
+    return given = true;
+  };
+  try {
+    train_sentencepiece_bpe(one_line, 260, dir.path());
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("need 285"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataSentencePieceTraining, VocabularyTooLargeForTheCorpusIsADataError) {
+  ScratchDir dir;
+  bool given = false;
+  DocumentSource one_line = [&](std::string& text) {
+    if (given) return false;
+    text = "tiny corpus\n";
+    return given = true;
+  };
+  try {
+    train_sentencepiece_bpe(one_line, 5000, dir.path());
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("--vocab-size"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "tokenizer.json"));
+}
+
+}  // namespace
+}  // namespace loco::data

@@ -1,0 +1,55 @@
+// Charts through gnuplot: a PNG when gnuplot is installed, and a message naming the package when
+// it is not.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "loco/sim/gnuplot.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+
+namespace loco::sim {
+namespace {
+
+const char* kScript = "set terminal pngcairo size 200,100\nset output output\nplot x\n";
+
+// Sets PATH for the lifetime of the object.
+class ScopedPath {
+ public:
+  explicit ScopedPath(const char* value) : saved_(std::getenv("PATH") ? std::getenv("PATH") : "") {
+    ::setenv("PATH", value, 1);
+  }
+  ~ScopedPath() { ::setenv("PATH", saved_.c_str(), 1); }
+
+ private:
+  std::string saved_;
+};
+
+TEST(SimChart, MissingGnuplotNamesThePackage) {
+  test::ScratchDir dir;
+  ScopedPath empty_path((dir.path() / "no-programs-here").c_str());
+  try {
+    draw_chart(kScript, dir / "chart.png");
+    FAIL() << "no error without gnuplot";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gnuplot-nox"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "chart.png"));
+}
+
+TEST(SimChart, DrawsAPngAndKeepsTheScript) {
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot is not installed";
+  test::ScratchDir dir;
+  draw_chart(kScript, dir / "chart.png");
+  std::ifstream png(dir / "chart.png", std::ios::binary);
+  char magic[4] = {};
+  png.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  EXPECT_TRUE(std::filesystem::exists(dir / "chart.gp"));
+  EXPECT_THROW(draw_chart("this is not gnuplot\n", dir / "broken.png"), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir / "broken.png"));
+}
+
+}  // namespace
+}  // namespace loco::sim
