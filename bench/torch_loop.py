@@ -29,13 +29,17 @@ from llama_ref import LlamaForCausalLM, causal_lm_loss, decay_groups  # noqa: E4
 WARMUP_STEPS = 3
 SHARD_MAGIC = b"LOCOTOK1"
 SHARD_HEADER_BYTES = 32
+# The defaults of loco's src/loco/config/run_config.h, for keys a config leaves out.
 DEFAULTS = {
-    "model": {"num_key_value_heads": 0, "intermediate_size": 0, "vocab_size": 0,
-              "max_position_embeddings": 0, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
-              "tie_word_embeddings": False, "initializer_range": 0.02},
-    "optim": {"lr": 3e-4, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.1,
-              "grad_clip": 1.0, "warmup_steps": 0, "schedule": "cosine", "min_lr_ratio": 0.1},
-    "train": {"micro_batch_size": 0, "seed": 0},
+    "model": {"vocab_size": 0, "hidden_size": 64, "intermediate_size": 0, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 0, "max_position_embeddings": 0,
+              "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+              "initializer_range": 0.02},
+    "data": {"dir": "data/brown", "seq_len": 128},
+    "optim": {"lr": 3e-4, "min_lr_ratio": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
+              "weight_decay": 0.1, "grad_clip": 1.0, "schedule": "cosine", "warmup_steps": 100,
+              "decay_fraction": 0.2},
+    "train": {"batch_size": 16, "micro_batch_size": 0, "seed": 0},
 }
 
 
@@ -122,12 +126,26 @@ def model_config(model, data, meta):
 
 
 def learning_rate(step, total, optim):
-    """Cosine with linear warm-up; step counts from 1."""
-    peak, warmup = optim["lr"], optim["warmup_steps"]
-    if step <= warmup:
-        return peak * step / warmup
+    """lr of 0-based `step` out of `total`: linear warm-up to the peak, then cosine (or linear,
+    constant, wsd) down to peak * min_lr_ratio; the same function as loco's train/schedule.cpp."""
+    peak, warmup, kind = optim["lr"], optim["warmup_steps"], optim["schedule"]
     floor = peak * optim["min_lr_ratio"]
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    if kind == "constant":
+        return peak
+
+    def fraction(done, span):
+        return 1.0 if span <= 0 else min(1.0, max(0.0, done / span))
+
+    if kind == "wsd":
+        decay_start = max(warmup, total - math.floor(optim["decay_fraction"] * total + 0.5))
+        if step < decay_start:
+            return peak
+        return floor + (peak - floor) * (1.0 - fraction(step - decay_start, total - 1 - decay_start))
+    progress = fraction(step - warmup, total - 1 - warmup)
+    if kind == "linear":
+        return floor + (peak - floor) * (1.0 - progress)
     return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
@@ -145,11 +163,9 @@ def main():
     torch.set_num_threads(args.threads)
     config = load_config(args.config, args.set)
     data, optim, train = config["data"], config["optim"], config["train"]
-    data_dir = args.data or data.get("dir")
-    if not data_dir:
-        sys.exit("torch_loop: no data directory (--data or data.dir)")
-    if optim["schedule"] != "cosine":
-        sys.exit(f"torch_loop: only schedule = \"cosine\" is implemented, got {optim['schedule']!r}")
+    data_dir = args.data or data["dir"]
+    if optim["schedule"] not in ("cosine", "linear", "constant", "wsd"):
+        sys.exit(f"torch_loop: unknown optim.schedule {optim['schedule']!r}")
     batch_size = train["batch_size"]
     micro = train["micro_batch_size"] or batch_size
     if batch_size % micro:
@@ -168,8 +184,8 @@ def main():
 
     loss_value = float("nan")
     start = None
-    for step in range(1, total_steps + 1):
-        if step == WARMUP_STEPS + 1:
+    for step in range(total_steps):
+        if step == WARMUP_STEPS:
             start = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, optim)

@@ -1,6 +1,7 @@
 // `loco prepare` as a user runs it: exit codes, messages and the summary.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "support/test_support.h"
@@ -8,17 +9,14 @@
 namespace loco::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {
   ScratchDir dir;
   write_text(dir / "corpus/a.txt", "The first document.\n");
   write_text(dir / "corpus/b.txt", "The second document.\n");
-  CommandResult result = run_loco({"prepare", "--input", (dir / "corpus").string(), "--out",
-                                   (dir / "out").string(), "--tokenizer", "byte", "--val-fraction",
-                                   "0.3"});
+  CommandResult result = run_loco({"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string(),
+                                   "--tokenizer", "byte", "--val-fraction", "0.3"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_TRUE(contains(result.output, "documents   2")) << result.output;
   EXPECT_TRUE(contains(result.output, "vocabulary  258 (byte)")) << result.output;
@@ -28,8 +26,7 @@ TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {
 
 TEST(PrepareCli, MissingInputPathExitsWithOneAndNamesIt) {
   ScratchDir dir;
-  CommandResult result =
-      run_loco({"prepare", "--input", (dir / "nope.txt").string(), "--out", (dir / "out").string()});
+  CommandResult result = run_loco({"prepare", "--input", (dir / "nope.txt").string(), "--out", (dir / "out").string()});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "nope.txt does not exist")) << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "out/meta.json"));
@@ -38,8 +35,8 @@ TEST(PrepareCli, MissingInputPathExitsWithOneAndNamesIt) {
 TEST(PrepareCli, EmptyCorpusExitsWithOne) {
   ScratchDir dir;
   write_text(dir / "corpus/empty.txt", "\n\n");
-  CommandResult result = run_loco({"prepare", "--input", (dir / "corpus").string(), "--out",
-                                   (dir / "out").string(), "--tokenizer", "byte"});
+  CommandResult result = run_loco(
+      {"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string(), "--tokenizer", "byte"});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "no text found in")) << result.output;
 }
@@ -47,8 +44,8 @@ TEST(PrepareCli, EmptyCorpusExitsWithOne) {
 TEST(PrepareCli, VocabSizeWithByteTokenizerIsAUsageError) {
   ScratchDir dir;
   write_text(dir / "a.txt", "text\n");
-  CommandResult result = run_loco({"prepare", "--input", (dir / "a.txt").string(), "--out",
-                                   (dir / "out").string(), "--tokenizer", "byte", "--vocab-size", "512"});
+  CommandResult result = run_loco({"prepare", "--input", (dir / "a.txt").string(), "--out", (dir / "out").string(),
+                                   "--tokenizer", "byte", "--vocab-size", "512"});
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_TRUE(contains(result.output, "--vocab-size applies to the BPE tokenizer only")) << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
@@ -58,18 +55,43 @@ TEST(PrepareCli, RefusesToOverwriteAPreparedDirectory) {
   ScratchDir dir;
   write_text(dir / "corpus/a.txt", "alpha\n");
   write_text(dir / "corpus/b.txt", "beta\n");
-  std::vector<std::string> args{"prepare", "--input", (dir / "corpus").string(), "--out",
-                                (dir / "out").string(), "--tokenizer", "byte"};
+  std::vector<std::string> args{"prepare",     "--input", (dir / "corpus").string(), "--out", (dir / "out").string(),
+                                "--tokenizer", "byte"};
   ASSERT_EQ(run_loco(args).exit_code, 0);
   CommandResult again = run_loco(args);
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_TRUE(contains(again.output, "already holds a prepared dataset")) << again.output;
 }
 
+TEST(PrepareCli, PreparesWithABpeTokenizer) {
+  ScratchDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the river runs over the old stone bridge and under the hill.\n";
+  write_text(dir / "corpus/a.txt", text);
+  write_text(dir / "corpus/b.txt", text + "a second document.\n");
+  CommandResult result = run_loco(
+      {"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string(), "--vocab-size", "300"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "vocabulary  300 (bpe)")) << result.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/tokenizer.model"));
+}
+
+TEST(PrepareCli, MissingSentencepiecePluginIsAClearError) {
+  ScratchDir dir;
+  write_text(dir / "corpus/a.txt", "alpha\n");
+  write_text(dir / "corpus/b.txt", "beta\n");
+  ::setenv("LOCO_SENTENCEPIECE_PLUGIN", (dir / "absent.so").c_str(), 1);
+  CommandResult result = run_loco({"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string()});
+  ::unsetenv("LOCO_SENTENCEPIECE_PLUGIN");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "cannot load the sentencepiece plugin")) << result.output;
+  EXPECT_TRUE(contains(result.output, "absent.so")) << result.output;
+}
+
 TEST(PrepareCli, UnknownTokenizerIsRejectedByTheParser) {
   ScratchDir dir;
-  CommandResult result = run_loco({"prepare", "--input", "x", "--out", (dir / "out").string(),
-                                   "--tokenizer", "wordpiece"});
+  CommandResult result =
+      run_loco({"prepare", "--input", "x", "--out", (dir / "out").string(), "--tokenizer", "wordpiece"});
   EXPECT_NE(result.exit_code, 0);
   EXPECT_TRUE(contains(result.output, "wordpiece")) << result.output;
 }

@@ -25,8 +25,7 @@ class DataSampler : public ::testing::Test {
     data_ = std::make_unique<TokenDataset>(TokenDataset::open(dir_.path(), "train"));
   }
 
-  BatchSampler sampler(std::uint64_t seed, std::int64_t replica = 0, std::int64_t replicas = 1,
-                       bool shuffle = true) {
+  BatchSampler sampler(std::uint64_t seed, std::int64_t replica = 0, std::int64_t replicas = 1, bool shuffle = true) {
     return BatchSampler(*data_, kSeqLen, seed, replica, replicas, shuffle);
   }
 

@@ -71,8 +71,16 @@ TEST(DataShard, HeaderLayoutIsExact) {
   std::string bytes = read_file(dir / "a.bin");
   ASSERT_EQ(bytes.size(), 32u + 2 * 2);
   EXPECT_EQ(bytes.substr(0, 8), "LOCOTOK1");
-  auto u32 = [&](std::size_t at) { std::uint32_t v; std::memcpy(&v, bytes.data() + at, 4); return v; };
-  auto u64 = [&](std::size_t at) { std::uint64_t v; std::memcpy(&v, bytes.data() + at, 8); return v; };
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, bytes.data() + at, 8);
+    return v;
+  };
   EXPECT_EQ(u32(8), 1u);
   EXPECT_EQ(u32(12), 2u);
   EXPECT_EQ(u64(16), 2u);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -17,10 +18,10 @@ namespace loco::test {
 // English-looking text: `sentences` lines of 6..14 words drawn from a small vocabulary, so that a
 // BPE vocabulary of a few hundred pieces can be trained on a few documents in milliseconds.
 inline std::string generated_document(std::uint32_t seed, int sentences) {
-  static const std::vector<std::string> words{
-      "the",   "a",      "river", "stone", "light", "green", "house", "quick", "brown", "fox",
-      "jumps", "over",   "lazy",  "dog",   "and",   "then", "water", "falls", "under", "bridge",
-      "north", "winter", "small", "garden", "old",  "road", "walks", "toward", "city",  "of"};
+  static const std::vector<std::string> words{"the",   "a",     "river", "stone",  "light", "green",  "house", "quick",
+                                              "brown", "fox",   "jumps", "over",   "lazy",  "dog",    "and",   "then",
+                                              "water", "falls", "under", "bridge", "north", "winter", "small", "garden",
+                                              "old",   "road",  "walks", "toward", "city",  "of"};
   std::mt19937 rng(seed);
   std::string text;
   for (int s = 0; s < sentences; ++s) {
@@ -61,8 +62,7 @@ inline void write_positional_dataset(const std::filesystem::path& dir,
   meta.vocab_size = static_cast<std::uint32_t>(total + 1);
   meta.bytes_per_token = data::bytes_per_token_for(meta.vocab_size);
   meta.tokenizer = data::ByteTokenizer::info().to_json();
-  auto write_shards = [&](const std::string& split, const std::vector<std::uint64_t>& sizes,
-                          data::SplitMeta& out) {
+  auto write_shards = [&](const std::string& split, const std::vector<std::uint64_t>& sizes, data::SplitMeta& out) {
     for (std::size_t s = 0; s < sizes.size(); ++s) {
       std::vector<std::uint32_t> tokens(sizes[s]);
       for (auto& t : tokens) t = static_cast<std::uint32_t>(out.tokens++);

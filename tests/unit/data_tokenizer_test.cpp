@@ -124,8 +124,7 @@ TEST_F(DataSentencePiece, DecodeSkipsBosAndEos) {
 
 TEST_F(DataSentencePiece, CopiedFilesLoadAndEncodeTheSame) {
   ScratchDir copy;
-  EXPECT_EQ(tokenizer_file_names(dir_->path()),
-            (std::vector<std::string>{"tokenizer.json", "tokenizer.model"}));
+  EXPECT_EQ(tokenizer_file_names(dir_->path()), (std::vector<std::string>{"tokenizer.json", "tokenizer.model"}));
   copy_tokenizer_files(dir_->path(), copy.path());
   auto original = load_tokenizer(dir_->path());
   auto copied = load_tokenizer(copy.path());

@@ -48,8 +48,10 @@ replicas = 4
 
 const char* kMetrics =
     "{\"step\": 10, \"tokens\": 10240, \"loss\": 5.1, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 11}\n"
-    "{\"step\": 20, \"tokens\": 20480, \"loss\": 4.6, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 22, \"eval_loss\": 4.8}\n"
-    "{\"step\": 30, \"tokens\": 30720, \"loss\": 4.2, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 33, \"eval_loss\": 4.4}\n"
+    "{\"step\": 20, \"tokens\": 20480, \"loss\": 4.6, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 22, "
+    "\"eval_loss\": 4.8}\n"
+    "{\"step\": 30, \"tokens\": 30720, \"loss\": 4.2, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 33, "
+    "\"eval_loss\": 4.4}\n"
     "{\"step\": 40, \"tokens\": 40960, \"loss\": 4.0, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 44}\n";
 
 // Parameters of kConfig (see SimModelSize.CountsLlamaParametersFromTheModelSection).

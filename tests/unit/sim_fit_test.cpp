@@ -200,10 +200,16 @@ TEST(SimFit, OptimalLearningRateAndBatchAgainstSizeAndReplicas) {
 TEST(SimFit, TooFewPointsAreClearErrors) {
   expect_data_error([] { fit_power_law({1e8}, {3.0}, "one run"); }, "1 point for 2 parameters");
   expect_data_error([] { fit_power_law({1e8, 1e8}, {3.0, 3.1}, "one size"); }, "every point has N");
-  expect_data_error([] { fit_joint_power_law({1e8, 2e8, 4e8}, {2, 2, 2}, {3, 2.9, 2.8}, "one M"); },
-                    "two replica counts");
-  expect_data_error([] { fit_additive_law({1e8, 2e8, 4e8}, {1, 2, 4}, {3, 2.9, 2.8}, {}); },
-                    "3 points for 4 parameters");
+  expect_data_error(
+      [] {
+        fit_joint_power_law({1e8, 2e8, 4e8}, {2, 2, 2}, {3, 2.9, 2.8}, "one M");
+      },
+      "two replica counts");
+  expect_data_error(
+      [] {
+        fit_additive_law({1e8, 2e8, 4e8}, {1, 2, 4}, {3, 2.9, 2.8}, {});
+      },
+      "3 points for 4 parameters");
   expect_data_error([] { fit_power_law({1e8, 2e8}, {3.0, NAN}, "a diverged run"); }, "positive finite");
   FitPoint single;
   single.params = 1e8;

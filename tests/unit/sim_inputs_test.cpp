@@ -70,6 +70,9 @@ TEST(SimInputs, ImpossibleScenariosAreClearErrors) {
   expect_config_error(run(s, "noloco"), "at least 2 replicas");
   expect_config_error([] { bandwidth_for_utilisation(valid_scenario(), spec("dp"), TimingModel::kSchedule, 1.0); },
                       "between 0% and 100%");
+  s = valid_scenario();
+  s.layers = 1000;
+  expect_config_error(run(s, "diloco:h=10000"), "--model analytic");
 }
 
 TEST(SimInputs, ImpossibleAlgorithmsAreClearErrors) {
@@ -100,8 +103,7 @@ TEST(SimInputs, AlgorithmSpecsParseWithDefaults) {
   EXPECT_EQ(list[0].label(), "dp");
   EXPECT_EQ(list[1].label(), "diloco(H=30,bits=4)");
   EXPECT_EQ(list[2].label(), "noloco(H=50)");
-  EXPECT_EQ(parse_algorithm("streaming:tau=1", AlgorithmDefaults{}, 24).label(),
-            "streaming(H=100,P=8,tau=1)");
+  EXPECT_EQ(parse_algorithm("streaming:tau=1", AlgorithmDefaults{}, 24).label(), "streaming(H=100,P=8,tau=1)");
 }
 
 TEST(SimInputs, StridedFragmentsSyncAtEvenlySpreadSteps) {

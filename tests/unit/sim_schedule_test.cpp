@@ -100,8 +100,7 @@ TEST(SimBandwidthSearch, FindsTheSmallestSufficientBandwidth) {
       auto bps = bandwidth_for_utilisation(s, spec(text), TimingModel::kSchedule, target);
       ASSERT_TRUE(bps.has_value()) << text;
       EXPECT_GE(utilisation_at(s, spec(text), TimingModel::kSchedule, *bps).utilisation, target) << text;
-      EXPECT_LT(utilisation_at(s, spec(text), TimingModel::kSchedule, *bps * 0.9999).utilisation, target)
-          << text;
+      EXPECT_LT(utilisation_at(s, spec(text), TimingModel::kSchedule, *bps * 0.9999).utilisation, target) << text;
     }
   }
 }
@@ -124,8 +123,7 @@ TEST(SimAnalytic, MatchesTheClosedForm) {
   const double inner = 2 * n * (1 - 2.0 / 8) / 1e11 + 1e-4;
   const double across = 2 * n * (1 - 1.0 / 8) / 1e10 + 0.01;
   EXPECT_NEAR(analytic_utilisation(s, spec("dp")).utilisation, step / (step + across), 1e-12);
-  EXPECT_NEAR(analytic_utilisation(s, spec("diloco:h=50")).utilisation, step / (step + inner + across / 50),
-              1e-12);
+  EXPECT_NEAR(analytic_utilisation(s, spec("diloco:h=50")).utilisation, step / (step + inner + across / 50), 1e-12);
   // Four fragments of n/4, each hidden behind one step of compute.
   const double fragment = 2 * (n / 4) * (1 - 1.0 / 8) / 1e10 + 0.01;
   EXPECT_NEAR(analytic_utilisation(s, spec("streaming:h=50:fragments=4:tau=1")).utilisation,
@@ -141,8 +139,8 @@ TEST(SimCalibration, ReproducesThePublishedTableWithin15Percent) {
   for (const auto& r : results) {
     for (std::size_t i = 0; i < kCalibrationTargets.size(); ++i) {
       EXPECT_LE(std::abs(r.relative_error[i]), 0.15)
-          << r.row.method << " at " << kCalibrationTargets[i] * 100 << "%: simulated "
-          << r.simulated_gbps[i] << " Gbit/s, published " << r.row.published_gbps[i];
+          << r.row.method << " at " << kCalibrationTargets[i] * 100 << "%: simulated " << r.simulated_gbps[i]
+          << " Gbit/s, published " << r.row.published_gbps[i];
     }
   }
 }
@@ -150,11 +148,11 @@ TEST(SimCalibration, ReproducesThePublishedTableWithin15Percent) {
 TEST(SimCalibration, SelectedCellsAndTheOrderOfTheMethods) {
   auto results = run_calibration();
   auto cell = [&](std::size_t row, std::size_t target) { return results[row].simulated_gbps[target]; };
-  EXPECT_NEAR(cell(0, 0), 86.8, 0.15 * 86.8);   // data parallel, 50%
-  EXPECT_NEAR(cell(1, 2), 13.3, 0.15 * 13.3);   // DiLoCo, 90%
-  EXPECT_NEAR(cell(2, 4), 28.1, 0.15 * 28.1);   // Streaming, 99%
-  EXPECT_NEAR(cell(3, 4), 11.0, 0.15 * 11.0);   // + overlap, 99%
-  EXPECT_NEAR(cell(4, 2), 1.7, 0.15 * 1.7);     // + overlap + FP4, 90%
+  EXPECT_NEAR(cell(0, 0), 86.8, 0.15 * 86.8);  // data parallel, 50%
+  EXPECT_NEAR(cell(1, 2), 13.3, 0.15 * 13.3);  // DiLoCo, 90%
+  EXPECT_NEAR(cell(2, 4), 28.1, 0.15 * 28.1);  // Streaming, 99%
+  EXPECT_NEAR(cell(3, 4), 11.0, 0.15 * 11.0);  // + overlap, 99%
+  EXPECT_NEAR(cell(4, 2), 1.7, 0.15 * 1.7);    // + overlap + FP4, 90%
   // At every target: data parallel needs most, then DiLoCo, Streaming, overlap, FP4.
   for (std::size_t t = 0; t < kCalibrationTargets.size(); ++t) {
     for (std::size_t row = 1; row < results.size(); ++row) {

@@ -3,6 +3,8 @@
 // leave-one-out errors at the largest N, predictions, and a chart.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "loco/cli/commands.h"
@@ -31,8 +33,8 @@ void run_fit(const FitCommandOptions& o) {
   options.joint_algorithm = o.joint_algorithm;
   for (const auto& text : o.predictions) options.predictions.push_back(sim::parse_prediction(text));
   if (o.starts < 1 || !(o.huber_delta > 0)) {
-    throw ConfigError(fmt::format("--starts must be at least 1 and --huber-delta positive (got {} and {}).",
-                                  o.starts, o.huber_delta));
+    throw ConfigError(fmt::format("--starts must be at least 1 and --huber-delta positive (got {} and {}).", o.starts,
+                                  o.huber_delta));
   }
   auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
   sim::FitReport report = sim::fit_scaling_laws(points, options);
@@ -45,7 +47,9 @@ void run_fit(const FitCommandOptions& o) {
     return;
   }
   fmt::print("{}", sim::format_fit_report(report));
-  fmt::print("\nN counts {} parameters of run directories (--count).\n", o.count);
+  bool any_run = std::any_of(o.inputs.begin(), o.inputs.end(),
+                             [](const std::string& p) { return std::filesystem::is_directory(p); });
+  if (any_run) fmt::print("\nN of run directories counts {} parameters (--count).\n", o.count);
   if (!o.chart.empty()) fmt::print("chart: wrote {}\n", o.chart);
 }
 
@@ -62,10 +66,10 @@ void add_fit_command(CLI::App& app) {
                   "Results CSV files (params,replicas,loss[,algorithm,tokens,lr,batch]), run directories, "
                   "or directories of runs")
       ->required();
-  cmd->add_option("--count", o.count, "How N counts a run's parameters: total | non-embedding")
-      ->capture_default_str();
-  cmd->add_option("--predict", o.predictions, "Predict at N[:M] or N:dp, e.g. 10e9:8 (repeatable, or "
-                                              "comma-separated)")
+  cmd->add_option("--count", o.count, "How N counts a run's parameters: total | non-embedding")->capture_default_str();
+  cmd->add_option("--predict", o.predictions,
+                  "Predict at N[:M] or N:dp, e.g. 10e9:8 (repeatable, or "
+                  "comma-separated)")
       ->delimiter(',')
       ->expected(1)
       ->take_all();

@@ -51,8 +51,7 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), or .jsonl files with a \"text\" field")
       ->required();
-  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")
-      ->required();
+  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required();
   cmd->add_option("--tokenizer", args->options.tokenizer, "bpe (sentencepiece, trained here) or byte")
       ->check(CLI::IsMember({"bpe", "byte"}))
       ->capture_default_str();

@@ -58,8 +58,8 @@ std::vector<double> parse_numbers(const std::string& text, const char* option) {
       used = 0;
     }
     if (used == 0 || used != item.size() || !std::isfinite(x)) {
-      throw ConfigError(fmt::format("{} '{}': '{}' is not a number; give comma-separated numbers.",
-                                    option, text, item));
+      throw ConfigError(
+          fmt::format("{} '{}': '{}' is not a number; give comma-separated numbers.", option, text, item));
     }
     values.push_back(x);
   }
@@ -86,8 +86,9 @@ sim::Scenario build_scenario(const SimulateOptions& o, const CLI::App& cmd) {
     s.params = o.params;
     s.layers = o.layers;
   } else {
-    throw ConfigError("no model given: pass --params N --layers L (for example --params 1e9 --layers "
-                      "24) or --config FILE.toml with a [model] section.");
+    throw ConfigError(
+        "no model given: pass --params N --layers L (for example --params 1e9 --layers "
+        "24) or --config FILE.toml with a [model] section.");
   }
   s.replicas = o.replicas;
   s.workers = cmd.count("--workers") > 0 ? o.workers : o.replicas;
@@ -96,38 +97,44 @@ sim::Scenario build_scenario(const SimulateOptions& o, const CLI::App& cmd) {
   s.inter = {0, o.latency_s};
   s.intra = {o.intra_gbps * 1e9, o.intra_latency_s};
   if (cmd.count("--step-time") > 0 && cmd.count("--batch-tokens") > 0) {
-    throw ConfigError("give either --step-time or --batch-tokens (which derives the step time as "
-                      "6·N·B/(R·Q)), not both.");
+    throw ConfigError(
+        "give either --step-time or --batch-tokens (which derives the step time as "
+        "6·N·B/(R·Q)), not both.");
   }
   if (cmd.count("--step-time") > 0) {
     s.step_time_s = o.step_time_s;
   } else if (cmd.count("--batch-tokens") > 0) {
     if (!(o.batch_tokens > 0 && o.chip_flops > 0 && s.workers > 0)) {
-      throw ConfigError(fmt::format("--batch-tokens ({}) and --chip-flops ({}) must be positive to "
-                                    "derive the step time.",
-                                    o.batch_tokens, o.chip_flops));
+      throw ConfigError(
+          fmt::format("--batch-tokens ({}) and --chip-flops ({}) must be positive to "
+                      "derive the step time.",
+                      o.batch_tokens, o.chip_flops));
     }
     s.step_time_s = 6 * s.params * o.batch_tokens / (s.workers * o.chip_flops);
   } else {
-    throw ConfigError("no step time given: pass --step-time SECONDS (compute of one inner step on one "
-                      "worker, e.g. 0.1) or --batch-tokens B to derive it from 6·N·B/(R·Q).");
+    throw ConfigError(
+        "no step time given: pass --step-time SECONDS (compute of one inner step on one "
+        "worker, e.g. 0.1) or --batch-tokens B to derive it from 6·N·B/(R·Q).");
   }
   return s;
 }
 
 void print_calibration(const SimulateOptions& o, const CLI::App& cmd) {
-  for (const char* name : {"--params", "--layers", "--config", "--step-time", "--batch-tokens",
-                           "--workers", "--replicas", "--bandwidth", "--algorithms", "--h", "--bits",
-                           "--tau", "--targets", "--model", "--sweep"}) {
+  for (const char* name :
+       {"--params", "--layers", "--config", "--step-time", "--batch-tokens", "--workers", "--replicas", "--bandwidth",
+        "--algorithms", "--h", "--bits", "--tau", "--targets", "--model", "--sweep"}) {
     if (cmd.count(name) > 0) {
-      throw ConfigError(fmt::format("--calibrate runs the fixed scenario of the published table; drop "
-                                    "{} (or drop --calibrate to simulate your own).",
-                                    name));
+      throw ConfigError(
+          fmt::format("--calibrate runs the fixed scenario of the published table; drop "
+                      "{} (or drop --calibrate to simulate your own).",
+                      name));
     }
   }
   auto results = sim::run_calibration();
-  if (o.json) fmt::print("{}\n", sim::calibration_json(results).dump(2));
-  else fmt::print("{}", sim::format_calibration_table(results));
+  if (o.json)
+    fmt::print("{}\n", sim::calibration_json(results).dump(2));
+  else
+    fmt::print("{}", sim::format_calibration_table(results));
 }
 
 void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
@@ -147,16 +154,18 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
     if (range.size() != 2) throw ConfigError("--sweep-range takes two numbers: LOW,HIGH in Gbit/s.");
     sim::Sweep sweep = sim::run_sweep(request, range[0] * 1e9, range[1] * 1e9, o.sweep_points);
     const auto& s = request.scenario;
-    auto [csv, png] = sim::write_sweep(
-        sweep, o.sweep_dir,
-        fmt::format("compute utilisation: {:.3g} parameters, {} layers, {:g} s/step, {} workers in {} "
-                    "replicas",
-                    s.params, s.layers, s.step_time_s, s.workers, s.replicas));
+    auto [csv, png] =
+        sim::write_sweep(sweep, o.sweep_dir,
+                         fmt::format("compute utilisation: {:.3g} parameters, {} layers, {:g} s/step, {} workers in {} "
+                                     "replicas",
+                                     s.params, s.layers, s.step_time_s, s.workers, s.replicas));
     json["sweep"] = {{"csv", csv.string()}, {"png", png.string()}};
     if (!o.json) fmt::print("sweep: wrote {} and {}\n\n", csv.string(), png.string());
   }
-  if (o.json) fmt::print("{}\n", json.dump(2));
-  else fmt::print("{}", sim::format_simulation_table(report));
+  if (o.json)
+    fmt::print("{}\n", json.dump(2));
+  else
+    fmt::print("{}", sim::format_simulation_table(report));
 }
 
 }  // namespace
@@ -174,22 +183,16 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--count", o.count, "Parameter convention for --config: total | non-embedding")
       ->capture_default_str();
   cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker");
-  cmd->add_option("--batch-tokens", o.batch_tokens,
-                  "Global tokens per step; derives the step time as 6·N·B/(R·Q)");
+  cmd->add_option("--batch-tokens", o.batch_tokens, "Global tokens per step; derives the step time as 6·N·B/(R·Q)");
   cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")
       ->capture_default_str();
-  cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")
-      ->capture_default_str();
+  cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")->capture_default_str();
   cmd->add_option("--workers", o.workers, "R: workers in all (default: one per replica)");
   cmd->add_option("--replicas", o.replicas, "M: replicas (e.g. datacenters)")->capture_default_str();
-  cmd->add_option("--bandwidth", o.bandwidth_gbps,
-                  "Inter-replica bandwidth in Gbit/s: also report utilisation at it");
-  cmd->add_option("--latency", o.latency_s, "Inter-replica latency in seconds per collective")
-      ->capture_default_str();
-  cmd->add_option("--intra-bandwidth", o.intra_gbps, "Intra-replica bandwidth in Gbit/s")
-      ->capture_default_str();
-  cmd->add_option("--intra-latency", o.intra_latency_s, "Intra-replica latency in seconds")
-      ->capture_default_str();
+  cmd->add_option("--bandwidth", o.bandwidth_gbps, "Inter-replica bandwidth in Gbit/s: also report utilisation at it");
+  cmd->add_option("--latency", o.latency_s, "Inter-replica latency in seconds per collective")->capture_default_str();
+  cmd->add_option("--intra-bandwidth", o.intra_gbps, "Intra-replica bandwidth in Gbit/s")->capture_default_str();
+  cmd->add_option("--intra-latency", o.intra_latency_s, "Intra-replica latency in seconds")->capture_default_str();
   cmd->add_option("--bits", o.bits, "Bits per exchanged value (16: bf16)")->capture_default_str();
   cmd->add_option("--algorithms", o.algorithms,
                   "Comma-separated name[:key=value]... with names dp, diloco, streaming, noloco and "

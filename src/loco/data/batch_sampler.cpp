@@ -15,32 +15,35 @@ SamplerState SamplerState::from_json(const nlohmann::json& j) {
   auto field = [&](const char* name) {
     auto it = j.is_object() ? j.find(name) : j.end();
     if (it == j.end() || !it->is_number_unsigned()) {
-      throw DataError(fmt::format("the data sampler state {} is malformed: it needs unsigned integers "
-                                  "\"epoch\" and \"cursor\". The checkpoint is damaged; resume from "
-                                  "another one.",
-                                  j.dump()));
+      throw DataError(
+          fmt::format("the data sampler state {} is malformed: it needs unsigned integers "
+                      "\"epoch\" and \"cursor\". The checkpoint is damaged; resume from "
+                      "another one.",
+                      j.dump()));
     }
     return it->get<std::uint64_t>();
   };
   return SamplerState{field("epoch"), field("cursor")};
 }
 
-BatchSampler::BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::uint64_t seed,
-                           std::int64_t replica, std::int64_t num_replicas, bool shuffle)
-    : data_(data), seq_len_(static_cast<std::uint64_t>(seq_len)), seed_(seed),
-      replica_(static_cast<std::uint64_t>(replica)), num_replicas_(static_cast<std::uint64_t>(num_replicas)),
+BatchSampler::BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::uint64_t seed, std::int64_t replica,
+                           std::int64_t num_replicas, bool shuffle)
+    : data_(data),
+      seq_len_(static_cast<std::uint64_t>(seq_len)),
+      seed_(seed),
+      replica_(static_cast<std::uint64_t>(replica)),
+      num_replicas_(static_cast<std::uint64_t>(num_replicas)),
       shuffle_(shuffle) {
   LOCO_CHECK(seq_len > 0, "seq_len must be positive, got {}", seq_len);
-  LOCO_CHECK(num_replicas > 0 && replica >= 0 && replica < num_replicas, "replica {} of {}", replica,
-             num_replicas);
+  LOCO_CHECK(num_replicas > 0 && replica >= 0 && replica < num_replicas, "replica {} of {}", replica, num_replicas);
   windows_ = data.size() > 0 ? (data.size() - 1) / seq_len_ : 0;
   windows_per_epoch_ = windows_ / num_replicas_;
   if (windows_per_epoch_ == 0) {
-    throw DataError(fmt::format(
-        "{} has {} tokens: too few for one window of data.seq_len + 1 = {} tokens for each of {} "
-        "replica(s). Use a shorter data.seq_len, fewer replicas, or more data (for the val split, "
-        "a larger --val-fraction in `loco prepare`).",
-        data.name(), data.size(), seq_len_ + 1, num_replicas_));
+    throw DataError(
+        fmt::format("{} has {} tokens: too few for one window of data.seq_len + 1 = {} tokens for each of {} "
+                    "replica(s). Use a shorter data.seq_len, fewer replicas, or more data (for the val split, "
+                    "a larger --val-fraction in `loco prepare`).",
+                    data.name(), data.size(), seq_len_ + 1, num_replicas_));
   }
   start_epoch(0);
 }
@@ -67,11 +70,11 @@ void BatchSampler::next_batch(std::int64_t batch_size, std::int64_t* inputs, std
 
 void BatchSampler::restore(const SamplerState& state) {
   if (state.cursor >= windows_per_epoch_) {
-    throw DataError(fmt::format(
-        "the checkpoint's data position (epoch {}, window {}) is beyond the {} windows per epoch of "
-        "this replica on {}: data, data.seq_len or the number of replicas changed since it was "
-        "written. Resume with the same data and settings, or start a new run.",
-        state.epoch, state.cursor, windows_per_epoch_, data_.name()));
+    throw DataError(
+        fmt::format("the checkpoint's data position (epoch {}, window {}) is beyond the {} windows per epoch of "
+                    "this replica on {}: data, data.seq_len or the number of replicas changed since it was "
+                    "written. Resume with the same data and settings, or start a new run.",
+                    state.epoch, state.cursor, windows_per_epoch_, data_.name()));
   }
   start_epoch(state.epoch);
   state_.cursor = state.cursor;

@@ -9,9 +9,8 @@
 // reproduces it exactly.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "loco/data/token_dataset.h"
@@ -30,8 +29,8 @@ class BatchSampler {
  public:
   // `data` must outlive the sampler. DataError when the split has too few tokens for one window
   // per replica.
-  BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::uint64_t seed,
-               std::int64_t replica, std::int64_t num_replicas, bool shuffle);
+  BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::uint64_t seed, std::int64_t replica,
+               std::int64_t num_replicas, bool shuffle);
 
   // Fills inputs and targets, each (batch_size, seq_len) row-major; targets = inputs shifted by one
   // token. A batch may span epochs.

@@ -1,9 +1,9 @@
 #include "loco/data/corpus_reader.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "loco/data/text.h"
 #include "loco/util/error.h"
@@ -16,9 +16,7 @@ bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.'
 
 bool is_jsonl(const fs::path& path) { return path.extension() == ".jsonl"; }
 
-std::string_view bytes_of(const MappedFile& file) {
-  return {reinterpret_cast<const char*>(file.data()), file.size()};
-}
+std::string_view bytes_of(const MappedFile& file) { return {reinterpret_cast<const char*>(file.data()), file.size()}; }
 
 // The "text" field of one JSONL line (`number` is 1-based, for the message).
 std::string jsonl_text(std::string_view line, const fs::path& file, std::uint64_t number) {
@@ -45,8 +43,7 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   fs::path excluded = fs::weakly_canonical(exclude);
   if (fs::weakly_canonical(dir) == excluded) return files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    bool skip = is_hidden(it->path()) ||
-                (it->is_directory() && fs::weakly_canonical(it->path()) == excluded);
+    bool skip = is_hidden(it->path()) || (it->is_directory() && fs::weakly_canonical(it->path()) == excluded);
     if (skip) {
       it.disable_recursion_pending();
     } else if (it->is_regular_file()) {
@@ -74,21 +71,21 @@ CorpusReader CorpusReader::open(const std::vector<fs::path>& inputs, const fs::p
       try {
         files = list_directory(input, exclude);
       } catch (const fs::filesystem_error& e) {
-        throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.",
-                                  e.path1().string(), e.code().message()));
+        throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.", e.path1().string(),
+                                  e.code().message()));
       }
       for (const auto& file : files) corpus.add_file(file);
     } else if (fs::is_regular_file(input)) {
       corpus.add_file(input);
     } else {
-      throw DataError(fmt::format(
-          "input path {} {}. Pass existing text files, directories of them or JSONL files.",
-          input.string(), fs::exists(input) ? "is neither a file nor a directory" : "does not exist"));
+      throw DataError(fmt::format("input path {} {}. Pass existing text files, directories of them or JSONL files.",
+                                  input.string(),
+                                  fs::exists(input) ? "is neither a file nor a directory" : "does not exist"));
     }
   }
   if (corpus.documents_.empty()) {
-    throw DataError(fmt::format("no text found in {}; pass files or directories that contain text.",
-                                describe_inputs(inputs)));
+    throw DataError(
+        fmt::format("no text found in {}; pass files or directories that contain text.", describe_inputs(inputs)));
   }
   return corpus;
 }

@@ -53,9 +53,9 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
   nlohmann::json j = read_json_file(path, fix);
   return read_json_fields(path, fix, [&] {
     if (j.at("format") != kFormat || j.at("version") != kVersion) {
-      throw malformed_json_file(path, fmt::format("format {} version {}, expected {} version {}",
-                                                  j.at("format").dump(), j.at("version").dump(),
-                                                  kFormat, kVersion),
+      throw malformed_json_file(path,
+                                fmt::format("format {} version {}, expected {} version {}", j.at("format").dump(),
+                                            j.at("version").dump(), kFormat, kVersion),
                                 fix);
     }
     DatasetMeta meta;

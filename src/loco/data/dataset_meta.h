@@ -2,11 +2,10 @@
 // so a directory without it is visibly incomplete (see docs/data.md for the fields).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

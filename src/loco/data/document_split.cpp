@@ -7,8 +7,7 @@
 
 namespace loco::data {
 
-DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction,
-                              std::uint64_t seed) {
+DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::uint64_t> order = random_permutation(text_bytes.size(), rng);
   DocumentSplit split;

@@ -17,7 +17,6 @@ struct DocumentSplit {
 // least one document when val_fraction > 0, never all of them. The split is decided on bytes
 // because tokens are not known before the tokenizer is trained on the train split; both are
 // proportional. DataError when val_fraction > 0 and there are fewer than two documents.
-DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction,
-                              std::uint64_t seed);
+DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction, std::uint64_t seed);
 
 }  // namespace loco::data

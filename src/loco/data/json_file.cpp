@@ -6,8 +6,7 @@
 
 namespace loco::data {
 
-DataError malformed_json_file(const std::filesystem::path& path, std::string_view problem,
-                              std::string_view fix) {
+DataError malformed_json_file(const std::filesystem::path& path, std::string_view problem, std::string_view fix) {
   return DataError(fmt::format("{} is malformed ({}). {}", path.string(), problem, fix));
 }
 

@@ -2,9 +2,8 @@
 // name the file and say how to fix it, instead of nlohmann's bare exception text.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -16,14 +15,12 @@ namespace loco::data {
 nlohmann::json read_json_file(const std::filesystem::path& path, std::string_view fix);
 
 // The DataError for a JSON file whose content is wrong (`problem` says what).
-DataError malformed_json_file(const std::filesystem::path& path, std::string_view problem,
-                              std::string_view fix);
+DataError malformed_json_file(const std::filesystem::path& path, std::string_view problem, std::string_view fix);
 
 // Runs `read()` (which pulls fields out of a parsed file) and turns a missing or mistyped field
 // into malformed_json_file.
 template <typename Read>
-auto read_json_fields(const std::filesystem::path& path, std::string_view fix, Read&& read)
-    -> decltype(read()) {
+auto read_json_fields(const std::filesystem::path& path, std::string_view fix, Read&& read) -> decltype(read()) {
   try {
     return read();
   } catch (const nlohmann::json::exception& e) {

@@ -27,9 +27,7 @@ void progress(fmt::format_string<Args...> format, Args&&... args) {
   fmt::print(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void check_options(const PrepareOptions& options) {
   if (options.out_dir.empty()) throw ConfigError("no output directory; pass --out DIR.");
@@ -37,17 +35,16 @@ void check_options(const PrepareOptions& options) {
     throw ConfigError(fmt::format("unknown tokenizer '{}'; use bpe or byte.", options.tokenizer));
   }
   if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
-    throw ConfigError(fmt::format("--val-fraction must be at least 0 and below 1, got {}.",
-                                  options.val_fraction));
+    throw ConfigError(fmt::format("--val-fraction must be at least 0 and below 1, got {}.", options.val_fraction));
   }
 }
 
 void refuse_prepared_directory(const fs::path& out_dir) {
   if (fs::exists(out_dir / kMetaFileName)) {
-    throw DataError(fmt::format(
-        "{} already holds a prepared dataset (it has a meta.json); nothing was overwritten. Choose "
-        "another --out directory or delete this one.",
-        out_dir.string()));
+    throw DataError(
+        fmt::format("{} already holds a prepared dataset (it has a meta.json); nothing was overwritten. Choose "
+                    "another --out directory or delete this one.",
+                    out_dir.string()));
   }
 }
 
@@ -59,8 +56,7 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
     write_tokenizer_info(options.out_dir, ByteTokenizer::info());
   } else {
     auto start = Clock::now();
-    progress("training a sentencepiece BPE tokenizer with {} tokens on the train documents",
-             options.vocab_size);
+    progress("training a sentencepiece BPE tokenizer with {} tokens on the train documents", options.vocab_size);
     std::size_t next = 0;
     DocumentSource source = [&](std::string& text) {
       if (next == train_documents.size()) return false;
@@ -75,9 +71,8 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
 
 // Encodes the documents as [BOS] + tokens + [EOS] into the shards of one split, a batch of
 // documents at a time so that memory stays bounded while all cores encode.
-SplitMeta write_split(const std::string& split, const std::vector<std::uint64_t>& documents,
-                      const CorpusReader& corpus, const Tokenizer& tokenizer, const fs::path& out_dir,
-                      std::uint64_t tokens_per_shard) {
+SplitMeta write_split(const std::string& split, const std::vector<std::uint64_t>& documents, const CorpusReader& corpus,
+                      const Tokenizer& tokenizer, const fs::path& out_dir, std::uint64_t tokens_per_shard) {
   constexpr std::uint64_t kBatchBytes = 64 << 20;
   SplitWriter writer(out_dir, split, bytes_per_token_for(tokenizer.vocab_size()), tokens_per_shard);
   SplitMeta meta;
@@ -105,9 +100,7 @@ SplitMeta write_split(const std::string& split, const std::vector<std::uint64_t>
 
 }  // namespace
 
-PrepareSummary prepare_dataset(const PrepareOptions& options) {
-  return prepare_dataset(options, kTokensPerShard);
-}
+PrepareSummary prepare_dataset(const PrepareOptions& options) { return prepare_dataset(options, kTokensPerShard); }
 
 PrepareSummary prepare_dataset(const PrepareOptions& options, std::uint64_t tokens_per_shard) {
   check_options(options);
@@ -139,8 +132,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, std::uint64_t toke
   meta.seed = options.seed;
   write_dataset_meta(options.out_dir, meta);  // last: its presence marks the directory complete
 
-  return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens,
-                        meta.vocab_size};
+  return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens, meta.vocab_size};
 }
 
 }  // namespace loco::data

@@ -43,17 +43,17 @@ const spm::Library& load_plugin() {
     using EntryPoint = const spm::Library* (*)();
     auto entry = reinterpret_cast<EntryPoint>(::dlsym(handle, spm::kPluginEntryPoint));
     if (entry == nullptr) {
-      tried += fmt::format("\n  {}: no {} (a plugin from another loco version)", candidate.string(),
-                           spm::kPluginEntryPoint);
+      tried +=
+          fmt::format("\n  {}: no {} (a plugin from another loco version)", candidate.string(), spm::kPluginEntryPoint);
       continue;
     }
     return *entry();  // the handle stays open for the life of the process
   }
-  throw DataError(fmt::format(
-      "cannot load the sentencepiece plugin {}, which BPE tokenizers need; tried:{}\nBuild it (the "
-      "loco_sentencepiece target, built with loco) and keep it next to the loco binary, or set "
-      "LOCO_SENTENCEPIECE_PLUGIN to its path. `--tokenizer byte` works without it.",
-      kPluginFileName, tried));
+  throw DataError(
+      fmt::format("cannot load the sentencepiece plugin {}, which BPE tokenizers need; tried:{}\nBuild it (the "
+                  "loco_sentencepiece target, built with loco) and keep it next to the loco binary, or set "
+                  "LOCO_SENTENCEPIECE_PLUGIN to its path. `--tokenizer byte` works without it.",
+                  kPluginFileName, tried));
 }
 
 }  // namespace

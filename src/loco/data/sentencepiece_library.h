@@ -7,7 +7,9 @@
 // aborts on a version check. So libsentencepiece is never linked into loco: the small plugin
 // loco_sentencepiece.so links it, and sentencepiece_library() loads that plugin with
 // dlopen(RTLD_LOCAL | RTLD_DEEPBIND), which keeps sentencepiece's protobuf private to it. Only
-// virtual calls cross the boundary, no exceptions: errors come back as strings.
+// virtual calls cross the boundary, no exceptions: errors come back as strings. The plugin also
+// turns sentencepiece's logging off entirely, because under RTLD_DEEPBIND its std::cerr is not the
+// program's (see the plugin).
 #pragma once
 
 #include <memory>

@@ -83,35 +83,34 @@ DataError training_error(std::string message, std::uint32_t vocab_size) {
   static const std::regex too_low("required_chars\\. [0-9]+ vs ([0-9]+)");
   std::smatch limit;
   if (std::regex_search(message, limit, too_high)) {
-    return DataError(fmt::format(
-        "the corpus is too small for a BPE vocabulary of {} tokens: it supports at most {}. Pass "
-        "--vocab-size {} or less, add more text, or use --tokenizer byte.",
-        vocab_size, limit[1].str(), limit[1].str()));
+    return DataError(
+        fmt::format("the corpus is too small for a BPE vocabulary of {} tokens: it supports at most {}. Pass "
+                    "--vocab-size {} or less, add more text, or use --tokenizer byte.",
+                    vocab_size, limit[1].str(), limit[1].str()));
   }
   if (std::regex_search(message, limit, too_low)) {
-    return DataError(fmt::format(
-        "a BPE vocabulary of {} tokens is too small for this corpus: the 256 byte tokens, 3 special "
-        "tokens and the corpus's characters alone need {}. Pass a --vocab-size well above {} (the "
-        "default is 8192) or use --tokenizer byte.",
-        vocab_size, limit[1].str(), limit[1].str()));
+    return DataError(
+        fmt::format("a BPE vocabulary of {} tokens is too small for this corpus: the 256 byte tokens, 3 special "
+                    "tokens and the corpus's characters alone need {}. Pass a --vocab-size well above {} (the "
+                    "default is 8192) or use --tokenizer byte.",
+                    vocab_size, limit[1].str(), limit[1].str()));
   }
   while (!message.empty() && message.back() == '.') message.pop_back();
-  return DataError(fmt::format(
-      "sentencepiece could not train a BPE vocabulary of {} tokens: {}. Choose another "
-      "--vocab-size or use --tokenizer byte.",
-      vocab_size, message));
+  return DataError(
+      fmt::format("sentencepiece could not train a BPE vocabulary of {} tokens: {}. Choose another "
+                  "--vocab-size or use --tokenizer byte.",
+                  vocab_size, message));
 }
 
 }  // namespace
 
-SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& dir, const TokenizerInfo& info)
-    : info_(info) {
+SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& dir, const TokenizerInfo& info) : info_(info) {
   fs::path model_path = dir / info.model_file;
   if (!fs::is_regular_file(model_path)) {
-    throw DataError(fmt::format(
-        "{} names the sentencepiece model {}, which does not exist. Copy the whole tokenizer "
-        "directory (tokenizer.json and {}) or run `loco prepare` again.",
-        (dir / kTokenizerFileName).string(), model_path.string(), info.model_file));
+    throw DataError(
+        fmt::format("{} names the sentencepiece model {}, which does not exist. Copy the whole tokenizer "
+                    "directory (tokenizer.json and {}) or run `loco prepare` again.",
+                    (dir / kTokenizerFileName).string(), model_path.string(), info.model_file));
   }
   std::string error;
   model_ = sentencepiece_library().load(read_file(model_path), &error);
@@ -122,11 +121,11 @@ SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& dir, const Tokeni
   auto pieces = static_cast<std::uint32_t>(model_->piece_count());
   if (pieces != info.vocab_size || model_->bos_id() != static_cast<int>(info.bos_id) ||
       model_->eos_id() != static_cast<int>(info.eos_id)) {
-    throw DataError(fmt::format(
-        "{} (vocab {}, bos {}, eos {}) does not match {} (vocab {}, bos {}, eos {}): the two files "
-        "come from different runs. Copy both from the same prepared data directory.",
-        model_path.string(), pieces, model_->bos_id(), model_->eos_id(),
-        (dir / kTokenizerFileName).string(), info.vocab_size, info.bos_id, info.eos_id));
+    throw DataError(
+        fmt::format("{} (vocab {}, bos {}, eos {}) does not match {} (vocab {}, bos {}, eos {}): the two files "
+                    "come from different runs. Copy both from the same prepared data directory.",
+                    model_path.string(), pieces, model_->bos_id(), model_->eos_id(),
+                    (dir / kTokenizerFileName).string(), info.vocab_size, info.bos_id, info.eos_id));
   }
 }
 
@@ -155,7 +154,7 @@ TokenizerInfo train_sentencepiece_bpe(const DocumentSource& next_document, std::
       "--model_type=bpe --vocab_size={} --byte_fallback=true --normalization_rule_name=identity "
       "--remove_extra_whitespaces=false --add_dummy_prefix=false --unk_id=0 --bos_id=1 --eos_id=2 "
       "--pad_id=-1 --max_sentence_length={} --input_sentence_size=0 --shuffle_input_sentence=false "
-      "--num_threads={} --minloglevel=1",
+      "--num_threads={}",
       vocab_size, kMaxSentenceBytes, std::max(1u, std::thread::hardware_concurrency()));
   TrainingLines lines(next_document);
   std::string model;

@@ -32,8 +32,7 @@ void store(unsigned char* bytes, T value) {
   std::memcpy(bytes, &value, sizeof(T));
 }
 
-std::array<unsigned char, kShardHeaderBytes> encode_header(std::uint32_t bytes_per_token,
-                                                           std::uint64_t count) {
+std::array<unsigned char, kShardHeaderBytes> encode_header(std::uint32_t bytes_per_token, std::uint64_t count) {
   std::array<unsigned char, kShardHeaderBytes> header{};
   std::memcpy(header.data(), kMagic, sizeof(kMagic));
   store<std::uint32_t>(header.data() + 8, kShardVersion);
@@ -56,8 +55,8 @@ ShardWriter::ShardWriter(fs::path path, std::uint32_t bytes_per_token)
   temporary_ = path_.parent_path() / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
   file_ = std::fopen(temporary_.c_str(), "wb");
   if (file_ == nullptr) {
-    throw IoError(fmt::format("cannot create {}: {}. Check that the directory is writable.",
-                              temporary_.string(), std::strerror(errno)));
+    throw IoError(fmt::format("cannot create {}: {}. Check that the directory is writable.", temporary_.string(),
+                              std::strerror(errno)));
   }
   auto header = encode_header(bytes_per_token_, 0);  // rewritten with the count by finish()
   write(header.data(), header.size());
@@ -73,8 +72,8 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::write(const void* bytes, std::size_t size) {
   if (std::fwrite(bytes, 1, size, file_) != size) {
-    throw IoError(fmt::format("cannot write {}: {}. Check free disk space.", temporary_.string(),
-                              std::strerror(errno)));
+    throw IoError(
+        fmt::format("cannot write {}: {}. Check free disk space.", temporary_.string(), std::strerror(errno)));
   }
 }
 
@@ -130,26 +129,27 @@ ShardReader::ShardReader(const fs::path& path) : file_(path) {
   }
   count_ = load<std::uint64_t>(bytes + 16);
   // Dividing, not multiplying, so that a corrupted huge count cannot overflow into a match.
-  if ((size - kShardHeaderBytes) % bytes_per_token_ != 0 ||
-      (size - kShardHeaderBytes) / bytes_per_token_ != count_) {
-    throw corrupt(fmt::format("is truncated or corrupted: its header announces {} tokens of {} bytes "
-                              "but the file has {} bytes",
-                              count_, bytes_per_token_, size));
+  if ((size - kShardHeaderBytes) % bytes_per_token_ != 0 || (size - kShardHeaderBytes) / bytes_per_token_ != count_) {
+    throw corrupt(
+        fmt::format("is truncated or corrupted: its header announces {} tokens of {} bytes "
+                    "but the file has {} bytes",
+                    count_, bytes_per_token_, size));
   }
 }
 
 void ShardReader::copy(std::uint64_t begin, std::uint64_t count, std::int64_t* out) const {
-  LOCO_CHECK(begin <= count_ && count <= count_ - begin, "tokens [{}, {}) outside shard {} of {}",
-             begin, begin + count, path().string(), count_);
+  LOCO_CHECK(begin <= count_ && count <= count_ - begin, "tokens [{}, {}) outside shard {} of {}", begin, begin + count,
+             path().string(), count_);
   const std::uint8_t* tokens = file_.data() + kShardHeaderBytes + begin * bytes_per_token_;
   for (std::uint64_t i = 0; i < count; ++i) {
     out[i] = bytes_per_token_ == 2 ? load<std::uint16_t>(tokens + 2 * i) : load<std::uint32_t>(tokens + 4 * i);
   }
 }
 
-SplitWriter::SplitWriter(fs::path dir, std::string split, std::uint32_t bytes_per_token,
-                         std::uint64_t tokens_per_shard)
-    : dir_(std::move(dir)), split_(std::move(split)), bytes_per_token_(bytes_per_token),
+SplitWriter::SplitWriter(fs::path dir, std::string split, std::uint32_t bytes_per_token, std::uint64_t tokens_per_shard)
+    : dir_(std::move(dir)),
+      split_(std::move(split)),
+      bytes_per_token_(bytes_per_token),
       tokens_per_shard_(tokens_per_shard) {
   LOCO_CHECK(tokens_per_shard > 0, "tokens_per_shard must be positive");
   start_shard();

@@ -79,8 +79,7 @@ class ShardReader {
 // Writes the tokens of one split as numbered shards of at most `tokens_per_shard` tokens.
 class SplitWriter {
  public:
-  SplitWriter(fs::path dir, std::string split, std::uint32_t bytes_per_token,
-              std::uint64_t tokens_per_shard);
+  SplitWriter(fs::path dir, std::string split, std::uint32_t bytes_per_token, std::uint64_t tokens_per_shard);
 
   void append(const std::vector<std::uint32_t>& tokens);
   // Finishes the last shard and returns the file names in order: at least one (possibly empty)

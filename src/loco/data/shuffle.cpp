@@ -34,8 +34,6 @@ std::vector<std::uint64_t> random_permutation(std::uint64_t n, std::mt19937_64& 
   return order;
 }
 
-std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
-  return splitmix64(splitmix64(seed) ^ stream);
-}
+std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) { return splitmix64(splitmix64(seed) ^ stream); }
 
 }  // namespace loco::data

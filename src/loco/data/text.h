@@ -9,8 +9,7 @@ namespace loco::data {
 
 // True when `text` holds nothing but ASCII whitespace: such documents and lines carry no text.
 inline bool is_blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](unsigned char c) { return std::isspace(c) != 0; });
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
 
 }  // namespace loco::data

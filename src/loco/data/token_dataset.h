@@ -18,9 +18,9 @@ class TokenDataset {
   // DataError with the fix if the directory, meta.json or a shard is missing or corrupt.
   static TokenDataset open(const fs::path& data_dir, const std::string& split);
 
-  std::uint64_t size() const { return size_; }               // number of tokens
-  std::uint32_t vocab_size() const { return vocab_size_; }   // from meta.json
-  const std::string& name() const { return name_; }          // "DIR (train)", for messages
+  std::uint64_t size() const { return size_; }              // number of tokens
+  std::uint32_t vocab_size() const { return vocab_size_; }  // from meta.json
+  const std::string& name() const { return name_; }         // "DIR (train)", for messages
 
   // Tokens [begin, begin + count) as int64; the range may span shards. DataError if a token is
   // outside the vocabulary (a corrupted shard would otherwise crash the embedding lookup).

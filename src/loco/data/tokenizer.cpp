@@ -39,8 +39,8 @@ TokenizerInfo read_tokenizer_info(const fs::path& dir) {
   }
   // The model file is copied next to tokenizer.json: it must be a plain name, never a path.
   bool needs_model = info.kind == kSentencePieceKind;
-  if (needs_model != !info.model_file.empty() ||
-      info.model_file.find('/') != std::string::npos || info.model_file == "..") {
+  if (needs_model != !info.model_file.empty() || info.model_file.find('/') != std::string::npos ||
+      info.model_file == "..") {
     throw malformed_json_file(path, fmt::format("bad model_file '{}'", info.model_file), kTokenizerFix);
   }
   return info;
@@ -50,8 +50,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& dir) {
   TokenizerInfo info = read_tokenizer_info(dir);
   if (info.kind == kSentencePieceKind) return std::make_unique<SentencePieceTokenizer>(dir, info);
   TokenizerInfo expected = ByteTokenizer::info();
-  if (info.vocab_size != expected.vocab_size || info.bos_id != expected.bos_id ||
-      info.eos_id != expected.eos_id) {
+  if (info.vocab_size != expected.vocab_size || info.bos_id != expected.bos_id || info.eos_id != expected.eos_id) {
     throw malformed_json_file(dir / kTokenizerFileName,
                               fmt::format("a byte tokenizer has vocab_size {}, bos_id {}, eos_id {}",
                                           expected.vocab_size, expected.bos_id, expected.eos_id),

@@ -5,11 +5,10 @@
 // and in every checkpoint, so a checkpoint can be used without the data it was trained on.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +20,8 @@ namespace fs = std::filesystem;
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual std::vector<std::uint32_t> encode(std::string_view text) const = 0;  // no BOS/EOS added
-  virtual std::string decode(const std::vector<std::uint32_t>& ids) const = 0;   // skips BOS/EOS
+  virtual std::vector<std::uint32_t> encode(std::string_view text) const = 0;   // no BOS/EOS added
+  virtual std::string decode(const std::vector<std::uint32_t>& ids) const = 0;  // skips BOS/EOS
   virtual std::uint32_t vocab_size() const = 0;
   virtual std::uint32_t bos_id() const = 0;
   virtual std::uint32_t eos_id() const = 0;

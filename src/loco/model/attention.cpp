@@ -25,6 +25,13 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
   o_proj = register_module("o_proj", projection(heads_ * head_dim_, c.hidden_size));
 }
 
+const torch::Tensor& AttentionImpl::causal_mask(std::int64_t length, torch::Device device) {
+  if (!mask_.defined() || mask_.size(0) != length || mask_.device() != device) {
+    mask_ = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+  }
+  return mask_;
+}
+
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   // q, k, v: (B, H, T, D) with k and v already repeated to H heads.
 #if LOCO_HAS_SDPA
@@ -35,8 +42,7 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   const std::int64_t T = q.size(2);
   auto compute_type = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  torch::Tensor future = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  scores.masked_fill_(causal_mask(T, q.device()), -std::numeric_limits<double>::infinity());
   torch::Tensor weights = torch::softmax(scores, -1, compute_type).to(q.scalar_type());  // (B, H, T, T)
   return torch::matmul(weights, v);
 }

@@ -21,8 +21,12 @@ class AttentionImpl : public torch::nn::Module {
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
+  // (T, T) true above the diagonal: the future positions a query must not see. Cached per length.
+  const torch::Tensor& causal_mask(std::int64_t length, torch::Device device);
+
   std::int64_t heads_, kv_heads_, head_dim_;
   RotaryEmbedding rotary_;
+  torch::Tensor mask_;
 };
 TORCH_MODULE(Attention);
 

@@ -4,12 +4,21 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
-#include <iostream>
-#include <sstream>
+#include <string>
 
 #include "loco/data/sentencepiece_library.h"
 
+// Exported by libsentencepiece but missing from its public headers.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int level);
+}
+
 namespace {
+
+// Above FATAL (3): sentencepiece logs nothing, so it never touches std::cerr. That matters beyond
+// quiet output: under RTLD_DEEPBIND sentencepiece binds to libstdc++'s own std::cerr, which is
+// never constructed when the executable holds a copy of it, and writing to it crashes.
+constexpr int kLogNothing = 4;
 
 using loco::data::spm::LineSource;
 
@@ -53,23 +62,9 @@ class Lines final : public sentencepiece::SentenceIterator {
   bool done_ = false;
 };
 
-// sentencepiece logs to std::cerr, and logs the command line before it applies --minloglevel.
-class CerrSilencer {
- public:
-  CerrSilencer() : saved_(std::cerr.rdbuf(sink_.rdbuf())) {}
-  ~CerrSilencer() { std::cerr.rdbuf(saved_); }
-  CerrSilencer(const CerrSilencer&) = delete;
-  CerrSilencer& operator=(const CerrSilencer&) = delete;
-
- private:
-  std::ostringstream sink_;
-  std::streambuf* saved_;
-};
-
 class Library final : public loco::data::spm::Library {
  public:
-  std::unique_ptr<loco::data::spm::Model> load(const std::string& serialized,
-                                               std::string* error) const override {
+  std::unique_ptr<loco::data::spm::Model> load(const std::string& serialized, std::string* error) const override {
     auto model = std::make_unique<LoadedModel>();
     if (!model->load(serialized, error)) return nullptr;
     return model;
@@ -77,8 +72,9 @@ class Library final : public loco::data::spm::Library {
   bool train(const std::string& flags, LineSource& source, std::string* serialized_model,
              std::string* error) const override {
     Lines lines(source);
-    CerrSilencer quiet;
-    auto status = sentencepiece::SentencePieceTrainer::Train(flags, &lines, serialized_model);
+    // Training would set the log level from its flags: keep it at kLogNothing.
+    std::string quiet_flags = flags + " --minloglevel=" + std::to_string(kLogNothing);
+    auto status = sentencepiece::SentencePieceTrainer::Train(quiet_flags, &lines, serialized_model);
     if (!status.ok()) *error = status.error_message();
     return status.ok();
   }
@@ -86,8 +82,8 @@ class Library final : public loco::data::spm::Library {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const loco::data::spm::Library*
-loco_sentencepiece_library_v1() {
+extern "C" __attribute__((visibility("default"))) const loco::data::spm::Library* loco_sentencepiece_library_v1() {
+  sentencepiece::logging::SetMinLogLevel(kLogNothing);
   static const Library library;
   return &library;
 }

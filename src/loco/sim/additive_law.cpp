@@ -63,38 +63,37 @@ double uniform(std::mt19937_64& rng, double low, double high) {
 
 }  // namespace
 
-double AdditiveLaw::operator()(double n, double m) const {
-  return A * std::pow(n, alpha + beta * m) + C;
-}
+double AdditiveLaw::operator()(double n, double m) const { return A * std::pow(n, alpha + beta * m) + C; }
 
 double huber(double r, double delta) {
   double a = std::abs(r);
   return a <= delta ? 0.5 * r * r : delta * (a - 0.5 * delta);
 }
 
-double huber_derivative(double r, double delta) {
-  return std::abs(r) <= delta ? r : (r > 0 ? delta : -delta);
-}
+double huber_derivative(double r, double delta) { return std::abs(r) <= delta ? r : (r > 0 ? delta : -delta); }
 
 AdditiveFit fit_additive_law(const std::vector<double>& n, const std::vector<double>& m,
                              const std::vector<double>& loss, const AdditiveFitOptions& options) {
   const std::string what = "the loss table";
   if (n.size() < 4) {
-    throw DataError(fmt::format("cannot fit L = A·N^(α+β·M) + C: {} point{} for 4 parameters. Add runs "
-                                "(at least 4 points over two or more sizes and replica counts).",
-                                n.size(), n.size() == 1 ? "" : "s"));
+    throw DataError(
+        fmt::format("cannot fit L = A·N^(α+β·M) + C: {} point{} for 4 parameters. Add runs "
+                    "(at least 4 points over two or more sizes and replica counts).",
+                    n.size(), n.size() == 1 ? "" : "s"));
   }
   require_positive_values(n, "N", what);
   require_positive_values(m, "M", what);
   require_positive_values(loss, "the loss", what);
   if (std::set<double>(n.begin(), n.end()).size() < 2 || std::set<double>(m.begin(), m.end()).size() < 2) {
-    throw DataError("cannot fit L = A·N^(α+β·M) + C: it needs at least two sizes and two replica "
-                    "counts, or α and β cannot be told apart.");
+    throw DataError(
+        "cannot fit L = A·N^(α+β·M) + C: it needs at least two sizes and two replica "
+        "counts, or α and β cannot be told apart.");
   }
   if (options.starts < 1 || !(options.huber_delta > 0)) {
-    throw ConfigError(fmt::format("the fit needs at least one start and a positive Huber delta (got {} "
-                                  "and {}).",
-                                  options.starts, options.huber_delta));
+    throw ConfigError(
+        fmt::format("the fit needs at least one start and a positive Huber delta (got {} "
+                    "and {}).",
+                    options.starts, options.huber_delta));
   }
   const Design d = make_design(n, m, loss);
   const double min_loss = *std::min_element(loss.begin(), loss.end());
@@ -122,8 +121,9 @@ AdditiveFit fit_additive_law(const std::vector<double>& n, const std::vector<dou
     }
   }
   if (!std::isfinite(best.objective)) {
-    throw DataError("the fit of L = A·N^(α+β·M) + C diverged from every start; check the data for "
-                    "outliers or use more --starts.");
+    throw DataError(
+        "the fit of L = A·N^(α+β·M) + C diverged from every start; check the data for "
+        "outliers or use more --starts.");
   }
   best.starts = options.starts;
   for (double v : objectives) {

@@ -24,7 +24,7 @@ struct AdditiveFitOptions {
 
 struct AdditiveFit {
   AdditiveLaw law;
-  double objective = 0;      // sum of Huber losses at the optimum
+  double objective = 0;  // sum of Huber losses at the optimum
   int starts = 0;
   int starts_at_optimum = 0;  // starts that ended within 1e-6 (relative) of the best objective
 };

@@ -19,8 +19,7 @@ Algorithm parse_name(const std::string& name, const std::string& spec) {
   if (name == "diloco") return Algorithm::kDiLoCo;
   if (name == "streaming") return Algorithm::kStreaming;
   if (name == "noloco") return Algorithm::kNoLoCo;
-  throw ConfigError(fmt::format("unknown algorithm '{}' in '{}'; use one of {}.", name, spec,
-                                kAcceptedNames));
+  throw ConfigError(fmt::format("unknown algorithm '{}' in '{}'; use one of {}.", name, spec, kAcceptedNames));
 }
 
 double parse_number(const std::string& key, const std::string& value, const std::string& spec) {
@@ -61,8 +60,7 @@ std::string AlgorithmSpec::label() const {
       return fmt::format("{}(H={}{}{})", name, inner_steps, tau, bits_part);
     }
     case Algorithm::kStreaming:
-      return fmt::format("streaming(H={},P={},tau={}{})", inner_steps, fragments, overlap_steps,
-                         bits_part);
+      return fmt::format("streaming(H={},P={},tau={}{})", inner_steps, fragments, overlap_steps, bits_part);
   }
   return "?";
 }
@@ -84,25 +82,28 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
   for (std::size_t i = 1; i < parts.size(); ++i) {
     auto eq = parts[i].find('=');
     if (eq == std::string::npos) {
-      throw ConfigError(fmt::format("'{}' in algorithm '{}' is not key=value; keys: {}.", parts[i],
-                                    text, kAcceptedKeys));
+      throw ConfigError(
+          fmt::format("'{}' in algorithm '{}' is not key=value; keys: {}.", parts[i], text, kAcceptedKeys));
     }
     std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-    if (key == "h") spec.inner_steps = parse_count(key, value, text);
-    else if (key == "fragments") fragments = parse_count(key, value, text);
-    else if (key == "fragment_layers") fragment_layers = parse_count(key, value, text);
-    else if (key == "tau") spec.overlap_steps = parse_count(key, value, text);
+    if (key == "h")
+      spec.inner_steps = parse_count(key, value, text);
+    else if (key == "fragments")
+      fragments = parse_count(key, value, text);
+    else if (key == "fragment_layers")
+      fragment_layers = parse_count(key, value, text);
+    else if (key == "tau")
+      spec.overlap_steps = parse_count(key, value, text);
     else if (key == "bits") {
       spec.bits = parse_number(key, value, text);
       if (spec.bits <= 0) {
-        throw ConfigError(fmt::format("bits={} in algorithm '{}' must be positive (4 for FP4, 16 for "
-                                      "bf16).",
-                                      value, text));
+        throw ConfigError(
+            fmt::format("bits={} in algorithm '{}' must be positive (4 for FP4, 16 for "
+                        "bf16).",
+                        value, text));
       }
-    }
-    else {
-      throw ConfigError(fmt::format("unknown key '{}' in algorithm '{}'; keys: {}.", key, text,
-                                    kAcceptedKeys));
+    } else {
+      throw ConfigError(fmt::format("unknown key '{}' in algorithm '{}'; keys: {}.", key, text, kAcceptedKeys));
     }
   }
   if (spec.kind == Algorithm::kStreaming) {
@@ -114,15 +115,16 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
     }
     spec.fragments = fragments;
   } else if (fragments > 1) {
-    throw ConfigError(fmt::format("'{}' has fragments={} but only streaming splits the model into "
-                                  "fragments; write streaming:fragments={}.",
-                                  text, fragments, fragments));
+    throw ConfigError(
+        fmt::format("'{}' has fragments={} but only streaming splits the model into "
+                    "fragments; write streaming:fragments={}.",
+                    text, fragments, fragments));
   }
   return spec;
 }
 
-std::vector<AlgorithmSpec> parse_algorithms(const std::string& comma_list,
-                                            const AlgorithmDefaults& defaults, int layers) {
+std::vector<AlgorithmSpec> parse_algorithms(const std::string& comma_list, const AlgorithmDefaults& defaults,
+                                            int layers) {
   std::vector<AlgorithmSpec> specs;
   std::stringstream stream(comma_list);
   for (std::string item; std::getline(stream, item, ',');) {
@@ -140,30 +142,35 @@ void validate(const AlgorithmSpec& spec, const Scenario& scenario) {
     throw ConfigError(fmt::format("{}: H (inner steps between synchronisations) must be at least 1.", label));
   }
   if (spec.kind == Algorithm::kDataParallel && spec.overlap_steps != 0) {
-    throw ConfigError("dp: data parallel has no overlap τ; its gradient reduction already overlaps "
-                      "the backward pass. Remove tau.");
+    throw ConfigError(
+        "dp: data parallel has no overlap τ; its gradient reduction already overlaps "
+        "the backward pass. Remove tau.");
   }
   if (spec.fragments < 1 || spec.fragments > scenario.layers) {
-    throw ConfigError(fmt::format("{}: {} fragments for {} layers; a fragment holds at least one layer, "
-                                  "so use between 1 and {} fragments.",
-                                  label, spec.fragments, scenario.layers, scenario.layers));
+    throw ConfigError(
+        fmt::format("{}: {} fragments for {} layers; a fragment holds at least one layer, "
+                    "so use between 1 and {} fragments.",
+                    label, spec.fragments, scenario.layers, scenario.layers));
   }
   if (spec.overlap_steps >= spec.inner_steps) {
-    throw ConfigError(fmt::format("{}: the overlap τ={} must be smaller than H={}, or a fragment's "
-                                  "result would arrive after its next synchronisation has started.",
-                                  label, spec.overlap_steps, spec.inner_steps));
+    throw ConfigError(
+        fmt::format("{}: the overlap τ={} must be smaller than H={}, or a fragment's "
+                    "result would arrive after its next synchronisation has started.",
+                    label, spec.overlap_steps, spec.inner_steps));
   }
   if (spec.kind == Algorithm::kStreaming && spec.fragments > spec.inner_steps) {
-    throw ConfigError(fmt::format("{}: {} fragments cannot take turns within H={} steps; use at most H "
-                                  "fragments.",
-                                  label, spec.fragments, spec.inner_steps));
+    throw ConfigError(
+        fmt::format("{}: {} fragments cannot take turns within H={} steps; use at most H "
+                    "fragments.",
+                    label, spec.fragments, spec.inner_steps));
   }
   if (!std::isfinite(spec.bits) || spec.bits < 0) {
     throw ConfigError(fmt::format("{}: bits per value must be positive.", label));
   }
   if (spec.kind == Algorithm::kNoLoCo && scenario.replicas < 2) {
-    throw ConfigError("noloco averages each replica with a partner, so it needs at least 2 replicas; "
-                      "raise --replicas.");
+    throw ConfigError(
+        "noloco averages each replica with a partner, so it needs at least 2 replicas; "
+        "raise --replicas.");
   }
 }
 

@@ -36,8 +36,8 @@ struct AlgorithmDefaults {
 // Parses one spec (`streaming:tau=1`) or a comma-separated list of them. Throws ConfigError naming
 // the bad part and the accepted names and keys.
 AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& defaults, int layers);
-std::vector<AlgorithmSpec> parse_algorithms(const std::string& comma_list,
-                                            const AlgorithmDefaults& defaults, int layers);
+std::vector<AlgorithmSpec> parse_algorithms(const std::string& comma_list, const AlgorithmDefaults& defaults,
+                                            int layers);
 
 // Throws ConfigError when the spec cannot run on the scenario (more fragments than layers, τ ≥ H…).
 void validate(const AlgorithmSpec& spec, const Scenario& scenario);
@@ -45,9 +45,7 @@ void validate(const AlgorithmSpec& spec, const Scenario& scenario);
 // The fragment a layer belongs to, and the step offset at which that fragment synchronises:
 // fragment p syncs after every step s with (s + 1) mod H == offset(p); offsets are spread evenly.
 inline int fragment_of_layer(const AlgorithmSpec& a, int layer) { return layer % a.fragments; }
-inline int fragment_offset(const AlgorithmSpec& a, int fragment) {
-  return fragment * a.inner_steps / a.fragments;
-}
+inline int fragment_offset(const AlgorithmSpec& a, int fragment) { return fragment * a.inner_steps / a.fragments; }
 inline bool syncs_after_step(const AlgorithmSpec& a, int fragment, long step) {
   return (step + 1) % a.inner_steps == fragment_offset(a, fragment);
 }

@@ -18,33 +18,29 @@ constexpr double kHighestBps = 1e18;
 TimingModel parse_timing_model(const std::string& name) {
   if (name == "schedule") return TimingModel::kSchedule;
   if (name == "analytic") return TimingModel::kAnalytic;
-  throw ConfigError(fmt::format("unknown timing model '{}'; use schedule (the per-layer simulator) or "
-                                "analytic (the closed-form model of ALGORITHMS.md §3).",
-                                name));
+  throw ConfigError(
+      fmt::format("unknown timing model '{}'; use schedule (the per-layer simulator) or "
+                  "analytic (the closed-form model of ALGORITHMS.md §3).",
+                  name));
 }
 
-const char* timing_model_name(TimingModel model) {
-  return model == TimingModel::kSchedule ? "schedule" : "analytic";
-}
+const char* timing_model_name(TimingModel model) { return model == TimingModel::kSchedule ? "schedule" : "analytic"; }
 
-Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, TimingModel model,
-                           double bandwidth_bps) {
+Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, TimingModel model, double bandwidth_bps) {
   scenario.inter.bandwidth_bps = bandwidth_bps;
   return model == TimingModel::kSchedule ? simulate_schedule(scenario, algorithm)
                                          : analytic_utilisation(scenario, algorithm);
 }
 
-std::optional<double> bandwidth_for_utilisation(const Scenario& scenario,
-                                                const AlgorithmSpec& algorithm, TimingModel model,
-                                                double target) {
+std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const AlgorithmSpec& algorithm,
+                                                TimingModel model, double target) {
   if (!(target > 0 && target < 1)) {
-    throw ConfigError(fmt::format("a target utilisation must lie strictly between 0% and 100% (got "
-                                  "{}%).",
-                                  target * 100));
+    throw ConfigError(
+        fmt::format("a target utilisation must lie strictly between 0% and 100% (got "
+                    "{}%).",
+                    target * 100));
   }
-  auto reaches = [&](double bps) {
-    return utilisation_at(scenario, algorithm, model, bps).utilisation >= target;
-  };
+  auto reaches = [&](double bps) { return utilisation_at(scenario, algorithm, model, bps).utilisation >= target; };
   if (!reaches(kHighestBps)) return std::nullopt;
   if (reaches(kLowestBps)) return 0.0;  // the inter-replica link does not matter (one replica)
   // Utilisation never decreases with bandwidth: bisect in log space.
@@ -58,9 +54,10 @@ std::optional<double> bandwidth_for_utilisation(const Scenario& scenario,
 
 std::vector<double> log_spaced(double low, double high, int points) {
   if (!(low > 0 && high > low && points >= 2)) {
-    throw ConfigError(fmt::format("a sweep needs 0 < low < high and at least 2 points (got {} to {} "
-                                  "Gbit/s, {} points).",
-                                  low / 1e9, high / 1e9, points));
+    throw ConfigError(
+        fmt::format("a sweep needs 0 < low < high and at least 2 points (got {} to {} "
+                    "Gbit/s, {} points).",
+                    low / 1e9, high / 1e9, points));
   }
   std::vector<double> grid(points);
   for (int i = 0; i < points; ++i) {

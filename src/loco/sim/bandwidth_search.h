@@ -19,15 +19,13 @@ TimingModel parse_timing_model(const std::string& name);
 const char* timing_model_name(TimingModel model);
 
 // Utilisation with the inter-replica link at `bandwidth_bps`.
-Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, TimingModel model,
-                           double bandwidth_bps);
+Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, TimingModel model, double bandwidth_bps);
 
 // The smallest bandwidth (bits/s, relative precision 1e-6) at which utilisation reaches `target`
 // (0 < target < 1); 0 when the inter-replica link is never used (for example one replica); nullopt
 // when no bandwidth is enough (latency or the inner reduction already costs more).
-std::optional<double> bandwidth_for_utilisation(const Scenario& scenario,
-                                                const AlgorithmSpec& algorithm, TimingModel model,
-                                                double target);
+std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const AlgorithmSpec& algorithm,
+                                                TimingModel model, double target);
 
 // `points` bandwidths spaced evenly in log scale from `low` to `high` (both included).
 std::vector<double> log_spaced(double low, double high, int points);

@@ -42,7 +42,8 @@ std::vector<CalibrationRow> calibration_rows() {
       {"DiLoCo", algorithm(Algorithm::kDiLoCo, 1, 0, 0), {1.4, 6.2, 13.3, 23.3, 86.8}},
       {"Streaming", algorithm(Algorithm::kStreaming, fragments, 0, 0), {1.4, 5.2, 9.1, 16.0, 28.1}},
       {"+ overlap", algorithm(Algorithm::kStreaming, fragments, 1, 0), {1.4, 4.3, 6.2, 9.1, 11.0}},
-      {"+ overlap + FP4", algorithm(Algorithm::kStreaming, fragments, 1, kFp4BitsWithScales),
+      {"+ overlap + FP4",
+       algorithm(Algorithm::kStreaming, fragments, 1, kFp4BitsWithScales),
        {0.4, 0.9, 1.7, 2.0, 3.0}},
   };
 }

@@ -16,8 +16,7 @@ std::vector<CalibrationResult> run_calibration() {
   for (const auto& row : calibration_rows()) {
     CalibrationResult r{row, {}, {}};
     for (std::size_t i = 0; i < kCalibrationTargets.size(); ++i) {
-      auto bps = bandwidth_for_utilisation(scenario, row.algorithm, TimingModel::kSchedule,
-                                           kCalibrationTargets[i]);
+      auto bps = bandwidth_for_utilisation(scenario, row.algorithm, TimingModel::kSchedule, kCalibrationTargets[i]);
       LOCO_CHECK(bps && *bps > 0, "calibration cell {} of {} has no finite bandwidth", i, row.method);
       r.simulated_gbps[i] = *bps / 1e9;
       r.relative_error[i] = r.simulated_gbps[i] / row.published_gbps[i] - 1;

@@ -62,17 +62,19 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
       continue;
     }
     if (fields.size() != table.header.size()) {
-      throw DataError(fmt::format("{} line {}: {} fields where the header has {}; every row needs one "
-                                  "value per column (leave optional ones empty).",
-                                  source, number, fields.size(), table.header.size()));
+      throw DataError(
+          fmt::format("{} line {}: {} fields where the header has {}; every row needs one "
+                      "value per column (leave optional ones empty).",
+                      source, number, fields.size(), table.header.size()));
     }
     table.rows.push_back(fields);
     table.line_numbers.push_back(number);
   }
   if (table.header.empty()) {
-    throw DataError(fmt::format("{} is empty; a results CSV needs a header line such as "
-                                "params,replicas,loss.",
-                                source));
+    throw DataError(
+        fmt::format("{} is empty; a results CSV needs a header line such as "
+                    "params,replicas,loss.",
+                    source));
   }
   return table;
 }

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "loco/sim/csv.h"
 #include "loco/sim/toml_lookup.h"
@@ -47,8 +46,8 @@ double cell_number(const std::vector<std::string>& row, int index, const char* n
     used = 0;
   }
   if (used != row[index].size() || !std::isfinite(x) || x <= 0) {
-    throw DataError(fmt::format("{}: {} '{}' is not a positive finite number; fix or remove the row.",
-                                where, name, row[index]));
+    throw DataError(
+        fmt::format("{}: {} '{}' is not a positive finite number; fix or remove the row.", where, name, row[index]));
   }
   return x;
 }
@@ -74,9 +73,10 @@ void read_final_eval(const fs::path& metrics, FitPoint& point) {
     if (entry.is_discarded() || !entry.is_object()) {
       bool unfinished_last_line = stream.peek() == EOF && !text.empty() && text.back() != '\n';
       if (unfinished_last_line) break;  // a run stopped mid-write; the lines before are whole
-      throw DataError(fmt::format("{} line {} is not a JSON object; the metrics file is damaged. Fix "
-                                  "or remove that line.",
-                                  metrics.string(), number));
+      throw DataError(
+          fmt::format("{} line {} is not a JSON object; the metrics file is damaged. Fix "
+                      "or remove that line.",
+                      metrics.string(), number));
     }
     if (entry.contains("tokens") && entry["tokens"].is_number()) point.tokens = entry["tokens"].get<double>();
     if (entry.contains("eval_loss")) {
@@ -91,14 +91,16 @@ void read_final_eval(const fs::path& metrics, FitPoint& point) {
     }
   }
   if (!loss) {
-    throw DataError(fmt::format("{} has no line with eval_loss, so the run has no final evaluation loss. "
-                                "Train with evaluation enabled (or run loco eval) before fitting.",
-                                metrics.string()));
+    throw DataError(
+        fmt::format("{} has no line with eval_loss, so the run has no final evaluation loss. "
+                    "Train with evaluation enabled (or run loco eval) before fitting.",
+                    metrics.string()));
   }
   if (!std::isfinite(*loss) || *loss <= 0) {
-    throw DataError(fmt::format("{}: the final eval_loss is {}; a diverged run cannot be fitted. "
-                                "Leave it out.",
-                                metrics.string(), *loss));
+    throw DataError(
+        fmt::format("{}: the final eval_loss is {}; a diverged run cannot be fitted. "
+                    "Leave it out.",
+                    metrics.string(), *loss));
   }
   point.loss = *loss;
 }
@@ -119,9 +121,10 @@ std::vector<FitPoint> load_points_csv(const fs::path& csv) {
   const int params = column(table.header, {"params", "n", "parameters"});
   const int loss = column(table.header, {"loss", "eval_loss"});
   if (params < 0 || loss < 0) {
-    throw DataError(fmt::format("{} needs a params column and a loss column (header: params,replicas,"
-                                "loss; optional algorithm, tokens, lr, batch).",
-                                csv.string()));
+    throw DataError(
+        fmt::format("{} needs a params column and a loss column (header: params,replicas,"
+                    "loss; optional algorithm, tokens, lr, batch).",
+                    csv.string()));
   }
   const int replicas = column(table.header, {"replicas", "m"});
   const int algorithm = column(table.header, {"algorithm"});
@@ -150,9 +153,10 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
   const fs::path config = dir / "config.toml", metrics = dir / "metrics.jsonl";
   for (const auto& file : {config, metrics}) {
     if (!fs::exists(file)) {
-      throw DataError(fmt::format("{} is not a finished loco run: {} is missing. Point loco fit at run "
-                                  "directories (config.toml + metrics.jsonl) or at a results CSV.",
-                                  dir.string(), file.filename().string()));
+      throw DataError(
+          fmt::format("{} is not a finished loco run: {} is missing. Point loco fit at run "
+                      "directories (config.toml + metrics.jsonl) or at a results CSV.",
+                      dir.string(), file.filename().string()));
     }
   }
   FitPoint p;
@@ -190,9 +194,10 @@ std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, Param
         if (entry.is_directory() && is_run_directory(entry.path())) runs.push_back(entry.path());
       }
       if (runs.empty()) {
-        throw DataError(fmt::format("{} holds no loco runs (directories with config.toml and "
-                                    "metrics.jsonl) and is not a CSV file.",
-                                    path.string()));
+        throw DataError(
+            fmt::format("{} holds no loco runs (directories with config.toml and "
+                        "metrics.jsonl) and is not a CSV file.",
+                        path.string()));
       }
       std::sort(runs.begin(), runs.end());
       for (const auto& run : runs) points.push_back(load_run_directory(run, convention));

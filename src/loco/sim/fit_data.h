@@ -27,7 +27,7 @@ struct FitPoint {
   double tokens = NAN;  // NaN when unknown
   double lr = NAN;
   double batch = NAN;
-  std::string source;   // "file.csv:12" or the run directory
+  std::string source;  // "file.csv:12" or the run directory
 };
 
 std::vector<FitPoint> load_points_csv(const std::filesystem::path& csv);

@@ -12,11 +12,12 @@ std::string percent(double fraction) { return fmt::format("{:.2f}%", fraction * 
 
 template <typename Law>
 std::string quality_line(const FittedForm<Law>& f) {
-  std::string held_out = f.holdout.mean_abs_relative_error
-                             ? fmt::format("{} at N = {:.4g}", percent(*f.holdout.mean_abs_relative_error), f.holdout.params)
-                             : "n/a (" + f.holdout.note + ")";
-  return fmt::format("  rms log residual {:.4f}, max |error| {}, leave-one-out error {}\n",
-                     f.quality.rms_log_residual, percent(f.quality.max_abs_relative_error), held_out);
+  std::string held_out =
+      f.holdout.mean_abs_relative_error
+          ? fmt::format("{} at N = {:.4g}", percent(*f.holdout.mean_abs_relative_error), f.holdout.params)
+          : "n/a (" + f.holdout.note + ")";
+  return fmt::format("  rms log residual {:.4f}, max |error| {}, leave-one-out error {}\n", f.quality.rms_log_residual,
+                     percent(f.quality.max_abs_relative_error), held_out);
 }
 
 std::string optional_cell(const std::optional<double>& v, const char* format = "{:.4g}") {
@@ -35,8 +36,10 @@ template <typename Law>
 nlohmann::json form_json(const FittedForm<Law>& f, nlohmann::json parameters) {
   if (!f.law) return {{"skipped", f.skipped}, {"points", f.points}};
   nlohmann::json holdout = {{"params", f.holdout.params}, {"predictions", residuals_json(f.holdout.predictions)}};
-  if (f.holdout.mean_abs_relative_error) holdout["mean_abs_relative_error"] = *f.holdout.mean_abs_relative_error;
-  else holdout["note"] = f.holdout.note;
+  if (f.holdout.mean_abs_relative_error)
+    holdout["mean_abs_relative_error"] = *f.holdout.mean_abs_relative_error;
+  else
+    holdout["note"] = f.holdout.note;
   return {{"parameters", parameters},
           {"points", f.points},
           {"rms_log_residual", f.quality.rms_log_residual},
@@ -51,10 +54,12 @@ std::string format_fit_report(const FitReport& r) {
   std::map<std::string, int> per_algorithm;
   for (const auto& p : r.data) per_algorithm[p.algorithm]++;
   std::string counts;
-  for (const auto& [name, count] : per_algorithm) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, name);
-  std::string out = fmt::format("{} results ({}); the loss laws fit the best run of each of the {} "
-                                "(algorithm, M, N) cells\n\nPer-group power laws  L = A·N^α\n",
-                                r.data.size(), counts, r.cells.size());
+  for (const auto& [name, count] : per_algorithm)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, name);
+  std::string out = fmt::format(
+      "{} results ({}); the loss laws fit the best run of each of the {} "
+      "(algorithm, M, N) cells\n\nPer-group power laws  L = A·N^α\n",
+      r.data.size(), counts, r.cells.size());
   for (const auto& g : r.groups) {
     out += fmt::format("{:<14} ", group_label(g.algorithm, g.replicas));
     if (!g.form.law) {
@@ -76,9 +81,10 @@ std::string format_fit_report(const FitReport& r) {
                      r.additive_options.huber_delta, r.additive_options.starts);
   if (r.additive.law) {
     const auto& f = *r.additive.law;
-    out += fmt::format("{} points  A = {:.5g}  α = {:.5f}  β = {:.6f}  C = {:.5g}  ({} of {} starts reached "
-                       "the best optimum)\n",
-                       r.additive.points, f.law.A, f.law.alpha, f.law.beta, f.law.C, f.starts_at_optimum, f.starts);
+    out += fmt::format(
+        "{} points  A = {:.5g}  α = {:.5f}  β = {:.6f}  C = {:.5g}  ({} of {} starts reached "
+        "the best optimum)\n",
+        r.additive.points, f.law.A, f.law.alpha, f.law.beta, f.law.C, f.starts_at_optimum, f.starts);
     out += quality_line(r.additive);
   } else {
     out += "skipped: " + r.additive.skipped + "\n";
@@ -96,21 +102,21 @@ std::string format_fit_report(const FitReport& r) {
   for (const auto& j : r.joint_hyper) {
     const std::string name = fmt::format("{} of {} across M", j.quantity, j.algorithm);
     if (j.law) {
-      out += fmt::format("{:<22} A = {:.5g}  α = {:.5f}  β = {:.5f}  (y* = A·N^α·M^β)\n", name, j.law->A,
-                         j.law->alpha, j.law->beta);
+      out += fmt::format("{:<22} A = {:.5g}  α = {:.5f}  β = {:.5f}  (y* = A·N^α·M^β)\n", name, j.law->A, j.law->alpha,
+                         j.law->beta);
     } else {
       skipped[j.skipped] += (skipped[j.skipped].empty() ? "" : ", ") + name;
     }
   }
   for (const auto& [reason, names] : skipped) out += fmt::format("not fitted ({}): {}\n", names, reason);
   if (!r.predictions.empty()) {
-    out += fmt::format("\nPredictions\n{:<10} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "N", "group",
-                       "per-group", "joint", "additive", "lr*", "batch*");
+    out += fmt::format("\nPredictions\n{:<10} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "N", "group", "per-group",
+                       "joint", "additive", "lr*", "batch*");
     for (const auto& p : r.predictions) {
-      out += fmt::format("{:<10.4g} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", p.request.params,
-                         group_label(p.request.algorithm, p.request.replicas), optional_cell(p.per_group),
-                         optional_cell(p.joint), optional_cell(p.additive), optional_cell(p.lr),
-                         optional_cell(p.batch));
+      out +=
+          fmt::format("{:<10.4g} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", p.request.params,
+                      group_label(p.request.algorithm, p.request.replicas), optional_cell(p.per_group),
+                      optional_cell(p.joint), optional_cell(p.additive), optional_cell(p.lr), optional_cell(p.batch));
     }
   }
   return out;
@@ -119,7 +125,8 @@ std::string format_fit_report(const FitReport& r) {
 nlohmann::json fit_json(const FitReport& r) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : r.groups) {
-    nlohmann::json params = g.form.law ? nlohmann::json{{"A", g.form.law->A}, {"alpha", g.form.law->alpha}} : nlohmann::json();
+    nlohmann::json params =
+        g.form.law ? nlohmann::json{{"A", g.form.law->A}, {"alpha", g.form.law->alpha}} : nlohmann::json();
     groups.push_back({{"algorithm", g.algorithm}, {"replicas", g.replicas}, {"fit", form_json(g.form, params)}});
   }
   nlohmann::json joint_params;
@@ -127,8 +134,13 @@ nlohmann::json fit_json(const FitReport& r) {
   nlohmann::json additive_params;
   if (r.additive.law) {
     const auto& f = *r.additive.law;
-    additive_params = {{"A", f.law.A}, {"alpha", f.law.alpha}, {"beta", f.law.beta}, {"C", f.law.C},
-                       {"huber_objective", f.objective}, {"starts", f.starts}, {"starts_at_optimum", f.starts_at_optimum}};
+    additive_params = {{"A", f.law.A},
+                       {"alpha", f.law.alpha},
+                       {"beta", f.law.beta},
+                       {"C", f.law.C},
+                       {"huber_objective", f.objective},
+                       {"starts", f.starts},
+                       {"starts_at_optimum", f.starts_at_optimum}};
   }
   nlohmann::json hyper = nlohmann::json::array();
   for (const auto& h : r.hyper) {
@@ -156,9 +168,13 @@ nlohmann::json fit_json(const FitReport& r) {
   nlohmann::json predictions = nlohmann::json::array();
   auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   for (const auto& p : r.predictions) {
-    predictions.push_back({{"params", p.request.params}, {"algorithm", p.request.algorithm},
-                           {"replicas", p.request.replicas}, {"per_group", value(p.per_group)},
-                           {"joint", value(p.joint)}, {"additive", value(p.additive)}, {"lr", value(p.lr)},
+    predictions.push_back({{"params", p.request.params},
+                           {"algorithm", p.request.algorithm},
+                           {"replicas", p.request.replicas},
+                           {"per_group", value(p.per_group)},
+                           {"joint", value(p.joint)},
+                           {"additive", value(p.additive)},
+                           {"lr", value(p.lr)},
                            {"batch", value(p.batch)}});
   }
   return {{"points", r.data.size()},

@@ -71,9 +71,10 @@ std::string gnuplot_quote(const std::string& text) {
 void draw_chart(const std::string& script, const fs::path& png) {
   fs::path gnuplot = find_gnuplot();
   if (gnuplot.empty()) {
-    throw Error(fmt::format("cannot draw {}: the gnuplot program is not on PATH. Install it (Debian: "
-                            "apt-get install gnuplot-nox) or leave out the chart option.",
-                            png.string()));
+    throw Error(
+        fmt::format("cannot draw {}: the gnuplot program is not on PATH. Install it (Debian: "
+                    "apt-get install gnuplot-nox) or leave out the chart option.",
+                    png.string()));
   }
   fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
   ensure_writable_directory(dir, "chart directory");
@@ -82,8 +83,8 @@ void draw_chart(const std::string& script, const fs::path& png) {
   fs::path log = dir / fmt::format(".{}.log-{}", png.filename().string(), ::getpid());
   // The saved script draws `png` when run by hand; loco runs it with `output` set to a temporary
   // name, renamed on success, so a failed run never leaves half a PNG.
-  write_file_atomic(script_path, fmt::format("if (!exists(\"output\")) output = {}\n{}",
-                                             gnuplot_quote(png.string()), script));
+  write_file_atomic(script_path,
+                    fmt::format("if (!exists(\"output\")) output = {}\n{}", gnuplot_quote(png.string()), script));
   int status = run_gnuplot(gnuplot, temporary_png, script_path, log);
   std::error_code ignored;
   if (status != 0 || !fs::exists(temporary_png)) {
@@ -91,9 +92,8 @@ void draw_chart(const std::string& script, const fs::path& png) {
     while (!messages.empty() && std::isspace(static_cast<unsigned char>(messages.back()))) messages.pop_back();
     fs::remove(log, ignored);
     fs::remove(temporary_png, ignored);
-    throw Error(fmt::format("gnuplot could not draw {} (exit status {}): {}. The script is in {}.",
-                            png.string(), status, messages.empty() ? "no message" : messages,
-                            script_path.string()));
+    throw Error(fmt::format("gnuplot could not draw {} (exit status {}): {}. The script is in {}.", png.string(),
+                            status, messages.empty() ? "no message" : messages, script_path.string()));
   }
   fs::remove(log, ignored);
   fs::rename(temporary_png, png);

@@ -9,6 +9,14 @@
 
 namespace loco::sim {
 
+namespace {
+
+std::string not_swept(const Hyperparameter& quantity) {
+  return fmt::format("no size was run at more than one {}; sweep it to find its optimum", quantity.name);
+}
+
+}  // namespace
+
 HyperFit fit_hyperparameter(const std::vector<FitPoint>& group, const std::string& algorithm, int replicas,
                             const Hyperparameter& quantity) {
   HyperFit h{quantity.name, algorithm, replicas, {}, std::nullopt, ""};
@@ -23,7 +31,7 @@ HyperFit fit_hyperparameter(const std::vector<FitPoint>& group, const std::strin
   }
   bool swept = std::any_of(tried.begin(), tried.end(), [](const auto& t) { return t.second.size() > 1; });
   if (!swept) {
-    h.skipped = fmt::format("no size was run at more than one {}; sweep it to find its optimum", quantity.name);
+    h.skipped = not_swept(quantity);
     return h;
   }
   std::vector<double> n, y;
@@ -53,7 +61,7 @@ JointHyperFit fit_joint_hyperparameter(const std::vector<HyperFit>& per_group, c
     }
   }
   if (n.empty()) {
-    joint.skipped = fmt::format("no optimum of {} is known for any M; sweep it at several sizes", quantity.name);
+    joint.skipped = not_swept(quantity);
     return joint;
   }
   try {

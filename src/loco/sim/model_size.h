@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
-
 #include <toml.hpp>
 
 namespace loco::sim {
@@ -25,7 +24,7 @@ struct LlamaShape {
   std::int64_t intermediate = 0;  // 0 in the file means 32·ceil(8·hidden/3/32)
   std::int64_t layers = 0;
   std::int64_t heads = 0;
-  std::int64_t kv_heads = 0;      // defaults to heads
+  std::int64_t kv_heads = 0;  // defaults to heads
   std::int64_t vocab = 0;
   bool tied = false;
 };

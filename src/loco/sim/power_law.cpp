@@ -10,12 +10,12 @@ namespace loco::sim {
 
 namespace {
 
-void require_points(std::size_t points, std::size_t parameters, const std::string& form,
-                    const std::string& what) {
+void require_points(std::size_t points, std::size_t parameters, const std::string& form, const std::string& what) {
   if (points < parameters) {
-    throw DataError(fmt::format("cannot fit {} to {}: {} point{} for {} parameters. Add runs (at "
-                                "least {} points) or fit a simpler form.",
-                                form, what, points, points == 1 ? "" : "s", parameters, parameters));
+    throw DataError(
+        fmt::format("cannot fit {} to {}: {} point{} for {} parameters. Add runs (at "
+                    "least {} points) or fit a simpler form.",
+                    form, what, points, points == 1 ? "" : "s", parameters, parameters));
   }
 }
 
@@ -27,17 +27,15 @@ std::size_t distinct(const std::vector<double>& values) {
 
 double PowerLaw::operator()(double n) const { return A * std::pow(n, alpha); }
 
-double JointPowerLaw::operator()(double n, double m) const {
-  return A * std::pow(n, alpha) * std::pow(m, beta);
-}
+double JointPowerLaw::operator()(double n, double m) const { return A * std::pow(n, alpha) * std::pow(m, beta); }
 
-void require_positive_values(const std::vector<double>& values, const std::string& quantity,
-                             const std::string& what) {
+void require_positive_values(const std::vector<double>& values, const std::string& quantity, const std::string& what) {
   for (double v : values) {
     if (!std::isfinite(v) || v <= 0) {
-      throw DataError(fmt::format("{} of {} contains {}; a power law needs positive finite values. "
-                                  "Remove or fix that point.",
-                                  quantity, what, v));
+      throw DataError(
+          fmt::format("{} of {} contains {}; a power law needs positive finite values. "
+                      "Remove or fix that point.",
+                      quantity, what, v));
     }
   }
 }
@@ -47,9 +45,10 @@ PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& 
   require_positive_values(n, "N", what);
   require_positive_values(y, "the fitted value", what);
   if (distinct(n) < 2) {
-    throw DataError(fmt::format("cannot fit A·N^α to {}: every point has N = {:.4g}; runs at two or "
-                                "more sizes are needed.",
-                                what, n[0]));
+    throw DataError(
+        fmt::format("cannot fit A·N^α to {}: every point has N = {:.4g}; runs at two or "
+                    "more sizes are needed.",
+                    what, n[0]));
   }
   std::vector<std::vector<double>> rows;
   std::vector<double> target;
@@ -69,9 +68,10 @@ JointPowerLaw fit_joint_power_law(const std::vector<double>& n, const std::vecto
   require_positive_values(m, "M", what);
   require_positive_values(loss, "the loss", what);
   if (distinct(n) < 2 || distinct(m) < 2) {
-    throw DataError(fmt::format("cannot fit A·N^α·M^β to {}: it needs at least two sizes and two "
-                                "replica counts (got {} and {}).",
-                                what, distinct(n), distinct(m)));
+    throw DataError(
+        fmt::format("cannot fit A·N^α·M^β to {}: it needs at least two sizes and two "
+                    "replica counts (got {} and {}).",
+                    what, distinct(n), distinct(m)));
   }
   std::vector<std::vector<double>> rows;
   std::vector<double> target;
@@ -81,9 +81,10 @@ JointPowerLaw fit_joint_power_law(const std::vector<double>& n, const std::vecto
   }
   auto x = solve_least_squares(rows, target);
   if (!x) {
-    throw DataError(fmt::format("cannot fit A·N^α·M^β to {}: N and M vary together (every size was run "
-                                "at one replica count), so α and β cannot be told apart.",
-                                what));
+    throw DataError(
+        fmt::format("cannot fit A·N^α·M^β to {}: N and M vary together (every size was run "
+                    "at one replica count), so α and β cannot be told apart.",
+                    what));
   }
   return {std::exp((*x)[0]), (*x)[1], (*x)[2]};
 }

@@ -29,7 +29,6 @@ JointPowerLaw fit_joint_power_law(const std::vector<double>& n, const std::vecto
                                   const std::vector<double>& loss, const std::string& what);
 
 // Throws DataError naming `what` when any value is not positive and finite (a log would be NaN).
-void require_positive_values(const std::vector<double>& values, const std::string& quantity,
-                             const std::string& what);
+void require_positive_values(const std::vector<double>& values, const std::string& quantity, const std::string& what);
 
 }  // namespace loco::sim

@@ -85,8 +85,8 @@ std::string choose_joint_algorithm(const Points& points, const std::string& requ
   }
   if (!requested.empty()) {
     if (!algorithms.count(requested)) {
-      throw ConfigError(fmt::format("--joint-algorithm {}: no results of that algorithm; the data has {}.",
-                                    requested, algorithms.empty() ? "only dp" : fmt::format("{}", fmt::join(algorithms, ", "))));
+      throw ConfigError(fmt::format("--joint-algorithm {}: no results of that algorithm; the data has {}.", requested,
+                                    algorithms.empty() ? "only dp" : fmt::format("{}", fmt::join(algorithms, ", "))));
     }
     return requested;
   }
@@ -149,9 +149,10 @@ PredictionRequest parse_prediction(const std::string& text) {
     r.params = NAN;
   }
   if (!std::isfinite(r.params) || r.params <= 0) {
-    throw ConfigError(fmt::format("--predict '{}': N must be a positive number, as in 2.4e9, 2.4e9:8 "
-                                  "(M = 8) or 2.4e9:dp.",
-                                  text));
+    throw ConfigError(
+        fmt::format("--predict '{}': N must be a positive number, as in 2.4e9, 2.4e9:8 "
+                    "(M = 8) or 2.4e9:dp.",
+                    text));
   }
   if (colon == std::string::npos) return r;
   std::string group = text.substr(colon + 1);
@@ -164,9 +165,10 @@ PredictionRequest parse_prediction(const std::string& text) {
     r.replicas = std::stoi(group, &used);
     if (used != group.size() || r.replicas < 1) throw std::invalid_argument(group);
   } catch (const std::exception&) {
-    throw ConfigError(fmt::format("--predict '{}': after the colon give the replica count M (a whole "
-                                  "number ≥ 1) or dp.",
-                                  text));
+    throw ConfigError(
+        fmt::format("--predict '{}': after the colon give the replica count M (a whole "
+                    "number ≥ 1) or dp.",
+                    text));
   }
   return r;
 }
@@ -199,24 +201,25 @@ FitReport fit_scaling_laws(const Points& points, const FitOptions& options) {
     if (p.algorithm == report.joint_algorithm) joint_points.push_back(p);
   }
   if (report.joint_algorithm.empty()) {
-    report.joint.skipped = report.additive.skipped = "the data has only data-parallel runs; the joint "
-                                                     "forms need runs at several replica counts";
+    report.joint.skipped = report.additive.skipped =
+        "the data has only data-parallel runs; the joint "
+        "forms need runs at several replica counts";
   } else {
     const std::string what = "the loss of " + report.joint_algorithm;
     std::function<JointPowerLaw(const Points&)> joint = [what](const Points& pts) {
-      return fit_joint_power_law(column(pts, &FitPoint::params), replica_column(pts),
-                                 column(pts, &FitPoint::loss), what);
+      return fit_joint_power_law(column(pts, &FitPoint::params), replica_column(pts), column(pts, &FitPoint::loss),
+                                 what);
     };
-    report.joint = fit_form(joint_points, joint, Predict<JointPowerLaw>([](const JointPowerLaw& law, const FitPoint& p) {
-                              return law(p.params, p.replicas);
-                            }));
+    report.joint = fit_form(
+        joint_points, joint,
+        Predict<JointPowerLaw>([](const JointPowerLaw& law, const FitPoint& p) { return law(p.params, p.replicas); }));
     std::function<AdditiveFit(const Points&)> additive = [&options](const Points& pts) {
-      return fit_additive_law(column(pts, &FitPoint::params), replica_column(pts),
-                              column(pts, &FitPoint::loss), options.additive);
+      return fit_additive_law(column(pts, &FitPoint::params), replica_column(pts), column(pts, &FitPoint::loss),
+                              options.additive);
     };
-    report.additive = fit_form(joint_points, additive, Predict<AdditiveFit>([](const AdditiveFit& f, const FitPoint& p) {
-                                 return f.law(p.params, p.replicas);
-                               }));
+    report.additive = fit_form(
+        joint_points, additive,
+        Predict<AdditiveFit>([](const AdditiveFit& f, const FitPoint& p) { return f.law(p.params, p.replicas); }));
   }
 
   if (!report.joint_algorithm.empty()) {
@@ -225,8 +228,9 @@ FitReport fit_scaling_laws(const Points& points, const FitOptions& options) {
     }
   }
 
-  bool any = report.joint.law || report.additive.law ||
-             std::any_of(report.groups.begin(), report.groups.end(), [](const GroupFit& g) { return g.form.law.has_value(); });
+  bool any =
+      report.joint.law || report.additive.law ||
+      std::any_of(report.groups.begin(), report.groups.end(), [](const GroupFit& g) { return g.form.law.has_value(); });
   if (!any) {
     throw DataError(fmt::format("no scaling law can be fitted to these {} point{}: {}", points.size(),
                                 points.size() == 1 ? "" : "s", report.groups.front().form.skipped));

@@ -12,16 +12,16 @@ struct Link {
 };
 
 struct Scenario {
-  double params = 0;        // N: values exchanged by a full synchronisation
-  int layers = 0;           // L: transformer blocks; N is spread evenly over them
-  double step_time_s = 0;   // compute of one inner step (forward + backward) on one worker
+  double params = 0;                 // N: values exchanged by a full synchronisation
+  int layers = 0;                    // L: transformer blocks; N is spread evenly over them
+  double step_time_s = 0;            // compute of one inner step (forward + backward) on one worker
   double forward_share = 1.0 / 3.0;  // forward's share of a step; backward splits the rest equally
                                      // between activation gradients and weight gradients
-  int workers = 2;          // R
-  int replicas = 2;         // M; R / M workers per replica
-  double bits = 16;         // bits per value exchanged, unless an algorithm overrides it
-  Link inter;               // between replicas (the slow link)
-  Link intra;               // between the workers of one replica
+  int workers = 2;                   // R
+  int replicas = 2;                  // M; R / M workers per replica
+  double bits = 16;                  // bits per value exchanged, unless an algorithm overrides it
+  Link inter;                        // between replicas (the slow link)
+  Link intra;                        // between the workers of one replica
 };
 
 // Throws ConfigError naming the first impossible value and the option that sets it. The

@@ -4,10 +4,15 @@
 #include <vector>
 
 #include "loco/sim/collective_cost.h"
+#include "loco/util/error.h"
 
 namespace loco::sim {
 
 namespace {
+
+// Beyond this many layer-steps a single simulation takes seconds, and the bandwidth search runs
+// dozens of them.
+constexpr double kMaxLayerSteps = 2e7;
 
 // One link: transfers start in the order they are issued, each once the link is free and its data
 // is ready. Returns when the result is available at the other end.
@@ -52,15 +57,22 @@ Utilisation simulate_schedule(const Scenario& s, const AlgorithmSpec& a) {
   const double backward_activations_s = s.step_time_s * (1 - s.forward_share) / 2 / layers;
   const double backward_weights_s = backward_activations_s;
   const CollectiveTime inner = ring_allreduce(layer_values, s.bits, workers_per_replica(s), s.intra);
-  const CollectiveTime outer =
-      a.kind == Algorithm::kNoLoCo ? pairwise_exchange(layer_values, a.exchange_bits(s), s.inter)
+  const CollectiveTime outer = a.kind == Algorithm::kNoLoCo
+                                   ? pairwise_exchange(layer_values, a.exchange_bits(s), s.inter)
                                    : ring_allreduce(layer_values, a.exchange_bits(s), s.replicas, s.inter);
 
-  // The schedule repeats every H steps; after a warm-up the measured window is whole periods.
+  // The schedule repeats every H steps; after a warm-up of two periods the measured window is
+  // whole periods, at least 8 steps.
   const long period = a.inner_steps;
-  const long warmup_steps = std::max<long>(2 * period, 8);
-  const long measured_steps = period * std::max<long>(3, (8 + period - 1) / period);
+  const long warmup_steps = 2 * period;
+  const long measured_steps = period * ((8 + period - 1) / period);
   const long last_step = warmup_steps + measured_steps;
+  if (static_cast<double>(last_step) * layers > kMaxLayerSteps) {
+    throw ConfigError(
+        fmt::format("{} with H = {} and {} layers is too long to replay step by step ({} "
+                    "layer-steps); use --model analytic, or fewer layers or a smaller H.",
+                    a.label(), a.inner_steps, layers, static_cast<double>(last_step) * layers));
+  }
 
   std::vector<std::vector<PendingUpdate>> pending(layers);
   SerialLink intra_link, inter_link;
@@ -81,8 +93,7 @@ Utilisation simulate_schedule(const Scenario& s, const AlgorithmSpec& a) {
       now_s += backward_weights_s;
       double updated_s = intra_link.transfer(now_s, inner);
       long due_step = step + 1;
-      bool sync = a.kind == Algorithm::kDataParallel ||
-                  syncs_after_step(a, fragment_of_layer(a, layer), step);
+      bool sync = a.kind == Algorithm::kDataParallel || syncs_after_step(a, fragment_of_layer(a, layer), step);
       if (sync) {
         pending[layer].push_back({due_step, updated_s});  // the inner update, merged next step
         updated_s = inter_link.transfer(updated_s, outer);

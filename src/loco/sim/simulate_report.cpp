@@ -33,9 +33,10 @@ void validate_request(const SimulationRequest& r) {
   if (r.bandwidth_bps) validate_inter_bandwidth(*r.bandwidth_bps);
   for (double t : r.targets) {
     if (!(t > 0 && t < 1)) {
-      throw ConfigError(fmt::format("target utilisation {}% is outside (0%, 100%); give targets such as "
-                                    "--targets 50,90,99.",
-                                    t * 100));
+      throw ConfigError(
+          fmt::format("target utilisation {}% is outside (0%, 100%); give targets such as "
+                      "--targets 50,90,99.",
+                      t * 100));
     }
   }
   if (r.algorithms.empty() || r.models.empty()) {
@@ -70,10 +71,11 @@ std::string format_simulation_table(const SimulationReport& report) {
       "{:.4g} parameters in {} layers, {:.4g} s per step (forward {:.0f}%), {} workers in {} "
       "replicas, {:g} bits per value\n"
       "inter-replica latency {:g} s; intra-replica link {:.4g} Gbit/s, latency {:g} s\n\n",
-      s.params, s.layers, s.step_time_s, s.forward_share * 100, s.workers, s.replicas, s.bits,
-      s.inter.latency_s, s.intra.bandwidth_bps / 1e9, s.intra.latency_s);
+      s.params, s.layers, s.step_time_s, s.forward_share * 100, s.workers, s.replicas, s.bits, s.inter.latency_s,
+      s.intra.bandwidth_bps / 1e9, s.intra.latency_s);
   std::size_t width = 9;
-  for (const auto& o : report.outcomes) width = std::max(width, curve_label(o.algorithm, o.model, r.models.size()).size());
+  for (const auto& o : report.outcomes)
+    width = std::max(width, curve_label(o.algorithm, o.model, r.models.size()).size());
   std::string header = fmt::format("{:<{}}", "algorithm", width);
   if (r.bandwidth_bps) header += fmt::format("  {:>14}", fmt::format("util@{:g}G", *r.bandwidth_bps / 1e9));
   for (double t : r.targets) header += fmt::format("  {:>9}", percent(t));
@@ -84,8 +86,9 @@ std::string format_simulation_table(const SimulationReport& report) {
     for (const auto& b : o.bandwidth_bps) line += fmt::format("  {:>9}", gbps_cell(b));
     out += line + "\n";
   }
-  out += "\nColumns with a percentage: inter-replica bandwidth (Gbit/s) needed for that compute "
-         "utilisation; 'never' means latency or the inner reduction alone costs more.\n";
+  out +=
+      "\nColumns with a percentage: inter-replica bandwidth (Gbit/s) needed for that compute "
+      "utilisation; 'never' means latency or the inner reduction alone costs more.\n";
   return out;
 }
 
@@ -153,8 +156,7 @@ std::string sweep_csv(const Sweep& sweep) {
   return out;
 }
 
-std::pair<fs::path, fs::path> write_sweep(const Sweep& sweep, const fs::path& dir,
-                                          const std::string& title) {
+std::pair<fs::path, fs::path> write_sweep(const Sweep& sweep, const fs::path& dir, const std::string& title) {
   ensure_writable_directory(dir, "--sweep directory");
   fs::path csv = dir / "utilisation.csv", png = dir / "utilisation.png";
   write_file_atomic(csv, sweep_csv(sweep));
@@ -166,8 +168,8 @@ std::pair<fs::path, fs::path> write_sweep(const Sweep& sweep, const fs::path& di
       gnuplot_quote(title), sweep_csv(sweep));
   std::string plot = "plot";
   for (std::size_t c = 0; c < sweep.curves.size(); ++c) {
-    plot += fmt::format("{} $sweep using 1:(100*${}) skip 1 with lines linewidth 2 title {}",
-                        c == 0 ? "" : ",", c + 2, gnuplot_quote(sweep.curves[c]));
+    plot += fmt::format("{} $sweep using 1:(100*${}) skip 1 with lines linewidth 2 title {}", c == 0 ? "" : ",", c + 2,
+                        gnuplot_quote(sweep.curves[c]));
   }
   draw_chart(script + plot + "\n", png);
   return {csv, png};

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loco/sim/algorithm_spec.h"
 #include "loco/sim/bandwidth_search.h"

@@ -16,10 +16,9 @@ const toml::value* find_value(const toml::value& root, const std::string& sectio
   return &table.at(key);
 }
 
-[[noreturn]] void wrong_type(const std::string& source, const std::string& section,
-                             const std::string& key, const char* expected) {
-  throw ConfigError(fmt::format("{}: [{}] {} must be {}; fix the value in the file.", source, section,
-                                key, expected));
+[[noreturn]] void wrong_type(const std::string& source, const std::string& section, const std::string& key,
+                             const char* expected) {
+  throw ConfigError(fmt::format("{}: [{}] {} must be {}; fix the value in the file.", source, section, key, expected));
 }
 
 }  // namespace
@@ -34,8 +33,8 @@ toml::value read_toml(const fs::path& path) {
   }
 }
 
-std::optional<double> find_number(const toml::value& root, const std::string& section,
-                                  const std::string& key, const std::string& source) {
+std::optional<double> find_number(const toml::value& root, const std::string& section, const std::string& key,
+                                  const std::string& source) {
   const toml::value* v = find_value(root, section, key);
   if (v == nullptr) return std::nullopt;
   if (v->is_integer()) return static_cast<double>(v->as_integer());
@@ -43,24 +42,24 @@ std::optional<double> find_number(const toml::value& root, const std::string& se
   wrong_type(source, section, key, "a number");
 }
 
-std::optional<std::int64_t> find_integer(const toml::value& root, const std::string& section,
-                                         const std::string& key, const std::string& source) {
+std::optional<std::int64_t> find_integer(const toml::value& root, const std::string& section, const std::string& key,
+                                         const std::string& source) {
   const toml::value* v = find_value(root, section, key);
   if (v == nullptr) return std::nullopt;
   if (v->is_integer()) return v->as_integer();
   wrong_type(source, section, key, "a whole number");
 }
 
-std::optional<bool> find_bool(const toml::value& root, const std::string& section,
-                              const std::string& key, const std::string& source) {
+std::optional<bool> find_bool(const toml::value& root, const std::string& section, const std::string& key,
+                              const std::string& source) {
   const toml::value* v = find_value(root, section, key);
   if (v == nullptr) return std::nullopt;
   if (v->is_boolean()) return v->as_boolean();
   wrong_type(source, section, key, "true or false");
 }
 
-std::optional<std::string> find_string(const toml::value& root, const std::string& section,
-                                       const std::string& key, const std::string& source) {
+std::optional<std::string> find_string(const toml::value& root, const std::string& section, const std::string& key,
+                                       const std::string& source) {
   const toml::value* v = find_value(root, section, key);
   if (v == nullptr) return std::nullopt;
   if (v->is_string()) return v->as_string().str;

@@ -3,6 +3,8 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <malloc.h>
+
 #include <thread>
 
 #include "loco/util/error.h"
@@ -24,6 +26,12 @@ torch::Device resolve_device(const std::string& name) {
 void configure_threads(std::int64_t threads) {
   const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(static_cast<int>(n));
+  keep_freed_memory_in_heap();
+}
+
+void keep_freed_memory_in_heap() {
+  ::mallopt(M_MMAP_MAX, 0);
+  ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 }  // namespace loco
