@@ -2,8 +2,11 @@
 # Training throughput of `loco train` against a plain PyTorch loop (bench/torch_loop.py) on the
 # same configs, data and thread count, plus the measured matmul peak. See bench/README.md.
 #
-#   bench/throughput.sh [BUILD_DIR] [DATA_DIR]        (defaults: build, data/brown)
+#   bench/throughput.sh [BUILD_DIR] [DATA_DIR] [BYTE_DATA_DIR]
+#       defaults: build, data/brown (BPE 4096), data/brown-bytes (byte tokenizer, made if missing)
 #
+# The ~150K-parameter model runs on byte-level data, where its embedding is small (vocab 258);
+# with a BPE vocabulary the embedding alone would be several times the model.
 # Environment: STEPS_TINY (default 60), STEPS_SMALL (default 20), THREADS (default 2),
 # BENCH_ENV=tuned|inherit (default tuned: the allocator/OpenMP settings below, for both sides).
 set -euo pipefail
@@ -11,13 +14,18 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=$(realpath -m "${1:-$ROOT/build}")
 DATA_DIR=$(realpath -m "${2:-$ROOT/data/brown}")
+BYTE_DATA_DIR=$(realpath -m "${3:-$ROOT/data/brown-bytes}")
 PY=/usr/bin/python3
 THREADS=${THREADS:-2}
-RUNS=("tiny-150k:${STEPS_TINY:-60}" "small-5m:${STEPS_SMALL:-20}")
+RUNS=("tiny-150k:${STEPS_TINY:-60}:$BYTE_DATA_DIR" "small-5m:${STEPS_SMALL:-20}:$DATA_DIR")
 
 die() { echo "throughput.sh: $*" >&2; exit 2; }
 [[ -x "$BUILD_DIR/loco" ]] || die "no loco binary at $BUILD_DIR/loco (build first, or pass BUILD_DIR)"
 [[ -f "$DATA_DIR/meta.json" ]] || die "no $DATA_DIR/meta.json (run loco prepare, or pass DATA_DIR)"
+if [[ ! -f "$BYTE_DATA_DIR/meta.json" ]]; then
+  "$BUILD_DIR/loco" prepare --input "$ROOT/data/brown-text" --out "$BYTE_DATA_DIR" --tokenizer byte \
+    --val-fraction 0.02 >/dev/null || die "cannot prepare $BYTE_DATA_DIR (run scripts/fetch_brown.sh data/brown-text)"
+fi
 
 # Both sides use glibc malloc and libgomp, so these settings apply to both equally. On the
 # Firecracker VMs these benchmarks run on, faulting in fresh pages costs ~10 us each: without them
@@ -38,12 +46,11 @@ echo "env: MALLOC_MMAP_MAX_=${MALLOC_MMAP_MAX_-unset} MALLOC_TRIM_THRESHOLD_=${M
 $PY "$ROOT/bench/matmul_peak.py" --threads "$THREADS" >"$WORK/peak.json"
 
 for run in "${RUNS[@]}"; do
-  name=${run%%:*}
-  steps=${run##*:}
+  IFS=: read -r name steps data <<<"$run"
   config="$ROOT/bench/configs/$name.toml"
   ((steps >= 10)) || die "$name: need at least 10 steps (loco logs every 5; the rate spans logs)"
   echo "== $name: loco train, $steps steps" >&2
-  if ! "$BUILD_DIR/loco" train --config "$config" --set "data.dir=$DATA_DIR" \
+  if ! "$BUILD_DIR/loco" train --config "$config" --set "data.dir=$data" \
       --set "train.steps=$steps" --set "train.out_dir=$WORK/$name-run" \
       --set "train.threads=$THREADS" --set train.eval_every=0 --set train.log_every=5 \
       >"$WORK/$name-loco.log" 2>&1; then
@@ -53,7 +60,7 @@ for run in "${RUNS[@]}"; do
   cp "$WORK/$name-run/metrics.jsonl" "$WORK/$name-metrics.jsonl" \
     || die "loco wrote no $WORK/$name-run/metrics.jsonl"
   echo "== $name: torch_loop.py, 3 + $steps steps" >&2
-  $PY "$ROOT/bench/torch_loop.py" --config "$config" --data "$DATA_DIR" --steps "$steps" \
+  $PY "$ROOT/bench/torch_loop.py" --config "$config" --data "$data" --steps "$steps" \
     --threads "$THREADS" >"$WORK/$name-torch.json"
 done
 

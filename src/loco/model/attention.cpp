@@ -25,11 +25,13 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
   o_proj = register_module("o_proj", projection(heads_ * head_dim_, c.hidden_size));
 }
 
-const torch::Tensor& AttentionImpl::causal_mask(std::int64_t length, torch::Device device) {
-  if (!mask_.defined() || mask_.size(0) != length || mask_.device() != device) {
-    mask_ = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+const torch::Tensor& AttentionImpl::causal_bias(std::int64_t length, torch::ScalarType dtype, torch::Device device) {
+  if (!bias_.defined() || bias_.size(0) != length || bias_.scalar_type() != dtype || bias_.device() != device) {
+    bias_ = torch::full({length, length}, -std::numeric_limits<double>::infinity(),
+                        torch::TensorOptions().dtype(dtype).device(device))
+                .triu(1);
   }
-  return mask_;
+  return bias_;
 }
 
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
@@ -39,12 +41,17 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
     return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
   }
 #endif
-  const std::int64_t T = q.size(2);
-  auto compute_type = q.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  scores.masked_fill_(causal_mask(T, q.device()), -std::numeric_limits<double>::infinity());
-  torch::Tensor weights = torch::softmax(scores, -1, compute_type).to(q.scalar_type());  // (B, H, T, T)
-  return torch::matmul(weights, v);
+  const std::int64_t B = q.size(0), H = q.size(1), T = q.size(2);
+  // scores = q·kᵀ/sqrt(d) + mask in one baddbmm: the scale and the causal mask (0 or −inf) ride on
+  // the matmul instead of two more passes over the (B·H, T, T) scores.
+  torch::Tensor scores = torch::baddbmm(causal_bias(T, q.scalar_type(), q.device()), q.reshape({B * H, T, head_dim_}),
+                                        k.reshape({B * H, T, head_dim_}).transpose(1, 2), /*beta=*/1.0,
+                                        /*alpha=*/1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  // HF takes the softmax in float32 for low-precision activations; float32/float64 stay as they are.
+  torch::Tensor weights = q.scalar_type() == torch::kFloat64 || q.scalar_type() == torch::kFloat32
+                              ? torch::softmax(scores, -1)
+                              : torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  return torch::bmm(weights, v.reshape({B * H, T, head_dim_})).view({B, H, T, head_dim_});
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {

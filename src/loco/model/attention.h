@@ -21,12 +21,12 @@ class AttentionImpl : public torch::nn::Module {
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
-  // (T, T) true above the diagonal: the future positions a query must not see. Cached per length.
-  const torch::Tensor& causal_mask(std::int64_t length, torch::Device device);
+  // (T, T): −inf above the diagonal (the future a query must not see), 0 elsewhere. Cached.
+  const torch::Tensor& causal_bias(std::int64_t length, torch::ScalarType dtype, torch::Device device);
 
   std::int64_t heads_, kv_heads_, head_dim_;
   RotaryEmbedding rotary_;
-  torch::Tensor mask_;
+  torch::Tensor bias_;
 };
 TORCH_MODULE(Attention);
 

@@ -9,10 +9,15 @@
 
 namespace loco {
 
+namespace {
+
+constexpr std::size_t kDecayed = 0;     // matrices: embeddings and projections
+constexpr std::size_t kNotDecayed = 1;  // vectors: norm weights
+
+}  // namespace
+
 InnerOptimizer::InnerOptimizer(const NamedTensors& named_parameters, const OptimConfig& c)
-    : named_parameters_(named_parameters) {
-  std::vector<torch::Tensor> decayed, not_decayed;
-  for (const auto& [name, p] : named_parameters_) (p.dim() >= 2 ? decayed : not_decayed).push_back(p);
+    : flat_(named_parameters, 2, [](const torch::Tensor& p) { return p.dim() >= 2 ? kDecayed : kNotDecayed; }) {
   auto options = [&](double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(c.lr)
                                                             .betas({c.beta1, c.beta2})
@@ -20,8 +25,8 @@ InnerOptimizer::InnerOptimizer(const NamedTensors& named_parameters, const Optim
                                                             .weight_decay(weight_decay));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decayed, options(c.weight_decay));
-  groups.emplace_back(not_decayed, options(0.0));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_.buffer(kDecayed)}, options(c.weight_decay));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_.buffer(kNotDecayed)}, options(0.0));
   adamw_ = std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(c.lr));
 }
 
@@ -30,61 +35,60 @@ void InnerOptimizer::set_lr(double lr) {
 }
 
 double InnerOptimizer::clip_gradients(double max_norm) {
-  std::vector<torch::Tensor> params;
-  for (const auto& [name, p] : named_parameters_) params.push_back(p);
+  std::vector<torch::Tensor> buffers{flat_.buffer(kDecayed), flat_.buffer(kNotDecayed)};
   if (max_norm <= 0) {
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> norms;
-    for (const auto& p : params) {
-      if (p.grad().defined()) norms.push_back(p.grad().norm());
-    }
-    return norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+    return torch::stack({buffers[0].grad().norm(), buffers[1].grad().norm()}).norm().item<double>();
   }
-  return torch::nn::utils::clip_grad_norm_(params, max_norm);
+  return torch::nn::utils::clip_grad_norm_(buffers, max_norm);
 }
 
 void InnerOptimizer::step() { adamw_->step(); }
 
-void InnerOptimizer::zero_grad() { adamw_->zero_grad(); }
+void InnerOptimizer::zero_grad() { flat_.zero_grad(); }
+
+const torch::optim::AdamWParamState* InnerOptimizer::state_of(std::size_t group) const {
+  auto it = adamw_->state().find(compat::optimizer_state_key(flat_.buffer(group)));
+  if (it == adamw_->state().end()) return nullptr;
+  return &static_cast<const torch::optim::AdamWParamState&>(*it->second);
+}
 
 NamedTensors InnerOptimizer::state_tensors() const {
-  NamedTensors out;
-  for (const auto& [name, p] : named_parameters_) {
-    auto it = adamw_->state().find(compat::optimizer_state_key(p));
-    if (it == adamw_->state().end()) continue;
-    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
-    out.emplace_back("exp_avg/" + name, s.exp_avg());
-    out.emplace_back("exp_avg_sq/" + name, s.exp_avg_sq());
+  const auto* decayed = state_of(kDecayed);
+  const auto* not_decayed = state_of(kNotDecayed);
+  if (decayed == nullptr || not_decayed == nullptr) return {};
+  NamedTensors out = flat_.unflatten({decayed->exp_avg(), not_decayed->exp_avg()}, "exp_avg/");
+  for (auto& named : flat_.unflatten({decayed->exp_avg_sq(), not_decayed->exp_avg_sq()}, "exp_avg_sq/")) {
+    out.push_back(std::move(named));
   }
   return out;
 }
 
 std::int64_t InnerOptimizer::steps_taken() const {
-  for (const auto& [name, p] : named_parameters_) {
-    auto it = adamw_->state().find(compat::optimizer_state_key(p));
-    if (it != adamw_->state().end()) return static_cast<const torch::optim::AdamWParamState&>(*it->second).step();
-  }
-  return 0;
+  const auto* state = state_of(kDecayed);
+  return state == nullptr ? 0 : state->step();
 }
 
 void InnerOptimizer::load_state(const SafetensorsContent& content, std::int64_t steps_taken) {
   if (steps_taken == 0) return;
-  for (const auto& [name, p] : named_parameters_) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t g = 0; g < flat_.groups(); ++g) {
     auto state = std::make_unique<torch::optim::AdamWParamState>();
     state->step(steps_taken);
-    for (const char* moment : {"exp_avg", "exp_avg_sq"}) {
-      const torch::Tensor& saved = content.at(std::string(moment) + "/" + name);
-      if (saved.sizes() != p.sizes()) {
-        throw CheckpointError(fmt::format("optimizer state {}/{} in {} has shape {} but the model's parameter "
-                                          "has {}; the checkpoint belongs to a different model",
-                                          moment, name, content.source.string(), shape_string(saved.sizes()),
-                                          shape_string(p.sizes())));
-      }
-      torch::Tensor copy = saved.to(p.options()).clone();
-      if (std::string(moment) == "exp_avg") state->exp_avg(copy);
-      else state->exp_avg_sq(copy);
+    state->exp_avg(torch::zeros_like(flat_.buffer(g)));
+    state->exp_avg_sq(torch::zeros_like(flat_.buffer(g)));
+    adamw_->state()[compat::optimizer_state_key(flat_.buffer(g))] = std::move(state);
+  }
+  // The views returned by state_tensors() alias the flat moments: copy each saved tensor into its own.
+  for (auto& [name, view] : state_tensors()) {
+    const torch::Tensor& saved = content.at(name);
+    if (saved.sizes() != view.sizes()) {
+      throw CheckpointError(fmt::format("optimizer state {} in {} has shape {} but the model's parameter has {}; "
+                                        "the checkpoint belongs to a different model",
+                                        name, content.source.string(), shape_string(saved.sizes()),
+                                        shape_string(view.sizes())));
     }
-    adamw_->state()[compat::optimizer_state_key(p)] = std::move(state);
+    view.copy_(saved);
   }
 }
 

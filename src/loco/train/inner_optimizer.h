@@ -1,6 +1,7 @@
 // The inner optimizer: libtorch's AdamW (the same update as torch.optim.AdamW) over two parameter
 // groups, matrices with weight decay and norm weights without, plus global-norm gradient clipping
-// and conversion of its state to named tensors for checkpoints.
+// and conversion of its state to named tensors for checkpoints. The parameters are flattened into
+// one buffer per group first (note "flat-parameters"), so each of these runs once per group.
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -11,11 +12,14 @@
 
 #include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
+#include "loco/train/flat_parameters.h"
 
 namespace loco {
 
 class InnerOptimizer {
  public:
+  // Takes over the storage of `named_parameters` (see FlatParameters): create it after the model
+  // has moved to its device and dtype.
   InnerOptimizer(const NamedTensors& named_parameters, const OptimConfig& config);
 
   void set_lr(double lr);
@@ -32,8 +36,12 @@ class InnerOptimizer {
   // tensor is missing or has the wrong shape.
   void load_state(const SafetensorsContent& content, std::int64_t steps_taken);
 
+  const FlatParameters& parameters() const { return flat_; }
+
  private:
-  NamedTensors named_parameters_;
+  const torch::optim::AdamWParamState* state_of(std::size_t group) const;
+
+  FlatParameters flat_;
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
 
