@@ -2,10 +2,12 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 #include "support/test_support.h"
 #include "torch/tiny_run.h"
 
@@ -105,6 +107,15 @@ TEST(Checkpoint, GarbledStateFileIsReported) {
   const fs::path dir = f.write();
   test::write_text(dir / "state.json", "{\"format\": \"loco-checkpoint\", \"step\": ");
   EXPECT_NE(checkpoint_error(dir).find("corrupted"), std::string::npos);
+}
+
+TEST(Checkpoint, StateFileWithAMissingFieldIsReported) {
+  Fixture f;
+  const fs::path dir = f.write();
+  auto doc = nlohmann::json::parse(read_file(dir / "state.json"));
+  doc.erase("optimizer_steps");
+  test::write_text(dir / "state.json", doc.dump());
+  EXPECT_NE(checkpoint_error(dir).find("lacks a field"), std::string::npos) << checkpoint_error(dir);
 }
 
 TEST(Checkpoint, WrongShapeNamesTheTensor) {

@@ -129,17 +129,22 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
                                       "the loco release that wrote it",
                                       state_path.string(), doc.value("version", 0), kFormatVersion));
   }
-  verify_files(dir, doc.at("files"));
-
   LoadedCheckpoint out;
   out.dir = dir;
-  out.config = from_json(doc.at("config"));
-  out.state.step = doc.at("step").get<std::int64_t>();
-  out.state.tokens = doc.at("tokens").get<std::int64_t>();
-  out.state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();
-  out.state.elapsed_s = doc.at("elapsed_s").get<double>();
-  out.state.sampler = doc.at("sampler");
-  out.state.strategy = doc.at("strategy");
+  try {
+    verify_files(dir, doc.at("files"));
+    out.config = from_json(doc.at("config"));
+    out.state.step = doc.at("step").get<std::int64_t>();
+    out.state.tokens = doc.at("tokens").get<std::int64_t>();
+    out.state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();
+    out.state.elapsed_s = doc.at("elapsed_s").get<double>();
+    out.state.sampler = doc.at("sampler");
+    out.state.strategy = doc.at("strategy");
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
+                                      "by another version. Resume from another checkpoint",
+                                      state_path.string(), e.what()));
+  }
   out.model = load_safetensors(dir / "model.safetensors");
   out.optimizer = load_safetensors(dir / "optimizer.safetensors");
   out.strategy = optional_tensors(dir / "strategy.safetensors");
