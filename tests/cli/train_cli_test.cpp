@@ -93,6 +93,10 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   EXPECT_EQ(hf.at("vocab_size"), 258);
   EXPECT_EQ(hf.at("intermediate_size"), 96);
   EXPECT_TRUE(fs::exists(*dir_ / "hf" / "model.safetensors"));
+  // A trailing slash names the same new directory.
+  r = run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf2").string() + "/"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(*dir_ / "hf2" / "config.json"));
   // A second export to the same place is refused.
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()}), 1,
                "not empty");

@@ -67,6 +67,22 @@ TEST(Trainer, ResumeReproducesTheUninterruptedRunBitForBit) {
   for (const auto& [name, tensor] : a.model.tensors) EXPECT_TRUE(torch::equal(tensor, b.model.at(name))) << name;
 }
 
+TEST(Trainer, ResumeRefusesAnotherDataStream) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "full", 4);
+  config.train.checkpoint_every = 2;
+  train(config);
+  RunConfig other = config;
+  other.train.out_dir = (dir / "other").string();
+  other.train.seed = 7;
+  try {
+    train(other, dir / "full" / "checkpoints" / "step_2");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.seed"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, GradientAccumulationEqualsOneLargeBatch) {
   ScratchDir dir;
   RunConfig one = test::tiny_run_config(dir.path(), "one", 3);
@@ -85,6 +101,10 @@ TEST(Trainer, RefusesToTrainOverAnotherRunsCheckpoints) {
   train(config);
   EXPECT_THROW(train(config), ConfigError);
   EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "step_2" / "state.json"));
+  // Metrics alone (a run that died before its first checkpoint) are protected too.
+  fs::remove_all(dir / "run" / "checkpoints");
+  EXPECT_THROW(train(config), ConfigError);
+  EXPECT_GT(fs::file_size(dir / "run" / "metrics.jsonl"), 0u);
 }
 
 TEST(Trainer, VocabularyMismatchIsAConfigError) {

@@ -116,7 +116,8 @@ TEST(Config, BadTomlAndMissingFileAreConfigErrors) {
 
 TEST(Config, TomlAndJsonRoundTrip) {
   ScratchDir dir;
-  RunConfig c = load_text(dir, kValidConfig, {"optim.eps=1e-10", "model.rope_theta=500000"});
+  RunConfig c = load_text(dir, kValidConfig,
+                          {"optim.eps=1e-10", "model.rope_theta=500000", "data.dir=odd \"name\" \\ dir"});
   RunConfig again = load_text(dir, to_toml(c));
   EXPECT_EQ(to_json(again), to_json(c));
   EXPECT_EQ(to_json(from_json(to_json(c))), to_json(c));

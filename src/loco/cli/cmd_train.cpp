@@ -24,7 +24,7 @@ RunConfig resolve_config(const TrainArgs& args) {
   if (args.resume.empty()) {
     throw ConfigError("loco train needs --config FILE.toml (presets are in configs/), or --resume CHECKPOINT_DIR");
   }
-  RunConfig config = read_checkpoint(args.resume).config;
+  RunConfig config = read_checkpoint_config(args.resume);
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
   resolve_derived(config);
   validate(config);

@@ -128,7 +128,12 @@ std::string format_config_value(const ConfigValue& value) {
       [](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::string>) {
-          return fmt::format("\"{}\"", v);
+          std::string quoted = "\"";
+          for (char c : v) {
+            if (c == '"' || c == '\\') quoted += '\\';
+            quoted += c;
+          }
+          return quoted + "\"";
         } else if constexpr (std::is_same_v<V, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_same_v<V, double>) {

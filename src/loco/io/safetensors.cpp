@@ -118,9 +118,16 @@ SafetensorsContent load_safetensors(const std::filesystem::path& path) {
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size) {
         throw corrupt(fmt::format("tensor '{}' lies outside the file", name));
       }
-      torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(*dtype));
-      std::size_t bytes = t.numel() * t.element_size();
+      // Shape checked against the byte range before anything is allocated: a garbled header must not
+      // ask for terabytes or negative sizes.
+      std::uint64_t bytes = c10::elementSize(*dtype);
+      for (auto d : shape) {
+        if (d < 0 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes)) {
+          throw corrupt(fmt::format("tensor '{}' has an impossible shape", name));
+        }
+      }
       if (offsets[1] - offsets[0] != bytes) throw corrupt(fmt::format("tensor '{}' has the wrong byte size", name));
+      torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(*dtype));
       if (bytes > 0) std::memcpy(t.data_ptr(), data + offsets[0], bytes);
       content.tensors.emplace(name, std::move(t));
     }

@@ -8,13 +8,9 @@
 
 namespace loco {
 
-namespace {
-
 torch::nn::Linear projection(std::int64_t in, std::int64_t out) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
 }
-
-}  // namespace
 
 AttentionImpl::AttentionImpl(const ModelConfig& c)
     : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim()),

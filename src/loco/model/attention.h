@@ -11,6 +11,9 @@
 
 namespace loco {
 
+// A Linear layer without bias, as every Llama projection is.
+torch::nn::Linear projection(std::int64_t in, std::int64_t out);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const ModelConfig& config);

@@ -5,12 +5,9 @@
 namespace loco {
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
-  auto linear = [](std::int64_t in, std::int64_t out) {
-    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-  };
-  gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size));
-  up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size));
-  down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size));
+  gate_proj = register_module("gate_proj", projection(c.hidden_size, c.intermediate_size));
+  up_proj = register_module("up_proj", projection(c.hidden_size, c.intermediate_size));
+  down_proj = register_module("down_proj", projection(c.intermediate_size, c.hidden_size));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {

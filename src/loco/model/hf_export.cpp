@@ -55,18 +55,20 @@ ModelConfig model_config_from_hf_json(const nlohmann::json& j) {
   return c;
 }
 
-void write_hf_export(const fs::path& out_dir, const nlohmann::json& config_json, const NamedTensors& parameters,
+void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config_json, const NamedTensors& parameters,
                      const fs::path& tokenizer_dir) {
+  // "out/" and "out" name the same directory; parent_path() of the former would be "out" itself.
+  fs::path out_dir = fs::absolute(requested_dir).lexically_normal();
+  if (!out_dir.has_filename()) out_dir = out_dir.parent_path();
   if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir))) {
     throw IoError(fmt::format("export directory {} already exists and is not empty; loco does not overwrite it. "
                               "Choose a new --out",
                               out_dir.string()));
   }
-  const fs::path parent = fs::absolute(out_dir).parent_path();
+  const fs::path parent = out_dir.parent_path();
   ensure_writable_directory(parent, "export parent directory");
   const fs::path tmp = parent / fmt::format(".{}.partial-{}", out_dir.filename().string(), ::getpid());
-  fs::remove_all(tmp);
-  fs::create_directory(tmp);
+  make_fresh_directory(tmp);
   try {
     NamedTensors float32;
     for (const auto& [name, t] : parameters) float32.emplace_back(name, t.to(torch::kFloat32));
@@ -78,9 +80,11 @@ void write_hf_export(const fs::path& out_dir, const nlohmann::json& config_json,
                               .dump(2) +
                           "\n");
     data::copy_tokenizer_files(tokenizer_dir, tmp);
-    if (fs::exists(out_dir)) fs::remove(out_dir);  // empty, checked above
-    fs::rename(tmp, out_dir);
-    fsync_path(parent);
+    std::error_code ec;
+    if (fs::exists(out_dir)) fs::remove(out_dir, ec);  // empty, checked above
+    if (!rename_no_replace(tmp, out_dir)) {
+      throw IoError(fmt::format("{} appeared while the export was written; choose a new --out", out_dir.string()));
+    }
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp, ec);

@@ -5,8 +5,6 @@
 
 #include <torch/types.h>
 
-#include <map>
-#include <tuple>
 
 namespace loco {
 
@@ -18,13 +16,14 @@ class RotaryEmbedding {
   torch::Tensor apply(const torch::Tensor& x);
 
  private:
-  // (T, head_dim) cos and sin tables, cached per length, dtype and device.
-  const std::pair<torch::Tensor, torch::Tensor>& tables(std::int64_t length, torch::ScalarType dtype,
-                                                        torch::Device device);
+  // (T, head_dim) cos and sin tables: views of one cached table for the longest length seen
+  // (rebuilt when a longer sequence, another dtype or device comes), so generation's growing
+  // lengths cost one table, not one per length.
+  std::pair<torch::Tensor, torch::Tensor> tables(std::int64_t length, torch::ScalarType dtype, torch::Device device);
 
   std::int64_t head_dim_;
   double theta_;
-  std::map<std::tuple<std::int64_t, int, std::string>, std::pair<torch::Tensor, torch::Tensor>> cache_;
+  torch::Tensor cos_, sin_;
 };
 
 }  // namespace loco

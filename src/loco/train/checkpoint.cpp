@@ -45,6 +45,31 @@ SafetensorsContent optional_tensors(const fs::path& path) {
   return load_safetensors(path);
 }
 
+// state.json, checked to be a loco checkpoint of this format version.
+nlohmann::json read_state_file(const fs::path& dir) {
+  const fs::path state_path = dir / "state.json";
+  if (!fs::is_directory(dir) || !fs::exists(state_path)) {
+    throw CheckpointError(fmt::format("{} is not a loco checkpoint (no state.json). Checkpoints live in "
+                                      "OUT_DIR/checkpoints/step_N; pass one of those directories",
+                                      dir.string()));
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(read_file(state_path));
+    if (doc.at("format") != "loco-checkpoint") throw CheckpointError("");
+  } catch (const std::exception&) {
+    throw CheckpointError(fmt::format("{} is corrupted or not a loco checkpoint's state file. Resume from "
+                                      "another checkpoint",
+                                      state_path.string()));
+  }
+  if (doc.value("version", 0) != kFormatVersion) {
+    throw CheckpointError(fmt::format("{} has checkpoint format version {}, this loco reads version {}. Use "
+                                      "the loco release that wrote it",
+                                      state_path.string(), doc.value("version", 0), kFormatVersion));
+  }
+  return doc;
+}
+
 }  // namespace
 
 Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
@@ -75,8 +100,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
                                       final_dir.string()));
   }
   const fs::path tmp_dir = checkpoints_dir / fmt::format(".{}.partial-{}", checkpoint_name(state.step), ::getpid());
-  fs::remove_all(tmp_dir);
-  fs::create_directory(tmp_dir);
+  make_fresh_directory(tmp_dir);
   try {
     nlohmann::json files = nlohmann::json::object();
     put_file(tmp_dir, "model.safetensors", encode_safetensors(tensors.model, {{"format", "pt"}}), files);
@@ -98,8 +122,11 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
                           {"config", to_json(config)},
                           {"files", files}};
     write_file_atomic(tmp_dir / "state.json", doc.dump(2) + "\n");
-    fs::rename(tmp_dir, final_dir);
-    fsync_path(checkpoints_dir);
+    if (!rename_no_replace(tmp_dir, final_dir)) {
+      throw CheckpointError(fmt::format("{} appeared while the checkpoint was written (another process?); loco "
+                                        "never overwrites a checkpoint",
+                                        final_dir.string()));
+    }
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp_dir, ec);
@@ -108,27 +135,19 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
   return final_dir;
 }
 
-LoadedCheckpoint read_checkpoint(const fs::path& dir) {
-  const fs::path state_path = dir / "state.json";
-  if (!fs::is_directory(dir) || !fs::exists(state_path)) {
-    throw CheckpointError(fmt::format("{} is not a loco checkpoint (no state.json). Checkpoints live in "
-                                      "OUT_DIR/checkpoints/step_N; pass one of those directories",
-                                      dir.string()));
-  }
-  nlohmann::json doc;
+RunConfig read_checkpoint_config(const fs::path& dir) {
+  const nlohmann::json doc = read_state_file(dir);
   try {
-    doc = nlohmann::json::parse(read_file(state_path));
-    if (doc.at("format") != "loco-checkpoint") throw CheckpointError("");
-  } catch (const std::exception&) {
-    throw CheckpointError(fmt::format("{} is corrupted or not a loco checkpoint's state file. Resume from "
-                                      "another checkpoint",
-                                      state_path.string()));
+    return from_json(doc.at("config"));
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(fmt::format("{}/state.json has no usable config ({}). Resume from another checkpoint",
+                                      dir.string(), e.what()));
   }
-  if (doc.value("version", 0) != kFormatVersion) {
-    throw CheckpointError(fmt::format("{} has checkpoint format version {}, this loco reads version {}. Use "
-                                      "the loco release that wrote it",
-                                      state_path.string(), doc.value("version", 0), kFormatVersion));
-  }
+}
+
+LoadedCheckpoint read_checkpoint(const fs::path& dir) {
+  const nlohmann::json doc = read_state_file(dir);
+  const fs::path state_path = dir / "state.json";
   LoadedCheckpoint out;
   out.dir = dir;
   try {

@@ -5,8 +5,9 @@
 //     strategy.safetensors   outer state of the distributed strategy (when it has any)
 //     tokenizer.json (+ tokenizer.model)  so generate/export need nothing else
 //     state.json             step, tokens, data position, config, and a CRC-32 and size per file
-// Written under a temporary name, fsynced, then renamed: a crash never leaves a directory named
-// step_N that is incomplete, and an existing step_N is never overwritten.
+// Every file is fsynced inside a temporary directory, which is then renamed with RENAME_NOREPLACE:
+// a crash never leaves a directory named step_N that is incomplete, and an existing step_N is never
+// replaced.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,9 @@ struct LoadedCheckpoint {
 // Reads a checkpoint directory, verifying every file's size and CRC-32 first; throws
 // CheckpointError naming the damaged file and what to do.
 LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
+
+// Only the resolved config a checkpoint was written with (reads state.json alone, no tensors).
+RunConfig read_checkpoint_config(const std::filesystem::path& dir);
 
 // The model a checkpoint holds, built from its config and weights, on `device`.
 Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);

@@ -19,7 +19,10 @@ MetricsWriter::MetricsWriter(const fs::path& out_dir, std::int64_t keep_through_
     for (std::string line; std::getline(lines, line);) {
       auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       // A torn last line (the run was killed mid-write) is dropped with the later steps.
-      if (record.is_object() && record.value("step", std::int64_t{-1}) <= keep_through_step) kept += line + "\n";
+      if (record.is_object() && record.contains("step") && record["step"].is_number_integer() &&
+          record["step"].get<std::int64_t>() <= keep_through_step) {
+        kept += line + "\n";
+      }
     }
   }
   write_file_atomic(path, kept);
@@ -33,8 +36,9 @@ MetricsWriter::~MetricsWriter() {
 
 void MetricsWriter::write(const nlohmann::json& record) {
   std::string line = record.dump() + "\n";
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fflush(file_);
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+    throw IoError("cannot append to metrics.jsonl (disk full?). Free space and resume from the last checkpoint");
+  }
 }
 
 }  // namespace loco

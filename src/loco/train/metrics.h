@@ -12,7 +12,8 @@ namespace loco {
 
 class MetricsWriter {
  public:
-  // Opens OUT_DIR/metrics.jsonl; keeps only lines with step <= keep_through_step (−1: start fresh).
+  // Opens OUT_DIR/metrics.jsonl; keeps only lines with step <= keep_through_step (−1: start fresh;
+  // the trainer refuses a fresh run over another run's metrics before getting here).
   MetricsWriter(const std::filesystem::path& out_dir, std::int64_t keep_through_step);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;

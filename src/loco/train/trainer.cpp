@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <charconv>
 #include <chrono>
 
 #include "loco/config/load_config.h"
@@ -55,21 +56,44 @@ void require_same_model(const RunConfig& run, const RunConfig& saved, const fs::
   }
 }
 
+// The saved data position means the same windows only with the same seed, sequence length and
+// batch layout: anything else would silently train on another stream than the run it continues.
+void require_same_data_stream(const RunConfig& run, const RunConfig& saved, const fs::path& checkpoint) {
+  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> keys[] = {
+      {"train.seed", {run.train.seed, saved.train.seed}},
+      {"data.seq_len", {run.data.seq_len, saved.data.seq_len}},
+      {"train.batch_size", {run.train.batch_size, saved.train.batch_size}},
+  };
+  for (const auto& [key, values] : keys) {
+    if (values.first != values.second) {
+      throw ConfigError(fmt::format("{} is {} but checkpoint {} was trained with {}; resuming continues the same "
+                                    "data stream, so keep {} = {} (or start a new run from the exported weights)",
+                                    key, values.first, checkpoint.string(), values.second, key, values.second));
+    }
+  }
+}
+
 // Refuses, before any work, a resume that would have nothing to do or would have to overwrite a
 // later checkpoint of the same run.
 void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_dir, std::int64_t total_steps) {
   if (checkpoint.state.step >= total_steps) {
-    throw ConfigError(fmt::format("checkpoint {} is already at step {} of train.steps = {}; raise it to train "
-                                  "further (for example --set train.steps={})",
-                                  checkpoint.dir.string(), checkpoint.state.step, total_steps,
-                                  2 * checkpoint.state.step));
+    // Suggest the key the run was sized by: with a token budget, steps are derived from it.
+    const TrainConfig& t = checkpoint.config.train;
+    const std::string more = t.tokens > 0 ? fmt::format("train.tokens={}", 2 * t.tokens)
+                                          : fmt::format("train.steps={}", 2 * checkpoint.state.step);
+    throw ConfigError(fmt::format("checkpoint {} is already at step {} of {}; give the run more to do to train "
+                                  "further (for example --set {})",
+                                  checkpoint.dir.string(), checkpoint.state.step, total_steps, more));
   }
   const fs::path checkpoints = out_dir / "checkpoints";
   if (!fs::is_directory(checkpoints)) return;
   for (const auto& entry : fs::directory_iterator(checkpoints)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0) continue;
-    if (std::stoll(name.substr(5)) > checkpoint.state.step) {
+    std::int64_t step = 0;
+    const char* digits = name.c_str() + 5;
+    const char* end = name.c_str() + name.size();
+    if (name.rfind("step_", 0) != 0 || std::from_chars(digits, end, step).ptr != end) continue;
+    if (step > checkpoint.state.step) {
       throw ConfigError(fmt::format("{} holds {}, later than the checkpoint you resume from ({}); resuming here "
                                     "would overwrite it. Resume from the latest checkpoint or set another "
                                     "train.out_dir",
@@ -104,28 +128,30 @@ TrainSummary Trainer::run() {
 
   configure_threads(tc.threads);
   const torch::Device device = resolve_device(tc.device);
-  if (tc.autocast == "bf16") {
-    if (!device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
-    compat::enable_cuda_bf16_autocast();
-  }
+  const bool bf16 = tc.autocast == "bf16";
+  if (bf16 && !device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
 
   const auto train_data = data::TokenDataset::open(config.data.dir, "train");
   const auto val_data = data::TokenDataset::open(config.data.dir, "val");
   resolve_vocabulary(config.model, train_data.vocab_size(), config.data.dir);
+  // Fails now, not after training, when the validation split cannot hold one sequence.
+  data::BatchSampler(val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
   std::optional<LoadedCheckpoint> resumed;
   if (state_->options.resume_from) {
     resumed = read_checkpoint(*state_->options.resume_from);
     require_same_model(config, resumed->config, resumed->dir);
+    require_same_data_stream(config, resumed->config, resumed->dir);
   }
 
   const fs::path out_dir = tc.out_dir;
   ensure_writable_directory(out_dir, "train.out_dir");
   if (resumed) require_resumable(*resumed, out_dir, tc.steps);
-  if (!resumed && has_checkpoints(out_dir / "checkpoints")) {
+  const bool has_metrics = fs::exists(out_dir / "metrics.jsonl") && fs::file_size(out_dir / "metrics.jsonl") > 0;
+  if (!resumed && (has_checkpoints(out_dir / "checkpoints") || has_metrics)) {
     throw ConfigError(fmt::format(
-        "train.out_dir '{}' already holds checkpoints of another run; loco does not overwrite them. Pass "
-        "--resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
+        "train.out_dir '{}' already holds another run (checkpoints or metrics.jsonl); loco does not overwrite "
+        "it. Pass --resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
         out_dir.string(), out_dir.string()));
   }
   write_file_atomic(out_dir / "config.toml", to_toml(config));
@@ -185,6 +211,7 @@ TrainSummary Trainer::run() {
     double step_loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       sampler.next_batch(micro, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
+      compat::CudaBf16Autocast autocast(bf16);
       torch::Tensor loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
       loss.backward();
       step_loss += loss.item<double>();

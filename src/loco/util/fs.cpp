@@ -1,6 +1,7 @@
 #include "loco/util/fs.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +71,25 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
     throw IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), why));
   }
   fsync_path(dir);
+}
+
+bool rename_no_replace(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
+    if (errno == EEXIST) return false;
+    throw IoError(fmt::format("cannot rename {} to {}: {}", from.string(), to.string(), errno_text()));
+  }
+  fsync_path(to.has_parent_path() ? to.parent_path() : fs::path("."));
+  return true;
+}
+
+void make_fresh_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!ec) fs::create_directory(dir, ec);
+  if (ec) {
+    throw IoError(fmt::format("cannot create directory {}: {}. Check free disk space and permissions.",
+                              dir.string(), ec.message()));
+  }
 }
 
 std::string read_file(const fs::path& path) {

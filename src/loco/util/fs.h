@@ -21,6 +21,13 @@ std::string read_file(const fs::path& path);
 // fix when not. `what` names the directory's role in the message ("train.out_dir").
 void ensure_writable_directory(const fs::path& dir, std::string_view what);
 
+// Renames `from` to `to` only if `to` does not exist (renameat2 RENAME_NOREPLACE, atomically), then
+// syncs the parent directory. Returns false when `to` exists; throws IoError on other failures.
+bool rename_no_replace(const fs::path& from, const fs::path& to);
+
+// Creates a fresh empty directory `dir` (removing a leftover one of that name); IoError on failure.
+void make_fresh_directory(const fs::path& dir);
+
 // fsync on a file or directory path; throws IoError on failure.
 void fsync_path(const fs::path& path);
 

@@ -31,15 +31,35 @@ Key optimizer_state_key(const torch::Tensor& param) {
   }
 }
 
-// Turns on bf16 autocast for CUDA ops on this thread (the API was renamed in 2.4).
-inline void enable_cuda_bf16_autocast() {
+// bf16 autocast for CUDA ops on this thread while the guard lives (the API was renamed in 2.4).
+// Leaving clears autocast's cache of bf16 weight copies, as Python's autocast.__exit__ does:
+// kept across optimizer steps, those copies would go stale.
+class CudaBf16Autocast {
+ public:
+  explicit CudaBf16Autocast(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
 #else
-  at::autocast::set_enabled(true);
-  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
 #endif
-}
+  }
+  ~CudaBf16Autocast() {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+    at::autocast::set_enabled(false);
+#endif
+    at::autocast::clear_cache();
+  }
+  CudaBf16Autocast(const CudaBf16Autocast&) = delete;
+  CudaBf16Autocast& operator=(const CudaBf16Autocast&) = delete;
+
+ private:
+  bool enabled_;
+};
 
 }  // namespace loco::compat
