@@ -11,6 +11,13 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The smallest corpus prepare accepts with a validation split: two one-line documents.
+std::string two_document_corpus(const ScratchDir& dir) {
+  write_text(dir / "corpus/a.txt", "alpha\n");
+  write_text(dir / "corpus/b.txt", "beta\n");
+  return (dir / "corpus").string();
+}
+
 TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {
   ScratchDir dir;
   write_text(dir / "corpus/a.txt", "The first document.\n");
@@ -53,9 +60,7 @@ TEST(PrepareCli, VocabSizeWithByteTokenizerIsAUsageError) {
 
 TEST(PrepareCli, RefusesToOverwriteAPreparedDirectory) {
   ScratchDir dir;
-  write_text(dir / "corpus/a.txt", "alpha\n");
-  write_text(dir / "corpus/b.txt", "beta\n");
-  std::vector<std::string> args{"prepare",     "--input", (dir / "corpus").string(), "--out", (dir / "out").string(),
+  std::vector<std::string> args{"prepare", "--input", two_document_corpus(dir), "--out", (dir / "out").string(),
                                 "--tokenizer", "byte"};
   ASSERT_EQ(run_loco(args).exit_code, 0);
   CommandResult again = run_loco(args);
@@ -78,10 +83,9 @@ TEST(PrepareCli, PreparesWithABpeTokenizer) {
 
 TEST(PrepareCli, MissingSentencepiecePluginIsAClearError) {
   ScratchDir dir;
-  write_text(dir / "corpus/a.txt", "alpha\n");
-  write_text(dir / "corpus/b.txt", "beta\n");
+  const std::string corpus = two_document_corpus(dir);
   ::setenv("LOCO_SENTENCEPIECE_PLUGIN", (dir / "absent.so").c_str(), 1);
-  CommandResult result = run_loco({"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string()});
+  CommandResult result = run_loco({"prepare", "--input", corpus, "--out", (dir / "out").string()});
   ::unsetenv("LOCO_SENTENCEPIECE_PLUGIN");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "cannot load the sentencepiece plugin")) << result.output;

@@ -93,6 +93,16 @@ TEST(Checkpoint, TruncatedFileIsDetected) {
   EXPECT_NE(checkpoint_error(dir).find("optimizer.safetensors"), std::string::npos);
 }
 
+TEST(Checkpoint, InferenceReadsOnlyTheModel) {
+  Fixture f;
+  const fs::path dir = f.write();
+  fs::resize_file(dir / "optimizer.safetensors", 20);  // damaged, but inference does not need it
+  const LoadedCheckpoint loaded = read_checkpoint(dir, CheckpointUse::inference);
+  EXPECT_TRUE(torch::equal(loaded.model.at("a"), f.tensors.model[0].second));
+  EXPECT_TRUE(loaded.optimizer.tensors.empty());
+  EXPECT_THROW(read_checkpoint(dir, CheckpointUse::resume), CheckpointError);
+}
+
 TEST(Checkpoint, MissingStateFileIsNotACheckpoint) {
   Fixture f;
   const fs::path dir = f.write();

@@ -24,7 +24,7 @@ struct EvalArgs {
 };
 
 void run_eval(const EvalArgs& args) {
-  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto data = data::TokenDataset::open(args.data_dir, args.split);
   if (static_cast<std::int64_t>(data.vocab_size()) > checkpoint.config.model.vocab_size) {
     throw DataError(fmt::format("vocabulary mismatch: {} uses {} token ids but the model in {} has a vocabulary "

@@ -16,7 +16,7 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& args) {
-  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   NamedTensors parameters;
   for (const auto& [name, tensor] : checkpoint.model.tensors) parameters.emplace_back(name, tensor);

@@ -19,7 +19,7 @@ struct GenerateArgs {
 };
 
 void run_generate(GenerateArgs args) {
-  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint);
+  const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   configure_threads(checkpoint.config.train.threads);
   const torch::Device device = resolve_device(args.device);

@@ -22,8 +22,14 @@ void put_file(const fs::path& dir, const std::string& name, const std::string& b
   files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_hex(bytes)}};
 }
 
-void verify_files(const fs::path& dir, const nlohmann::json& files) {
+// Files only a resume reads.
+bool holds_training_state(const std::string& name) {
+  return name == "optimizer.safetensors" || name == "strategy.safetensors";
+}
+
+void verify_files(const fs::path& dir, const nlohmann::json& files, CheckpointUse use) {
   for (const auto& [name, expected] : files.items()) {
+    if (use == CheckpointUse::inference && holds_training_state(name)) continue;
     const fs::path path = dir / name;
     if (!fs::exists(path)) {
       throw CheckpointError(fmt::format("checkpoint {} is missing {}; it was copied incompletely. Use another "
@@ -145,13 +151,13 @@ RunConfig read_checkpoint_config(const fs::path& dir) {
   }
 }
 
-LoadedCheckpoint read_checkpoint(const fs::path& dir) {
+LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   const nlohmann::json doc = read_state_file(dir);
   const fs::path state_path = dir / "state.json";
   LoadedCheckpoint out;
   out.dir = dir;
   try {
-    verify_files(dir, doc.at("files"));
+    verify_files(dir, doc.at("files"), use);
     out.config = from_json(doc.at("config"));
     out.state.step = doc.at("step").get<std::int64_t>();
     out.state.tokens = doc.at("tokens").get<std::int64_t>();
@@ -165,8 +171,10 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir) {
                                       state_path.string(), e.what()));
   }
   out.model = load_safetensors(dir / "model.safetensors");
-  out.optimizer = load_safetensors(dir / "optimizer.safetensors");
-  out.strategy = optional_tensors(dir / "strategy.safetensors");
+  if (use == CheckpointUse::resume) {
+    out.optimizer = load_safetensors(dir / "optimizer.safetensors");
+    out.strategy = optional_tensors(dir / "strategy.safetensors");
+  }
   return out;
 }
 

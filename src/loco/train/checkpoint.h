@@ -49,9 +49,14 @@ struct LoadedCheckpoint {
   SafetensorsContent strategy;
 };
 
-// Reads a checkpoint directory, verifying every file's size and CRC-32 first; throws
-// CheckpointError naming the damaged file and what to do.
-LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir);
+// What a reader needs: a resume needs everything, eval/generate/export only the model (the
+// optimizer moments alone are twice its size, not worth reading and checksumming for nothing).
+enum class CheckpointUse { resume, inference };
+
+// Reads a checkpoint directory, verifying the size and CRC-32 of every file it uses first; throws
+// CheckpointError naming the damaged file and what to do. For inference, `optimizer` and
+// `strategy` stay empty.
+LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir, CheckpointUse use = CheckpointUse::resume);
 
 // Only the resolved config a checkpoint was written with (reads state.json alone, no tensors).
 RunConfig read_checkpoint_config(const std::filesystem::path& dir);
