@@ -13,5 +13,8 @@ void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
+void add_launch_command(CLI::App& app);
+// argv: the original command line, which `bench allreduce --backend gloo` relaunches as its ranks.
+void add_bench_command(CLI::App& app, int argc, char** argv);
 
 }  // namespace loco::cli

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   loco::cli::add_export_command(app);
   loco::cli::add_simulate_command(app);
   loco::cli::add_fit_command(app);
+  loco::cli::add_launch_command(app);
+  loco::cli::add_bench_command(app, argc, argv);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,163 @@
+// `loco bench allreduce`: all-reduce time per message size and codec, in one process (local) or
+// across processes (gloo), against the ring lower bound on an emulated or shaped link, with every
+// result verified against fp64 (src/loco/comm/all_reduce_bench.h; docs/comm.md).
+//
+// --backend gloo starts its own ranks through the launcher unless it already runs as one rank
+// (RANK/WORLD_SIZE set by loco launch, torchrun, Slurm or scripts/netns_run.sh).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "loco/cli/commands.h"
+#include "loco/comm/all_reduce_bench.h"
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/connect.h"
+#include "loco/comm/local_group.h"
+#include "loco/launch/launcher.h"
+#include "loco/launch/rank_environment.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct BenchAllReduceOptions {
+  std::string backend = "local";
+  int nproc = 2;
+  std::string sizes = "1MB,4MB,16MB";
+  std::string codecs = "fp32,bf16,int8,fp4,int4";
+  std::size_t block_size = 128;
+  std::string bandwidth_mbps;
+  std::string latency_ms;
+  std::string delay = "none";
+  int repeats = 5;
+  int warmup = 1;
+  bool no_verify = false;
+  double timeout_s = 300;
+  int threads = 1;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
+comm::LinkDelay parse_delay(const std::string& text) {
+  if (text == "none") return comm::LinkDelay::none;
+  if (text == "latency") return comm::LinkDelay::latency;
+  if (text == "full") return comm::LinkDelay::full;
+  throw ConfigError(fmt::format("--delay '{}' is not one of none, latency, full.", text));
+}
+
+void print_rows(const std::vector<nlohmann::ordered_json>& rows) {
+  bool all_verified = true;
+  for (const auto& row : rows) {
+    std::cout << row.dump() << std::endl;
+    if (row.contains("verified") && !row["verified"].get<bool>()) all_verified = false;
+  }
+  if (!all_verified) {
+    throw InternalError(
+        "an all-reduce result is outside its error bound (rows with \"verified\": false): a bug in "
+        "loco's communication layer; please report it with the command line");
+  }
+}
+
+void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& original_args) {
+  comm::AllReduceBenchOptions bench;
+  bench.sizes_bytes = comm::parse_sizes(o.sizes);
+  bench.codecs = split_list(o.codecs);
+  for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
+  bench.block_size = o.block_size;
+  bench.repeats = o.repeats;
+  bench.warmup = o.warmup;
+  bench.verify = !o.no_verify;
+  if (o.repeats < 1 || o.warmup < 0) throw ConfigError("--repeats must be ≥ 1 and --warmup ≥ 0.");
+  if (o.nproc < 1) throw ConfigError(fmt::format("--nproc {} : give at least 1 rank.", o.nproc));
+  torch::set_num_threads(o.threads);
+
+  const auto environment = launch::rank_environment_from_env();
+  const int world_size = environment ? environment->world_size : o.nproc;
+  comm::GroupOptions group_options;
+  group_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+  group_options.link = comm::LinkModel::parse(o.bandwidth_mbps, o.latency_ms, world_size);
+  group_options.delay = parse_delay(o.delay);
+
+  if (o.backend == "local") {
+    auto groups = comm::make_local_groups(o.nproc, group_options);
+    std::vector<nlohmann::ordered_json> rows;
+    std::exception_ptr error;
+    std::vector<std::thread> ranks;
+    for (auto& group : groups) {
+      ranks.emplace_back([&, group = group.get()] {
+        try {
+          auto result = comm::run_all_reduce_bench(*group, bench);
+          if (group->rank() == 0) rows = std::move(result);
+        } catch (...) {
+          if (group->rank() == 0) error = std::current_exception();
+        }
+      });
+    }
+    for (auto& rank : ranks) rank.join();
+    if (error) std::rethrow_exception(error);
+    print_rows(rows);
+    return;
+  }
+  if (o.backend != "gloo" && o.backend != "nccl") {
+    throw ConfigError(fmt::format("--backend '{}' is not one of local, gloo, nccl.", o.backend));
+  }
+  if (!environment) {
+    // Not a rank yet: start nproc ranks of this same command; rank 0's rows are the output.
+    launch::LaunchOptions launch_options;
+    launch_options.nproc = o.nproc;
+    launch_options.master_port = 0;
+    launch_options.program = "/proc/self/exe";
+    launch_options.argv = original_args;
+    launch_options.prefix_output = false;
+    if (int status = launch::launch(launch_options); status != 0) throw CLI::RuntimeError(status);
+    return;
+  }
+  auto group = comm::connect_from_environment(*environment, o.backend, group_options, group_options.timeout);
+  auto rows = comm::run_all_reduce_bench(*group, bench);
+  if (group->rank() == 0) print_rows(rows);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks of loco's parts (docs/comm.md)");
+  bench->require_subcommand(1);
+  auto options = std::make_shared<BenchAllReduceOptions>();
+  auto& o = *options;
+  CLI::App* cmd = bench->add_subcommand(
+      "allreduce", "Time all-reduce per size and codec against the ring lower bound; verify against fp64");
+  cmd->add_option("--backend", o.backend, "local (ranks as threads), gloo or nccl (ranks as processes)")
+      ->capture_default_str();
+  cmd->add_option("--nproc", o.nproc, "Ranks (ignored when started as one rank by a launcher)")->capture_default_str();
+  cmd->add_option("--sizes", o.sizes, "Message sizes per rank, e.g. 1MB,4MB,64MiB")->capture_default_str();
+  cmd->add_option("--codec", o.codecs, "Codecs, comma-separated: fp32,bf16,int8,fp4,int4")->capture_default_str();
+  cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
+  cmd->add_option("--bandwidth-mbps", o.bandwidth_mbps,
+                  "Link bandwidth in Mbit/s for bound_s and emulated_s; one value or one per rank");
+  cmd->add_option("--latency-ms", o.latency_ms, "Link latency in ms; one value or one per rank");
+  cmd->add_option("--delay", o.delay,
+                  "Show the emulated link in real time: none, latency (add rounds x latency), full (all of it)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", o.repeats, "Timed repetitions per size and codec (the median is reported)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "Untimed repetitions first")->capture_default_str();
+  cmd->add_flag("--no-verify", o.no_verify, "Skip the check against the fp64 reference");
+  cmd->add_option("--timeout-s", o.timeout_s, "Timeout of each operation and of rendezvous")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Intra-op threads per rank")->capture_default_str();
+  const std::vector<std::string> original_args(argv, argv + argc);
+  cmd->callback([options, original_args] { run_bench(*options, original_args); });
+}
+
+}  // namespace loco::cli

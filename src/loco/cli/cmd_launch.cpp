@@ -1,0 +1,71 @@
+// `loco launch`: start N ranks of a command on this node like torchrun, each with RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set; relay their output prefixed by
+// rank; stop them all when one fails (src/loco/launch/launcher.h; docs/cli.md "loco launch").
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "loco/cli/commands.h"
+#include "loco/launch/launcher.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+void run_launch(launch::LaunchOptions options, const std::vector<std::string>& command, const CLI::App& cmd) {
+  // allow_extras() lets us say this instead of CLI11's "arguments were not expected". CLI11 keeps
+  // the "--" that ends our options among the extras.
+  for (const std::string& extra : cmd.remaining()) {
+    if (extra == "--") continue;
+    throw ConfigError(
+        fmt::format("loco launch has no option {}: put the command to launch, with its options, after "
+                    "'--' (for example loco launch --nproc 2 -- train --config run.toml).",
+                    extra));
+  }
+  if (!command.empty()) {
+    const CLI::App& loco = *cmd.get_parent();
+    bool subcommand = !loco.get_subcommands([&](const CLI::App* s) { return s->check_name(command[0]); }).empty();
+    // A loco subcommand runs this very binary: /proc/self/exe stays right even if the file on
+    // disk is replaced while the ranks start.
+    options.program = subcommand ? "/proc/self/exe" : command[0];
+    options.argv = command;
+    if (subcommand) options.argv.insert(options.argv.begin(), loco.get_name());
+  }
+  // The ranks' status becomes ours; CLI::RuntimeError carries it through main() without a message.
+  if (int status = launch::launch(options); status != 0) throw CLI::RuntimeError(status);
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app) {
+  auto options = std::make_shared<launch::LaunchOptions>();
+  auto command = std::make_shared<std::vector<std::string>>();
+  auto& o = *options;
+  CLI::App* cmd = app.add_subcommand(
+      "launch",
+      "Start ranks of a command on this node like torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
+      "set), prefix their output with the rank and stop them all when one fails (docs/cli.md)");
+  cmd->add_option("--nproc", o.nproc, "Ranks to start on this node (e.g. one per GPU)")->capture_default_str();
+  cmd->add_option("--nnodes", o.nnodes, "Nodes in the run, each running loco launch")->capture_default_str();
+  cmd->add_option("--node-rank", o.node_rank, "This node's index, 0 to nnodes-1; its ranks are node-rank*nproc + i")
+      ->capture_default_str();
+  cmd->add_option("--master-addr", o.master_addr, "Host or IP of node 0, where rank 0 runs the rendezvous store")
+      ->capture_default_str();
+  cmd->add_option("--master-port", o.master_port, "TCP port of the rendezvous store; 0 picks a free one (one node)")
+      ->capture_default_str();
+  cmd->add_option("--grace-s", o.grace_s, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
+      ->capture_default_str();
+  cmd->add_option("command", *command,
+                  "After --: a loco subcommand with its arguments (runs this binary), or a program on PATH");
+  cmd->allow_extras();
+  cmd->footer(
+      "Examples:\n"
+      "  loco launch --nproc 4 -- train --config run.toml\n"
+      "  loco launch --nnodes 2 --node-rank 0 --master-addr node0 --nproc 8 -- train --config run.toml\n"
+      "  loco launch --nproc 2 -- python3 script.py\n"
+      "A rank that fails stops the others (SIGTERM, SIGKILL after --grace-s); loco launch exits with its status.\n");
+  cmd->callback([options, command, cmd] { run_launch(*options, *command, *cmd); });
+}
+
+}  // namespace loco::cli

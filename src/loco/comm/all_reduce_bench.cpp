@@ -1,0 +1,164 @@
+#include "loco/comm/all_reduce_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/quantized_all_reduce.h"
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rank r's input for a given size: standard normal values from a seed every rank can recompute.
+torch::Tensor bench_input(int rank, std::int64_t count) {
+  auto generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(rank) * 1000003u + count);
+  return torch::randn({count}, generator, torch::kFloat32);
+}
+
+// The codec's worst case for any value of a block whose absmax is `absmax` (error_bound depends on
+// the value; the worst value is not always the largest).
+double largest_error(const Codec& codec, double absmax) {
+  double largest = 0;
+  for (int step = 0; step <= 1024; ++step)
+    largest = std::max(largest, codec.error_bound(absmax * step / 1024.0, absmax));
+  return largest;
+}
+
+struct Verification {
+  double max_abs_err = 0;
+  double bound = 0;
+};
+
+// Compares the result with the fp64 sum of every rank's input. The bound: each contribution's codec
+// error at its absmax, the re-encoded sum's, and fp32 rounding of the N additions.
+Verification verify(const Group& group, const Codec* codec, const torch::Tensor& result, std::int64_t count) {
+  auto exact = torch::zeros({count}, torch::kFloat64);
+  double bound = 0, absmax_sum = 0;
+  for (int rank = 0; rank < group.size(); ++rank) {
+    const auto input = bench_input(rank, count);
+    exact += input.to(torch::kFloat64);
+    const double absmax = input.abs().max().item<double>();
+    absmax_sum += absmax;
+    if (codec != nullptr) bound += largest_error(*codec, absmax);
+  }
+  bound += (group.size() + 1) * 0x1p-24 * (absmax_sum + bound);
+  if (codec != nullptr) bound += largest_error(*codec, absmax_sum + bound);
+  return {(result.to(torch::kFloat64) - exact).abs().max().item<double>(), bound};
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+// The slowest rank decides how long a collective took.
+double slowest(Group& group, double seconds) {
+  auto value = torch::tensor({seconds}, torch::kFloat64);
+  auto all = torch::empty({group.size()}, torch::kFloat64);
+  group.all_gather(value, all);
+  return all.max().item<double>();
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_sizes(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    std::size_t used = 0;
+    double number = 0;
+    try {
+      number = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    const std::string unit = used > 0 ? item.substr(used) : "";
+    static const std::vector<std::pair<std::string, double>> units = {
+        {"", 1},          {"B", 1},         {"KB", 1e3},      {"MB", 1e6},    {"GB", 1e9},
+        {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}};
+    const auto found = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.first == unit; });
+    if (used == 0 || found == units.end() || !(number >= 0)) {
+      throw ConfigError(
+          fmt::format("size '{}' in '{}' is not a byte count: write e.g. 1000, 64KiB, 4MB or 1GiB.", item, text));
+    }
+    sizes.push_back(static_cast<std::int64_t>(number * found->second));
+  }
+  if (sizes.empty()) throw ConfigError("--sizes is empty: give one or more sizes, e.g. --sizes 1MB,4MB,64MB");
+  return sizes;
+}
+
+std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const AllReduceBenchOptions& options) {
+  const int size = group.size();
+  const LinkModel& link = group.options().link;
+  std::vector<nlohmann::ordered_json> rows;
+  for (const auto size_bytes : options.sizes_bytes) {
+    const std::int64_t count = size_bytes / 4;
+    const auto input = bench_input(group.rank(), count);
+    for (const auto& codec_name : options.codecs) {
+      const auto codec = make_codec(codec_name, options.block_size);
+      const bool native = codec_name == "fp32";
+      auto work = input.clone();
+      CommStats op_cost;  // bytes and emulated time of the measured operation alone
+      auto run_once = [&] {
+        work.copy_(input);
+        group.barrier();
+        const CommStats before = group.stats();
+        const auto start = Clock::now();
+        if (native) {
+          group.all_reduce(work);
+        } else {
+          quantized_all_reduce(group, work, *codec);
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        const CommStats after = group.stats();
+        op_cost = {after.bytes_sent - before.bytes_sent, after.bytes_recv - before.bytes_recv,
+                   after.operations - before.operations, 0, after.emulated_s - before.emulated_s};
+        return seconds;
+      };
+      for (int i = 0; i < options.warmup; ++i) run_once();
+      std::vector<double> times;
+      for (int i = 0; i < options.repeats; ++i) times.push_back(slowest(group, run_once()));
+      const double time_s = median(times);
+      const double ring_factor = size > 1 ? 2.0 * (size - 1) / size : 0.0;
+      const double algbw_gbps = time_s > 0 ? 8.0 * static_cast<double>(count * 4) / time_s / 1e9 : 0.0;
+      nlohmann::ordered_json row = {{"size_bytes", count * 4},
+                                    {"codec", codec_name},
+                                    {"backend", group.backend()},
+                                    {"nproc", size},
+                                    {"time_s", time_s},
+                                    {"algbw_gbps", algbw_gbps},
+                                    {"busbw_gbps", algbw_gbps * ring_factor},
+                                    {"wire_bytes", op_cost.bytes_sent},
+                                    {"emulated_s", op_cost.emulated_s}};
+      // The ring all-reduce's lower bound on the slowest link, at the codec's encoded size.
+      const double bandwidth = link.slowest_bandwidth_bps();
+      const int rounds = native ? 2 * (size - 1) : (size > 1 ? size : 0);  // all-to-all, then ring all-gather
+      row["bound_s"] = bandwidth > 0
+                           ? nlohmann::ordered_json(ring_factor * 8.0 * codec->encoded_bytes(count) / bandwidth +
+                                                    rounds * link.highest_latency_s())
+                           : nlohmann::ordered_json(nullptr);
+      row["time_over_bound"] = bandwidth > 0 ? nlohmann::ordered_json(time_s / row["bound_s"].get<double>())
+                                             : nlohmann::ordered_json(nullptr);
+      if (options.verify && count > 0) {
+        const auto check = verify(group, native ? nullptr : codec.get(), work, count);
+        row["max_abs_err"] = check.max_abs_err;
+        row["err_bound"] = check.bound;
+        row["verified"] = check.max_abs_err <= check.bound;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace loco::comm

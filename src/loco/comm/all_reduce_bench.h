@@ -1,0 +1,31 @@
+// `loco bench allreduce`: how long an all-reduce takes on this group, per message size and codec,
+// against the ring all-reduce's lower bound on the emulated link, with the result verified against
+// an fp64 reference (docs/comm.md explains every field).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "loco/comm/group.h"
+
+namespace loco::comm {
+
+struct AllReduceBenchOptions {
+  std::vector<std::int64_t> sizes_bytes;  // fp32 payload per rank; rounded down to whole floats
+  std::vector<std::string> codecs;        // "fp32" runs Group::all_reduce, others quantized_all_reduce
+  std::size_t block_size = 128;
+  int warmup = 1;
+  int repeats = 5;
+  bool verify = true;
+};
+
+// Runs every (size, codec) on `group`; every rank of the group must call it with the same options.
+// Returns one JSON row per (size, codec) (the same on every rank). A result outside its error bound
+// is marked "verified": false; the caller decides how to fail.
+std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const AllReduceBenchOptions& options);
+
+// "4MB,64KiB,1000" -> bytes (B, KB/MB/GB = 1e3.., KiB/MiB/GiB = 2^10..). Throws ConfigError.
+std::vector<std::int64_t> parse_sizes(const std::string& text);
+
+}  // namespace loco::comm

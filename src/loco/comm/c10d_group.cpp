@@ -1,0 +1,228 @@
+#include "loco/comm/c10d_group.h"
+
+#include <fmt/format.h>
+
+#include "loco/comm/c10d_compat.h"
+#include "loco/comm/c10d_rendezvous.h"
+#include "loco/comm/comm_error.h"
+
+namespace loco::comm {
+
+namespace {
+
+std::string first_line(const std::exception& e) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+  std::string text = torch_error != nullptr ? torch_error->what_without_backtrace() : e.what();
+  if (const auto end = text.find('\n'); end != std::string::npos) text.resize(end);
+  return text;
+}
+
+bool mentions_any(const std::string& text, std::initializer_list<const char*> words) {
+  for (const char* word : words) {
+    if (text.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// c10d reports failures as c10::Error or std::runtime_error with a message; loco's callers need to
+// tell a stalled peer from a lost one (comm_error.h).
+[[noreturn]] void throw_typed(const std::exception& e, const std::string& context) {
+  const std::string reason = first_line(e);
+  if (mentions_any(reason, {"imed out", "imeout"})) {
+    throw CommTimeout(
+        fmt::format("{} timed out: a peer is stalled or too slow, or did not start the same operation "
+                    "({}). Raise the timeout if peers are only slow.",
+                    context, reason));
+  }
+  if (mentions_any(reason, {"closed", "reset by peer", "Broken pipe", "Connection refused", "EOF", "ECONNRESET"})) {
+    throw PeerLost(fmt::format("{} failed: a peer left the group ({}).", context, reason));
+  }
+  throw CommError(fmt::format("{} failed: {}", context, reason));
+}
+
+class C10dWork final : public Work {
+ public:
+  C10dWork(c10::intrusive_ptr<c10d::Work> work, std::vector<at::Tensor> keep_alive, Timeout timeout,
+           std::string context)
+      : work_(std::move(work)), keep_alive_(std::move(keep_alive)), timeout_(timeout), context_(std::move(context)) {}
+
+  void wait() override {
+    try {
+      work_->wait(timeout_);
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw_typed(e, context_);
+    }
+  }
+  bool is_completed() override { return work_->isCompleted(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::vector<at::Tensor> keep_alive_;  // c10d holds its own references too; this makes it explicit
+  Timeout timeout_;
+  std::string context_;
+};
+
+class CompletedWork final : public Work {
+ public:
+  void wait() override {}
+  bool is_completed() override { return true; }
+};
+
+class C10dGroup final : public Group {
+ public:
+  C10dGroup(const C10dOptions& options, c10::intrusive_ptr<c10d::Store> store,
+            c10::intrusive_ptr<C10dBackend> process_group, torch::Device device)
+      : Group(options.rank, options.world_size, options.group),
+        name_(options.backend),
+        store_(std::move(store)),
+        process_group_(std::move(process_group)),
+        device_(device) {}
+
+  std::string backend() const override { return name_; }
+  torch::Device device() const override { return device_; }
+
+ protected:
+  WorkHandle start_all_reduce_sum(const torch::Tensor& tensor, Timeout timeout) override {
+    if (tensor.numel() == 0) return std::make_shared<CompletedWork>();  // same shape on every rank
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.timeout = timeout;
+    return run("all_reduce", timeout, tensors, [&] { return process_group_->allreduce(tensors, options); });
+  }
+
+  WorkHandle start_all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) override {
+    if (input.numel() == 0) return std::make_shared<CompletedWork>();
+    std::vector<at::Tensor> inputs{input};
+    std::vector<std::vector<at::Tensor>> outputs{output.view({-1}).chunk(size())};
+    c10d::AllgatherOptions options;
+    options.timeout = timeout;
+    return run("all_gather", timeout, {input, output},
+               [&] { return process_group_->allgather(outputs, inputs, options); });
+  }
+
+  WorkHandle start_all_to_all(const torch::Tensor& input, const torch::Tensor& output,
+                              const std::vector<std::int64_t>& input_splits,
+                              const std::vector<std::int64_t>& output_splits, Timeout timeout) override {
+    at::Tensor flat_input = input.view({-1});
+    at::Tensor flat_output = output.view({-1});
+    std::vector<std::int64_t> input_counts = input_splits;
+    std::vector<std::int64_t> output_counts = output_splits;
+    c10d::AllToAllOptions options;
+    options.timeout = timeout;
+    return run("all_to_all", timeout, {input, output}, [&] {
+      return process_group_->alltoall_base(flat_output, flat_input, output_counts, input_counts, options);
+    });
+  }
+
+  WorkHandle start_broadcast(const torch::Tensor& tensor, int root, Timeout timeout) override {
+    if (tensor.numel() == 0) return std::make_shared<CompletedWork>();
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    options.timeout = timeout;
+    return run("broadcast", timeout, tensors, [&] { return process_group_->broadcast(tensors, options); });
+  }
+
+  WorkHandle start_send(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return run(fmt::format("send to rank {}", destination), timeout, tensors,
+               [&] { return process_group_->send(tensors, destination, tag); });
+  }
+
+  WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) override {
+    std::vector<at::Tensor> tensors{tensor};
+    return run(fmt::format("recv from rank {}", source), timeout, tensors,
+               [&] { return process_group_->recv(tensors, source, tag); });
+  }
+
+  WorkHandle start_barrier(Timeout timeout) override {
+    c10d::BarrierOptions options;
+    options.timeout = timeout;
+    return run("barrier", timeout, {}, [&] { return process_group_->barrier(options); });
+  }
+
+ private:
+  template <typename Start>
+  WorkHandle run(const std::string& operation, Timeout timeout, std::vector<at::Tensor> tensors, Start&& start) {
+    const std::string context = fmt::format("{} on rank {} ({})", operation, rank(), name_);
+    try {
+      return std::make_shared<C10dWork>(start(), std::move(tensors), timeout, context);
+    } catch (const std::exception& e) {
+      throw_typed(e, context);
+    }
+  }
+
+  std::string name_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<C10dBackend> process_group_;
+  torch::Device device_;
+};
+
+#ifdef USE_C10D_GLOO
+c10::intrusive_ptr<C10dBackend> make_gloo(const C10dOptions& options, const c10::intrusive_ptr<c10d::Store>& store) {
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.rendezvous_timeout);
+  gloo_options->threads = 1;  // loco issues one operation at a time per group; 2-core machines need the cores
+  if (!options.interface.empty()) {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(options.interface));
+  } else {
+    const auto address = local_address_towards(options.master_addr, options.master_port);
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
+  }
+  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
+  // The handshake used the rendezvous timeout; operations use the group's.
+  group->getOptions()->timeout = options.group.timeout;
+  return group;
+}
+#endif
+
+#ifdef USE_C10D_NCCL
+c10::intrusive_ptr<C10dBackend> make_nccl(const C10dOptions& options, const c10::intrusive_ptr<c10d::Store>& store) {
+  auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+  nccl_options->timeout = options.group.timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
+}
+#endif
+
+}  // namespace
+
+bool c10d_backend_available(const std::string& backend) {
+#ifdef USE_C10D_GLOO
+  if (backend == "gloo") return true;
+#endif
+#ifdef USE_C10D_NCCL
+  if (backend == "nccl") return torch::cuda::is_available();
+#endif
+  return false;
+}
+
+std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
+  if (!c10d_backend_available(options.backend)) {
+    throw CommError(fmt::format(
+        "this build of loco cannot use the '{}' backend (gloo needs libgloo-dev at build time; nccl needs a CUDA "
+        "libtorch and a GPU). Use another backend, or rebuild (docs/build.md).",
+        options.backend));
+  }
+  auto store = connect_store(options);
+  const std::string context = fmt::format("rendezvous of rank {} of {} at {}:{}", options.rank, options.world_size,
+                                          options.master_addr, options.master_port);
+  try {
+#ifdef USE_C10D_NCCL
+    if (options.backend == "nccl") {
+      const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
+      return std::make_unique<C10dGroup>(options, store, make_nccl(options, store), device);
+    }
+#endif
+#ifdef USE_C10D_GLOO
+    return std::make_unique<C10dGroup>(options, store, make_gloo(options, store), torch::Device(torch::kCPU));
+#endif
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw_typed(e, context);
+  }
+  throw CommError(fmt::format("{}: no backend named '{}'", context, options.backend));
+}
+
+}  // namespace loco::comm

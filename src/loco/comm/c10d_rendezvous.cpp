@@ -1,0 +1,91 @@
+#include "loco/comm/c10d_rendezvous.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "loco/comm/c10d_compat.h"
+#include "loco/comm/comm_error.h"
+
+namespace loco::comm {
+
+namespace {
+
+bool mentions(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+
+std::string seconds(Timeout timeout) { return fmt::format("{:g} s", timeout.count() / 1000.0); }
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(options.master_port);
+  store_options.isServer = options.rank == 0;
+  store_options.numWorkers = static_cast<std::size_t>(options.world_size);
+  // Rank 0 does not wait for the others here: the process group's handshake does, and names who is late.
+  store_options.waitWorkers = false;
+  store_options.timeout = options.rendezvous_timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    const std::string where = fmt::format("{}:{}", options.master_addr, options.master_port);
+    if (options.rank == 0 && mentions(what, "in use")) {
+      throw CommError(fmt::format(
+          "rank 0 cannot serve the rendezvous store on port {}: the port is already in use (another run, or a "
+          "previous one still shutting down). Choose a free port with MASTER_PORT (or `loco launch --master-port "
+          "0` to pick one).",
+          options.master_port));
+    }
+    if (mentions(what, "timed out")) {
+      throw CommTimeout(fmt::format(
+          "rank {} could not reach the rendezvous store at {} within {}. Check that rank 0 is running and that "
+          "MASTER_ADDR and MASTER_PORT name its host and port (and that no firewall blocks the port).",
+          options.rank, where, seconds(options.rendezvous_timeout)));
+    }
+    throw CommError(fmt::format("rank {} could not set up the rendezvous store at {}: {}", options.rank, where, what));
+  }
+}
+
+std::string local_address_towards(const std::string& master_addr, int master_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(master_port);
+  if (const int status = getaddrinfo(master_addr.c_str(), port.c_str(), &hints, &found); status != 0) {
+    throw CommError(fmt::format("cannot resolve MASTER_ADDR '{}': {}. Give the host name or IP address of rank 0.",
+                                master_addr, gai_strerror(status)));
+  }
+  std::string address;
+  // Connecting a UDP socket sends nothing; it only asks the kernel which local address routes there.
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      const void* raw = local.ss_family == AF_INET
+                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      if (inet_ntop(local.ss_family, raw, text, sizeof(text)) != nullptr) address = text;
+    }
+  }
+  const int saved_errno = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (address.empty()) {
+    throw CommError(
+        fmt::format("no local network address routes to MASTER_ADDR '{}' ({}). Check the address, or "
+                    "name the interface with LOCO_SOCKET_IFNAME.",
+                    master_addr, std::strerror(saved_errno)));
+  }
+  return address;
+}
+
+}  // namespace loco::comm

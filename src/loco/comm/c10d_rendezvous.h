@@ -1,0 +1,19 @@
+// Rendezvous for C10dGroup: the TCPStore on rank 0 that the ranks meet at, and the local address
+// Gloo should use. Turns c10d's socket errors into messages that name the fix.
+#pragma once
+
+#include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "loco/comm/c10d_group.h"
+
+namespace loco::comm {
+
+// Rank 0 serves the store on master_port (all interfaces); the others connect to master_addr.
+c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
+
+// The local IP address whose route reaches `master_addr` (e.g. the veth inside a network namespace),
+// so that Gloo listens where the other ranks can reach it. Throws CommError if it cannot be found.
+std::string local_address_towards(const std::string& master_addr, int master_port);
+
+}  // namespace loco::comm

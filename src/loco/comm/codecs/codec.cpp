@@ -1,0 +1,26 @@
+#include "loco/comm/codecs/codec.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "loco/comm/codecs/block_codecs.h"
+#include "loco/comm/codecs/float_codecs.h"
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+std::vector<std::string> codec_names() { return {"fp32", "bf16", "int8", "fp4", "int4"}; }
+
+std::unique_ptr<Codec> make_codec(std::string_view name, std::size_t block_size) {
+  if (block_size == 0) {
+    throw ConfigError("codec block size must be at least 1 (got 0); 128 is the default");
+  }
+  if (name == "fp32") return make_fp32_codec();
+  if (name == "bf16") return make_bf16_codec();
+  if (name == "int8") return make_int8_codec(block_size);
+  if (name == "fp4") return make_fp4_codec(block_size);
+  if (name == "int4") return make_int4_codec(block_size);
+  throw ConfigError(fmt::format("unknown codec '{}'; use one of {}.", name, fmt::join(codec_names(), ", ")));
+}
+
+}  // namespace loco::comm

@@ -1,0 +1,23 @@
+// Errors of the communication layer (DESIGN.md §4, recoverable tier). They derive from loco::Error,
+// so the CLI prints their message and exits 1; a strategy that survives failures (membership, later)
+// catches PeerLost and CommTimeout and carries on without the missing replica.
+#pragma once
+
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+// Rendezvous failed, a collective was misused, or the transport reported an error.
+class CommError : public Error {
+  using Error::Error;
+};
+// An operation did not complete within its timeout: a peer is stalled, too slow, or never called it.
+class CommTimeout : public CommError {
+  using CommError::CommError;
+};
+// A peer left the group (its process exited or its connection closed) during an operation.
+class PeerLost : public CommError {
+  using CommError::CommError;
+};
+
+}  // namespace loco::comm

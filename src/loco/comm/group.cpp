@@ -1,0 +1,274 @@
+#include "loco/comm/group.h"
+
+#include <numeric>
+#include <thread>
+
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t byte_size(const torch::Tensor& tensor) {
+  return static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
+}
+
+std::vector<std::uint64_t> split_bytes(const std::vector<std::int64_t>& splits, const torch::Tensor& tensor) {
+  std::vector<std::uint64_t> bytes;
+  for (auto count : splits) bytes.push_back(static_cast<std::uint64_t>(count) * tensor.element_size());
+  return bytes;
+}
+
+// Adds accounting, the emulated delay and a finishing step (mean, reduce-scatter's sum) to a
+// backend's handle. The finishing step runs once, in the thread that waits.
+class AccountedWork final : public Work {
+ public:
+  struct Charge {
+    Traffic traffic;
+    double emulated_s = 0;
+    double latency_s = 0;  // the latency part of emulated_s
+    LinkDelay delay = LinkDelay::none;
+  };
+
+  AccountedWork(WorkHandle inner, Charge charge, std::function<void()> finish,
+                std::function<void(double blocked_s)> record_blocked)
+      : inner_(std::move(inner)),
+        charge_(charge),
+        finish_(std::move(finish)),
+        record_blocked_(std::move(record_blocked)),
+        started_(Clock::now()) {}
+
+  void wait() override {
+    std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
+    if (done_) return;
+    const auto entered = Clock::now();
+    try {
+      const bool was_complete = inner_->is_completed();
+      inner_->wait();
+      if (finish_) finish_();
+      delay(was_complete ? started_ : Clock::now());
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    record_blocked_(std::chrono::duration<double>(Clock::now() - entered).count());
+    done_ = true;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  bool is_completed() override {
+    std::lock_guard lock(mutex_);
+    return done_ || inner_->is_completed();
+  }
+
+ private:
+  // Note "latency-injection" (group.h). `completed` is when the transfer was seen to finish; a
+  // transfer that had finished before wait() was called is taken to have finished at once.
+  void delay(Clock::time_point completed) const {
+    auto as_duration = [](double seconds) {
+      return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    };
+    if (charge_.delay == LinkDelay::latency) std::this_thread::sleep_until(completed + as_duration(charge_.latency_s));
+    if (charge_.delay == LinkDelay::full) std::this_thread::sleep_until(started_ + as_duration(charge_.emulated_s));
+  }
+
+  WorkHandle inner_;
+  Charge charge_;
+  std::function<void()> finish_;
+  std::function<void(double)> record_blocked_;
+  Clock::time_point started_;
+  std::mutex mutex_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+// Runs a local step once after another operation has completed (reduce-scatter's sum).
+class FinishingWork final : public Work {
+ public:
+  FinishingWork(WorkHandle inner, std::function<void()> finish)
+      : inner_(std::move(inner)), finish_(std::move(finish)) {}
+
+  void wait() override {
+    std::lock_guard lock(mutex_);
+    inner_->wait();
+    if (finish_) {
+      finish_();
+      finish_ = nullptr;
+    }
+  }
+  bool is_completed() override { return inner_->is_completed(); }
+
+ private:
+  WorkHandle inner_;
+  std::function<void()> finish_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::vector<std::int64_t> even_split(std::int64_t count, int parts) {
+  LOCO_CHECK(parts > 0 && count >= 0, "cannot split {} elements into {} parts", count, parts);
+  std::vector<std::int64_t> splits(static_cast<std::size_t>(parts), count / parts);
+  for (std::int64_t i = 0; i < count % parts; ++i) ++splits[static_cast<std::size_t>(i)];
+  return splits;
+}
+
+Group::Group(int rank, int size, GroupOptions options) : rank_(rank), size_(size), options_(std::move(options)) {
+  LOCO_CHECK(size >= 1 && rank >= 0 && rank < size, "rank {} of a group of {}", rank, size);
+}
+
+CommStats Group::stats() const {
+  std::lock_guard lock(stats_->mutex);
+  return stats_->stats;
+}
+
+Timeout Group::resolve(Timeout timeout) const { return timeout == kGroupTimeout ? options_.timeout : timeout; }
+
+void Group::check_tensor(const torch::Tensor& tensor, const char* what) const {
+  LOCO_CHECK(tensor.defined(), "{}: undefined tensor", what);
+  LOCO_CHECK(tensor.is_contiguous(), "{}: tensor must be contiguous", what);
+  LOCO_CHECK(tensor.device() == device(), "{}: tensor on {}, group {} works on {}", what, tensor.device().str(),
+             backend(), device().str());
+}
+
+void Group::check_rank(int rank, const char* what) const {
+  LOCO_CHECK(rank >= 0 && rank < size_, "{}: rank {} outside a group of {}", what, rank, size_);
+}
+
+WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emulated_s, std::function<void()> finish) {
+  {
+    std::lock_guard lock(stats_->mutex);
+    stats_->stats.bytes_sent += traffic.bytes_sent;
+    stats_->stats.bytes_recv += traffic.bytes_recv;
+    stats_->stats.operations += 1;
+    stats_->stats.emulated_s += emulated_s;
+  }
+  AccountedWork::Charge charge{traffic, emulated_s, traffic.rounds * options_.link.highest_latency_s(), options_.delay};
+  auto stats = stats_;
+  return std::make_shared<AccountedWork>(std::move(work), charge, std::move(finish), [stats](double blocked_s) {
+    std::lock_guard lock(stats->mutex);
+    stats->stats.blocked_s += blocked_s;
+  });
+}
+
+WorkHandle Group::all_reduce_async(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {
+  check_tensor(tensor, "all_reduce");
+  const Traffic traffic = ring_all_reduce_traffic(byte_size(tensor), size_);
+  std::function<void()> finish;
+  if (op == ReduceOp::mean) finish = [tensor, size = size_] { tensor.div_(size); };
+  return accounted(start_all_reduce_sum(tensor, resolve(timeout)), traffic, options_.link.collective_seconds(traffic),
+                   std::move(finish));
+}
+
+WorkHandle Group::all_gather_async(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) {
+  check_tensor(input, "all_gather input");
+  check_tensor(output, "all_gather output");
+  LOCO_CHECK(output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
+             "all_gather: output has {} elements of {}, needs {} of {}", output.numel(),
+             c10::toString(output.scalar_type()), input.numel() * size_, c10::toString(input.scalar_type()));
+  const Traffic traffic = ring_all_gather_traffic(byte_size(input), size_);
+  return accounted(start_all_gather(input, output, resolve(timeout)), traffic,
+                   options_.link.collective_seconds(traffic));
+}
+
+WorkHandle Group::all_to_all_async(const torch::Tensor& input, const torch::Tensor& output,
+                                   std::vector<std::int64_t> input_splits, std::vector<std::int64_t> output_splits,
+                                   Timeout timeout) {
+  check_tensor(input, "all_to_all input");
+  check_tensor(output, "all_to_all output");
+  auto total = [](const std::vector<std::int64_t>& splits) {
+    return std::accumulate(splits.begin(), splits.end(), std::int64_t{0});
+  };
+  LOCO_CHECK(static_cast<int>(input_splits.size()) == size_ && static_cast<int>(output_splits.size()) == size_,
+             "all_to_all: {} input and {} output splits for a group of {}", input_splits.size(), output_splits.size(),
+             size_);
+  LOCO_CHECK(total(input_splits) == input.numel() && total(output_splits) == output.numel(),
+             "all_to_all: splits add up to {} and {}, tensors have {} and {} elements", total(input_splits),
+             total(output_splits), input.numel(), output.numel());
+  LOCO_CHECK(input.scalar_type() == output.scalar_type(), "all_to_all: input and output types differ");
+  const Traffic traffic =
+      all_to_all_traffic(split_bytes(input_splits, input), split_bytes(output_splits, output), rank_);
+  return accounted(start_all_to_all(input, output, input_splits, output_splits, resolve(timeout)), traffic,
+                   options_.link.collective_seconds(traffic));
+}
+
+WorkHandle Group::reduce_scatter_async(const torch::Tensor& input, const torch::Tensor& output, ReduceOp op,
+                                       Timeout timeout) {
+  check_tensor(input, "reduce_scatter input");
+  const auto pieces = even_split(input.numel(), size_);
+  const std::int64_t mine = pieces[static_cast<std::size_t>(rank_)];
+  LOCO_CHECK(output.numel() == mine, "reduce_scatter: output has {} elements, rank {}'s piece has {}", output.numel(),
+             rank_, mine);
+  // Every rank sends piece r to rank r, then sums what it received in rank order.
+  auto received = torch::empty({mine * size_}, input.options());
+  auto work = all_to_all_async(input.reshape(-1), received, pieces,
+                               std::vector<std::int64_t>(static_cast<std::size_t>(size_), mine), timeout);
+  auto flat_output = output.view({-1});
+  const int size = size_;
+  auto finish = [received, flat_output, mine, size, op] {
+    auto sum = received.narrow(0, 0, mine).clone();
+    for (int source = 1; source < size; ++source) sum.add_(received.narrow(0, source * mine, mine));
+    if (op == ReduceOp::mean) sum.div_(size);
+    flat_output.copy_(sum);
+  };
+  // The bytes were charged by all_to_all_async; this wrapper only adds the local sum.
+  return std::make_shared<FinishingWork>(std::move(work), std::move(finish));
+}
+
+WorkHandle Group::broadcast_async(const torch::Tensor& tensor, int root, Timeout timeout) {
+  check_tensor(tensor, "broadcast");
+  check_rank(root, "broadcast root");
+  const Traffic traffic = binomial_broadcast_traffic(byte_size(tensor), rank_, root, size_);
+  return accounted(start_broadcast(tensor, root, resolve(timeout)), traffic, options_.link.collective_seconds(traffic));
+}
+
+WorkHandle Group::send_async(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) {
+  check_tensor(tensor, "send");
+  check_rank(destination, "send destination");
+  LOCO_CHECK(destination != rank_, "send: rank {} sends to itself", rank_);
+  const Traffic traffic = point_to_point_traffic(byte_size(tensor), 0);
+  return accounted(start_send(tensor, destination, tag, resolve(timeout)), traffic,
+                   options_.link.message_seconds(rank_, destination, traffic));
+}
+
+WorkHandle Group::recv_async(const torch::Tensor& tensor, int source, int tag, Timeout timeout) {
+  check_tensor(tensor, "recv");
+  check_rank(source, "recv source");
+  LOCO_CHECK(source != rank_, "recv: rank {} receives from itself", rank_);
+  const Traffic traffic = point_to_point_traffic(0, byte_size(tensor));
+  return accounted(start_recv(tensor, source, tag, resolve(timeout)), traffic,
+                   options_.link.message_seconds(rank_, source, traffic));
+}
+
+WorkHandle Group::barrier_async(Timeout timeout) {
+  const Traffic traffic = barrier_traffic(size_);
+  return accounted(start_barrier(resolve(timeout)), traffic, options_.link.collective_seconds(traffic));
+}
+
+void Group::all_reduce(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {
+  all_reduce_async(tensor, op, timeout)->wait();
+}
+void Group::all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) {
+  all_gather_async(input, output, timeout)->wait();
+}
+void Group::reduce_scatter(const torch::Tensor& input, const torch::Tensor& output, ReduceOp op, Timeout timeout) {
+  reduce_scatter_async(input, output, op, timeout)->wait();
+}
+void Group::all_to_all(const torch::Tensor& input, const torch::Tensor& output, std::vector<std::int64_t> input_splits,
+                       std::vector<std::int64_t> output_splits, Timeout timeout) {
+  all_to_all_async(input, output, std::move(input_splits), std::move(output_splits), timeout)->wait();
+}
+void Group::broadcast(const torch::Tensor& tensor, int root, Timeout timeout) {
+  broadcast_async(tensor, root, timeout)->wait();
+}
+void Group::send(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) {
+  send_async(tensor, destination, tag, timeout)->wait();
+}
+void Group::recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) {
+  recv_async(tensor, source, tag, timeout)->wait();
+}
+void Group::barrier(Timeout timeout) { barrier_async(timeout)->wait(); }
+
+}  // namespace loco::comm

@@ -1,0 +1,143 @@
+// The communication interface every strategy talks to (DESIGN.md §3 "Group"): collectives and
+// point-to-point messages between the replicas of one run, with a timeout on every call, typed errors
+// (comm_error.h), and per-rank accounting of bytes, blocked time and emulated link time.
+//
+// Every operation starts asynchronously and returns a Work handle; the blocking forms are the
+// asynchronous ones followed by wait(). A tensor handed to an operation must not be touched until
+// its handle has been waited on. Operations are matched across ranks by the order in which each rank
+// starts them, as in c10d: every rank must start the same collectives in the same order.
+//
+// Backends (LocalGroup: replicas in one process; C10dGroup: Gloo/NCCL across processes) implement
+// seven primitives. Reduce-scatter and the mean are built here from them, once for both backends,
+// so that both give the same result for the same call (Gloo in libtorch 1.13 has no reduce-scatter).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "loco/comm/link/link_model.h"
+
+namespace loco::comm {
+
+enum class ReduceOp { sum, mean };
+
+// How the emulated link shows in real time (note "latency-injection"): `none` only accounts for it;
+// `latency` delays each operation's completion by its rounds × the link latency (for links shaped by
+// tc, where the kernel has no netem to add latency); `full` delays completion until the link model's
+// whole time has passed (bandwidth too).
+enum class LinkDelay { none, latency, full };
+
+using Timeout = std::chrono::milliseconds;
+// Use the group's default timeout (GroupOptions::timeout).
+inline constexpr Timeout kGroupTimeout{-1};
+
+struct GroupOptions {
+  Timeout timeout{std::chrono::minutes(10)};
+  LinkModel link;
+  LinkDelay delay = LinkDelay::none;
+};
+
+// What one rank has communicated so far.
+struct CommStats {
+  std::uint64_t bytes_sent = 0;  // payload and codec scales, as the algorithm sends them (traffic.h)
+  std::uint64_t bytes_recv = 0;
+  std::uint64_t operations = 0;
+  double blocked_s = 0;   // wall time spent in wait(): communication not hidden behind compute
+  double emulated_s = 0;  // time the operations would take on the emulated link
+};
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the operation has completed; throws CommTimeout, PeerLost or CommError.
+  // Calling it again returns at once (or throws the same error again).
+  virtual void wait() = 0;
+  virtual bool is_completed() = 0;
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+// Element counts of `parts` nearly equal pieces of `count` (the first count % parts get one more).
+std::vector<std::int64_t> even_split(std::int64_t count, int parts);
+
+class Group {
+ public:
+  virtual ~Group() = default;
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual std::string backend() const = 0;
+  // Where tensors handed to this group must live.
+  virtual torch::Device device() const { return torch::kCPU; }
+  const GroupOptions& options() const { return options_; }
+  CommStats stats() const;
+
+  // In place: every rank ends with the sum (or mean) of all ranks' tensors.
+  WorkHandle all_reduce_async(const torch::Tensor& tensor, ReduceOp op = ReduceOp::sum,
+                              Timeout timeout = kGroupTimeout);
+  // output (size·input.numel() elements) receives every rank's input in rank order.
+  WorkHandle all_gather_async(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout = kGroupTimeout);
+  // input is split into size pieces by even_split; output (this rank's piece) receives their sum/mean.
+  WorkHandle reduce_scatter_async(const torch::Tensor& input, const torch::Tensor& output, ReduceOp op = ReduceOp::sum,
+                                  Timeout timeout = kGroupTimeout);
+  // Piece r of input (input_splits[r] elements) goes to rank r; piece r of output comes from rank r.
+  WorkHandle all_to_all_async(const torch::Tensor& input, const torch::Tensor& output,
+                              std::vector<std::int64_t> input_splits, std::vector<std::int64_t> output_splits,
+                              Timeout timeout = kGroupTimeout);
+  WorkHandle broadcast_async(const torch::Tensor& tensor, int root, Timeout timeout = kGroupTimeout);
+  WorkHandle send_async(const torch::Tensor& tensor, int destination, int tag = 0, Timeout timeout = kGroupTimeout);
+  WorkHandle recv_async(const torch::Tensor& tensor, int source, int tag = 0, Timeout timeout = kGroupTimeout);
+  WorkHandle barrier_async(Timeout timeout = kGroupTimeout);
+
+  void all_reduce(const torch::Tensor& tensor, ReduceOp op = ReduceOp::sum, Timeout timeout = kGroupTimeout);
+  void all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout = kGroupTimeout);
+  void reduce_scatter(const torch::Tensor& input, const torch::Tensor& output, ReduceOp op = ReduceOp::sum,
+                      Timeout timeout = kGroupTimeout);
+  void all_to_all(const torch::Tensor& input, const torch::Tensor& output, std::vector<std::int64_t> input_splits,
+                  std::vector<std::int64_t> output_splits, Timeout timeout = kGroupTimeout);
+  void broadcast(const torch::Tensor& tensor, int root, Timeout timeout = kGroupTimeout);
+  void send(const torch::Tensor& tensor, int destination, int tag = 0, Timeout timeout = kGroupTimeout);
+  void recv(const torch::Tensor& tensor, int source, int tag = 0, Timeout timeout = kGroupTimeout);
+  void barrier(Timeout timeout = kGroupTimeout);
+
+ protected:
+  Group(int rank, int size, GroupOptions options);
+
+  // The backend's primitives. Arguments are validated before these are called; tensors are
+  // contiguous and on device(); all_reduce sums; splits are in elements of flat tensors.
+  virtual WorkHandle start_all_reduce_sum(const torch::Tensor& tensor, Timeout timeout) = 0;
+  virtual WorkHandle start_all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) = 0;
+  virtual WorkHandle start_all_to_all(const torch::Tensor& input, const torch::Tensor& output,
+                                      const std::vector<std::int64_t>& input_splits,
+                                      const std::vector<std::int64_t>& output_splits, Timeout timeout) = 0;
+  virtual WorkHandle start_broadcast(const torch::Tensor& tensor, int root, Timeout timeout) = 0;
+  virtual WorkHandle start_send(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) = 0;
+  virtual WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) = 0;
+  virtual WorkHandle start_barrier(Timeout timeout) = 0;
+
+ private:
+  struct StatsCell {
+    std::mutex mutex;
+    CommStats stats;
+  };
+
+  Timeout resolve(Timeout timeout) const;
+  WorkHandle accounted(WorkHandle work, const Traffic& traffic, double emulated_s, std::function<void()> finish = {});
+  void check_tensor(const torch::Tensor& tensor, const char* what) const;
+  void check_rank(int rank, const char* what) const;
+
+  int rank_;
+  int size_;
+  GroupOptions options_;
+  std::shared_ptr<StatsCell> stats_ = std::make_shared<StatsCell>();
+};
+
+}  // namespace loco::comm

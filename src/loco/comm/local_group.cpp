@@ -1,0 +1,217 @@
+#include "loco/comm/local_group.h"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <thread>
+
+#include "loco/comm/local_world.h"
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+namespace {
+
+using Clock = LocalWorld::Clock;
+
+// A collective run by the rank's worker thread; wait() takes its result (or its exception).
+class FutureWork final : public Work {
+ public:
+  explicit FutureWork(std::shared_future<void> future) : future_(std::move(future)) {}
+  void wait() override { future_.get(); }
+  bool is_completed() override { return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
+ private:
+  std::shared_future<void> future_;
+};
+
+class CompletedWork final : public Work {
+ public:
+  void wait() override {}
+  bool is_completed() override { return true; }
+};
+
+// A receive takes its message when waited on; its ticket was reserved when it was started, so
+// receives on one channel get the messages in the order they were started.
+class ReceiveWork final : public Work {
+ public:
+  ReceiveWork(std::shared_ptr<LocalWorld> world, torch::Tensor tensor, int source, int destination, int tag,
+              std::uint64_t ticket, Timeout timeout)
+      : world_(std::move(world)),
+        tensor_(std::move(tensor)),
+        source_(source),
+        destination_(destination),
+        tag_(tag),
+        ticket_(ticket),
+        deadline_(Clock::now() + timeout) {}
+
+  void wait() override {
+    if (done_) return;
+    auto message = world_->take(source_, destination_, tag_, ticket_, deadline_);
+    LOCO_CHECK(message.numel() == tensor_.numel() && message.scalar_type() == tensor_.scalar_type(),
+               "recv: rank {} expects {} elements of {} from rank {} (tag {}), the message has {} of {}", destination_,
+               tensor_.numel(), c10::toString(tensor_.scalar_type()), source_, tag_, message.numel(),
+               c10::toString(message.scalar_type()));
+    tensor_.view({-1}).copy_(message.view({-1}));
+    done_ = true;
+  }
+  bool is_completed() override { return done_ || world_->has_arrived(source_, destination_, tag_, ticket_); }
+
+ private:
+  std::shared_ptr<LocalWorld> world_;
+  torch::Tensor tensor_;
+  int source_, destination_, tag_;
+  std::uint64_t ticket_;
+  Clock::time_point deadline_;
+  bool done_ = false;
+};
+
+class LocalGroup final : public Group {
+ public:
+  LocalGroup(std::shared_ptr<LocalWorld> world, int rank, int size, GroupOptions options)
+      : Group(rank, size, std::move(options)), world_(std::move(world)), worker_([this] { run_worker(); }) {}
+
+  ~LocalGroup() override {
+    world_->leave(rank());
+    {
+      std::lock_guard lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    worker_.join();
+  }
+
+  std::string backend() const override { return "local"; }
+
+ protected:
+  WorkHandle start_all_reduce_sum(const torch::Tensor& tensor, Timeout timeout) override {
+    return collective(fmt::format("all_reduce(n={})", tensor.numel()), {tensor.clone()}, timeout,
+                      [tensor](const std::vector<LocalWorld::Contribution>& all) {
+                        auto sum = all[0][0].clone();
+                        for (std::size_t rank = 1; rank < all.size(); ++rank) sum.add_(all[rank][0]);
+                        tensor.copy_(sum);
+                      });
+  }
+
+  WorkHandle start_all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) override {
+    return collective(fmt::format("all_gather(n={})", input.numel()), {input.clone()}, timeout,
+                      [output](const std::vector<LocalWorld::Contribution>& all) {
+                        auto flat = output.view({-1});
+                        std::int64_t offset = 0;
+                        for (const auto& contribution : all) {
+                          const auto piece = contribution[0].view({-1});
+                          flat.narrow(0, offset, piece.numel()).copy_(piece);
+                          offset += piece.numel();
+                        }
+                      });
+  }
+
+  WorkHandle start_all_to_all(const torch::Tensor& input, const torch::Tensor& output,
+                              const std::vector<std::int64_t>& input_splits,
+                              const std::vector<std::int64_t>& output_splits, Timeout timeout) override {
+    LocalWorld::Contribution pieces;
+    std::int64_t offset = 0;
+    const auto flat_input = input.view({-1});
+    for (auto count : input_splits) {
+      pieces.push_back(flat_input.narrow(0, offset, count).clone());
+      offset += count;
+    }
+    const int me = rank();
+    return collective("all_to_all", std::move(pieces), timeout,
+                      [output, output_splits, me](const std::vector<LocalWorld::Contribution>& all) {
+                        auto flat = output.view({-1});
+                        std::int64_t offset = 0;
+                        for (std::size_t source = 0; source < all.size(); ++source) {
+                          const auto& piece = all[source][static_cast<std::size_t>(me)];
+                          LOCO_CHECK(piece.numel() == output_splits[source],
+                                     "all_to_all: rank {} sends {} elements to rank {}, which expects {}", source,
+                                     piece.numel(), me, output_splits[source]);
+                          flat.narrow(0, offset, piece.numel()).copy_(piece);
+                          offset += piece.numel();
+                        }
+                      });
+  }
+
+  WorkHandle start_broadcast(const torch::Tensor& tensor, int root, Timeout timeout) override {
+    LocalWorld::Contribution contribution;
+    if (rank() == root) contribution.push_back(tensor.clone());
+    const bool receives = rank() != root;
+    return collective(fmt::format("broadcast(root={}, n={})", root, tensor.numel()), std::move(contribution), timeout,
+                      [tensor, root, receives](const std::vector<LocalWorld::Contribution>& all) {
+                        if (receives) tensor.copy_(all[static_cast<std::size_t>(root)][0]);
+                      });
+  }
+
+  WorkHandle start_send(const torch::Tensor& tensor, int destination, int tag, Timeout) override {
+    world_->post(rank(), destination, tag, tensor.clone());
+    return std::make_shared<CompletedWork>();
+  }
+
+  WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) override {
+    const auto ticket = world_->reserve(source, rank(), tag);
+    return std::make_shared<ReceiveWork>(world_, tensor, source, rank(), tag, ticket, timeout);
+  }
+
+  WorkHandle start_barrier(Timeout timeout) override {
+    return collective("barrier", {}, timeout, [](const std::vector<LocalWorld::Contribution>&) {});
+  }
+
+ private:
+  using Consume = std::function<void(const std::vector<LocalWorld::Contribution>&)>;
+
+  // Queues the rendezvous on this rank's worker thread, so that collectives run in the order they
+  // were started (as c10d does) while the caller goes on. The timeout counts from when it runs.
+  WorkHandle collective(std::string operation, LocalWorld::Contribution contribution, Timeout timeout,
+                        Consume consume) {
+    const std::uint64_t sequence = next_sequence_++;
+    std::packaged_task<void()> task([this, sequence, operation = std::move(operation),
+                                     contribution = std::move(contribution), timeout, consume = std::move(consume)] {
+      consume(world_->exchange(rank(), sequence, operation, contribution, Clock::now() + timeout));
+    });
+    auto future = task.get_future().share();
+    {
+      std::lock_guard lock(queue_mutex_);
+      queue_.push_back(std::move(task));
+    }
+    queue_changed_.notify_one();
+    return std::make_shared<FutureWork>(std::move(future));
+  }
+
+  void run_worker() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock lock(queue_mutex_);
+        queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();  // exceptions go into the task's future
+    }
+  }
+
+  std::shared_ptr<LocalWorld> world_;
+  std::uint64_t next_sequence_ = 0;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<std::packaged_task<void()>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;  // last: starts after everything it uses
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const GroupOptions& options) {
+  LOCO_CHECK(world_size >= 1, "a local group needs at least one rank, not {}", world_size);
+  auto world = std::make_shared<LocalWorld>(world_size);
+  std::vector<std::unique_ptr<Group>> groups;
+  for (int rank = 0; rank < world_size; ++rank) {
+    groups.push_back(std::make_unique<LocalGroup>(world, rank, world_size, options));
+  }
+  return groups;
+}
+
+}  // namespace loco::comm

@@ -1,0 +1,21 @@
+// M replicas in one process (DESIGN.md §3 "Group"): for experiments with simulated replicas and for
+// tests. No sockets: ranks hand each other tensors through shared memory. Each replica runs in its
+// own thread and uses its own Group; a Group is not shared between threads.
+//
+// Collectives combine contributions in rank order, so results are deterministic, and they are the
+// same algorithms as over c10d where loco builds them (reduce-scatter, quantised all-reduce).
+// Byte counts and emulated time are those of the algorithm a network backend would run (traffic.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "loco/comm/group.h"
+
+namespace loco::comm {
+
+// One group per rank, in rank order. Destroying a rank's group tells the others it has left: their
+// pending and later operations that need it throw PeerLost.
+std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const GroupOptions& options = {});
+
+}  // namespace loco::comm

@@ -1,0 +1,91 @@
+#include "loco/comm/quantized_all_reduce.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "loco/util/error.h"
+
+namespace loco::comm {
+
+namespace {
+
+// Pieces start on block boundaries so that re-encoding a reduced piece uses the codec's own blocks.
+std::vector<std::int64_t> aligned_pieces(std::int64_t count, int parts, std::int64_t alignment) {
+  const std::int64_t per_part = (count + parts - 1) / parts;
+  const std::int64_t piece = (per_part + alignment - 1) / alignment * alignment;
+  std::vector<std::int64_t> pieces;
+  std::int64_t remaining = count;
+  for (int part = 0; part < parts; ++part) {
+    pieces.push_back(std::min(piece, remaining));
+    remaining -= pieces.back();
+  }
+  return pieces;
+}
+
+std::vector<std::int64_t> offsets_of(const std::vector<std::int64_t>& sizes) {
+  std::vector<std::int64_t> offsets(sizes.size(), 0);
+  for (std::size_t i = 1; i < sizes.size(); ++i) offsets[i] = offsets[i - 1] + sizes[i - 1];
+  return offsets;
+}
+
+std::int64_t encoded(const Codec& codec, std::int64_t count) {
+  return static_cast<std::int64_t>(codec.encoded_bytes(static_cast<std::size_t>(count)));
+}
+
+torch::Tensor byte_buffer(std::int64_t bytes) { return torch::empty({bytes}, torch::kUInt8); }
+
+}  // namespace
+
+void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, ReduceOp op, Timeout timeout) {
+  LOCO_CHECK(tensor.scalar_type() == torch::kFloat32, "quantized_all_reduce needs float32 values, got {}",
+             c10::toString(tensor.scalar_type()));
+  const int size = group.size();
+  const auto me = static_cast<std::size_t>(group.rank());
+  auto host = tensor.to(torch::kCPU).contiguous().view({-1});  // a copy only if tensor is elsewhere
+  const float* values = host.data_ptr<float>();
+
+  const auto pieces = aligned_pieces(host.numel(), size, static_cast<std::int64_t>(codec.block_size()));
+  const auto piece_offsets = offsets_of(pieces);
+  std::vector<std::int64_t> piece_bytes;
+  for (auto piece : pieces) piece_bytes.push_back(encoded(codec, piece));
+  auto on_group_device = [&](const torch::Tensor& bytes) { return bytes.to(group.device()); };
+
+  // 2. Reduce-scatter phase: piece r of every rank goes to rank r.
+  auto outgoing = byte_buffer(std::accumulate(piece_bytes.begin(), piece_bytes.end(), std::int64_t{0}));
+  const auto outgoing_offsets = offsets_of(piece_bytes);
+  for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
+    codec.encode(values + piece_offsets[piece], static_cast<std::size_t>(pieces[piece]),
+                 outgoing.data_ptr<std::uint8_t>() + outgoing_offsets[piece]);
+  }
+  const std::vector<std::int64_t> mine_from_each(static_cast<std::size_t>(size), piece_bytes[me]);
+  auto incoming = on_group_device(byte_buffer(piece_bytes[me] * size));
+  group.all_to_all(on_group_device(outgoing), incoming, piece_bytes, mine_from_each, timeout);
+  incoming = incoming.to(torch::kCPU);
+
+  // 3. Sum my piece in fp32, in rank order.
+  const auto my_count = static_cast<std::size_t>(pieces[me]);
+  auto sum = torch::zeros({pieces[me]}, torch::kFloat32);
+  for (int source = 0; source < size; ++source) {
+    codec.decode_add(incoming.data_ptr<std::uint8_t>() + source * piece_bytes[me], my_count, sum.data_ptr<float>());
+  }
+  if (op == ReduceOp::mean) sum.div_(size);
+
+  // 4. All-gather phase: my reduced piece, encoded once, to every rank; decode every piece. A ring
+  // all-gather needs equal sizes, so pieces are padded to the largest (a few bytes for large tensors;
+  // counted as sent). The ring keeps one flow per link, where an all-to-all's many flows into one
+  // link overflow a shaped link's queue (docs/results.md, "Collectives over a shaped link").
+  const std::int64_t slot_bytes = *std::max_element(piece_bytes.begin(), piece_bytes.end());
+  auto reduced = torch::zeros({slot_bytes}, torch::kUInt8);
+  codec.encode(sum.data_ptr<float>(), my_count, reduced.data_ptr<std::uint8_t>());
+  auto gathered = on_group_device(byte_buffer(slot_bytes * size));
+  group.all_gather(on_group_device(reduced), gathered, timeout);
+  gathered = gathered.to(torch::kCPU);
+  float* result = host.data_ptr<float>();
+  for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
+    codec.decode(gathered.data_ptr<std::uint8_t>() + static_cast<std::int64_t>(piece) * slot_bytes,
+                 static_cast<std::size_t>(pieces[piece]), result + piece_offsets[piece]);
+  }
+  if (!host.is_alias_of(tensor)) tensor.copy_(host.view(tensor.sizes()));
+}
+
+}  // namespace loco::comm

@@ -1,0 +1,90 @@
+// One rank of a multi-process test: started N times by `loco launch` (tests/CMakeLists.txt), each
+// rank joins a Gloo group over loopback and runs the same checks as the in-process tests
+// (support/collective_checks.h), then compares its results with a LocalGroup of the same size
+// simulated in this process: both backends must give the same bits.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/comm_error.h"
+#include "loco/comm/connect.h"
+#include "support/collective_checks.h"
+
+namespace loco::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// One group per process, joined by the first test that needs it: rank 0's store lives as long as
+// the group, so a second rendezvous on the same port could meet the first store still shutting down.
+Group& world() {
+  static const std::unique_ptr<Group> group = [] {
+    const auto environment = launch::rank_environment_from_env();
+    if (!environment) throw std::runtime_error("run this test through `loco launch --nproc N -- <this binary>`");
+    torch::set_num_threads(1);  // several ranks share 2 cores
+    GroupOptions options;
+    options.timeout = 60s;
+    return connect_from_environment(*environment, "gloo", options, 60s);
+  }();
+  return *group;
+}
+
+TEST(GlooCollectives, KnownAnswers) {
+  Group& group = world();
+  for (auto count : test::collective_counts()) {
+    test::check_all_reduce(group, count);
+    test::check_all_gather(group, count);
+    test::check_reduce_scatter(group, count);
+    test::check_all_to_all(group, count);
+    test::check_broadcast(group, count);
+    test::check_send_recv_ring(group, count);
+    test::check_async_out_of_order(group, count);
+    group.barrier();
+  }
+}
+
+TEST(GlooCollectives, QuantizedAllReduceMatchesLocalGroupBitForBit) {
+  Group& group = world();
+  for (const auto& codec : codec_names()) {
+    for (auto count : test::collective_counts()) {
+      const auto over_gloo = test::check_quantized_all_reduce(group, codec, count);
+      torch::Tensor in_process;
+      test::run_on_local_ranks(group.size(), [&](Group& local) {
+        auto result = test::check_quantized_all_reduce(local, codec, count);
+        if (local.rank() == group.rank()) in_process = result;
+      });
+      EXPECT_TRUE(torch::equal(over_gloo, in_process)) << codec << ", count " << count;
+    }
+  }
+}
+
+// Run with 2 ranks: rank 1 never starts the all-reduce; rank 0 must get CommTimeout in time.
+TEST(GlooFailures, StalledPeerTimesOut) {
+  Group& group = world();
+  if (group.rank() == 1) {
+    std::this_thread::sleep_for(4s);
+    return;
+  }
+  const auto start = Clock::now();
+  auto tensor = torch::ones({16});
+  EXPECT_THROW(group.all_reduce(tensor, ReduceOp::sum, 1s), CommTimeout);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 3.5);
+}
+
+// Run with 2 ranks: rank 1's process exits during the run; rank 0 must get PeerLost, not hang.
+TEST(GlooFailures, LostPeerIsReported) {
+  Group& group = world();
+  group.barrier();
+  if (group.rank() == 1) std::_Exit(0);  // the process dies without leaving the group
+  const auto start = Clock::now();
+  auto tensor = torch::ones({16});
+  EXPECT_THROW(group.all_reduce(tensor, ReduceOp::sum, 30s), PeerLost);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+}
+
+}  // namespace
+}  // namespace loco::comm

@@ -1,0 +1,166 @@
+// LocalGroup: collectives with known answers for world sizes 1–5 and every codec; timeouts, lost
+// peers and mismatched collectives are reported as typed errors; byte and link accounting.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/comm_error.h"
+#include "loco/comm/local_group.h"
+#include "support/collective_checks.h"
+
+namespace loco::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+class LocalCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(LocalCollectives, KnownAnswers) {
+  test::run_on_local_ranks(GetParam(), [](Group& group) {
+    for (auto count : test::collective_counts()) {
+      test::check_all_reduce(group, count);
+      test::check_all_gather(group, count);
+      test::check_reduce_scatter(group, count);
+      test::check_all_to_all(group, count);
+      test::check_broadcast(group, count);
+      test::check_send_recv_ring(group, count);
+      test::check_async_out_of_order(group, count);
+      group.barrier();
+    }
+  });
+}
+
+TEST_P(LocalCollectives, QuantizedAllReduceEveryCodec) {
+  test::run_on_local_ranks(GetParam(), [](Group& group) {
+    for (const auto& codec : codec_names()) {
+      for (auto count : test::collective_counts()) test::check_quantized_all_reduce(group, codec, count);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, LocalCollectives, ::testing::Values(1, 2, 3, 4, 5));
+
+TEST(LocalGroupFailures, MissingPeerTimesOutNamingIt) {
+  test::run_on_local_ranks(3, [](Group& group) {
+    if (group.rank() == 2) return;  // never joins the all-reduce (but stays in the group)
+    auto tensor = torch::ones({4});
+    const auto start = Clock::now();
+    try {
+      group.all_reduce(tensor, ReduceOp::sum, 200ms);
+      ADD_FAILURE() << "all_reduce without rank 2 completed";
+    } catch (const CommTimeout& e) {
+      EXPECT_NE(std::string(e.what()).find("rank(s) 2"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(seconds_since(start), 3.0);
+  });
+}
+
+TEST(LocalGroupFailures, PeerThatLeavesIsReportedAsLost) {
+  auto groups = make_local_groups(2);
+  std::thread waiter([&] {
+    auto tensor = torch::ones({4});
+    const auto start = Clock::now();
+    EXPECT_THROW(groups[0]->all_reduce(tensor, ReduceOp::sum, 30s), PeerLost);
+    EXPECT_LT(seconds_since(start), 10.0);
+    auto message = torch::empty({4});
+    EXPECT_THROW(groups[0]->recv(message, 1, 0, 30s), PeerLost);
+  });
+  std::this_thread::sleep_for(100ms);
+  groups[1].reset();  // rank 1's replica stops
+  waiter.join();
+}
+
+TEST(LocalGroupFailures, ReceiveWithoutSenderTimesOut) {
+  test::run_on_local_ranks(2, [](Group& group) {
+    if (group.rank() == 1) return;
+    auto message = torch::empty({3});
+    EXPECT_THROW(group.recv(message, 1, 0, 100ms), CommTimeout);
+  });
+}
+
+TEST(LocalGroupFailures, MismatchedCollectivesAreABug) {
+  bool mismatch_reported = false;
+  std::mutex mutex;
+  test::run_on_local_ranks(2, [&](Group& group) {
+    auto tensor = torch::ones({4});
+    try {
+      if (group.rank() == 0) group.all_reduce(tensor, ReduceOp::sum, 500ms);
+      if (group.rank() == 1) group.broadcast(tensor, 0, 500ms);
+      ADD_FAILURE() << "mismatched collectives completed";
+    } catch (const InternalError& e) {
+      std::lock_guard lock(mutex);
+      mismatch_reported = std::string(e.what()).find("collective mismatch") != std::string::npos;
+    } catch (const CommTimeout&) {
+      // the rank that arrived first waits in vain
+    }
+  });
+  EXPECT_TRUE(mismatch_reported);
+}
+
+TEST(LocalGroupAccounting, EmulatedLinkChargesRingTime) {
+  GroupOptions options;
+  options.link = LinkModel::parse("100", "10", 4);
+  test::run_on_local_ranks(
+      4,
+      [](Group& group) {
+        auto tensor = torch::ones({1 << 18});  // 1 MiB
+        group.all_reduce(tensor);
+        // 2·(N−1) rounds of 10 ms + 2·(N−1)/N·1 MiB at 100 Mbit/s.
+        const double expected = 6 * 0.010 + 8.0 * (1.5 * 1048576) / 100e6;
+        EXPECT_NEAR(group.stats().emulated_s, expected, 1e-9);
+        EXPECT_EQ(group.stats().bytes_sent, 3u * 1048576u / 2u);
+        EXPECT_EQ(group.stats().operations, 1u);
+      },
+      options);
+}
+
+TEST(LocalGroupAccounting, PerRankLinksChargeTheSlowest) {
+  GroupOptions options;
+  options.link = LinkModel::parse("1000,10", "1,5", 2);
+  test::run_on_local_ranks(
+      2,
+      [](Group& group) {
+        group.all_reduce(torch::ones({250}));  // 1000 bytes; ring moves 1000 each way
+        EXPECT_NEAR(group.stats().emulated_s, 2 * 0.005 + 8.0 * 1000 / 10e6, 1e-12);
+      },
+      options);
+}
+
+TEST(LocalGroupAccounting, FullDelayMakesOperationsTakeTheEmulatedTime) {
+  GroupOptions options;
+  options.link = LinkModel::parse("1", "5", 2);  // 1 Mbit/s: 4 KiB each way takes 32.8 ms
+  options.delay = LinkDelay::full;
+  test::run_on_local_ranks(
+      2,
+      [](Group& group) {
+        const auto start = Clock::now();
+        group.all_reduce(torch::ones({1024}));
+        const double emulated = 2 * 0.005 + 8.0 * 4096 / 1e6;
+        EXPECT_NEAR(group.stats().emulated_s, emulated, 1e-12);
+        EXPECT_GE(seconds_since(start), emulated - 1e-3);
+        EXPECT_GE(group.stats().blocked_s, emulated - 1e-3);
+      },
+      options);
+}
+
+TEST(LocalGroupAccounting, LatencyDelayAddsRoundsTimesLatency) {
+  GroupOptions options;
+  options.link = LinkModel::parse("", "20", 3);
+  options.delay = LinkDelay::latency;
+  test::run_on_local_ranks(
+      3,
+      [](Group& group) {
+        const auto start = Clock::now();
+        group.all_reduce(torch::ones({8}));  // 4 rounds
+        EXPECT_GE(seconds_since(start), 4 * 0.020 - 1e-3);
+      },
+      options);
+}
+
+}  // namespace
+}  // namespace loco::comm
