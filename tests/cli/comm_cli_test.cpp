@@ -1,0 +1,137 @@
+// `loco bench allreduce` end to end, and the rendezvous errors a user meets first: a port already in
+// use and a master that cannot be reached give a clear message within the timeout, not a hang.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace loco::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<nlohmann::json> json_lines(const std::string& output) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.front() == '{') rows.push_back(nlohmann::json::parse(line));
+  }
+  return rows;
+}
+
+// A TCP socket listening on a free loopback port; closed when the object dies.
+class ListeningSocket {
+ public:
+  ListeningSocket() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      throw std::runtime_error("cannot listen on a loopback port");
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  ~ListeningSocket() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+// Makes the loco processes this test starts one rank of a run; undone when the test ends.
+class RankEnvironment {
+ public:
+  RankEnvironment(int rank, int world_size, int port) {
+    ::setenv("RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  }
+  ~RankEnvironment() {
+    for (const char* variable : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(variable);
+  }
+};
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+TEST(BenchAllReduceCli, LocalRanksPrintVerifiedRowsWithTheRingBound) {
+  const auto result =
+      run_loco({"bench", "allreduce", "--backend", "local", "--nproc", "3", "--sizes", "4KiB", "--codec", "fp32,fp4",
+                "--bandwidth-mbps", "100", "--latency-ms", "5", "--repeats", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = json_lines(result.output);
+  ASSERT_EQ(rows.size(), 2u) << result.output;
+  EXPECT_EQ(rows[0]["codec"], "fp32");
+  EXPECT_EQ(rows[0]["size_bytes"], 4096);
+  EXPECT_EQ(rows[0]["wire_bytes"], 2 * 2 * 4096 / 3);  // ring: 2·(N−1)/N of the tensor
+  // 2·(N−1)/N·4096 bytes at 100 Mbit/s + 2·(N−1) rounds of 5 ms.
+  EXPECT_NEAR(rows[0]["bound_s"].get<double>(), 2.0 * 2 / 3 * 4096 * 8 / 100e6 + 4 * 0.005, 1e-12);
+  EXPECT_EQ(rows[1]["codec"], "fp4");
+  EXPECT_LT(rows[1]["wire_bytes"].get<double>() * 7, rows[0]["wire_bytes"].get<double>());
+  for (const auto& row : rows) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+}
+
+TEST(BenchAllReduceCli, GlooStartsItsOwnRanks) {
+  const auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--nproc", "2", "--sizes", "64KiB",
+                                "--codec", "fp32,int8", "--repeats", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = json_lines(result.output);
+  ASSERT_EQ(rows.size(), 2u) << result.output;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["backend"], "gloo");
+    EXPECT_EQ(row["nproc"], 2);
+    EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+  }
+}
+
+TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
+  auto result = run_loco({"bench", "allreduce", "--codec", "fp3"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("fp32, bf16, int8, fp4, int4"), std::string::npos) << result.output;
+  result = run_loco({"bench", "allreduce", "--sizes", "4 parsecs"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  result = run_loco({"bench", "allreduce", "--nproc", "2", "--bandwidth-mbps", "1,2,3"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("3 values for 2 ranks"), std::string::npos) << result.output;
+}
+
+TEST(RendezvousCli, PortInUseIsReportedAtOnce) {
+  ListeningSocket taken;
+  RankEnvironment environment(0, 2, taken.port());
+  const auto start = Clock::now();
+  const auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "20", "--sizes", "1KiB"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("already in use"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("MASTER_PORT"), std::string::npos) << result.output;
+  EXPECT_LT(seconds_since(start), 15.0);
+}
+
+TEST(RendezvousCli, UnreachableMasterTimesOutWithinTheTimeout) {
+  int free_port = 0;
+  {
+    ListeningSocket probe;  // a port nobody listens on once the probe is closed
+    free_port = probe.port();
+  }
+  RankEnvironment environment(1, 2, free_port);
+  const auto start = Clock::now();
+  const auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "2", "--sizes", "1KiB"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("could not reach the rendezvous store at 127.0.0.1:" + std::to_string(free_port)),
+            std::string::npos)
+      << result.output;
+  EXPECT_LT(seconds_since(start), 15.0);
+}
+
+}  // namespace
+}  // namespace loco::test
