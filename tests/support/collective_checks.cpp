@@ -44,15 +44,6 @@ std::int64_t piece(int source, int destination, std::int64_t count) {
 
 constexpr std::int64_t kBlock = 128;
 
-// The codec's worst-case error over every value a block with this absmax can hold.
-double largest_error(const comm::Codec& codec, double block_absmax) {
-  double largest = 0;
-  for (int step = 0; step <= 1024; ++step) {
-    largest = std::max(largest, codec.error_bound(block_absmax * step / 1024.0, block_absmax));
-  }
-  return largest;
-}
-
 }  // namespace
 
 std::vector<std::int64_t> collective_counts() { return {0, 1, 1009, (1 << 18) + 3}; }
@@ -154,6 +145,19 @@ void check_async_out_of_order(comm::Group& group, std::int64_t count) {
   }
 }
 
+void check_every_collective(comm::Group& group) {
+  for (auto count : collective_counts()) {
+    check_all_reduce(group, count);
+    check_all_gather(group, count);
+    check_reduce_scatter(group, count);
+    check_all_to_all(group, count);
+    check_broadcast(group, count);
+    check_send_recv_ring(group, count);
+    check_async_out_of_order(group, count);
+    group.barrier();
+  }
+}
+
 torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& codec_name, std::int64_t count) {
   const auto codec = comm::make_codec(codec_name);
   // Heavy-tailed values of different magnitudes per rank: codecs with block scales must cope.
@@ -179,7 +183,7 @@ torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& 
     for (std::int64_t block = 0; block < blocks; ++block) {
       const auto values = input.narrow(0, block * kBlock, std::min(kBlock, count - block * kBlock));
       const double absmax = values.abs().max().item<double>();
-      bound[static_cast<std::size_t>(block)] += largest_error(*codec, absmax);
+      bound[static_cast<std::size_t>(block)] += worst_error_in_block(*codec, absmax);
       sum_absmax[static_cast<std::size_t>(block)] += absmax;
     }
   }
@@ -188,7 +192,7 @@ torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& 
     // fp32 additions of the decoded contributions round too: at most one unit in the last place
     // (2^-24 relative) of the running sum per addition.
     const double summation = (group.size() + 1) * 0x1p-24 * (sum_absmax[b] + bound[b]);
-    bound[b] += summation + largest_error(*codec, sum_absmax[b] + bound[b] + summation);
+    bound[b] += summation + worst_error_in_block(*codec, sum_absmax[b] + bound[b] + summation);
   }
   auto element_bound = torch::tensor(bound, torch::kFloat64).repeat_interleave(kBlock).narrow(0, 0, count);
   const auto error = (tensor.to(torch::kFloat64) - exact).abs();

@@ -26,6 +26,8 @@ void check_all_to_all(comm::Group& group, std::int64_t count);
 void check_broadcast(comm::Group& group, std::int64_t count);
 void check_send_recv_ring(comm::Group& group, std::int64_t count);
 void check_async_out_of_order(comm::Group& group, std::int64_t count);
+// Every check above for every count of collective_counts().
+void check_every_collective(comm::Group& group);
 // Quantised all-reduce of seeded random data (the same on every backend): within the codec's bound
 // of the fp64 sum, identical on every rank, and moving the expected bytes. Returns the result.
 torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& codec, std::int64_t count);

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "loco/util/fs.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@ ScratchDir::ScratchDir() {
 ScratchDir::~ScratchDir() {
   std::error_code ec;
   fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-  fs::remove_all(path_, ec);
+  remove_tree(path_, ec);
 }
 
 namespace {

@@ -20,20 +20,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 class LocalCollectives : public ::testing::TestWithParam<int> {};
 
-TEST_P(LocalCollectives, KnownAnswers) {
-  test::run_on_local_ranks(GetParam(), [](Group& group) {
-    for (auto count : test::collective_counts()) {
-      test::check_all_reduce(group, count);
-      test::check_all_gather(group, count);
-      test::check_reduce_scatter(group, count);
-      test::check_all_to_all(group, count);
-      test::check_broadcast(group, count);
-      test::check_send_recv_ring(group, count);
-      test::check_async_out_of_order(group, count);
-      group.barrier();
-    }
-  });
-}
+TEST_P(LocalCollectives, KnownAnswers) { test::run_on_local_ranks(GetParam(), test::check_every_collective); }
 
 TEST_P(LocalCollectives, QuantizedAllReduceEveryCodec) {
   test::run_on_local_ranks(GetParam(), [](Group& group) {

@@ -102,7 +102,8 @@ TEST(Trainer, RefusesToTrainOverAnotherRunsCheckpoints) {
   EXPECT_THROW(train(config), ConfigError);
   EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "step_2" / "state.json"));
   // Metrics alone (a run that died before its first checkpoint) are protected too.
-  fs::remove_all(dir / "run" / "checkpoints");
+  std::error_code ec;
+  ASSERT_TRUE(remove_tree(dir / "run" / "checkpoints", ec)) << ec.message();
   EXPECT_THROW(train(config), ConfigError);
   EXPECT_GT(fs::file_size(dir / "run" / "metrics.jsonl"), 0u);
 }

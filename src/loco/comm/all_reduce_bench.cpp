@@ -23,15 +23,6 @@ torch::Tensor bench_input(int rank, std::int64_t count) {
   return torch::randn({count}, generator, torch::kFloat32);
 }
 
-// The codec's worst case for any value of a block whose absmax is `absmax` (error_bound depends on
-// the value; the worst value is not always the largest).
-double largest_error(const Codec& codec, double absmax) {
-  double largest = 0;
-  for (int step = 0; step <= 1024; ++step)
-    largest = std::max(largest, codec.error_bound(absmax * step / 1024.0, absmax));
-  return largest;
-}
-
 struct Verification {
   double max_abs_err = 0;
   double bound = 0;
@@ -47,11 +38,11 @@ Verification verify(const Group& group, const Codec* codec, const torch::Tensor&
     exact += input.to(torch::kFloat64);
     const double absmax = input.abs().max().item<double>();
     absmax_sum += absmax;
-    if (codec != nullptr) bound += largest_error(*codec, absmax);
+    if (codec != nullptr) bound += worst_error_in_block(*codec, absmax);
   }
   bound += (group.size() + 1) * 0x1p-24 * (absmax_sum + bound);
-  if (codec != nullptr) bound += largest_error(*codec, absmax_sum + bound);
-  return {(result.to(torch::kFloat64) - exact).abs().max().item<double>(), bound};
+  if (codec != nullptr) bound += worst_error_in_block(*codec, absmax_sum + bound);
+  return {(result.to(torch::kCPU, torch::kFloat64) - exact).abs().max().item<double>(), bound};
 }
 
 double median(std::vector<double> values) {
@@ -62,8 +53,8 @@ double median(std::vector<double> values) {
 
 // The slowest rank decides how long a collective took.
 double slowest(Group& group, double seconds) {
-  auto value = torch::tensor({seconds}, torch::kFloat64);
-  auto all = torch::empty({group.size()}, torch::kFloat64);
+  auto value = torch::tensor({seconds}, torch::kFloat64).to(group.device());
+  auto all = torch::empty({group.size()}, value.options());
   group.all_gather(value, all);
   return all.max().item<double>();
 }
@@ -103,7 +94,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const All
   std::vector<nlohmann::ordered_json> rows;
   for (const auto size_bytes : options.sizes_bytes) {
     const std::int64_t count = size_bytes / 4;
-    const auto input = bench_input(group.rank(), count);
+    const auto input = bench_input(group.rank(), count).to(group.device());  // NCCL: on the GPU
     for (const auto& codec_name : options.codecs) {
       const auto codec = make_codec(codec_name, options.block_size);
       const bool native = codec_name == "fp32";

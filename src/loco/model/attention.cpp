@@ -52,11 +52,11 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const std::int64_t B = x.size(0), T = x.size(1);
-  torch::Tensor q = q_proj(x).view({B, T, heads_, head_dim_}).transpose(1, 2);     // (B, H, T, D)
-  torch::Tensor k = k_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);  // (B, KV, T, D)
+  // Rotary on the projections' own (B, T, heads, D) layout, then (B, H, T, D) views of it: the
+  // layout the fused attention kernels read without a copy.
+  torch::Tensor q = rotary_.apply(q_proj(x).view({B, T, heads_, head_dim_})).transpose(1, 2);     // (B, H, T, D)
+  torch::Tensor k = rotary_.apply(k_proj(x).view({B, T, kv_heads_, head_dim_})).transpose(1, 2);  // (B, KV, T, D)
   torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
-  q = rotary_.apply(q);
-  k = rotary_.apply(k);
   if (kv_heads_ != heads_) {
     // Query head h reads key/value head h / group (HF repeat_kv).
     const std::int64_t group = heads_ / kv_heads_;

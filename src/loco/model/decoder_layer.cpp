@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "loco/util/torch_compat.h"
+
 namespace loco {
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
@@ -23,8 +25,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x) {
-  torch::Tensor h = x + self_attn(input_layernorm(x));
-  return h + mlp(post_attention_layernorm(h));
+  // Under autocast the normalised activations go to bf16 once, not once per projection reading them.
+  torch::Tensor h = x + self_attn(compat::to_autocast_dtype(input_layernorm(x)));
+  return h + mlp(compat::to_autocast_dtype(post_attention_layernorm(h)));
 }
 
 }  // namespace loco

@@ -87,7 +87,7 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
     }
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp, ec);
     throw;
   }
 }

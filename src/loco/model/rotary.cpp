@@ -20,16 +20,21 @@ std::pair<torch::Tensor, torch::Tensor> RotaryEmbedding::tables(std::int64_t len
     torch::Tensor freqs = torch::outer(positions, inv_freq);  // (T, d/2)
     torch::Tensor angles = torch::cat({freqs, freqs}, -1);    // (T, d)
     cos_ = angles.cos().to(dtype).to(device);
-    sin_ = angles.sin().to(dtype).to(device);
+    // rotate_half(x)·sin = roll(x, d/2)·[−sin₁, sin₂]: the sign of rotate_half lives in the table.
+    torch::Tensor sin = angles.sin();
+    const std::int64_t half = head_dim_ / 2;
+    sin_ = torch::cat({-sin.narrow(-1, 0, half), sin.narrow(-1, half, half)}, -1).to(dtype).to(device);
   }
   return {cos_.narrow(0, 0, length), sin_.narrow(0, 0, length)};
 }
 
 torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) {
-  const auto [cos, sin] = tables(x.size(2), x.scalar_type(), x.device());
-  std::int64_t half = head_dim_ / 2;
-  torch::Tensor rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
+  auto [cos, signed_sin] = tables(x.size(1), x.scalar_type(), x.device());
+  cos = cos.unsqueeze(1);  // (T, 1, d): broadcast over the heads of (B, T, heads, d)
+  signed_sin = signed_sin.unsqueeze(1);
+  // x·cos + rotate_half(x)·sin with rotate_half([x1, x2]) = [−x2, x1] = roll(x, d/2)·[−1, 1]: one
+  // roll instead of two slices, a negation and a concatenation (and their gradients).
+  return torch::addcmul(x * cos, x.roll(head_dim_ / 2, -1), signed_sin);
 }
 
 }  // namespace loco

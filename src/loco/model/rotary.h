@@ -12,11 +12,13 @@ class RotaryEmbedding {
  public:
   RotaryEmbedding(std::int64_t head_dim, double theta);
 
-  // Applies the rotation to q or k of shape (B, heads, T, head_dim) at positions 0..T−1.
+  // Applies the rotation to q or k of shape (B, T, heads, head_dim) at positions 0..T−1 (the layout
+  // the projections produce, so every operand is contiguous).
   torch::Tensor apply(const torch::Tensor& x);
 
  private:
-  // (T, head_dim) cos and sin tables: views of one cached table for the longest length seen
+  // (T, head_dim) cos and signed sin ([−sin, sin] over the two halves) tables: views of one cached
+  // table for the longest length seen
   // (rebuilt when a longer sequence, another dtype or device comes), so generation's growing
   // lengths cost one table, not one per length.
   std::pair<torch::Tensor, torch::Tensor> tables(std::int64_t length, torch::ScalarType dtype, torch::Device device);

@@ -135,7 +135,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
     }
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(tmp_dir, ec);
+    remove_tree(tmp_dir, ec);
     throw;
   }
   return final_dir;

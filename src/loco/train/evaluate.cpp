@@ -6,11 +6,12 @@
 #include <cmath>
 
 #include "loco/data/batch_sampler.h"
+#include "loco/util/torch_compat.h"
 
 namespace loco {
 
 EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
-                    std::int64_t seq_len, torch::Device device) {
+                    std::int64_t seq_len, torch::Device device, bool bf16_autocast) {
   torch::NoGradGuard no_grad;
   data::BatchSampler sampler(val, seq_len, /*seed=*/0, /*replica=*/0, /*num_replicas=*/1, /*shuffle=*/false);
   const auto windows = std::min<std::int64_t>(batches * batch_size, static_cast<std::int64_t>(sampler.windows_per_epoch()));
@@ -20,6 +21,7 @@ EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t ba
     torch::Tensor inputs = torch::empty({b, seq_len}, torch::kInt64);
     torch::Tensor targets = torch::empty({b, seq_len}, torch::kInt64);
     sampler.next_batch(b, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
+    compat::CudaBf16Autocast autocast(bf16_autocast);
     loss_sum += model->loss(inputs.to(device), targets.to(device)).item<double>() * static_cast<double>(b);
     done += b;
   }

@@ -15,8 +15,9 @@ struct EvalResult {
   std::int64_t tokens = 0;
 };
 
-// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens.
+// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens. With
+// `bf16_autocast` (CUDA only) the forward pass runs under bf16 autocast, as training does.
 EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
-                    std::int64_t seq_len, torch::Device device);
+                    std::int64_t seq_len, torch::Device device, bool bf16_autocast = false);
 
 }  // namespace loco

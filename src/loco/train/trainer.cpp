@@ -15,6 +15,7 @@
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/schedule.h"
+#include "loco/train/step_profiler.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/torch_compat.h"
@@ -204,15 +205,22 @@ TrainSummary Trainer::run() {
     if (!quiet) progress.note(fmt::format("checkpoint {}", summary.last_checkpoint.string()));
   };
 
+  const auto profiler = StepProfiler::from_environment(device.is_cuda());
   while (step < tc.steps) {
+    if (profiler) profiler->before_step(step + 1);
     const double lr = learning_rate(config.optim, step, tc.steps);
     optimizer.set_lr(lr);
     optimizer.zero_grad();
     double step_loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       sampler.next_batch(micro, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
-      compat::CudaBf16Autocast autocast(bf16);
-      torch::Tensor loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
+      torch::Tensor loss;
+      {
+        // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
+        // backward runs in the dtypes the forward chose.
+        compat::CudaBf16Autocast autocast(bf16);
+        loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
+      }
       loss.backward();
       step_loss += loss.item<double>();
     }
@@ -227,6 +235,7 @@ TrainSummary Trainer::run() {
     ++step;
     tokens += tokens_per_step;
     strategy.after_step(model, step);
+    if (profiler) profiler->after_step(step);
     state_->step_losses.push_back(step_loss);
     summary.train_loss = step_loss;
     interval_tokens += tokens_per_step;
@@ -244,7 +253,7 @@ TrainSummary Trainer::run() {
                                {"tokens_per_s", interval_tokens / std::max(interval_s, 1e-9)},
                                {"elapsed_s", elapsed_before + seconds_since(start)}};
       if (eval_now) {
-        summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device);
+        summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device, bf16);
         record["eval_loss"] = summary.eval.loss;
         record["eval_perplexity"] = summary.eval.perplexity;
         if (!quiet) {

@@ -1,6 +1,7 @@
 #include "loco/util/fs.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,8 +28,8 @@ void write_all(int fd, std::string_view bytes, const fs::path& path) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw IoError(fmt::format("cannot write {}: {}. Check free disk space and permissions.",
-                                path.string(), errno_text()));
+      throw IoError(
+          fmt::format("cannot write {}: {}. Check free disk space and permissions.", path.string(), errno_text()));
     }
     done += static_cast<std::size_t>(n);
   }
@@ -53,8 +54,8 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
   fs::path tmp = dir / fmt::format(".{}.tmp-{}", path.filename().string(), ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.",
-                              tmp.string(), errno_text()));
+    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.", tmp.string(),
+                              errno_text()));
   }
   try {
     write_all(fd, bytes, tmp);
@@ -82,13 +83,30 @@ bool rename_no_replace(const fs::path& from, const fs::path& to) {
   return true;
 }
 
+bool remove_tree(const fs::path& path, std::error_code& error) {
+  error.clear();
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return true;
+    error.assign(errno, std::generic_category());
+    return false;
+  }
+  // Depth first (FTW_DEPTH), without following symbolic links (FTW_PHYS); the first failure stops it.
+  auto remove_one = [](const char* entry, const struct stat*, int, struct FTW*) {
+    return ::remove(entry) == 0 ? 0 : errno;
+  };
+  const int failed = ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (failed != 0) error.assign(failed > 0 ? failed : errno, std::generic_category());
+  return failed == 0;
+}
+
 void make_fresh_directory(const fs::path& dir) {
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  remove_tree(dir, ec);
   if (!ec) fs::create_directory(dir, ec);
   if (ec) {
-    throw IoError(fmt::format("cannot create directory {}: {}. Check free disk space and permissions.",
-                              dir.string(), ec.message()));
+    throw IoError(fmt::format("cannot create directory {}: {}. Check free disk space and permissions.", dir.string(),
+                              ec.message()));
   }
 }
 
@@ -107,17 +125,17 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
-    throw IoError(fmt::format(
-        "cannot create {} '{}': {}. Choose a directory you can write to (for example under your "
-        "home directory) or fix its permissions.",
-        what, dir.string(), ec ? ec.message() : "a file with that name exists"));
+    throw IoError(
+        fmt::format("cannot create {} '{}': {}. Choose a directory you can write to (for example under your "
+                    "home directory) or fix its permissions.",
+                    what, dir.string(), ec ? ec.message() : "a file with that name exists"));
   }
   fs::path probe = dir / fmt::format(".loco-write-test-{}", ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    throw IoError(fmt::format(
-        "{} '{}' is not writable: {}. Choose a directory you can write to or fix its permissions.",
-        what, dir.string(), errno_text()));
+    throw IoError(
+        fmt::format("{} '{}' is not writable: {}. Choose a directory you can write to or fix its permissions.", what,
+                    dir.string(), errno_text()));
   }
   ::close(fd);
   ::unlink(probe.c_str());
@@ -166,8 +184,7 @@ MappedFile::~MappedFile() {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+    : path_(std::move(other.path_)), data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {

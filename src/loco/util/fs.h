@@ -25,6 +25,13 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what);
 // syncs the parent directory. Returns false when `to` exists; throws IoError on other failures.
 bool rename_no_replace(const fs::path& from, const fs::path& to);
 
+// Removes `path` and everything under it, like std::filesystem::remove_all but through POSIX nftw
+// (note "no-fs-remove-all"): a PyTorch wheel's libtorch exports its own copy of libstdc++'s
+// std::filesystem functions, and its remove_all crashed when called from loco built by another g++
+// (seen with 2.11.0+cu130 on the lent H100). Returns false and sets `error` on failure; a missing
+// path is not an error.
+bool remove_tree(const fs::path& path, std::error_code& error);
+
 // Creates a fresh empty directory `dir` (removing a leftover one of that name); IoError on failure.
 void make_fresh_directory(const fs::path& dir);
 

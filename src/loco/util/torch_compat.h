@@ -11,21 +11,41 @@
 #define LOCO_HAS_SDPA 0
 #endif
 
+// at::autocast's per-device API (is_autocast_enabled(kCUDA), ...) replaced the CUDA-only one in 2.4.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define LOCO_AUTOCAST_DEVICE_API 1
+#else
+#define LOCO_AUTOCAST_DEVICE_API 0
+#endif
+
+// at::rms_norm arrived in 2.4 (composite); from 2.8 it runs as one fused CUDA kernel forward and one
+// backward instead of the ~5 + ~10 element-wise passes of the op-by-op formula.
+#if LOCO_AUTOCAST_DEVICE_API
+#define LOCO_HAS_RMS_NORM 1
+#else
+#define LOCO_HAS_RMS_NORM 0
+#endif
+
 #include <ATen/autocast_mode.h>
-#include <c10/util/string_utils.h>
 #include <torch/optim/optimizer.h>
 
+#include <sstream>
+#include <string>
 #include <type_traits>
 
 namespace loco::compat {
 
 // Key of a parameter in torch::optim::Optimizer::state(): a string of the TensorImpl address in
 // 1.13, the address itself in later releases. Deduced from the map's type rather than the version.
+// The string is what 1.13's c10::guts::to_string writes for a pointer (operator<<), without that
+// internal helper (and its header), which later releases need not keep.
 template <typename Key = typename std::decay_t<
               decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type>
 Key optimizer_state_key(const torch::Tensor& param) {
   if constexpr (std::is_same_v<Key, std::string>) {
-    return c10::guts::to_string(param.unsafeGetTensorImpl());
+    std::ostringstream out;
+    out << param.unsafeGetTensorImpl();
+    return out.str();
   } else {
     return static_cast<Key>(param.unsafeGetTensorImpl());
   }
@@ -38,7 +58,7 @@ class CudaBf16Autocast {
  public:
   explicit CudaBf16Autocast(bool enabled) : enabled_(enabled) {
     if (!enabled_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if LOCO_AUTOCAST_DEVICE_API
     at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
     at::autocast::set_autocast_enabled(at::kCUDA, true);
 #else
@@ -48,7 +68,7 @@ class CudaBf16Autocast {
   }
   ~CudaBf16Autocast() {
     if (!enabled_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if LOCO_AUTOCAST_DEVICE_API
     at::autocast::set_autocast_enabled(at::kCUDA, false);
 #else
     at::autocast::set_enabled(false);
@@ -61,5 +81,33 @@ class CudaBf16Autocast {
  private:
   bool enabled_;
 };
+
+// `x` in the dtype CUDA autocast gives matmul inputs (bf16) when autocast is on and x is a CUDA
+// floating-point tensor; x itself otherwise. Autocast casts a float32 input again for every matmul
+// that reads it (q, k and v: three casts forward, three back); casting once where several read it
+// gives the same forward pass in fewer passes over memory. Backward, the readers' bf16 gradients are
+// then summed before the one cast to float32 rather than after three.
+inline torch::Tensor to_autocast_dtype(const torch::Tensor& x) {
+  if (!x.is_cuda() || !x.is_floating_point()) return x;
+#if LOCO_AUTOCAST_DEVICE_API
+  if (!at::autocast::is_autocast_enabled(at::kCUDA)) return x;
+  return x.to(at::autocast::get_autocast_dtype(at::kCUDA));
+#else
+  if (!at::autocast::is_enabled()) return x;
+  return x.to(at::autocast::get_autocast_gpu_dtype());
+#endif
+}
+
+// weight · x / sqrt(mean(x²) + eps) over the last dimension through at::rms_norm where libtorch
+// has it; an undefined tensor where it does not (the caller then computes it op by op).
+inline torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+#if LOCO_HAS_RMS_NORM
+  const std::int64_t dim = x.size(-1);
+  return at::rms_norm(x, at::IntArrayRef(&dim, 1), weight, eps);
+#else
+  (void)x, (void)weight, (void)eps;
+  return {};
+#endif
+}
 
 }  // namespace loco::compat

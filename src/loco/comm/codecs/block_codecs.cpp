@@ -5,16 +5,11 @@
 #include <cstring>
 
 #include "loco/comm/codecs/block_scaled_codec.h"
+#include "loco/comm/codecs/float_bits.h"
 
 namespace loco::comm {
 
 namespace {
-
-std::uint32_t bits_of(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
 
 // Symmetric uniform levels -L..L with step s/L: q = round(x / s · L), halves away from zero.
 template <int L>

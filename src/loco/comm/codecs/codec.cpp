@@ -3,11 +3,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "loco/comm/codecs/block_codecs.h"
 #include "loco/comm/codecs/float_codecs.h"
 #include "loco/util/error.h"
 
 namespace loco::comm {
+
+double worst_error_in_block(const Codec& codec, double block_absmax) {
+  double worst = 0;
+  for (int step = 0; step <= 1024; ++step) {
+    worst = std::max(worst, codec.error_bound(block_absmax * step / 1024.0, block_absmax));
+  }
+  return worst;
+}
 
 std::vector<std::string> codec_names() { return {"fp32", "bf16", "int8", "fp4", "int4"}; }
 

@@ -51,6 +51,11 @@ class Codec {
 // ConfigError naming the valid names for an unknown name, and for block_size 0.
 std::unique_ptr<Codec> make_codec(std::string_view name, std::size_t block_size = 128);
 
+// The codec's worst-case error over every value a block whose absmax is `block_absmax` can hold
+// (error_bound depends on the value, and the worst value is not always the largest: fp4's is 3/4 s).
+// Evaluated on a grid of 1,025 values that contains each format's worst case.
+double worst_error_in_block(const Codec& codec, double block_absmax);
+
 // The valid names, in the order of CodecKind.
 std::vector<std::string> codec_names();
 

@@ -4,21 +4,11 @@
 #include <cstring>
 #include <limits>
 
+#include "loco/comm/codecs/float_bits.h"
+
 namespace loco::comm {
 
 namespace {
-
-std::uint32_t bits_of(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-float float_of(std::uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
 
 // The top 16 bits of the fp32 rounded to nearest, ties to even, by integer arithmetic on the bit
 // pattern (exact for normals, subnormals and overflow to infinity). A NaN would round to infinity

@@ -1,0 +1,44 @@
+// remove_tree (note "no-fs-remove-all" in util/fs.h): removes a whole tree, never follows a link out
+// of it, and treats a missing path as done.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "loco/util/fs.h"
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+TEST(RemoveTree, RemovesNestedFilesAndDirectoriesButNotLinkTargets) {
+  test::ScratchDir dir;
+  test::write_text(dir / "tree" / "a" / "b" / "file.txt", "x");
+  test::write_text(dir / "tree" / "top.txt", "y");
+  test::write_text(dir / "outside" / "keep.txt", "z");
+  fs::create_directory_symlink(dir / "outside", dir / "tree" / "a" / "link");
+  std::error_code error;
+  EXPECT_TRUE(remove_tree(dir / "tree", error)) << error.message();
+  EXPECT_FALSE(fs::exists(dir / "tree"));
+  EXPECT_TRUE(fs::exists(dir / "outside" / "keep.txt"));
+}
+
+TEST(RemoveTree, MissingPathIsNotAnError) {
+  test::ScratchDir dir;
+  std::error_code error;
+  EXPECT_TRUE(remove_tree(dir / "never-made", error));
+  EXPECT_FALSE(error);
+}
+
+TEST(RemoveTree, ReportsWhatCannotBeRemoved) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may remove files from a read-only directory";
+  test::ScratchDir dir;
+  test::write_text(dir / "locked" / "inner" / "file.txt", "x");
+  fs::permissions(dir / "locked" / "inner", fs::perms::owner_read | fs::perms::owner_exec);
+  std::error_code error;
+  const bool removed = remove_tree(dir / "locked", error);
+  fs::permissions(dir / "locked" / "inner", fs::perms::owner_all);
+  EXPECT_FALSE(removed);
+  EXPECT_TRUE(error);
+}
+
+}  // namespace
+}  // namespace loco
