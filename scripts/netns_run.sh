@@ -48,7 +48,7 @@ Options:
 
 Latency is NOT emulated: this kernel has no netem qdisc, so the links have the veth/bridge
 latency of one machine (tens of microseconds). loco emulates latency in-process with its link
-model (comm.latency_ms). --latency/--delay are rejected rather than silently ignored.
+model (--latency-ms of loco bench allreduce). --latency/--delay are rejected rather than silently ignored.
 
 Exit status: a rank's status as above; 2 when this machine cannot run it (not root, ip/tc
 missing, no tbf, namespaces not permitted); 64 for a usage error.
@@ -113,7 +113,7 @@ while (($#)); do
     --check) check=1; shift ;;
     --check-seconds) check_seconds=${2-}; shift 2 || usage_error "--check-seconds needs a value" ;;
     --latency | --latency=* | --delay | --delay=* | --netem | --netem=*)
-      usage_error "$1: latency cannot be emulated here (this kernel has no netem qdisc); use loco's in-process link model (comm.latency_ms) instead" ;;
+      usage_error "$1: latency cannot be emulated here (this kernel has no netem qdisc); use loco's in-process link model (--latency-ms of loco bench allreduce) instead" ;;
     -h | --help) usage; exit 0 ;;
     --) shift; command=("$@"); break ;;
     *) usage_error "unknown argument '$1' (the command goes after --)" ;;

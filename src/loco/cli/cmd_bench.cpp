@@ -8,6 +8,7 @@
 
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "loco/cli/commands.h"
@@ -80,7 +81,10 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.warmup = o.warmup;
   bench.verify = !o.no_verify;
   if (o.repeats < 1 || o.warmup < 0) throw ConfigError("--repeats must be ≥ 1 and --warmup ≥ 0.");
-  if (o.nproc < 1) throw ConfigError(fmt::format("--nproc {} : give at least 1 rank.", o.nproc));
+  if (o.nproc < 1) throw ConfigError(fmt::format("--nproc {}: give at least 1 rank.", o.nproc));
+  if (!(o.timeout_s > 0))
+    throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds.", o.timeout_s));
+  if (o.threads < 1) throw ConfigError(fmt::format("--threads {}: give at least 1 thread per rank.", o.threads));
   torch::set_num_threads(o.threads);
 
   const auto environment = launch::rank_environment_from_env();
@@ -93,15 +97,18 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   if (o.backend == "local") {
     auto groups = comm::make_local_groups(o.nproc, group_options);
     std::vector<nlohmann::ordered_json> rows;
-    std::exception_ptr error;
+    std::mutex mutex;
+    std::exception_ptr error;  // the first rank's failure; the others then only see PeerLost
     std::vector<std::thread> ranks;
     for (auto& group : groups) {
-      ranks.emplace_back([&, group = group.get()] {
+      ranks.emplace_back([&, &group = group] {
         try {
           auto result = comm::run_all_reduce_bench(*group, bench);
           if (group->rank() == 0) rows = std::move(result);
         } catch (...) {
-          if (group->rank() == 0) error = std::current_exception();
+          std::lock_guard lock(mutex);
+          if (!error) error = std::current_exception();
+          group.reset();  // tells the other ranks at once, instead of letting them time out
         }
       });
     }

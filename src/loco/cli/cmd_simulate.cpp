@@ -12,6 +12,7 @@
 #include "loco/sim/model_size.h"
 #include "loco/sim/simulate_report.h"
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::cli {
 
@@ -50,18 +51,12 @@ std::vector<double> parse_numbers(const std::string& text, const char* option) {
   std::vector<double> values;
   std::stringstream stream(text);
   for (std::string item; std::getline(stream, item, ',');) {
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(x)) {
+    const auto x = parse_whole_number(item);
+    if (!x) {
       throw ConfigError(
           fmt::format("{} '{}': '{}' is not a number; give comma-separated numbers.", option, text, item));
     }
-    values.push_back(x);
+    values.push_back(*x);
   }
   if (values.empty()) throw ConfigError(fmt::format("{} is empty; give comma-separated numbers.", option));
   return values;

@@ -10,6 +10,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/quantized_all_reduce.h"
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::comm {
 
@@ -66,23 +67,17 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ',')) {
-    std::size_t used = 0;
-    double number = 0;
-    try {
-      number = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    const std::string unit = used > 0 ? item.substr(used) : "";
+    const auto number = parse_leading_number(item);
+    const std::string unit = number ? item.substr(number->used) : "";
     static const std::vector<std::pair<std::string, double>> units = {
         {"", 1},          {"B", 1},         {"KB", 1e3},      {"MB", 1e6},    {"GB", 1e9},
         {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}};
     const auto found = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.first == unit; });
-    if (used == 0 || found == units.end() || !(number >= 0)) {
+    if (!number || found == units.end() || number->value < 0) {
       throw ConfigError(
           fmt::format("size '{}' in '{}' is not a byte count: write e.g. 1000, 64KiB, 4MB or 1GiB.", item, text));
     }
-    sizes.push_back(static_cast<std::int64_t>(number * found->second));
+    sizes.push_back(static_cast<std::int64_t>(number->value * found->second));
   }
   if (sizes.empty()) throw ConfigError("--sizes is empty: give one or more sizes, e.g. --sizes 1MB,4MB,64MB");
   return sizes;

@@ -2,43 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "loco/comm/c10d_compat.h"
+#include "loco/comm/c10d_errors.h"
 #include "loco/comm/c10d_rendezvous.h"
 #include "loco/comm/comm_error.h"
+#include "loco/util/error.h"
 
 namespace loco::comm {
 
 namespace {
-
-std::string first_line(const std::exception& e) {
-  const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
-  std::string text = torch_error != nullptr ? torch_error->what_without_backtrace() : e.what();
-  if (const auto end = text.find('\n'); end != std::string::npos) text.resize(end);
-  return text;
-}
-
-bool mentions_any(const std::string& text, std::initializer_list<const char*> words) {
-  for (const char* word : words) {
-    if (text.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
-// c10d reports failures as c10::Error or std::runtime_error with a message; loco's callers need to
-// tell a stalled peer from a lost one (comm_error.h).
-[[noreturn]] void throw_typed(const std::exception& e, const std::string& context) {
-  const std::string reason = first_line(e);
-  if (mentions_any(reason, {"imed out", "imeout"})) {
-    throw CommTimeout(
-        fmt::format("{} timed out: a peer is stalled or too slow, or did not start the same operation "
-                    "({}). Raise the timeout if peers are only slow.",
-                    context, reason));
-  }
-  if (mentions_any(reason, {"closed", "reset by peer", "Broken pipe", "Connection refused", "EOF", "ECONNRESET"})) {
-    throw PeerLost(fmt::format("{} failed: a peer left the group ({}).", context, reason));
-  }
-  throw CommError(fmt::format("{} failed: {}", context, reason));
-}
 
 class C10dWork final : public Work {
  public:
@@ -52,7 +26,7 @@ class C10dWork final : public Work {
     } catch (const CommError&) {
       throw;
     } catch (const std::exception& e) {
-      throw_typed(e, context_);
+      throw_typed(e, context_, /*group_is_up=*/true);
     }
   }
   bool is_completed() override { return work_->isCompleted(); }
@@ -62,12 +36,6 @@ class C10dWork final : public Work {
   std::vector<at::Tensor> keep_alive_;  // c10d holds its own references too; this makes it explicit
   Timeout timeout_;
   std::string context_;
-};
-
-class CompletedWork final : public Work {
- public:
-  void wait() override {}
-  bool is_completed() override { return true; }
 };
 
 class C10dGroup final : public Group {
@@ -85,7 +53,7 @@ class C10dGroup final : public Group {
 
  protected:
   WorkHandle start_all_reduce_sum(const torch::Tensor& tensor, Timeout timeout) override {
-    if (tensor.numel() == 0) return std::make_shared<CompletedWork>();  // same shape on every rank
+    if (tensor.numel() == 0) return completed_work();  // same shape on every rank
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions options;
     options.timeout = timeout;
@@ -93,7 +61,7 @@ class C10dGroup final : public Group {
   }
 
   WorkHandle start_all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) override {
-    if (input.numel() == 0) return std::make_shared<CompletedWork>();
+    if (input.numel() == 0) return completed_work();
     std::vector<at::Tensor> inputs{input};
     std::vector<std::vector<at::Tensor>> outputs{output.view({-1}).chunk(size())};
     c10d::AllgatherOptions options;
@@ -117,7 +85,7 @@ class C10dGroup final : public Group {
   }
 
   WorkHandle start_broadcast(const torch::Tensor& tensor, int root, Timeout timeout) override {
-    if (tensor.numel() == 0) return std::make_shared<CompletedWork>();
+    if (tensor.numel() == 0) return completed_work();
     std::vector<at::Tensor> tensors{tensor};
     c10d::BroadcastOptions options;
     options.rootRank = root;
@@ -126,12 +94,14 @@ class C10dGroup final : public Group {
   }
 
   WorkHandle start_send(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) override {
+    check_tag(tag);
     std::vector<at::Tensor> tensors{tensor};
     return run(fmt::format("send to rank {}", destination), timeout, tensors,
                [&] { return process_group_->send(tensors, destination, tag); });
   }
 
   WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) override {
+    check_tag(tag);
     std::vector<at::Tensor> tensors{tensor};
     return run(fmt::format("recv from rank {}", source), timeout, tensors,
                [&] { return process_group_->recv(tensors, source, tag); });
@@ -144,13 +114,22 @@ class C10dGroup final : public Group {
   }
 
  private:
+  // NCCL ignores tags: messages between two ranks travel in the order they were started, on one
+  // stream. A tagged message there would silently match another, so it is refused.
+  void check_tag(int tag) const {
+    LOCO_CHECK(tag == 0 || name_ != "nccl",
+               "NCCL has no message tags (tag {} given): use tag 0 and post sends and "
+               "receives between two ranks in the same order on both",
+               tag);
+  }
+
   template <typename Start>
   WorkHandle run(const std::string& operation, Timeout timeout, std::vector<at::Tensor> tensors, Start&& start) {
     const std::string context = fmt::format("{} on rank {} ({})", operation, rank(), name_);
     try {
       return std::make_shared<C10dWork>(start(), std::move(tensors), timeout, context);
     } catch (const std::exception& e) {
-      throw_typed(e, context);
+      throw_typed(e, context, /*group_is_up=*/true);
     }
   }
 
@@ -162,7 +141,10 @@ class C10dGroup final : public Group {
 
 #ifdef USE_C10D_GLOO
 c10::intrusive_ptr<C10dBackend> make_gloo(const C10dOptions& options, const c10::intrusive_ptr<c10d::Store>& store) {
-  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.rendezvous_timeout);
+  // libtorch 1.13 fixes Gloo's timeout for the connections when the group is built, and both the
+  // handshake and every later operation run under it; per-call timeouts can only be shorter.
+  auto gloo_options =
+      c10d::ProcessGroupGloo::Options::create(std::max(options.rendezvous_timeout, options.group.timeout));
   gloo_options->threads = 1;  // loco issues one operation at a time per group; 2-core machines need the cores
   if (!options.interface.empty()) {
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(options.interface));
@@ -170,10 +152,7 @@ c10::intrusive_ptr<C10dBackend> make_gloo(const C10dOptions& options, const c10:
     const auto address = local_address_towards(options.master_addr, options.master_port);
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address));
   }
-  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
-  // The handshake used the rendezvous timeout; operations use the group's.
-  group->getOptions()->timeout = options.group.timeout;
-  return group;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
 }
 #endif
 
@@ -220,7 +199,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw_typed(e, context);
+    throw_typed(e, context, /*group_is_up=*/false);
   }
   throw CommError(fmt::format("{}: no backend named '{}'", context, options.backend));
 }

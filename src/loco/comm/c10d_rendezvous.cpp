@@ -10,13 +10,12 @@
 #include <cstring>
 
 #include "loco/comm/c10d_compat.h"
+#include "loco/comm/c10d_errors.h"
 #include "loco/comm/comm_error.h"
 
 namespace loco::comm {
 
 namespace {
-
-bool mentions(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
 
 std::string seconds(Timeout timeout) { return fmt::format("{:g} s", timeout.count() / 1000.0); }
 
@@ -33,16 +32,16 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   try {
     return c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
+    const std::string what = first_line(e);
     const std::string where = fmt::format("{}:{}", options.master_addr, options.master_port);
-    if (options.rank == 0 && mentions(what, "in use")) {
+    if (options.rank == 0 && mentions_any(what, {"in use"})) {
       throw CommError(fmt::format(
           "rank 0 cannot serve the rendezvous store on port {}: the port is already in use (another run, or a "
           "previous one still shutting down). Choose a free port with MASTER_PORT (or `loco launch --master-port "
           "0` to pick one).",
           options.master_port));
     }
-    if (mentions(what, "timed out")) {
+    if (mentions_any(what, {"timed out"})) {
       throw CommTimeout(fmt::format(
           "rank {} could not reach the rendezvous store at {} within {}. Check that rank 0 is running and that "
           "MASTER_ADDR and MASTER_PORT name its host and port (and that no firewall blocks the port).",

@@ -1,6 +1,7 @@
 // Errors of the communication layer (DESIGN.md §4, recoverable tier). They derive from loco::Error,
-// so the CLI prints their message and exits 1; a strategy that survives failures (membership, later)
-// catches PeerLost and CommTimeout and carries on without the missing replica.
+// so the CLI prints their message and exits 1. A group that threw PeerLost or CommTimeout is out of
+// step (Gloo may still be inside the abandoned operation); a strategy that survives failures
+// (membership, later) must build a new group without the missing replica rather than reuse it.
 #pragma once
 
 #include "loco/util/error.h"

@@ -106,7 +106,15 @@ class FinishingWork final : public Work {
   std::mutex mutex_;
 };
 
+class CompletedWork final : public Work {
+ public:
+  void wait() override {}
+  bool is_completed() override { return true; }
+};
+
 }  // namespace
+
+WorkHandle completed_work() { return std::make_shared<CompletedWork>(); }
 
 std::vector<std::int64_t> even_split(std::int64_t count, int parts) {
   LOCO_CHECK(parts > 0 && count >= 0, "cannot split {} elements into {} parts", count, parts);
@@ -137,7 +145,8 @@ void Group::check_rank(int rank, const char* what) const {
   LOCO_CHECK(rank >= 0 && rank < size_, "{}: rank {} outside a group of {}", what, rank, size_);
 }
 
-WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emulated_s, std::function<void()> finish) {
+WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emulated_s, double latency_s,
+                            std::function<void()> finish) {
   {
     std::lock_guard lock(stats_->mutex);
     stats_->stats.bytes_sent += traffic.bytes_sent;
@@ -145,7 +154,7 @@ WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emul
     stats_->stats.operations += 1;
     stats_->stats.emulated_s += emulated_s;
   }
-  AccountedWork::Charge charge{traffic, emulated_s, traffic.rounds * options_.link.highest_latency_s(), options_.delay};
+  AccountedWork::Charge charge{traffic, emulated_s, latency_s, options_.delay};
   auto stats = stats_;
   return std::make_shared<AccountedWork>(std::move(work), charge, std::move(finish), [stats](double blocked_s) {
     std::lock_guard lock(stats->mutex);
@@ -153,13 +162,23 @@ WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emul
   });
 }
 
+WorkHandle Group::collective_charged(WorkHandle work, const Traffic& traffic, std::function<void()> finish) {
+  return accounted(std::move(work), traffic, options_.link.collective_seconds(traffic),
+                   traffic.rounds * options_.link.highest_latency_s(), std::move(finish));
+}
+
+WorkHandle Group::message_charged(WorkHandle work, const Traffic& traffic, int peer) {
+  const Traffic latency_only{0, 0, traffic.rounds};
+  return accounted(std::move(work), traffic, options_.link.message_seconds(rank_, peer, traffic),
+                   options_.link.message_seconds(rank_, peer, latency_only), {});
+}
+
 WorkHandle Group::all_reduce_async(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {
   check_tensor(tensor, "all_reduce");
   const Traffic traffic = ring_all_reduce_traffic(byte_size(tensor), size_);
   std::function<void()> finish;
   if (op == ReduceOp::mean) finish = [tensor, size = size_] { tensor.div_(size); };
-  return accounted(start_all_reduce_sum(tensor, resolve(timeout)), traffic, options_.link.collective_seconds(traffic),
-                   std::move(finish));
+  return collective_charged(start_all_reduce_sum(tensor, resolve(timeout)), traffic, std::move(finish));
 }
 
 WorkHandle Group::all_gather_async(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) {
@@ -169,8 +188,7 @@ WorkHandle Group::all_gather_async(const torch::Tensor& input, const torch::Tens
              "all_gather: output has {} elements of {}, needs {} of {}", output.numel(),
              c10::toString(output.scalar_type()), input.numel() * size_, c10::toString(input.scalar_type()));
   const Traffic traffic = ring_all_gather_traffic(byte_size(input), size_);
-  return accounted(start_all_gather(input, output, resolve(timeout)), traffic,
-                   options_.link.collective_seconds(traffic));
+  return collective_charged(start_all_gather(input, output, resolve(timeout)), traffic);
 }
 
 WorkHandle Group::all_to_all_async(const torch::Tensor& input, const torch::Tensor& output,
@@ -190,13 +208,15 @@ WorkHandle Group::all_to_all_async(const torch::Tensor& input, const torch::Tens
   LOCO_CHECK(input.scalar_type() == output.scalar_type(), "all_to_all: input and output types differ");
   const Traffic traffic =
       all_to_all_traffic(split_bytes(input_splits, input), split_bytes(output_splits, output), rank_);
-  return accounted(start_all_to_all(input, output, input_splits, output_splits, resolve(timeout)), traffic,
-                   options_.link.collective_seconds(traffic));
+  return collective_charged(start_all_to_all(input, output, input_splits, output_splits, resolve(timeout)), traffic);
 }
 
 WorkHandle Group::reduce_scatter_async(const torch::Tensor& input, const torch::Tensor& output, ReduceOp op,
                                        Timeout timeout) {
   check_tensor(input, "reduce_scatter input");
+  check_tensor(output, "reduce_scatter output");
+  LOCO_CHECK(output.scalar_type() == input.scalar_type(), "reduce_scatter: output is {}, input {}",
+             c10::toString(output.scalar_type()), c10::toString(input.scalar_type()));
   const auto pieces = even_split(input.numel(), size_);
   const std::int64_t mine = pieces[static_cast<std::size_t>(rank_)];
   LOCO_CHECK(output.numel() == mine, "reduce_scatter: output has {} elements, rank {}'s piece has {}", output.numel(),
@@ -221,7 +241,7 @@ WorkHandle Group::broadcast_async(const torch::Tensor& tensor, int root, Timeout
   check_tensor(tensor, "broadcast");
   check_rank(root, "broadcast root");
   const Traffic traffic = binomial_broadcast_traffic(byte_size(tensor), rank_, root, size_);
-  return accounted(start_broadcast(tensor, root, resolve(timeout)), traffic, options_.link.collective_seconds(traffic));
+  return collective_charged(start_broadcast(tensor, root, resolve(timeout)), traffic);
 }
 
 WorkHandle Group::send_async(const torch::Tensor& tensor, int destination, int tag, Timeout timeout) {
@@ -229,8 +249,7 @@ WorkHandle Group::send_async(const torch::Tensor& tensor, int destination, int t
   check_rank(destination, "send destination");
   LOCO_CHECK(destination != rank_, "send: rank {} sends to itself", rank_);
   const Traffic traffic = point_to_point_traffic(byte_size(tensor), 0);
-  return accounted(start_send(tensor, destination, tag, resolve(timeout)), traffic,
-                   options_.link.message_seconds(rank_, destination, traffic));
+  return message_charged(start_send(tensor, destination, tag, resolve(timeout)), traffic, destination);
 }
 
 WorkHandle Group::recv_async(const torch::Tensor& tensor, int source, int tag, Timeout timeout) {
@@ -238,13 +257,12 @@ WorkHandle Group::recv_async(const torch::Tensor& tensor, int source, int tag, T
   check_rank(source, "recv source");
   LOCO_CHECK(source != rank_, "recv: rank {} receives from itself", rank_);
   const Traffic traffic = point_to_point_traffic(0, byte_size(tensor));
-  return accounted(start_recv(tensor, source, tag, resolve(timeout)), traffic,
-                   options_.link.message_seconds(rank_, source, traffic));
+  return message_charged(start_recv(tensor, source, tag, resolve(timeout)), traffic, source);
 }
 
 WorkHandle Group::barrier_async(Timeout timeout) {
   const Traffic traffic = barrier_traffic(size_);
-  return accounted(start_barrier(resolve(timeout)), traffic, options_.link.collective_seconds(traffic));
+  return collective_charged(start_barrier(resolve(timeout)), traffic);
 }
 
 void Group::all_reduce(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {

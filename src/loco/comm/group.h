@@ -59,9 +59,14 @@ class Work {
   // Blocks until the operation has completed; throws CommTimeout, PeerLost or CommError.
   // Calling it again returns at once (or throws the same error again).
   virtual void wait() = 0;
+  // Whether wait() would return at once. Gloo's send and recv report completion only from wait():
+  // poll collectives, not messages.
   virtual bool is_completed() = 0;
 };
 using WorkHandle = std::shared_ptr<Work>;
+
+// A handle on an operation that finished when it started (a buffered send, an empty collective).
+WorkHandle completed_work();
 
 // Element counts of `parts` nearly equal pieces of `count` (the first count % parts get one more).
 std::vector<std::int64_t> even_split(std::int64_t count, int parts);
@@ -130,7 +135,12 @@ class Group {
   };
 
   Timeout resolve(Timeout timeout) const;
-  WorkHandle accounted(WorkHandle work, const Traffic& traffic, double emulated_s, std::function<void()> finish = {});
+  // Counts the operation's traffic and wraps its handle (note "traffic-model"): a collective is charged
+  // on the slowest link, a message on the worse of the two ranks' links.
+  WorkHandle accounted(WorkHandle work, const Traffic& traffic, double emulated_s, double latency_s,
+                       std::function<void()> finish);
+  WorkHandle collective_charged(WorkHandle work, const Traffic& traffic, std::function<void()> finish = {});
+  WorkHandle message_charged(WorkHandle work, const Traffic& traffic, int peer);
   void check_tensor(const torch::Tensor& tensor, const char* what) const;
   void check_rank(int rank, const char* what) const;
 

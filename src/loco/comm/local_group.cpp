@@ -27,12 +27,6 @@ class FutureWork final : public Work {
   std::shared_future<void> future_;
 };
 
-class CompletedWork final : public Work {
- public:
-  void wait() override {}
-  bool is_completed() override { return true; }
-};
-
 // A receive takes its message when waited on; its ticket was reserved when it was started, so
 // receives on one channel get the messages in the order they were started.
 class ReceiveWork final : public Work {
@@ -146,7 +140,7 @@ class LocalGroup final : public Group {
 
   WorkHandle start_send(const torch::Tensor& tensor, int destination, int tag, Timeout) override {
     world_->post(rank(), destination, tag, tensor.clone());
-    return std::make_shared<CompletedWork>();
+    return completed_work();
   }
 
   WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) override {

@@ -10,10 +10,12 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -157,17 +159,36 @@ class Fd {
   int fd_ = -1;
 };
 
+// The thread that reads the signalfd; see redirect_to_launcher_thread.
+pid_t launcher_thread_id = 0;
+
+// libtorch's BLAS starts worker threads when loco loads, before the launcher blocks its signals, so
+// the kernel may deliver a process-directed SIGCHLD or SIGINT to one of them, where it would be lost
+// (SIGCHLD) or kill the process (SIGINT). This handler, which runs only in such a thread, sends the
+// signal on to the launcher's thread, where it is blocked and waits for the signalfd.
+void redirect_to_launcher_thread(int sig) {
+  const int saved_errno = errno;
+  ::syscall(SYS_tgkill, ::getpid(), launcher_thread_id, sig);
+  errno = saved_errno;
+}
+
 // The signals the launcher handles, blocked and read from a signalfd, so that one poll() waits for
 // output, rank exits and Ctrl-C alike.
 class SignalChannel {
  public:
   SignalChannel() {
-    // An inherited SIG_IGN for SIGCHLD would have the kernel reap the ranks behind our back.
-    ::signal(SIGCHLD, SIG_DFL);
+    launcher_thread_id = static_cast<pid_t>(::syscall(SYS_gettid));
     sigset_t handled;
     ::sigemptyset(&handled);
-    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&handled, sig);
+    for (int sig : kHandled) ::sigaddset(&handled, sig);
     ::sigprocmask(SIG_BLOCK, &handled, &previous_);
+    // Replaces an inherited SIG_IGN for SIGCHLD too, which would have the kernel reap the ranks
+    // behind our back.
+    struct sigaction redirect {};
+    redirect.sa_handler = redirect_to_launcher_thread;
+    redirect.sa_flags = SA_RESTART;
+    ::sigemptyset(&redirect.sa_mask);
+    for (std::size_t i = 0; i < kHandled.size(); ++i) ::sigaction(kHandled[i], &redirect, &previous_actions_[i]);
     fd_ = Fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
     if (fd_.get() < 0) throw_io("create a signalfd");
   }
@@ -175,6 +196,7 @@ class SignalChannel {
     // Consume what is pending: unblocked, a late SIGTERM would kill us instead of letting us exit
     // with the status already decided.
     read();
+    for (std::size_t i = 0; i < kHandled.size(); ++i) ::sigaction(kHandled[i], &previous_actions_[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &previous_, nullptr);
   }
   SignalChannel(const SignalChannel&) = delete;
@@ -194,7 +216,9 @@ class SignalChannel {
   }
 
  private:
+  static constexpr std::array<int, 4> kHandled{SIGCHLD, SIGINT, SIGTERM, SIGHUP};
   sigset_t previous_{};
+  std::array<struct sigaction, 4> previous_actions_{};
   Fd fd_;
 };
 
@@ -285,6 +309,9 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher) ::_exit(kCannotRun);
   ::setpgid(0, 0);
   for (int fd = 0; fd < 3; ++fd) ::dup2(stdio[fd], fd);
+  // The launcher's redirecting handlers mean nothing here (exec would reset them anyway, but a
+  // signal could come before it).
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execvpe(plan.program.c_str(), argv, envp);
   const char* reason = std::strerror(errno);

@@ -42,8 +42,9 @@ struct LaunchOptions {
 // exited 0, the first failing rank's status otherwise, and 128 + signal number when the launcher
 // was stopped by SIGINT/SIGTERM/SIGHUP. Throws ConfigError for impossible options (naming the
 // command-line option) and IoError when pipes or processes cannot be created.
-// Call it while the process has a single thread: the launcher blocks its signals and reads them
-// from a signalfd, and another thread that does not block them would take them instead.
+// The launcher blocks its signals in the calling thread and reads them from a signalfd; threads that
+// started earlier (libtorch's BLAS workers) do not block them, so a handler there passes any signal
+// they receive on to the calling thread. Call it from one thread only.
 int launch(const LaunchOptions& options);
 
 }  // namespace loco::launch

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::sim {
 
@@ -23,17 +24,11 @@ Algorithm parse_name(const std::string& name, const std::string& spec) {
 }
 
 double parse_number(const std::string& key, const std::string& value, const std::string& spec) {
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != value.size() || !std::isfinite(x)) {
+  const auto x = parse_whole_number(value);
+  if (!x) {
     throw ConfigError(fmt::format("'{}={}' in algorithm '{}' is not a finite number.", key, value, spec));
   }
-  return x;
+  return *x;
 }
 
 int parse_count(const std::string& key, const std::string& value, const std::string& spec) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::comm {
 
@@ -17,20 +18,14 @@ std::vector<double> parse_list(const std::string& text, const char* what, int wo
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ',')) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(value) || value < 0) {
+    const auto value = parse_whole_number(item);
+    if (!value || *value < 0) {
       throw ConfigError(
           fmt::format("{} '{}': '{}' is not a number ≥ 0. Give one value for all ranks or "
                       "one per rank, separated by commas (e.g. 100 or 100,100,10).",
                       what, text, item));
     }
-    values.push_back(value);
+    values.push_back(*value);
   }
   if (values.size() > 1 && static_cast<int>(values.size()) != world_size) {
     throw ConfigError(

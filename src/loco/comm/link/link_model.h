@@ -4,7 +4,9 @@
 //
 // Each rank has its own link (full duplex: sending and receiving do not slow each other). A
 // collective finishes when its slowest participant does, so it is charged the lowest bandwidth and
-// the highest latency of all ranks; a message between two ranks the worse of their two links:
+// the highest latency of all ranks, applied to this rank's own bytes (ranks with different roles,
+// like a broadcast's root and leaves, report different times); a message between two ranks is
+// charged the worse of their two links:
 //
 //   seconds = rounds · latency + 8 · max(bytes sent, bytes received) / bandwidth
 //
