@@ -30,6 +30,7 @@ struct BenchAllReduceOptions {
   std::string sizes = "1MB,4MB,16MB";
   std::string codecs = "fp32,bf16,int8,fp4,int4";
   std::size_t block_size = 128;
+  double round_kib = 0;
   std::string bandwidth_mbps;
   std::string latency_ms;
   std::string delay = "none";
@@ -77,6 +78,9 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.codecs = split_list(o.codecs);
   for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
   bench.block_size = o.block_size;
+  if (!(o.round_kib >= 0))
+    throw ConfigError(fmt::format("--round-kib {}: give 0 (no pacing) or a positive size.", o.round_kib));
+  bench.round_bytes = static_cast<std::int64_t>(o.round_kib * 1024);
   bench.repeats = o.repeats;
   bench.warmup = o.warmup;
   bench.verify = !o.no_verify;
@@ -151,6 +155,9 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--sizes", o.sizes, "Message sizes per rank, e.g. 1MB,4MB,64MiB")->capture_default_str();
   cmd->add_option("--codec", o.codecs, "Codecs, comma-separated: fp32,bf16,int8,fp4,int4")->capture_default_str();
   cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
+  cmd->add_option("--round-kib", o.round_kib,
+                  "Compressed codecs: send at most this many KiB per peer per all-to-all round (0: one round)")
+      ->capture_default_str();
   cmd->add_option("--bandwidth-mbps", o.bandwidth_mbps,
                   "Link bandwidth in Mbit/s for bound_s and emulated_s; one value or one per rank");
   cmd->add_option("--latency-ms", o.latency_ms, "Link latency in ms; one value or one per rank");

@@ -103,7 +103,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const All
         if (native) {
           group.all_reduce(work);
         } else {
-          quantized_all_reduce(group, work, *codec);
+          quantized_all_reduce(group, work, *codec, ReduceOp::sum, kGroupTimeout, options.round_bytes);
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const CommStats after = group.stats();

@@ -15,6 +15,7 @@ struct AllReduceBenchOptions {
   std::vector<std::int64_t> sizes_bytes;  // fp32 payload per rank; rounded down to whole floats
   std::vector<std::string> codecs;        // "fp32" runs Group::all_reduce, others quantized_all_reduce
   std::size_t block_size = 128;
+  std::int64_t round_bytes = 0;  // pacing of the quantised reduce-scatter phase (quantized_all_reduce.h)
   int warmup = 1;
   int repeats = 5;
   bool verify = true;

@@ -34,9 +34,44 @@ std::int64_t encoded(const Codec& codec, std::int64_t count) {
 
 torch::Tensor byte_buffer(std::int64_t bytes) { return torch::empty({bytes}, torch::kUInt8); }
 
+// The reduce-scatter phase's all-to-all: `outgoing` holds piece r (piece_bytes[r] bytes) for every
+// rank r, back to back; returns, on the host, this rank's piece from every rank in rank order. With
+// round_bytes > 0 it runs in rounds of at most round_bytes per peer (note "paced-exchange" in the
+// header); every rank computes the same number of rounds from the same piece sizes.
+torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const std::vector<std::int64_t>& piece_bytes,
+                              std::int64_t round_bytes, Timeout timeout) {
+  const int size = group.size();
+  const std::int64_t mine = piece_bytes[static_cast<std::size_t>(group.rank())];
+  auto incoming = byte_buffer(mine * size);
+  const auto outgoing_offsets = offsets_of(piece_bytes);
+  const std::int64_t largest = *std::max_element(piece_bytes.begin(), piece_bytes.end());
+  const std::int64_t step = round_bytes > 0 ? round_bytes : std::max<std::int64_t>(largest, 1);
+  for (std::int64_t start = 0; start < std::max<std::int64_t>(largest, 1); start += step) {
+    auto slice = [&](std::int64_t bytes) { return std::clamp<std::int64_t>(bytes - start, 0, step); };
+    std::vector<std::int64_t> send_splits, recv_splits;
+    std::vector<torch::Tensor> send_parts;
+    for (int peer = 0; peer < size; ++peer) {
+      const auto p = static_cast<std::size_t>(peer);
+      send_splits.push_back(slice(piece_bytes[p]));
+      send_parts.push_back(
+          outgoing.narrow(0, outgoing_offsets[p] + std::min(start, piece_bytes[p]), send_splits.back()));
+      recv_splits.push_back(slice(mine));
+    }
+    auto received = byte_buffer(slice(mine) * size).to(group.device());
+    group.all_to_all(torch::cat(send_parts).to(group.device()), received, send_splits, recv_splits, timeout);
+    received = received.to(torch::kCPU);
+    for (int source = 0; source < size; ++source) {
+      incoming.narrow(0, source * mine + std::min(start, mine), slice(mine))
+          .copy_(received.narrow(0, source * slice(mine), slice(mine)));
+    }
+  }
+  return incoming;
+}
+
 }  // namespace
 
-void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, ReduceOp op, Timeout timeout) {
+void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, ReduceOp op, Timeout timeout,
+                          std::int64_t round_bytes) {
   LOCO_CHECK(tensor.scalar_type() == torch::kFloat32, "quantized_all_reduce needs float32 values, got {}",
              c10::toString(tensor.scalar_type()));
   const int size = group.size();
@@ -57,10 +92,7 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
     codec.encode(values + piece_offsets[piece], static_cast<std::size_t>(pieces[piece]),
                  outgoing.data_ptr<std::uint8_t>() + outgoing_offsets[piece]);
   }
-  const std::vector<std::int64_t> mine_from_each(static_cast<std::size_t>(size), piece_bytes[me]);
-  auto incoming = on_group_device(byte_buffer(piece_bytes[me] * size));
-  group.all_to_all(on_group_device(outgoing), incoming, piece_bytes, mine_from_each, timeout);
-  incoming = incoming.to(torch::kCPU);
+  const torch::Tensor incoming = exchange_pieces(group, outgoing, piece_bytes, round_bytes, timeout);
 
   // 3. Sum my piece in fp32, in rank order.
   const auto my_count = static_cast<std::size_t>(pieces[me]);
