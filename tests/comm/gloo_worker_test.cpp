@@ -11,6 +11,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/comm_error.h"
 #include "loco/comm/connect.h"
+#include "loco/comm/local_group.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {
@@ -41,7 +42,7 @@ TEST(GlooCollectives, QuantizedAllReduceMatchesLocalGroupBitForBit) {
     for (auto count : test::collective_counts()) {
       const auto over_gloo = test::check_quantized_all_reduce(group, codec, count);
       torch::Tensor in_process;
-      test::run_on_local_ranks(group.size(), [&](Group& local) {
+      run_local_replicas(group.size(), [&](Group& local) {
         auto result = test::check_quantized_all_reduce(local, codec, count);
         if (local.rank() == group.rank()) in_process = result;
       });

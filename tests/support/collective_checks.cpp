@@ -2,10 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <exception>
-#include <mutex>
-#include <thread>
-
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/local_group.h"
 #include "loco/comm/quantized_all_reduce.h"
@@ -225,26 +221,6 @@ torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& 
     EXPECT_NEAR(static_cast<double>(sent), ring, 0.02 * ring + 64.0 * group.size()) << what;
   }
   return tensor;
-}
-
-void run_on_local_ranks(int world_size, const std::function<void(comm::Group&)>& body,
-                        const comm::GroupOptions& options) {
-  auto groups = comm::make_local_groups(world_size, options);
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  std::vector<std::thread> threads;
-  for (auto& group : groups) {
-    threads.emplace_back([&, group = group.get()] {
-      try {
-        body(*group);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!first_error) first_error = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace loco::test

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,9 +30,5 @@ void check_every_collective(comm::Group& group);
 // Quantised all-reduce of seeded random data (the same on every backend): within the codec's bound
 // of the fp64 sum, identical on every rank, and moving the expected bytes. Returns the result.
 torch::Tensor check_quantized_all_reduce(comm::Group& group, const std::string& codec, std::int64_t count);
-
-// Runs `body` on `world_size` LocalGroup ranks, one thread each; rethrows the first exception.
-void run_on_local_ranks(int world_size, const std::function<void(comm::Group&)>& body,
-                        const comm::GroupOptions& options = {});
 
 }  // namespace loco::test

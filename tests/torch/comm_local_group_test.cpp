@@ -20,10 +20,10 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 class LocalCollectives : public ::testing::TestWithParam<int> {};
 
-TEST_P(LocalCollectives, KnownAnswers) { test::run_on_local_ranks(GetParam(), test::check_every_collective); }
+TEST_P(LocalCollectives, KnownAnswers) { run_local_replicas(GetParam(), test::check_every_collective); }
 
 TEST_P(LocalCollectives, QuantizedAllReduceEveryCodec) {
-  test::run_on_local_ranks(GetParam(), [](Group& group) {
+  run_local_replicas(GetParam(), [](Group& group) {
     for (const auto& codec : codec_names()) {
       for (auto count : test::collective_counts()) test::check_quantized_all_reduce(group, codec, count);
     }
@@ -33,7 +33,7 @@ TEST_P(LocalCollectives, QuantizedAllReduceEveryCodec) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, LocalCollectives, ::testing::Values(1, 2, 3, 4, 5));
 
 TEST(LocalGroupFailures, MissingPeerTimesOutNamingIt) {
-  test::run_on_local_ranks(3, [](Group& group) {
+  run_local_replicas(3, [](Group& group) {
     if (group.rank() == 2) return;  // never joins the all-reduce (but stays in the group)
     auto tensor = torch::ones({4});
     const auto start = Clock::now();
@@ -63,7 +63,7 @@ TEST(LocalGroupFailures, PeerThatLeavesIsReportedAsLost) {
 }
 
 TEST(LocalGroupFailures, ReceiveWithoutSenderTimesOut) {
-  test::run_on_local_ranks(2, [](Group& group) {
+  run_local_replicas(2, [](Group& group) {
     if (group.rank() == 1) return;
     auto message = torch::empty({3});
     EXPECT_THROW(group.recv(message, 1, 0, 100ms), CommTimeout);
@@ -73,7 +73,7 @@ TEST(LocalGroupFailures, ReceiveWithoutSenderTimesOut) {
 TEST(LocalGroupFailures, MismatchedCollectivesAreABug) {
   bool mismatch_reported = false;
   std::mutex mutex;
-  test::run_on_local_ranks(2, [&](Group& group) {
+  run_local_replicas(2, [&](Group& group) {
     auto tensor = torch::ones({4});
     try {
       if (group.rank() == 0) group.all_reduce(tensor, ReduceOp::sum, 500ms);
@@ -92,7 +92,7 @@ TEST(LocalGroupFailures, MismatchedCollectivesAreABug) {
 TEST(LocalGroupAccounting, EmulatedLinkChargesRingTime) {
   GroupOptions options;
   options.link = LinkModel::parse("100", "10", 4);
-  test::run_on_local_ranks(
+  run_local_replicas(
       4,
       [](Group& group) {
         auto tensor = torch::ones({1 << 18});  // 1 MiB
@@ -109,7 +109,7 @@ TEST(LocalGroupAccounting, EmulatedLinkChargesRingTime) {
 TEST(LocalGroupAccounting, PerRankLinksChargeTheSlowest) {
   GroupOptions options;
   options.link = LinkModel::parse("1000,10", "1,5", 2);
-  test::run_on_local_ranks(
+  run_local_replicas(
       2,
       [](Group& group) {
         group.all_reduce(torch::ones({250}));  // 1000 bytes; ring moves 1000 each way
@@ -122,7 +122,7 @@ TEST(LocalGroupAccounting, FullDelayMakesOperationsTakeTheEmulatedTime) {
   GroupOptions options;
   options.link = LinkModel::parse("1", "5", 2);  // 1 Mbit/s: 4 KiB each way takes 32.8 ms
   options.delay = LinkDelay::full;
-  test::run_on_local_ranks(
+  run_local_replicas(
       2,
       [](Group& group) {
         const auto start = Clock::now();
@@ -139,7 +139,7 @@ TEST(LocalGroupAccounting, LatencyDelayAddsRoundsTimesLatency) {
   GroupOptions options;
   options.link = LinkModel::parse("", "20", 3);
   options.delay = LinkDelay::latency;
-  test::run_on_local_ranks(
+  run_local_replicas(
       3,
       [](Group& group) {
         const auto start = Clock::now();

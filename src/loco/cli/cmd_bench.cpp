@@ -8,8 +8,6 @@
 
 #include <iostream>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "loco/cli/commands.h"
 #include "loco/comm/all_reduce_bench.h"
@@ -99,25 +97,14 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   group_options.delay = parse_delay(o.delay);
 
   if (o.backend == "local") {
-    auto groups = comm::make_local_groups(o.nproc, group_options);
     std::vector<nlohmann::ordered_json> rows;
-    std::mutex mutex;
-    std::exception_ptr error;  // the first rank's failure; the others then only see PeerLost
-    std::vector<std::thread> ranks;
-    for (auto& group : groups) {
-      ranks.emplace_back([&, &group = group] {
-        try {
-          auto result = comm::run_all_reduce_bench(*group, bench);
-          if (group->rank() == 0) rows = std::move(result);
-        } catch (...) {
-          std::lock_guard lock(mutex);
-          if (!error) error = std::current_exception();
-          group.reset();  // tells the other ranks at once, instead of letting them time out
-        }
-      });
-    }
-    for (auto& rank : ranks) rank.join();
-    if (error) std::rethrow_exception(error);
+    comm::run_local_replicas(
+        o.nproc,
+        [&](comm::Group& group) {
+          auto result = comm::run_all_reduce_bench(group, bench);
+          if (group.rank() == 0) rows = std::move(result);
+        },
+        group_options);
     print_rows(rows);
     return;
   }

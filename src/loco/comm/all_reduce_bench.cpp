@@ -24,26 +24,38 @@ torch::Tensor bench_input(int rank, std::int64_t count) {
   return torch::randn({count}, generator, torch::kFloat32);
 }
 
+// What every rank's input adds up to, for one size: computed once and checked against every codec.
+struct Reference {
+  torch::Tensor exact_sum;     // fp64
+  std::vector<double> absmax;  // per rank
+};
+
+Reference reference_for(int world_size, std::int64_t count) {
+  Reference reference{torch::zeros({count}, torch::kFloat64), {}};
+  for (int rank = 0; rank < world_size; ++rank) {
+    const auto input = bench_input(rank, count);
+    reference.exact_sum += input.to(torch::kFloat64);
+    reference.absmax.push_back(input.abs().max().item<double>());
+  }
+  return reference;
+}
+
 struct Verification {
   double max_abs_err = 0;
   double bound = 0;
 };
 
-// Compares the result with the fp64 sum of every rank's input. The bound: each contribution's codec
-// error at its absmax, the re-encoded sum's, and fp32 rounding of the N additions.
-Verification verify(const Group& group, const Codec* codec, const torch::Tensor& result, std::int64_t count) {
-  auto exact = torch::zeros({count}, torch::kFloat64);
+// The bound: each contribution's codec error at its absmax, fp32 rounding of the N additions, and
+// the re-encoded sum's codec error. codec is null for the backend's own fp32 all-reduce.
+Verification verify(const Reference& reference, const Codec* codec, const torch::Tensor& result) {
   double bound = 0, absmax_sum = 0;
-  for (int rank = 0; rank < group.size(); ++rank) {
-    const auto input = bench_input(rank, count);
-    exact += input.to(torch::kFloat64);
-    const double absmax = input.abs().max().item<double>();
+  for (const double absmax : reference.absmax) {
     absmax_sum += absmax;
     if (codec != nullptr) bound += worst_error_in_block(*codec, absmax);
   }
-  bound += (group.size() + 1) * 0x1p-24 * (absmax_sum + bound);
+  bound += (reference.absmax.size() + 1) * 0x1p-24 * (absmax_sum + bound);
   if (codec != nullptr) bound += worst_error_in_block(*codec, absmax_sum + bound);
-  return {(result.to(torch::kCPU, torch::kFloat64) - exact).abs().max().item<double>(), bound};
+  return {(result.to(torch::kCPU, torch::kFloat64) - reference.exact_sum).abs().max().item<double>(), bound};
 }
 
 double median(std::vector<double> values) {
@@ -90,6 +102,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const All
   for (const auto size_bytes : options.sizes_bytes) {
     const std::int64_t count = size_bytes / 4;
     const auto input = bench_input(group.rank(), count).to(group.device());  // NCCL: on the GPU
+    const Reference reference = options.verify && count > 0 ? reference_for(size, count) : Reference{};
     for (const auto& codec_name : options.codecs) {
       const auto codec = make_codec(codec_name, options.block_size);
       const bool native = codec_name == "fp32";
@@ -136,7 +149,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const All
       row["time_over_bound"] = bandwidth > 0 ? nlohmann::ordered_json(time_s / row["bound_s"].get<double>())
                                              : nlohmann::ordered_json(nullptr);
       if (options.verify && count > 0) {
-        const auto check = verify(group, native ? nullptr : codec.get(), work, count);
+        const auto check = verify(reference, native ? nullptr : codec.get(), work);
         row["max_abs_err"] = check.max_abs_err;
         row["err_bound"] = check.bound;
         row["verified"] = check.max_abs_err <= check.bound;

@@ -12,7 +12,7 @@ std::unique_ptr<Group> connect_from_environment(const launch::RankEnvironment& e
   c10d.backend = backend;
   c10d.rank = environment.rank;
   c10d.world_size = environment.world_size;
-  c10d.master_addr = environment.master_addr.empty() ? "127.0.0.1" : environment.master_addr;
+  c10d.master_addr = environment.master_addr;  // never empty: rank_environment_from_env resolves it
   c10d.master_port = environment.master_port;
   for (const char* variable : {"LOCO_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const char* value = std::getenv(variable);

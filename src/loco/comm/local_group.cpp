@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "loco/comm/local_world.h"
@@ -206,6 +207,26 @@ std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const Grou
     groups.push_back(std::make_unique<LocalGroup>(world, rank, world_size, options));
   }
   return groups;
+}
+
+void run_local_replicas(int world_size, const std::function<void(Group&)>& body, const GroupOptions& options) {
+  auto groups = make_local_groups(world_size, options);
+  std::mutex mutex;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  for (auto& group : groups) {
+    threads.emplace_back([&, &group = group] {
+      try {
+        body(*group);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!first_error) first_error = std::current_exception();
+        group.reset();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace loco::comm

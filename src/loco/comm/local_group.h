@@ -7,6 +7,7 @@
 // Byte counts and emulated time are those of the algorithm a network backend would run (traffic.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -17,5 +18,10 @@ namespace loco::comm {
 // One group per rank, in rank order. Destroying a rank's group tells the others it has left: their
 // pending and later operations that need it throw PeerLost.
 std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const GroupOptions& options = {});
+
+// Runs `body` once per rank, each on its own thread with its own group, and waits for all. A rank
+// whose body throws leaves the group at once (the others get PeerLost rather than waiting out their
+// timeouts); the first exception is rethrown here.
+void run_local_replicas(int world_size, const std::function<void(Group&)>& body, const GroupOptions& options = {});
 
 }  // namespace loco::comm
