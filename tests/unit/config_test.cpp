@@ -55,7 +55,7 @@ TEST(Config, ReadsValuesAndDerivesTheRest) {
   EXPECT_EQ(c.model.max_position_embeddings, 64);
   EXPECT_DOUBLE_EQ(c.optim.lr, 1e-3);
   EXPECT_EQ(c.optim.schedule, "wsd");
-  EXPECT_EQ(c.train.accumulation_steps(), 2);
+  EXPECT_EQ(c.accumulation_steps(), 2);
   EXPECT_EQ(c.data.dir, "data/x");
 }
 

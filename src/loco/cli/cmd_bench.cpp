@@ -50,13 +50,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-comm::LinkDelay parse_delay(const std::string& text) {
-  if (text == "none") return comm::LinkDelay::none;
-  if (text == "latency") return comm::LinkDelay::latency;
-  if (text == "full") return comm::LinkDelay::full;
-  throw ConfigError(fmt::format("--delay '{}' is not one of none, latency, full.", text));
-}
-
 void print_rows(const std::vector<nlohmann::ordered_json>& rows) {
   bool all_verified = true;
   for (const auto& row : rows) {
@@ -94,7 +87,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   comm::GroupOptions group_options;
   group_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   group_options.link = comm::LinkModel::parse(o.bandwidth_mbps, o.latency_ms, world_size);
-  group_options.delay = parse_delay(o.delay);
+  group_options.delay = comm::parse_link_delay(o.delay, "--delay");
 
   if (o.backend == "local") {
     std::vector<nlohmann::ordered_json> rows;

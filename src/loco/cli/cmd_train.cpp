@@ -1,7 +1,12 @@
 // loco train --config FILE.toml [--set section.key=value …] [--resume CHECKPOINT_DIR] [--help-config]
+//
+// dist.backend = "local" runs dist.replicas replicas as threads of this process; "gloo" and "nccl"
+// run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun).
 #include <fmt/format.h>
 
 #include "loco/cli/commands.h"
+#include "loco/comm/connect.h"
+#include "loco/comm/local_group.h"
 #include "loco/config/load_config.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/progress.h"
@@ -31,33 +36,87 @@ RunConfig resolve_config(const TrainArgs& args) {
   return config;
 }
 
+comm::GroupOptions group_options(const CommConfig& c, int replicas) {
+  comm::GroupOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(c.timeout_s * 1000));
+  options.link = comm::LinkModel::parse(c.bandwidth_mbps, c.latency_ms, replicas);
+  options.delay = comm::parse_link_delay(c.delay, "comm.delay");
+  return options;
+}
+
+void print_summary(const TrainSummary& s) {
+  fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
+             s.tokens_per_s);
+  if (s.bytes_sent > 0) {
+    fmt::print("replica 0 sent {:.1f} MB; emulated wall clock {}\n", static_cast<double>(s.bytes_sent) / 1e6,
+               format_duration(s.sim_wall_s));
+  }
+  fmt::print("validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss, s.eval.perplexity,
+             s.eval.tokens);
+  fmt::print("checkpoint: {}\n", s.last_checkpoint.string());
+}
+
+// One replica per process: this process is rank RANK of WORLD_SIZE (note "replica-directories").
+void run_rank(const TrainOptions& options) {
+  const auto environment = launch::rank_environment_from_env();
+  if (!environment) {
+    throw ConfigError(fmt::format(
+        "dist.backend = \"{}\" runs one replica per process, but RANK/WORLD_SIZE are not set. Start the replicas "
+        "with `loco launch --nproc {} -- train …` (or torchrun/srun), or use dist.backend = \"local\"",
+        options.config.dist.backend, options.config.dist.replicas));
+  }
+  if (environment->world_size != options.config.dist.replicas) {
+    throw ConfigError(fmt::format("dist.replicas is {} but WORLD_SIZE is {}; set dist.replicas = 0 to take it from "
+                                  "the launcher",
+                                  options.config.dist.replicas, environment->world_size));
+  }
+  const auto group = comm::connect_from_environment(
+      *environment, options.config.dist.backend,
+      group_options(options.config.comm, environment->world_size),
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.config.comm.timeout_s * 1000)));
+  TrainOptions mine = options;
+  mine.group = group.get();
+  const TrainSummary summary = Trainer(mine).run();
+  if (group->rank() == 0) print_summary(summary);
+}
+
 void run_train(const TrainArgs& args) {
   TrainOptions options;
   options.config = resolve_config(args);
   if (!args.resume.empty()) options.resume_from = args.resume;
+  const DistConfig& dist = options.config.dist;
+  if (dist.backend != "local") return run_rank(options);
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
-  Trainer trainer(std::move(options));
-  const TrainSummary s = trainer.run();
-  fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
-             s.tokens_per_s);
-  fmt::print("validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss, s.eval.perplexity,
-             s.eval.tokens);
-  fmt::print("checkpoint: {}\n", s.last_checkpoint.string());
+  if (dist.algorithm == "none") return print_summary(Trainer(options).run());
+  // Simulated replicas: one thread each, connected by a LocalGroup.
+  TrainSummary summary;
+  comm::run_local_replicas(
+      static_cast<int>(dist.replicas),
+      [&](comm::Group& group) {
+        TrainOptions mine = options;
+        mine.group = &group;
+        const TrainSummary s = Trainer(mine).run();
+        if (group.rank() == 0) summary = s;
+      },
+      group_options(options.config.comm, static_cast<int>(dist.replicas)));
+  print_summary(summary);
 }
 
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a model (single process)");
+  CLI::App* cmd = app.add_subcommand("train", "Train a model: one replica, or several (dist.*) as threads or ranks");
   cmd->add_option("--config", args->config_file, "TOML config (see configs/)");
   cmd->add_option("--set", args->overrides, "override a key: --set section.key=value (repeatable)")
       ->allow_extra_args(false);
-  cmd->add_option("--resume", args->resume, "continue from a checkpoint directory (OUT_DIR/checkpoints/step_N)");
+  cmd->add_option("--resume", args->resume,
+                  "continue from a checkpoint directory (OUT_DIR/checkpoints/step_N; replica 0's for several)");
   cmd->add_flag_callback(
       "--help-config",
       [] {
-        fmt::print("config keys (TOML sections [model] [data] [optim] [train]; override with --set key=value):\n{}",
+        fmt::print("config keys (TOML sections [model] [data] [optim] [train] [dist] [ddp] [diloco] [streaming] "
+                   "[noloco] [localsgd] [comm]; override with --set key=value):\n{}",
                    describe_config_keys());
         throw CLI::Success();
       },

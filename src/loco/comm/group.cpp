@@ -1,5 +1,7 @@
 #include "loco/comm/group.h"
 
+#include <fmt/format.h>
+
 #include <numeric>
 #include <thread>
 
@@ -113,6 +115,13 @@ class CompletedWork final : public Work {
 };
 
 }  // namespace
+
+LinkDelay parse_link_delay(const std::string& text, const std::string& key) {
+  if (text == "none") return LinkDelay::none;
+  if (text == "latency") return LinkDelay::latency;
+  if (text == "full") return LinkDelay::full;
+  throw ConfigError(fmt::format("{} '{}' is not one of none, latency, full.", key, text));
+}
 
 WorkHandle completed_work() { return std::make_shared<CompletedWork>(); }
 

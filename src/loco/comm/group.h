@@ -34,6 +34,9 @@ enum class ReduceOp { sum, mean };
 // whole time has passed (bandwidth too).
 enum class LinkDelay { none, latency, full };
 
+// "none", "latency" or "full"; ConfigError naming `key` (the option or config key) otherwise.
+LinkDelay parse_link_delay(const std::string& text, const std::string& key);
+
 using Timeout = std::chrono::milliseconds;
 // Use the group's default timeout (GroupOptions::timeout).
 inline constexpr Timeout kGroupTimeout{-1};

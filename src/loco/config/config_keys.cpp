@@ -27,6 +27,13 @@ std::vector<ConfigKey> make_keys() {
   using D = DataConfig;
   using O = OptimConfig;
   using T = TrainConfig;
+  using Dist = DistConfig;
+  using Ddp = DdpConfig;
+  using Dl = DilocoConfig;
+  using S = StreamingConfig;
+  using N = NolocoConfig;
+  using L = LocalsgdConfig;
+  using C = CommConfig;
   return {
       bind("model", "vocab_size", &R::model, &M::vocab_size, "vocabulary size; 0 takes it from the data"),
       bind("model", "hidden_size", &R::model, &M::hidden_size, "width of the residual stream"),
@@ -73,6 +80,54 @@ std::vector<ConfigKey> make_keys() {
       bind("train", "device", &R::train, &T::device, "cpu | cuda | auto"),
       bind("train", "autocast", &R::train, &T::autocast, "none | bf16 (CUDA only)"),
       bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: all cores"),
+      bind("dist", "algorithm", &R::dist, &Dist::algorithm, "none | ddp | diloco | streaming | noloco | localsgd"),
+      bind("dist", "replicas", &R::dist, &Dist::replicas,
+           "replicas M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl"),
+      bind("dist", "backend", &R::dist, &Dist::backend,
+           "local (replicas as threads of this process) | gloo | nccl (one rank per process, see loco launch)"),
+      bind("dist", "batch", &R::dist, &Dist::batch,
+           "split: train.batch_size is the global batch, divided among replicas | per_replica: each replica's"),
+      bind("dist", "check_sync", &R::dist, &Dist::check_sync,
+           "debug: compare a hash of the global parameters across replicas after every outer step"),
+      bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
+      bind("ddp", "first_bucket_mb", &R::ddp, &Ddp::first_bucket_mb, "cap of the first bucket in MiB"),
+      bind("ddp", "overlap", &R::ddp, &Ddp::overlap,
+           "all-reduce buckets from autograd hooks during backward (false: all after backward)"),
+      bind("diloco", "sync_every", &R::diloco, &Dl::sync_every, "H: inner steps between outer steps"),
+      bind("diloco", "outer_lr", &R::diloco, &Dl::outer_lr, "outer learning rate eta"),
+      bind("diloco", "outer_momentum", &R::diloco, &Dl::outer_momentum, "outer Nesterov momentum mu"),
+      bind("diloco", "weighted", &R::diloco, &Dl::weighted,
+           "weight each replica's pseudo-gradient by the tokens it trained on"),
+      bind("diloco", "drop_rate", &R::diloco, &Dl::drop_rate,
+           "probability that a replica is left out of a sync (seeded; experiments)"),
+      bind("streaming", "sync_every", &R::streaming, &S::sync_every, "H: steps between syncs of one fragment"),
+      bind("streaming", "fragments", &R::streaming, &S::fragments, "P: fragments of transformer blocks"),
+      bind("streaming", "assignment", &R::streaming, &S::assignment,
+           "strided (block l in fragment l mod P) | sequential (consecutive blocks)"),
+      bind("streaming", "embeddings_fragment", &R::streaming, &S::embeddings_fragment,
+           "embeddings, final norm and output layer form a fragment of their own"),
+      bind("streaming", "overlap", &R::streaming, &S::overlap,
+           "tau: inner steps that run while a fragment's exchange is in flight"),
+      bind("streaming", "mix", &R::streaming, &S::mix, "alpha: weight of the local fragment when mixing (tau > 0)"),
+      bind("streaming", "outer_lr", &R::streaming, &S::outer_lr, "outer learning rate eta"),
+      bind("streaming", "outer_momentum", &R::streaming, &S::outer_momentum, "outer Nesterov momentum mu"),
+      bind("streaming", "codec", &R::streaming, &S::codec, "exchange codec: fp32 | bf16 | int8 | fp4 | int4"),
+      bind("noloco", "sync_every", &R::noloco, &N::sync_every, "H: inner steps between outer steps"),
+      bind("noloco", "momentum", &R::noloco, &N::momentum, "alpha: momentum of the slow weights"),
+      bind("noloco", "beta", &R::noloco, &N::beta, "beta: weight of the pair's mean local progress"),
+      bind("noloco", "gamma", &R::noloco, &N::gamma, "gamma: weight of the pull towards the pair's mean"),
+      bind("localsgd", "sync_every", &R::localsgd, &L::sync_every, "H (H_base with the QSR)"),
+      bind("localsgd", "qsr_alpha", &R::localsgd, &L::qsr_alpha,
+           "Quadratic Synchronisation Rule: H = max(H_base, floor((alpha/lr)^2)); 0 keeps H fixed"),
+      bind("comm", "codec", &R::comm, &C::codec,
+           "codec of diloco/localsgd exchanges: fp32 | bf16 | int8 | fp4 | int4"),
+      bind("comm", "block_size", &R::comm, &C::block_size, "values per scale of the quantised codecs"),
+      bind("comm", "bandwidth_mbps", &R::comm, &C::bandwidth_mbps,
+           "emulated link in Mbit/s: one value or one per rank (comma-separated); empty: none"),
+      bind("comm", "latency_ms", &R::comm, &C::latency_ms, "emulated one-way latency in ms (one or per rank)"),
+      bind("comm", "delay", &R::comm, &C::delay,
+           "none | latency | full: how much of the emulated link time is also waited out"),
+      bind("comm", "timeout_s", &R::comm, &C::timeout_s, "timeout of every communication, in seconds"),
   };
 }
 

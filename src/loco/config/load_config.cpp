@@ -8,6 +8,8 @@
 #include <map>
 #include <toml.hpp>
 
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/link/link_model.h"
 #include "loco/config/config_keys.h"
 #include "loco/util/error.h"
 
@@ -146,15 +148,15 @@ void validate_optim(const OptimConfig& o) {
   if (!(o.decay_fraction > 0 && o.decay_fraction <= 1)) reject("optim.decay_fraction must lie in (0, 1]");
 }
 
-void validate_train(const TrainConfig& t, const DataConfig& d) {
+void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t replica_batch) {
   if (d.seq_len <= 0) reject("data.seq_len must be positive");
   if (d.dir.empty()) reject("data.dir is empty; point it at a directory written by `loco prepare`");
   if (t.steps <= 0) reject("set train.steps or train.tokens to a positive number: how long to train");
   if (t.batch_size <= 0) reject("train.batch_size must be positive");
-  if (t.micro_batch_size <= 0 || t.batch_size % t.micro_batch_size != 0) {
-    reject(fmt::format("train.micro_batch_size ({}) must divide train.batch_size ({}): the batch is "
+  if (t.micro_batch_size <= 0 || replica_batch % t.micro_batch_size != 0) {
+    reject(fmt::format("train.micro_batch_size ({}) must divide one replica's batch ({}): the batch is "
                        "split into equal micro-batches",
-                       t.micro_batch_size, t.batch_size));
+                       t.micro_batch_size, replica_batch));
   }
   if (t.eval_every < 0 || t.checkpoint_every < 0) reject("train.eval_every and train.checkpoint_every must be 0 or positive");
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
@@ -169,7 +171,118 @@ void validate_train(const TrainConfig& t, const DataConfig& d) {
   if (t.threads < 0) reject("train.threads must be 0 (all cores) or positive");
 }
 
+bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
+  for (const char* c : choices) {
+    if (value == c) return true;
+  }
+  return false;
+}
+
+void require_codec(const std::string& key, const std::string& name) {
+  for (const auto& known : comm::codec_names()) {
+    if (known == name) return;
+  }
+  reject(fmt::format("{} '{}' is unknown; choose one of fp32, bf16, int8, fp4, int4", key, name));
+}
+
+void require_sync_every(const char* key, std::int64_t h) {
+  if (h <= 0) reject(fmt::format("{} ({}) must be positive: the inner steps between synchronisations", key, h));
+}
+
+void validate_dist(const RunConfig& c) {
+  const DistConfig& d = c.dist;
+  if (!one_of(d.algorithm, {"none", "ddp", "diloco", "streaming", "noloco", "localsgd"})) {
+    reject(fmt::format("dist.algorithm '{}' is unknown; choose none, ddp, diloco, streaming, noloco or localsgd",
+                       d.algorithm));
+  }
+  if (!one_of(d.backend, {"local", "gloo", "nccl"})) {
+    reject(fmt::format("dist.backend '{}' is unknown; choose local, gloo or nccl", d.backend));
+  }
+  if (!one_of(d.batch, {"split", "per_replica"})) {
+    reject(fmt::format("dist.batch '{}' is unknown; choose split (train.batch_size is the global batch) or "
+                       "per_replica",
+                       d.batch));
+  }
+  if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
+  if (d.algorithm == "none" && d.replicas > 1) {
+    reject(fmt::format("dist.replicas = {} needs an algorithm that connects them; set dist.algorithm (ddp, diloco, "
+                       "streaming, noloco or localsgd)",
+                       d.replicas));
+  }
+  if (d.batch == "split" && c.train.batch_size % d.replicas != 0) {
+    reject(fmt::format("train.batch_size ({}) is the global batch (dist.batch = \"split\") and must divide "
+                       "evenly among dist.replicas ({}); change one, or set dist.batch = \"per_replica\"",
+                       c.train.batch_size, d.replicas));
+  }
+  require_sync_every("diloco.sync_every", c.diloco.sync_every);
+  require_sync_every("streaming.sync_every", c.streaming.sync_every);
+  require_sync_every("noloco.sync_every", c.noloco.sync_every);
+  require_sync_every("localsgd.sync_every", c.localsgd.sync_every);
+  if (!(c.diloco.outer_lr > 0) || !(c.streaming.outer_lr > 0)) reject("the outer learning rates must be positive");
+  if (!(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1) ||
+      !(c.streaming.outer_momentum >= 0 && c.streaming.outer_momentum < 1)) {
+    reject("diloco.outer_momentum and streaming.outer_momentum must lie in [0, 1)");
+  }
+  if (!(c.diloco.drop_rate >= 0 && c.diloco.drop_rate < 1)) reject("diloco.drop_rate must lie in [0, 1)");
+  const StreamingConfig& s = c.streaming;
+  if (s.fragments < 1 || (d.algorithm == "streaming" && s.fragments > c.model.num_hidden_layers)) {
+    reject(fmt::format("streaming.fragments ({}) must lie in [1, model.num_hidden_layers = {}]: every fragment "
+                       "holds at least one transformer block",
+                       s.fragments, c.model.num_hidden_layers));
+  }
+  if (!one_of(s.assignment, {"strided", "sequential"})) {
+    reject(fmt::format("streaming.assignment '{}' is unknown; choose strided or sequential", s.assignment));
+  }
+  if (s.overlap < 0 || s.overlap >= s.sync_every) {
+    reject(fmt::format("streaming.overlap ({}) must lie in [0, streaming.sync_every = {}): a fragment's exchange "
+                       "must land before its next one starts",
+                       s.overlap, s.sync_every));
+  }
+  if (!(s.mix >= 0 && s.mix <= 1)) reject("streaming.mix must lie in [0, 1]");
+  require_codec("streaming.codec", s.codec);
+  require_codec("comm.codec", c.comm.codec);
+  if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
+  if (!one_of(c.comm.delay, {"none", "latency", "full"})) {
+    reject(fmt::format("comm.delay '{}' is unknown; choose none, latency or full", c.comm.delay));
+  }
+  if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
+  try {
+    comm::LinkModel::parse(c.comm.bandwidth_mbps, c.comm.latency_ms, static_cast<int>(d.replicas));
+  } catch (const Error& e) {
+    reject(fmt::format("comm.bandwidth_mbps / comm.latency_ms: {}", e.what()));
+  }
+  const NolocoConfig& n = c.noloco;
+  if (!(n.momentum >= 0 && n.momentum < 1) || !(n.beta > 0) || !(n.gamma > 0)) {
+    reject("noloco.momentum must lie in [0, 1); noloco.beta and noloco.gamma must be positive");
+  }
+  if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
+  if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1) {
+    reject("simulated replicas (dist.backend = \"local\") run on the CPU; use train.device = \"cpu\", or one "
+           "process per GPU with dist.backend = \"nccl\" and loco launch");
+  }
+}
+
+// WORLD_SIZE as torchrun and `loco launch` set it (SLURM_NTASKS under srun); 1 outside a launcher.
+std::int64_t world_size_from_environment() {
+  for (const char* name : {"WORLD_SIZE", "SLURM_NTASKS"}) {
+    if (const char* v = std::getenv(name)) {
+      char* end = nullptr;
+      long long n = std::strtoll(v, &end, 10);
+      if (*v != '\0' && *end == '\0' && n > 0) return n;
+    }
+  }
+  return 1;
+}
+
 }  // namespace
+
+std::int64_t RunConfig::replica_batch() const {
+  return dist.batch == "split" ? train.batch_size / std::max<std::int64_t>(1, dist.replicas) : train.batch_size;
+}
+
+std::int64_t RunConfig::global_batch() const {
+  return dist.batch == "split" ? train.batch_size : train.batch_size * std::max<std::int64_t>(1, dist.replicas);
+}
 
 void apply_override(RunConfig& config, const std::string& assignment) {
   auto eq = assignment.find('=');
@@ -192,15 +305,16 @@ void resolve_derived(RunConfig& c) {
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = c.data.seq_len;
+  if (c.dist.replicas == 0) c.dist.replicas = c.dist.backend == "local" ? 1 : world_size_from_environment();
   TrainConfig& t = c.train;
-  if (t.micro_batch_size == 0) t.micro_batch_size = t.batch_size;
+  if (t.micro_batch_size == 0) t.micro_batch_size = c.replica_batch();
   if (t.tokens > 0) {
-    std::int64_t per_step = t.batch_size * c.data.seq_len;
+    std::int64_t per_step = c.global_batch() * c.data.seq_len;
     std::int64_t steps = per_step > 0 ? (t.tokens + per_step - 1) / per_step : 0;
     if (t.steps != 0 && t.steps != steps) {
       throw ConfigError(fmt::format(
           "train.steps ({}) and train.tokens ({}) disagree (the token budget means {} steps at "
-          "batch_size·seq_len = {}); set only one of them",
+          "global batch·seq_len = {}); set only one of them",
           t.steps, t.tokens, steps, per_step));
     }
     t.steps = steps;
@@ -208,7 +322,8 @@ void resolve_derived(RunConfig& c) {
 }
 
 void validate(const RunConfig& c) {
-  validate_train(c.train, c.data);
+  validate_dist(c);
+  validate_train(c.train, c.data, c.replica_batch());
   validate_model(c.model, c.data);
   validate_optim(c.optim);
 }

@@ -46,8 +46,8 @@ struct OptimConfig {
 struct TrainConfig {
   std::int64_t steps = 0;   // optimizer steps; set this or `tokens`
   std::int64_t tokens = 0;  // token budget; steps = ceil(tokens / (batch_size·seq_len))
-  std::int64_t batch_size = 16;       // sequences per optimizer step
-  std::int64_t micro_batch_size = 0;  // sequences per forward/backward; 0: batch_size
+  std::int64_t batch_size = 16;       // sequences per optimizer step (see dist.batch for replicas)
+  std::int64_t micro_batch_size = 0;  // sequences per forward/backward; 0: one replica's batch
   std::int64_t seed = 0;
   std::int64_t eval_every = 100;  // 0: evaluate only at the end
   std::int64_t eval_batches = 20;
@@ -57,8 +57,62 @@ struct TrainConfig {
   std::string device = "cpu";     // cpu | cuda | auto
   std::string autocast = "none";  // none | bf16 (CUDA only)
   std::int64_t threads = 0;       // intra-op threads; 0: all cores
+};
 
-  std::int64_t accumulation_steps() const { return batch_size / micro_batch_size; }
+// How replicas cooperate (DESIGN.md §3 "Strategy"; ALGORITHMS.md).
+struct DistConfig {
+  std::string algorithm = "none";  // none | ddp | diloco | streaming | noloco | localsgd
+  std::int64_t replicas = 0;       // M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl
+  std::string backend = "local";   // local (M threads in this process) | gloo | nccl
+  std::string batch = "split";     // split: train.batch_size is the global batch | per_replica
+  bool check_sync = false;         // hash the global parameters on every replica after each outer step
+};
+
+struct DdpConfig {
+  double bucket_mb = 25;        // cap of a gradient bucket, in MiB
+  double first_bucket_mb = 1;   // the first bucket (last layers) is small so that it launches early
+  bool overlap = true;          // launch buckets from autograd hooks during backward
+};
+
+struct DilocoConfig {
+  std::int64_t sync_every = 100;  // H inner steps
+  double outer_lr = 0.7;          // η
+  double outer_momentum = 0.9;    // μ (Nesterov, PyTorch form)
+  bool weighted = false;          // weight each Δ_m by the tokens replica m trained on since the last sync
+  double drop_rate = 0;           // probability that a replica's Δ is left out of a sync (seeded)
+};
+
+struct StreamingConfig {
+  std::int64_t sync_every = 100;    // H: every fragment syncs every H steps
+  std::int64_t fragments = 2;       // P
+  std::string assignment = "strided";  // strided (block l -> l mod P) | sequential
+  bool embeddings_fragment = false;    // embeddings, final norm and head as a fragment of their own
+  std::int64_t overlap = 1;         // τ: inner steps between sending Δ_p and applying the result
+  double mix = 0.5;                 // α: θ_m,p ← α·θ_m,p + (1−α)·θ̃_p when τ > 0
+  double outer_lr = 0.4;
+  double outer_momentum = 0.9;
+  std::string codec = "fp4";        // fp32 | bf16 | int8 | fp4 | int4
+};
+
+struct NolocoConfig {
+  std::int64_t sync_every = 50;  // H
+  double momentum = 0.5;         // α
+  double beta = 0.7;             // β (pseudo-gradient term)
+  double gamma = 0.7;            // γ (consensus term)
+};
+
+struct LocalsgdConfig {
+  std::int64_t sync_every = 4;  // H_base
+  double qsr_alpha = 0;         // Quadratic Synchronisation Rule: H = max(H_base, (α/lr)²); 0 = fixed H
+};
+
+struct CommConfig {
+  std::string codec = "fp32";      // codec of diloco/localsgd exchanges (streaming has its own)
+  std::int64_t block_size = 128;   // values per scale block of the quantised codecs
+  std::string bandwidth_mbps = "";  // emulated link: one value or one per rank, comma-separated; "" = none
+  std::string latency_ms = "";
+  std::string delay = "none";      // none | latency | full: how the emulated link shows in real time
+  double timeout_s = 600;
 };
 
 struct RunConfig {
@@ -66,6 +120,18 @@ struct RunConfig {
   DataConfig data;
   OptimConfig optim;
   TrainConfig train;
+  DistConfig dist;
+  DdpConfig ddp;
+  DilocoConfig diloco;
+  StreamingConfig streaming;
+  NolocoConfig noloco;
+  LocalsgdConfig localsgd;
+  CommConfig comm;
+
+  // Sequences one replica trains on per step, and all replicas together (dist.batch).
+  std::int64_t replica_batch() const;
+  std::int64_t global_batch() const;
+  std::int64_t accumulation_steps() const { return replica_batch() / train.micro_batch_size; }
 };
 
 }  // namespace loco

@@ -125,6 +125,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
                           {"elapsed_s", state.elapsed_s},
                           {"sampler", state.sampler},
                           {"strategy", state.strategy},
+                          {"communication", state.communication},
                           {"config", to_json(config)},
                           {"files", files}};
     write_file_atomic(tmp_dir / "state.json", doc.dump(2) + "\n");
@@ -165,6 +166,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
     out.state.elapsed_s = doc.at("elapsed_s").get<double>();
     out.state.sampler = doc.at("sampler");
     out.state.strategy = doc.at("strategy");
+    out.state.communication = doc.value("communication", nlohmann::json::object());
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
                                       "by another version. Resume from another checkpoint",

@@ -31,6 +31,7 @@ FlatParameters::FlatParameters(const NamedTensors& parameters, std::size_t group
     // Re-point the parameter at its slice of the buffer: same tensor object, new storage.
     p.set_(buffer.storage(), buffer.storage_offset() + slot.offset, p.sizes(), torch::IntArrayRef(p.strides()));
     p.mutable_grad() = buffer.grad().narrow(0, slot.offset, numel).view(p.sizes());
+    parameters_.push_back(p);
   }
 }
 

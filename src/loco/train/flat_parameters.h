@@ -31,6 +31,8 @@ class FlatParameters {
   const torch::Tensor& buffer(std::size_t group) const { return buffers_[group]; }
   std::size_t groups() const { return buffers_.size(); }
   const std::vector<Slot>& slots() const { return slots_; }
+  // The model's parameter tensors (same autograd identity), in slot order.
+  const std::vector<torch::Tensor>& parameter_tensors() const { return parameters_; }
 
   // Per-parameter views ("prefix/<name>") of a tensor laid out like the buffer of each group,
   // e.g. an optimizer moment: one flat tensor per group.
@@ -41,6 +43,7 @@ class FlatParameters {
  private:
   std::vector<torch::Tensor> buffers_;
   std::vector<Slot> slots_;
+  std::vector<torch::Tensor> parameters_;
 };
 
 }  // namespace loco

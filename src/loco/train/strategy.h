@@ -2,18 +2,22 @@
 // strategy around every inner step; a strategy decides when and what to exchange and owns any
 // outer state (global parameters, momentum buffers), which it serialises into checkpoints.
 //
-//   for each step:  forward/backward on micro-batches → after_backward → clip → AdamW → after_step
+//   attach(model, parameters)                       once, before a resume's load_state
+//   for each step:
+//     for each micro-batch: before_backward(last?) → forward/backward
+//     after_backward → clip → AdamW → after_step(step)
 //
-// This issue ships one strategy, a single replica that exchanges nothing; ddp, diloco, streaming,
-// noloco and localsgd plug in here.
+// The strategies live in src/loco/algo/ (one file each; make_strategy.h picks one from the config).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 #include "loco/io/safetensors.h"
 #include "loco/model/llama.h"
+#include "loco/train/flat_parameters.h"
 
 namespace loco {
 
@@ -23,26 +27,28 @@ class Strategy {
 
   // The exact form used, for logs and metrics (e.g. "diloco: nesterov(pytorch) eta=0.7 mu=0.9 H=100").
   virtual std::string describe() const = 0;
-  // Gradients of the last micro-batch are in place; data parallel averages them here.
-  virtual void after_backward(Llama& model) = 0;
+  // The model's parameters are flat (note "flat-parameters") and hold the initial weights.
+  virtual void attach(Llama& model, const FlatParameters& parameters) {}
+  // A micro-batch's backward is next; `last` when it is the step's last (data parallel waits for it).
+  virtual void before_backward(bool last) {}
+  // Gradients of the whole step are in place; data parallel averages them here.
+  virtual void after_backward() {}
   // The inner optimizer has stepped (`step` steps done); DiLoCo-style strategies sync here.
-  virtual void after_step(Llama& model, std::int64_t step) = 0;
+  virtual void after_step(std::int64_t step) {}
+  // Runs `evaluate` with the parameters a user would deploy in the model (DiLoCo: the global ones)
+  // and restores the replica's own afterwards.
+  virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }
 
   // Outer state for checkpoints: tensors and scalars; restored before training continues.
-  virtual NamedTensors state_tensors() const = 0;
-  virtual nlohmann::json state_json() const = 0;
-  virtual void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) = 0;
+  virtual NamedTensors state_tensors() const { return {}; }
+  virtual nlohmann::json state_json() const { return nlohmann::json::object(); }
+  virtual void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {}
 };
 
 // One replica, no communication: plain training.
 class SingleReplica final : public Strategy {
  public:
   std::string describe() const override { return "single replica (no communication)"; }
-  void after_backward(Llama&) override {}
-  void after_step(Llama&, std::int64_t) override {}
-  NamedTensors state_tensors() const override { return {}; }
-  nlohmann::json state_json() const override { return nlohmann::json::object(); }
-  void load_state(const SafetensorsContent&, const nlohmann::json&) override {}
 };
 
 }  // namespace loco

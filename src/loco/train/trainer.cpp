@@ -5,7 +5,10 @@
 
 #include <charconv>
 #include <chrono>
+#include <mutex>
 
+#include "loco/algo/make_strategy.h"
+#include "loco/comm/group.h"
 #include "loco/config/load_config.h"
 #include "loco/data/batch_sampler.h"
 #include "loco/model/weights.h"
@@ -15,6 +18,7 @@
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/schedule.h"
+#include "loco/train/sim_clock.h"
 #include "loco/train/step_profiler.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -60,10 +64,23 @@ void require_same_model(const RunConfig& run, const RunConfig& saved, const fs::
 // The saved data position means the same windows only with the same seed, sequence length and
 // batch layout: anything else would silently train on another stream than the run it continues.
 void require_same_data_stream(const RunConfig& run, const RunConfig& saved, const fs::path& checkpoint) {
+  const std::pair<const char*, std::pair<std::string, std::string>> choices[] = {
+      {"dist.algorithm", {run.dist.algorithm, saved.dist.algorithm}},
+      {"dist.batch", {run.dist.batch, saved.dist.batch}},
+  };
+  for (const auto& [key, values] : choices) {
+    if (values.first != values.second) {
+      throw ConfigError(fmt::format("{} is \"{}\" but checkpoint {} was trained with \"{}\"; a run resumes with the "
+                                    "algorithm and batch layout it was started with (or start a new run from the "
+                                    "exported weights)",
+                                    key, values.first, checkpoint.string(), values.second));
+    }
+  }
   const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> keys[] = {
       {"train.seed", {run.train.seed, saved.train.seed}},
       {"data.seq_len", {run.data.seq_len, saved.data.seq_len}},
       {"train.batch_size", {run.train.batch_size, saved.train.batch_size}},
+      {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
   };
   for (const auto& [key, values] : keys) {
     if (values.first != values.second) {
@@ -103,16 +120,35 @@ void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_d
   }
 }
 
+// Replicas of one process initialise their models one at a time: torch's default generator is
+// shared, and each must draw the same initial weights from the seed.
+std::mutex model_init_mutex;
+
+// Compute time for the emulated wall clock (note "emulated-wall-clock").
+std::function<double()> compute_seconds(const comm::Group* group, bool simulated_replicas) {
+  if (simulated_replicas) return thread_cpu_seconds;
+  const auto start = Clock::now();
+  return [start, group] { return seconds_since(start) - (group ? group->stats().blocked_s : 0.0); };
+}
+
 }  // namespace
+
+fs::path replica_directory(const fs::path& out_dir, int rank) {
+  return rank == 0 ? out_dir : out_dir / fmt::format("replica_{}", rank);
+}
+
+fs::path replica_checkpoint(const fs::path& checkpoint, int rank) {
+  if (rank == 0) return checkpoint;
+  const fs::path checkpoints = checkpoint.parent_path();
+  return replica_directory(checkpoints.parent_path(), rank) / checkpoints.filename() / checkpoint.filename();
+}
 
 struct Trainer::State {
   TrainOptions options;
-  std::unique_ptr<Strategy> strategy;
   std::vector<double> step_losses;
 };
 
-Trainer::Trainer(TrainOptions options, std::unique_ptr<Strategy> strategy)
-    : state_(std::make_unique<State>(State{std::move(options), std::move(strategy), {}})) {}
+Trainer::Trainer(TrainOptions options) : state_(std::make_unique<State>(State{std::move(options), {}})) {}
 
 Trainer::~Trainer() = default;
 
@@ -121,8 +157,14 @@ const std::vector<double>& Trainer::step_losses() const { return state_->step_lo
 TrainSummary Trainer::run() {
   RunConfig& config = state_->options.config;
   const TrainConfig& tc = config.train;
-  Strategy& strategy = *state_->strategy;
-  const bool quiet = state_->options.quiet;
+  comm::Group* group = state_->options.group;
+  const int rank = group ? group->rank() : 0;
+  const int replicas = group ? group->size() : 1;
+  if (replicas != config.dist.replicas) {
+    throw InternalError(fmt::format("dist.replicas is {} but the group has {} ranks", config.dist.replicas, replicas));
+  }
+  const bool lead = rank == 0;  // evaluates, shows progress
+  const bool quiet = state_->options.quiet || !lead;
   auto say = [&](const std::string& line) {
     if (!quiet) fmt::print(stderr, "{}\n", line);
   };
@@ -140,12 +182,12 @@ TrainSummary Trainer::run() {
 
   std::optional<LoadedCheckpoint> resumed;
   if (state_->options.resume_from) {
-    resumed = read_checkpoint(*state_->options.resume_from);
+    resumed = read_checkpoint(replica_checkpoint(*state_->options.resume_from, rank));
     require_same_model(config, resumed->config, resumed->dir);
     require_same_data_stream(config, resumed->config, resumed->dir);
   }
 
-  const fs::path out_dir = tc.out_dir;
+  const fs::path out_dir = replica_directory(tc.out_dir, rank);
   ensure_writable_directory(out_dir, "train.out_dir");
   if (resumed) require_resumable(*resumed, out_dir, tc.steps);
   const bool has_metrics = fs::exists(out_dir / "metrics.jsonl") && fs::file_size(out_dir / "metrics.jsonl") > 0;
@@ -153,16 +195,26 @@ TrainSummary Trainer::run() {
     throw ConfigError(fmt::format(
         "train.out_dir '{}' already holds another run (checkpoints or metrics.jsonl); loco does not overwrite "
         "it. Pass --resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
-        out_dir.string(), out_dir.string()));
+        tc.out_dir, tc.out_dir));
   }
   write_file_atomic(out_dir / "config.toml", to_toml(config));
 
-  torch::manual_seed(static_cast<std::uint64_t>(tc.seed));
-  Llama model(config.model);
-  model->init_weights();
+  Llama model{nullptr};
+  {
+    // Construction draws from the generator too (libtorch's default initialisation).
+    std::lock_guard<std::mutex> lock(model_init_mutex);
+    torch::manual_seed(static_cast<std::uint64_t>(tc.seed));
+    model = Llama(config.model);
+    model->init_weights();
+  }
   model->to(device);
   InnerOptimizer optimizer(model_parameters(model), config.optim);
-  data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), 0, 1, true);
+  data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), rank, replicas,
+                             true);
+  SimClock clock(compute_seconds(group, config.dist.backend == "local" && replicas > 1));
+  const std::unique_ptr<Strategy> strategy_owner = make_strategy(config, ReplicaContext{group, &clock, tc.steps});
+  Strategy& strategy = *strategy_owner;
+  strategy.attach(model, optimizer.parameters());
 
   std::int64_t step = 0, tokens = 0;
   double elapsed_before = 0;
@@ -177,29 +229,42 @@ TrainSummary Trainer::run() {
   }
   MetricsWriter metrics(out_dir, resumed ? step : -1);
 
-  say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}), {} on {} with {} "
-                  "threads",
+  say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}) on {} with {} threads",
                   model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
                   config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
-                  strategy.describe(), device.str(), torch::get_num_threads()));
-  say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens{}", train_data.size(),
-                  val_data.size(), tc.steps, tc.batch_size, config.data.seq_len,
+                  device.str(), torch::get_num_threads()));
+  say(fmt::format("strategy: {}", strategy.describe()));
+  say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per replica, "
+                  "dist.batch = {}){}",
+                  train_data.size(), val_data.size(), tc.steps, config.global_batch(), config.data.seq_len,
+                  config.replica_batch(), config.dist.batch,
                   resumed ? fmt::format(", resuming after step {}", step) : ""));
 
   const std::int64_t micro = tc.micro_batch_size;
-  const std::int64_t accumulation = tc.accumulation_steps();
-  const std::int64_t tokens_per_step = tc.batch_size * config.data.seq_len;
+  const std::int64_t accumulation = config.accumulation_steps();
+  const std::int64_t tokens_per_step = config.global_batch() * config.data.seq_len;  // all replicas
   torch::Tensor inputs = torch::empty({micro, config.data.seq_len}, torch::kInt64);
   torch::Tensor targets = torch::empty({micro, config.data.seq_len}, torch::kInt64);
 
   Progress progress(tc.steps);
   TrainSummary summary;
   const auto start = Clock::now();
+  // Counts of the run before this process started (a resume), added to this process's own.
+  const nlohmann::json before = resumed ? resumed->state.communication : nlohmann::json::object();
+  auto communication = [&]() -> nlohmann::json {
+    const comm::CommStats stats = group->stats();
+    return {{"bytes_sent", before.value("bytes_sent", std::uint64_t{0}) + stats.bytes_sent},
+            {"bytes_recv", before.value("bytes_recv", std::uint64_t{0}) + stats.bytes_recv},
+            {"comm_s", before.value("comm_s", 0.0) + stats.blocked_s},
+            {"sim_wall_s", before.value("sim_wall_s", 0.0) + clock.now()}};
+  };
   auto interval_start = start;
   std::int64_t interval_tokens = 0, interval_steps = 0;
   auto save = [&]() {
+    SimClock::Pause pause(clock);
     CheckpointState cs{step, tokens, optimizer.steps_taken(), elapsed_before + seconds_since(start),
-                       sampler.state().to_json(), strategy.state_json()};
+                       sampler.state().to_json(), strategy.state_json(),
+                       group ? communication() : nlohmann::json::object()};
     CheckpointTensors ct{model_parameters(model), optimizer.state_tensors(), strategy.state_tensors()};
     summary.last_checkpoint = write_checkpoint(out_dir / "checkpoints", config, cs, ct, config.data.dir);
     if (!quiet) progress.note(fmt::format("checkpoint {}", summary.last_checkpoint.string()));
@@ -221,20 +286,22 @@ TrainSummary Trainer::run() {
         compat::CudaBf16Autocast autocast(bf16);
         loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
       }
+      strategy.before_backward(m + 1 == accumulation);
       loss.backward();
       step_loss += loss.item<double>();
     }
     if (!std::isfinite(step_loss)) {
-      throw Error(fmt::format("the loss became {} at step {}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
+      throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
                               "resume from the last checkpoint in {}/checkpoints",
-                              step_loss, step + 1, config.optim.lr, out_dir.string()));
+                              step_loss, step + 1, replicas > 1 ? fmt::format(" on replica {}", rank) : "",
+                              config.optim.lr, tc.out_dir));
     }
-    strategy.after_backward(model);
+    strategy.after_backward();
     const double grad_norm = optimizer.clip_gradients(config.optim.grad_clip);
     optimizer.step();
     ++step;
     tokens += tokens_per_step;
-    strategy.after_step(model, step);
+    strategy.after_step(step);
     if (profiler) profiler->after_step(step);
     state_->step_losses.push_back(step_loss);
     summary.train_loss = step_loss;
@@ -242,7 +309,7 @@ TrainSummary Trainer::run() {
     ++interval_steps;
 
     const bool last = step == tc.steps;
-    const bool eval_now = last || (tc.eval_every > 0 && step % tc.eval_every == 0);
+    const bool eval_now = lead && (last || (tc.eval_every > 0 && step % tc.eval_every == 0));
     if (step % tc.log_every == 0 || last || eval_now) {
       const double interval_s = seconds_since(interval_start);
       nlohmann::json record = {{"step", step},
@@ -252,8 +319,12 @@ TrainSummary Trainer::run() {
                                {"grad_norm", grad_norm},
                                {"tokens_per_s", interval_tokens / std::max(interval_s, 1e-9)},
                                {"elapsed_s", elapsed_before + seconds_since(start)}};
+      if (group) record.update(communication());
       if (eval_now) {
-        summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device, bf16);
+        SimClock::Pause pause(clock);
+        strategy.with_evaluation_parameters([&] {
+          summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device, bf16);
+        });
         record["eval_loss"] = summary.eval.loss;
         record["eval_perplexity"] = summary.eval.perplexity;
         if (!quiet) {
@@ -272,11 +343,16 @@ TrainSummary Trainer::run() {
     }
     if (last || (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0)) save();
   }
-  progress.finish();
+  if (!quiet) progress.finish();
 
   summary.steps = step;
   summary.tokens = tokens;
   summary.elapsed_s = seconds_since(start);
+  if (group) {
+    const nlohmann::json totals = communication();
+    summary.sim_wall_s = totals.at("sim_wall_s");
+    summary.bytes_sent = totals.at("bytes_sent");
+  }
   const std::int64_t steps_run = static_cast<std::int64_t>(state_->step_losses.size());
   summary.tokens_per_s = steps_run * tokens_per_step / std::max(summary.elapsed_s, 1e-9);
   return summary;

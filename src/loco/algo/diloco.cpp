@@ -1,0 +1,89 @@
+#include "loco/algo/diloco.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "loco/algo/outer_state_io.h"
+#include "loco/algo/replica_hash.h"
+#include "loco/algo/replica_mean.h"
+#include "loco/data/shuffle.h"
+
+namespace loco {
+
+Diloco::Diloco(DilocoSettings settings, SyncSchedule schedule, const ReplicaContext& context)
+    : settings_(std::move(settings)),
+      schedule_(schedule),
+      context_(context),
+      codec_(exchange_codec(settings_.codec, settings_.block_size)) {}
+
+std::string Diloco::describe() const {
+  return fmt::format("{}: nesterov(pytorch) eta={} mu={} {} M={} codec={}{}{}", settings_.name, settings_.outer_lr,
+                     settings_.outer_momentum, schedule_.describe(), context_.group->size(), settings_.codec,
+                     settings_.weighted ? " weighted-by-tokens" : "",
+                     settings_.drop_rate > 0 ? fmt::format(" drop_rate={}", settings_.drop_rate) : "");
+}
+
+void Diloco::attach(Llama&, const FlatParameters& parameters) {
+  parameters_.emplace(whole_model(parameters));
+  outer_.emplace(parameters_->read(), settings_.outer_lr, settings_.outer_momentum);
+}
+
+void Diloco::after_step(std::int64_t step) {
+  tokens_since_sync_ += settings_.tokens_per_step;
+  if (schedule_.due(step)) sync(step);
+}
+
+bool Diloco::dropped(std::int64_t outer_step) const {
+  if (settings_.drop_rate <= 0) return false;
+  std::mt19937_64 rng(data::mix_seed(data::mix_seed(settings_.seed, static_cast<std::uint64_t>(outer_step)),
+                                     static_cast<std::uint64_t>(context_.group->rank())));
+  constexpr std::uint64_t kResolution = std::uint64_t{1} << 53;
+  return static_cast<double>(data::uniform_below(rng, kResolution)) / kResolution < settings_.drop_rate;
+}
+
+void Diloco::sync(std::int64_t step) {
+  comm::Group& group = *context_.group;
+  torch::Tensor delta = outer_->pseudo_gradient(parameters_->read());
+  std::optional<double> weight;
+  if (settings_.weighted || settings_.drop_rate > 0) {
+    weight = dropped(outer_steps_) ? 0.0 : (settings_.weighted ? static_cast<double>(tokens_since_sync_) : 1.0);
+  }
+  const double before = group.stats().emulated_s;
+  const double contributed = replica_mean(group, delta, codec_.get(), weight);
+  context_.clock->wait_until(context_.clock->now() + group.stats().emulated_s - before);
+  if (contributed > 0) outer_->step(delta);
+  parameters_->write(outer_->global());
+  ++outer_steps_;
+  tokens_since_sync_ = 0;
+  schedule_.synced(step);
+  if (settings_.check_sync) {
+    require_identical_across_replicas(group, outer_->global(),
+                                      fmt::format("global parameters after outer step {}", outer_steps_));
+  }
+}
+
+void Diloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
+  const torch::Tensor local = parameters_->read();
+  parameters_->write(outer_->global());
+  evaluate();
+  parameters_->write(local);
+}
+
+NamedTensors Diloco::state_tensors() const {
+  return {{"outer/global", outer_->global()}, {"outer/momentum", outer_->momentum_buffer()}};
+}
+
+nlohmann::json Diloco::state_json() const {
+  return {{"outer_steps", outer_steps_}, {"next_sync", schedule_.next()}, {"tokens_since_sync", tokens_since_sync_}};
+}
+
+void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
+  outer_->load(saved_outer_tensor(tensors, "outer/global", outer_->global()),
+               saved_outer_tensor(tensors, "outer/momentum", outer_->momentum_buffer()));
+  outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
+  schedule_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+  tokens_since_sync_ = saved_outer_integer(json, "tokens_since_sync", tensors);
+}
+
+}  // namespace loco

@@ -1,0 +1,78 @@
+#include "loco/algo/noloco.h"
+
+#include <fmt/format.h>
+
+#include "loco/algo/outer_state_io.h"
+#include "loco/algo/pairing.h"
+
+namespace loco {
+
+Noloco::Noloco(NolocoSettings settings, SyncSchedule schedule, const ReplicaContext& context)
+    : settings_(settings), schedule_(schedule), context_(context) {}
+
+std::string Noloco::describe() const {
+  return fmt::format("noloco: heavy-ball(authors' code form) alpha={} beta={} gamma={} {} M={} pairs (seeded)",
+                     settings_.momentum, settings_.beta, settings_.gamma, schedule_.describe(),
+                     context_.group->size());
+}
+
+void Noloco::attach(Llama&, const FlatParameters& parameters) {
+  parameters_.emplace(whole_model(parameters));
+  slow_ = parameters_->read();
+  momentum_ = torch::zeros_like(slow_);
+}
+
+void Noloco::after_step(std::int64_t step) {
+  if (schedule_.due(step)) sync(step);
+}
+
+void Noloco::sync(std::int64_t step) {
+  torch::NoGradGuard no_grad;
+  comm::Group& group = *context_.group;
+  const int me = group.rank();
+  const auto members = group_of(replica_groups(settings_.seed, outer_steps_, group.size()), me);
+  const std::int64_t n = slow_.numel();
+  // (θ − φ, φ) of this replica, and the same of every other member.
+  torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
+  std::vector<torch::Tensor> theirs(members.size());
+  std::vector<comm::WorkHandle> work;
+  const double before = group.stats().emulated_s;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (members[k] == me) continue;
+    theirs[k] = torch::empty_like(mine);
+    work.push_back(group.send_async(mine, members[k]));
+    work.push_back(group.recv_async(theirs[k], members[k]));
+  }
+  for (auto& w : work) w->wait();
+  context_.clock->wait_until(context_.clock->now() + group.stats().emulated_s - before);
+  torch::Tensor mean = torch::zeros_like(mine);
+  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
+  mean.div_(static_cast<double>(members.size()));
+  const torch::Tensor mean_progress = mean.narrow(0, 0, n);  // mean_G(θ − φ)
+  const torch::Tensor mean_slow = mean.narrow(0, n, n);      // mean_G(φ)
+  momentum_.mul_(settings_.momentum).add_(mean_progress, settings_.beta).add_(mean_slow - slow_, settings_.gamma);
+  slow_.add_(momentum_);
+  parameters_->write(slow_);
+  ++outer_steps_;
+  schedule_.synced(step);
+}
+
+void Noloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
+  const torch::Tensor local = parameters_->read();
+  parameters_->write(slow_);
+  evaluate();
+  parameters_->write(local);
+}
+
+NamedTensors Noloco::state_tensors() const { return {{"outer/slow", slow_}, {"outer/momentum", momentum_}}; }
+
+nlohmann::json Noloco::state_json() const { return {{"outer_steps", outer_steps_}, {"next_sync", schedule_.next()}}; }
+
+void Noloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
+  slow_.copy_(saved_outer_tensor(tensors, "outer/slow", slow_).reshape({-1}));
+  momentum_.copy_(saved_outer_tensor(tensors, "outer/momentum", momentum_).reshape({-1}));
+  outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
+  schedule_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+}
+
+}  // namespace loco

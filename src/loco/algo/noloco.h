@@ -1,0 +1,53 @@
+// NoLoCo (ALGORITHMS.md §5): no collective over all replicas. Every H inner steps each replica
+// averages with the members of its group (pairing.h: a seeded random pair, or a three for odd M),
+// point to point, and updates its slow weights φ with heavy-ball momentum, in the form of the
+// authors' code:
+//
+//     m_i ← α·m_i + β·mean_G(θ − φ) + γ·(mean_G(φ) − φ_i)       G: this replica's group
+//     φ_i ← φ_i + m_i ;   θ_i ← φ_i
+//
+// Each replica sends (θ_i − φ_i, φ_i) to every other member and receives theirs: 2·N values per
+// partner (§9). Means are taken in rank order, so both members of a pair compute the same means.
+// φ and m live on the host; the run's last step always syncs. The evaluation model is φ_i.
+#pragma once
+
+#include <optional>
+
+#include "loco/algo/make_strategy.h"
+#include "loco/algo/parameter_fragment.h"
+#include "loco/algo/sync_schedule.h"
+
+namespace loco {
+
+struct NolocoSettings {
+  double momentum = 0.5;  // α
+  double beta = 0.7;
+  double gamma = 0.7;
+  std::uint64_t seed = 0;  // of the pairing
+};
+
+class Noloco final : public Strategy {
+ public:
+  Noloco(NolocoSettings settings, SyncSchedule schedule, const ReplicaContext& context);
+
+  std::string describe() const override;
+  void attach(Llama& model, const FlatParameters& parameters) override;
+  void after_step(std::int64_t step) override;
+  void with_evaluation_parameters(const std::function<void()>& evaluate) override;
+  NamedTensors state_tensors() const override;
+  nlohmann::json state_json() const override;
+  void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
+
+ private:
+  void sync(std::int64_t step);
+
+  NolocoSettings settings_;
+  SyncSchedule schedule_;
+  ReplicaContext context_;
+  std::optional<ParameterFragment> parameters_;
+  torch::Tensor slow_;      // φ_i
+  torch::Tensor momentum_;  // m_i
+  std::int64_t outer_steps_ = 0;
+};
+
+}  // namespace loco

@@ -1,0 +1,25 @@
+#include "loco/algo/outer_nesterov.h"
+
+#include "loco/util/error.h"
+
+namespace loco {
+
+OuterNesterov::OuterNesterov(torch::Tensor initial_global, double lr, double momentum)
+    : global_(std::move(initial_global)), buffer_(torch::zeros_like(global_)), lr_(lr), momentum_(momentum) {}
+
+torch::Tensor OuterNesterov::pseudo_gradient(const torch::Tensor& local) const { return global_ - local; }
+
+void OuterNesterov::step(const torch::Tensor& mean_pseudo_gradient) {
+  torch::NoGradGuard no_grad;
+  buffer_.mul_(momentum_).add_(mean_pseudo_gradient);
+  global_.sub_(mean_pseudo_gradient.add(buffer_, momentum_), lr_);
+}
+
+void OuterNesterov::load(const torch::Tensor& global, const torch::Tensor& momentum_buffer) {
+  LOCO_CHECK(global.numel() == global_.numel() && momentum_buffer.numel() == buffer_.numel(),
+             "outer state of {} values for {} parameters", global.numel(), global_.numel());
+  global_.copy_(global.reshape({-1}));
+  buffer_.copy_(momentum_buffer.reshape({-1}));
+}
+
+}  // namespace loco

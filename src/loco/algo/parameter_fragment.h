@@ -1,0 +1,47 @@
+// A set of parameters that one outer step updates together, seen as one flat vector: all of the
+// model for DiLoCo and NoLoCo, a few transformer blocks for a Streaming DiLoCo fragment
+// (ALGORITHMS.md §4 point 1). The pieces are 1-D views into the flat parameter buffers (note
+// "flat-parameters"); neighbouring slices of one buffer are merged, so a fragment is a handful of
+// copies, not one per parameter tensor.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "loco/train/flat_parameters.h"
+
+namespace loco {
+
+class ParameterFragment {
+ public:
+  explicit ParameterFragment(std::string name) : name_(std::move(name)) {}
+
+  // Appends a 1-D view into a flat parameter buffer.
+  void add(const torch::Tensor& slice);
+
+  const std::string& name() const { return name_; }
+  std::int64_t numel() const { return numel_; }
+  // The parameters, copied into one new host (CPU) tensor.
+  torch::Tensor read() const;
+  // Overwrites the parameters with `values` (numel() elements, any device).
+  void write(const torch::Tensor& values);
+
+ private:
+  std::string name_;
+  std::vector<torch::Tensor> slices_;
+  std::int64_t numel_ = 0;
+};
+
+// One fragment with every parameter.
+ParameterFragment whole_model(const FlatParameters& parameters);
+
+// Streaming DiLoCo's fragments (ALGORITHMS.md §4): block l goes to fragment l mod P ("strided") or
+// to fragment floor(l·P/L) ("sequential"). The embeddings join block 0's fragment and the final
+// norm and output layer the last block's, unless `embeddings_own_fragment`, which adds them as
+// fragment P.
+std::vector<ParameterFragment> block_fragments(const FlatParameters& parameters, std::int64_t num_layers,
+                                               std::int64_t fragments, bool strided, bool embeddings_own_fragment);
+
+}  // namespace loco

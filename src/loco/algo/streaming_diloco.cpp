@@ -1,0 +1,163 @@
+#include "loco/algo/streaming_diloco.h"
+
+#include <fmt/format.h>
+
+#include "loco/algo/outer_state_io.h"
+#include "loco/algo/replica_hash.h"
+#include "loco/algo/replica_mean.h"
+#include "loco/util/error.h"
+
+namespace loco {
+
+StreamingDiloco::StreamingDiloco(StreamingSettings settings, const ReplicaContext& context)
+    : settings_(std::move(settings)),
+      context_(context),
+      codec_(exchange_codec(settings_.codec, settings_.block_size)),
+      background_(std::make_unique<BackgroundExchange>()) {}
+
+StreamingDiloco::~StreamingDiloco() {
+  // Let queued exchanges finish (or fail) before the tensors they write go away.
+  background_.reset();
+}
+
+std::string StreamingDiloco::describe() const {
+  return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={} M={}",
+                     settings_.outer_lr, settings_.outer_momentum, settings_.sync_every, fragments_.size(),
+                     settings_.strided ? "strided" : "sequential",
+                     settings_.embeddings_fragment ? ", embeddings separate" : "", settings_.overlap, settings_.mix,
+                     settings_.codec, context_.group->size());
+}
+
+void StreamingDiloco::attach(Llama& model, const FlatParameters& parameters) {
+  fragments_ = block_fragments(parameters, static_cast<std::int64_t>(model->model->layers->size()),
+                               settings_.fragments, settings_.strided, settings_.embeddings_fragment);
+  for (const auto& f : fragments_) outer_.emplace_back(f.read(), settings_.outer_lr, settings_.outer_momentum);
+  outer_steps_.assign(fragments_.size(), 0);
+}
+
+bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
+  const std::int64_t h = settings_.sync_every;
+  const auto offset = static_cast<std::int64_t>(fragment) * (h / static_cast<std::int64_t>(fragments_.size()));
+  return step > 0 && step % h == offset;
+}
+
+void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t apply_after) {
+  Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
+             std::make_shared<double>(0), std::max(context_.clock->now(), link_free_at_)};
+  comm::Group& group = *context_.group;
+  // The job is the group's only user while it runs (BackgroundExchange), so the stats it reads
+  // before and after are its own traffic.
+  x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), emulated = x.emulated_s]() mutable {
+    const double before = group.stats().emulated_s;
+    replica_mean(group, delta, codec);
+    *emulated = group.stats().emulated_s - before;
+  });
+  in_flight_.push_back(std::move(x));
+}
+
+void StreamingDiloco::apply_oldest(bool mix) {
+  Exchange x = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  x.done.get();
+  link_free_at_ = x.started_at + *x.emulated_s;
+  context_.clock->wait_until(link_free_at_);
+  OuterNesterov& outer = outer_[x.fragment];
+  outer.step(x.delta);
+  ParameterFragment& fragment = fragments_[x.fragment];
+  if (mix) {
+    fragment.write(fragment.read().mul_(settings_.mix).add_(outer.global(), 1 - settings_.mix));
+  } else {
+    fragment.write(outer.global());
+  }
+  ++outer_steps_[x.fragment];
+  if (settings_.check_sync) {
+    // Through the background thread too: it owns the group while exchanges may be queued.
+    comm::Group& group = *context_.group;
+    const std::string what = fmt::format("global parameters of {} after its outer step {}",
+                                         fragment.name(), outer_steps_[x.fragment]);
+    background_->submit([&group, global = outer.global(), what] { require_identical_across_replicas(group, global, what); })
+        .get();
+  }
+}
+
+void StreamingDiloco::after_step(std::int64_t step) {
+  const std::int64_t tau = settings_.overlap;
+  std::vector<bool> sent_now(fragments_.size(), false);
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    if (sends_at(p, step)) {
+      send(p, step, step + tau);
+      sent_now[p] = true;
+    }
+  }
+  while (!in_flight_.empty() && in_flight_.front().apply_after <= step) apply_oldest(tau > 0);
+  if (step != context_.total_steps) return;
+  while (!in_flight_.empty()) apply_oldest(tau > 0);
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    if (sent_now[p]) continue;
+    send(p, step, step);
+    apply_oldest(/*mix=*/false);
+  }
+}
+
+void StreamingDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
+  std::vector<torch::Tensor> local;
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    local.push_back(fragments_[p].read());
+    fragments_[p].write(outer_[p].global());
+  }
+  evaluate();
+  for (std::size_t p = 0; p < fragments_.size(); ++p) fragments_[p].write(local[p]);
+}
+
+// A checkpoint taken while exchanges are in flight saves their averaged Δ (waiting for them does not
+// change any value), so that the resumed run applies them at the same step as the uninterrupted one.
+NamedTensors StreamingDiloco::state_tensors() const {
+  NamedTensors out;
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    out.emplace_back(fmt::format("outer/{}/global", p), outer_[p].global());
+    out.emplace_back(fmt::format("outer/{}/momentum", p), outer_[p].momentum_buffer());
+  }
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    in_flight_[i].done.wait();
+    out.emplace_back(fmt::format("in_flight/{}/delta", i), in_flight_[i].delta);
+  }
+  return out;
+}
+
+nlohmann::json StreamingDiloco::state_json() const {
+  nlohmann::json in_flight = nlohmann::json::array();
+  for (const auto& x : in_flight_) {
+    in_flight.push_back({{"fragment", x.fragment}, {"apply_after", x.apply_after}, {"emulated_s", *x.emulated_s},
+                         {"started_at", x.started_at}});
+  }
+  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_free_at_}};
+}
+
+void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    outer_[p].load(saved_outer_tensor(tensors, fmt::format("outer/{}/global", p), outer_[p].global()),
+                   saved_outer_tensor(tensors, fmt::format("outer/{}/momentum", p), outer_[p].momentum_buffer()));
+  }
+  if (!json.contains("outer_steps") || json.at("outer_steps").size() != fragments_.size()) {
+    throw CheckpointError(fmt::format("the checkpoint next to {} has no outer step counts for {} fragments; it was "
+                                      "written with other streaming settings. Resume with the settings it was "
+                                      "trained with",
+                                      tensors.source.string(), fragments_.size()));
+  }
+  outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
+  link_free_at_ = json.value("link_free_at", 0.0);
+  const nlohmann::json in_flight = json.value("in_flight", nlohmann::json::array());
+  for (std::size_t i = 0; i < in_flight.size(); ++i) {
+    const auto fragment = in_flight[i].at("fragment").get<std::size_t>();
+    LOCO_CHECK(fragment < fragments_.size(), "in-flight exchange of fragment {}", fragment);
+    std::promise<void> finished;
+    finished.set_value();
+    in_flight_.push_back(Exchange{
+        fragment, in_flight[i].at("apply_after").get<std::int64_t>(),
+        saved_outer_tensor(tensors, fmt::format("in_flight/{}/delta", i), outer_[fragment].global()).clone(),
+        finished.get_future(), std::make_shared<double>(in_flight[i].at("emulated_s").get<double>()),
+        in_flight[i].at("started_at").get<double>()});
+  }
+}
+
+}  // namespace loco

@@ -1,0 +1,87 @@
+// Streaming DiLoCo (ALGORITHMS.md §4): DiLoCo's outer step (§1) applied to P fragments of the model
+// at staggered times, with the exchange overlapping inner steps and sent through a 4-bit codec.
+//
+//   fragments      block l → fragment l mod P (strided) or consecutive blocks (sequential); the
+//                  embeddings may form fragment P (parameter_fragment.h). Each fragment p has its
+//                  own θ_g,p and Nesterov buffer b_p (OuterNesterov).
+//   schedule       fragment p sends after steps t with t mod H = p·⌊H/P'⌋ (P' fragments in all),
+//                  so some fragment syncs every H/P' steps and peak traffic drops by ~P'.
+//   at step t      Δ_p = θ_g,p − θ_m,p is quantised and averaged in the background (BackgroundExchange,
+//                  replica_mean: fp32 accumulation, no per-hop re-quantisation) while τ more inner
+//                  steps run; after step t + τ:
+//                      θ̃_p   = θ_g,p − η·(Δ_p + μ·b_p),  b_p ← μ·b_p + Δ_p     (OuterNesterov::step)
+//                      θ_g,p ← θ̃_p
+//                      θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p      (τ > 0; with τ = 0, θ_m,p ← θ̃_p)
+//   last step T    exchanges in flight are applied as above; then every fragment that did not send
+//                  at T syncs once more with τ = 0, so the final θ_g holds every replica's work.
+//
+// τ = 0, P = 1 and codec fp32 is DiLoCo exactly (same replica_mean, same outer step, same schedule).
+#pragma once
+
+#include <future>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "loco/algo/background_exchange.h"
+#include "loco/algo/make_strategy.h"
+#include "loco/comm/codecs/codec.h"
+#include "loco/algo/outer_nesterov.h"
+#include "loco/algo/parameter_fragment.h"
+
+namespace loco {
+
+struct StreamingSettings {
+  std::int64_t sync_every = 100;  // H
+  std::int64_t fragments = 2;     // P (blocks); P' adds the embeddings fragment
+  bool strided = true;
+  bool embeddings_fragment = false;
+  std::int64_t overlap = 1;  // τ
+  double mix = 0.5;          // α
+  double outer_lr = 0.4;
+  double outer_momentum = 0.9;
+  std::string codec = "fp4";
+  std::int64_t block_size = 128;
+  bool check_sync = false;
+};
+
+class StreamingDiloco final : public Strategy {
+ public:
+  StreamingDiloco(StreamingSettings settings, const ReplicaContext& context);
+  ~StreamingDiloco() override;
+
+  std::string describe() const override;
+  void attach(Llama& model, const FlatParameters& parameters) override;
+  void after_step(std::int64_t step) override;
+  void with_evaluation_parameters(const std::function<void()>& evaluate) override;
+  NamedTensors state_tensors() const override;
+  nlohmann::json state_json() const override;
+  void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
+
+ private:
+  struct Exchange {
+    std::size_t fragment;
+    std::int64_t apply_after;  // step t + τ
+    torch::Tensor delta;       // averaged in place by the background job
+    std::future<void> done;
+    std::shared_ptr<double> emulated_s;  // link time the job was charged, set by the job
+    double started_at;                   // emulated clock when it could start on the link
+  };
+
+  bool sends_at(std::size_t fragment, std::int64_t step) const;
+  void send(std::size_t fragment, std::int64_t step, std::int64_t apply_after);
+  // Waits for the oldest exchange and applies it (mixing when `mix`).
+  void apply_oldest(bool mix);
+
+  StreamingSettings settings_;
+  ReplicaContext context_;
+  std::unique_ptr<comm::Codec> codec_;
+  std::vector<ParameterFragment> fragments_;
+  std::vector<OuterNesterov> outer_;
+  std::vector<std::int64_t> outer_steps_;  // per fragment
+  std::deque<Exchange> in_flight_;
+  double link_free_at_ = 0;  // emulated time the link finishes the exchanges queued so far
+  std::unique_ptr<BackgroundExchange> background_;  // last: stops before the state it uses goes
+};
+
+}  // namespace loco

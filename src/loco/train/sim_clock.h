@@ -1,0 +1,48 @@
+// Note "emulated-wall-clock": the time a replica's training would take on its own machine behind the
+// emulated link (comm.bandwidth_mbps, comm.latency_ms), reported as `sim_wall_s` in metrics.
+//
+// The clock advances with the replica's compute time and with communication it had to wait for:
+// an exchange started at emulated time t0 that the link model charges d seconds ends at t0 + d, and
+// waiting for it moves the clock to max(now, t0 + d). So communication that overlaps compute (DDP
+// buckets during backward, Streaming DiLoCo's τ steps) costs only what it does not hide.
+// Compute time is the replica thread's CPU time when simulated replicas share this machine's cores
+// (dist.backend = "local", one intra-op thread each), and wall time minus time blocked on
+// communication when a replica has its process to itself. Replicas are assumed equally fast: a
+// collective is not charged for waiting on a slower peer.
+#pragma once
+
+#include <functional>
+
+namespace loco {
+
+class SimClock {
+ public:
+  // `compute_seconds` returns the replica's compute time so far (monotone).
+  explicit SimClock(std::function<double()> compute_seconds);
+
+  // Emulated seconds since training started.
+  double now() const;
+  // A wait on something that ends at emulated time `t`.
+  void wait_until(double t);
+  // Compute done from here until the returned guard ends (evaluation, checkpoints) is not training time.
+  class Pause {
+   public:
+    explicit Pause(SimClock& clock);
+    ~Pause();
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    SimClock& clock_;
+    double started_;
+  };
+
+ private:
+  std::function<double()> compute_seconds_;
+  double offset_ = 0;  // waiting added, paused compute removed
+};
+
+// CPU time of the calling thread, in seconds.
+double thread_cpu_seconds();
+
+}  // namespace loco
