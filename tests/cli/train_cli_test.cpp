@@ -22,12 +22,7 @@ class TrainCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
-    std::string text;
-    for (int i = 0; i < 300; ++i) text += fmt::format("the jury said {} laws are old and the city is {}. ", i % 7, i % 5);
-    for (int d = 0; d < 6; ++d) write_text(*dir_ / fmt::format("text/doc{}.txt", d), text);
-    auto r = run_loco({"prepare", "--input", (*dir_ / "text").string(), "--out", (*dir_ / "data").string(),
-                       "--tokenizer", "byte", "--val-fraction", "0.2"});
-    ASSERT_EQ(r.exit_code, 0) << r.output;
+    test::prepare_tiny_byte_data(dir_->path());
   }
   static void TearDownTestSuite() { delete dir_; }
 

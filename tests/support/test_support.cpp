@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include <fmt/format.h>
+
 #include "loco/util/fs.h"
 
 #include <sys/wait.h>
@@ -61,6 +63,15 @@ void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+void prepare_tiny_byte_data(const std::filesystem::path& dir) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += fmt::format("the jury said {} laws are old and the city is {}. ", i % 7, i % 5);
+  for (int d = 0; d < 6; ++d) write_text(dir / fmt::format("text/doc{}.txt", d), text);
+  const auto r = run_loco({"prepare", "--input", (dir / "text").string(), "--out", (dir / "data").string(),
+                           "--tokenizer", "byte", "--val-fraction", "0.2"});
+  if (r.exit_code != 0) throw std::runtime_error("loco prepare failed:\n" + r.output);
 }
 
 }  // namespace loco::test

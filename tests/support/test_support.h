@@ -32,4 +32,8 @@ CommandResult run_loco(const std::vector<std::string>& args);
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);
 
+// A small byte-level corpus prepared by `loco prepare` into DIR/data (text in DIR/text), for
+// command-line tests that train.
+void prepare_tiny_byte_data(const std::filesystem::path& dir);
+
 }  // namespace loco::test

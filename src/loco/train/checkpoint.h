@@ -27,8 +27,8 @@ struct CheckpointState {
   double elapsed_s = 0;
   nlohmann::json sampler = nlohmann::json::object();   // data position
   nlohmann::json strategy = nlohmann::json::object();  // outer state that is not tensors
-  // Communication so far (bytes_sent, bytes_recv, comm_s, sim_wall_s), so that a resumed run's
-  // metrics continue the counts; empty for a single replica.
+  // Communication so far (bytes_sent, bytes_recv, comm_s with several replicas; sim_wall_s), so
+  // that a resumed run's metrics continue the counts.
   nlohmann::json communication = nlohmann::json::object();
 };
 

@@ -124,9 +124,11 @@ void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_d
 // shared, and each must draw the same initial weights from the seed.
 std::mutex model_init_mutex;
 
-// Compute time for the emulated wall clock (note "emulated-wall-clock").
-std::function<double()> compute_seconds(const comm::Group* group, bool simulated_replicas) {
-  if (simulated_replicas) return thread_cpu_seconds;
+// Compute time for the emulated wall clock (note "emulated-wall-clock"): with one intra-op thread
+// on the CPU all of a replica's compute runs on its own thread, whose CPU time does not count the
+// other replicas or runs sharing the cores.
+std::function<double()> compute_seconds(const comm::Group* group, bool single_cpu_thread) {
+  if (single_cpu_thread) return thread_cpu_seconds;
   const auto start = Clock::now();
   return [start, group] { return seconds_since(start) - (group ? group->stats().blocked_s : 0.0); };
 }
@@ -211,7 +213,7 @@ TrainSummary Trainer::run() {
   InnerOptimizer optimizer(model_parameters(model), config.optim);
   data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), rank, replicas,
                              true);
-  SimClock clock(compute_seconds(group, config.dist.backend == "local" && replicas > 1));
+  SimClock clock(compute_seconds(group, tc.threads == 1 && !device.is_cuda()));
   const std::unique_ptr<Strategy> strategy_owner = make_strategy(config, ReplicaContext{group, &clock, tc.steps});
   Strategy& strategy = *strategy_owner;
   strategy.attach(model, optimizer.parameters());
@@ -252,20 +254,24 @@ TrainSummary Trainer::run() {
   // Counts of the run before this process started (a resume), added to this process's own.
   const nlohmann::json before = resumed ? resumed->state.communication : nlohmann::json::object();
   auto communication = [&]() -> nlohmann::json {
-    const comm::CommStats stats = group->stats();
-    return {{"bytes_sent", before.value("bytes_sent", std::uint64_t{0}) + stats.bytes_sent},
-            {"bytes_recv", before.value("bytes_recv", std::uint64_t{0}) + stats.bytes_recv},
-            {"comm_s", before.value("comm_s", 0.0) + stats.blocked_s},
-            {"sim_wall_s", before.value("sim_wall_s", 0.0) + clock.now()}};
+    nlohmann::json out = {{"sim_wall_s", before.value("sim_wall_s", 0.0) + clock.now()}};
+    if (group) {
+      const comm::CommStats stats = group->stats();
+      out["bytes_sent"] = before.value("bytes_sent", std::uint64_t{0}) + stats.bytes_sent;
+      out["bytes_recv"] = before.value("bytes_recv", std::uint64_t{0}) + stats.bytes_recv;
+      out["comm_s"] = before.value("comm_s", 0.0) + stats.blocked_s;
+    }
+    return out;
   };
   auto interval_start = start;
   std::int64_t interval_tokens = 0, interval_steps = 0;
   auto save = [&]() {
     SimClock::Pause pause(clock);
-    CheckpointState cs{step, tokens, optimizer.steps_taken(), elapsed_before + seconds_since(start),
-                       sampler.state().to_json(), strategy.state_json(),
-                       group ? communication() : nlohmann::json::object()};
+    // The strategy's tensors first: taking them waits for exchanges in flight (Streaming DiLoCo), whose
+    // bytes then belong to the counts saved with them.
     CheckpointTensors ct{model_parameters(model), optimizer.state_tensors(), strategy.state_tensors()};
+    CheckpointState cs{step, tokens, optimizer.steps_taken(), elapsed_before + seconds_since(start),
+                       sampler.state().to_json(), strategy.state_json(), communication()};
     summary.last_checkpoint = write_checkpoint(out_dir / "checkpoints", config, cs, ct, config.data.dir);
     if (!quiet) progress.note(fmt::format("checkpoint {}", summary.last_checkpoint.string()));
   };
@@ -319,7 +325,7 @@ TrainSummary Trainer::run() {
                                {"grad_norm", grad_norm},
                                {"tokens_per_s", interval_tokens / std::max(interval_s, 1e-9)},
                                {"elapsed_s", elapsed_before + seconds_since(start)}};
-      if (group) record.update(communication());
+      record.update(communication());
       if (eval_now) {
         SimClock::Pause pause(clock);
         strategy.with_evaluation_parameters([&] {
@@ -348,11 +354,9 @@ TrainSummary Trainer::run() {
   summary.steps = step;
   summary.tokens = tokens;
   summary.elapsed_s = seconds_since(start);
-  if (group) {
-    const nlohmann::json totals = communication();
-    summary.sim_wall_s = totals.at("sim_wall_s");
-    summary.bytes_sent = totals.at("bytes_sent");
-  }
+  const nlohmann::json totals = communication();
+  summary.sim_wall_s = totals.at("sim_wall_s");
+  summary.bytes_sent = totals.value("bytes_sent", std::uint64_t{0});
   const std::int64_t steps_run = static_cast<std::int64_t>(state_->step_losses.size());
   summary.tokens_per_s = steps_run * tokens_per_step / std::max(summary.elapsed_s, 1e-9);
   return summary;

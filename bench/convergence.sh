@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Convergence experiments on the Brown corpus (issue 5; results in docs/results.md "Algorithms").
+#
+#   bench/convergence.sh [RUN_LIST] [OUT_DIR]     defaults: bench/convergence/runs.txt runs/convergence
+#
+# Runs every line of RUN_LIST (name + `loco train --set` overrides) on configs/tiny.toml with a
+# global batch of 16 x 128 tokens split across replicas, 400 steps, an emulated 100 Mbit/s link and
+# one intra-op thread per replica, two runs at a time; a run whose directory already has a final
+# checkpoint is skipped, so an interrupted sweep continues. Then prints the summary table
+# (bench/convergence_report.py) and draws the charts. Needs build/loco and data/brown
+# (scripts/quickstart.sh makes both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+list=${1:-bench/convergence/runs.txt}
+out=${2:-runs/convergence}
+steps=${STEPS:-400}
+loco=${LOCO:-build/loco}  # a copy keeps a sweep independent of rebuilds
+[ -x "$loco" ] || { echo "convergence: $loco is missing; run scripts/setup.sh build" >&2; exit 2; }
+[ -f data/brown/meta.json ] || { echo "convergence: data/brown is missing; run scripts/quickstart.sh once" >&2; exit 2; }
+mkdir -p "$out"
+
+run_one() {
+  local name=$1; shift
+  local dir=$out/$name
+  if ls -d "$dir"/checkpoints/step_"$steps" >/dev/null 2>&1; then echo "skip $name (done)"; return; fi
+  rm -rf "$dir"
+  local sets=()
+  for o in "$@"; do sets+=(--set "$o"); done
+  if "$loco" train --config configs/tiny.toml --set train.out_dir="$dir" --set train.steps="$steps" \
+      --set train.batch_size=16 --set train.threads=1 --set train.eval_every=100 --set train.log_every=10 \
+      --set comm.bandwidth_mbps=100 "${sets[@]}" >"$dir.log" 2>&1; then
+    echo "done $name: $(grep 'validation loss' "$dir.log")"
+  else
+    echo "FAILED $name (see $dir.log)" >&2
+    return 1
+  fi
+}
+export -f run_one
+export out steps loco
+
+grep -v '^#' "$list" | grep -v '^\s*$' | xargs -P 2 -L 1 bash -c 'run_one "$@"' _
+/usr/bin/python3 bench/convergence_report.py "$out" "$list"

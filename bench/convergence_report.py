@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Summary table and charts of a convergence sweep (bench/convergence.sh).
+
+    bench/convergence_report.py OUT_DIR RUN_LIST [BASELINE]
+
+For every run of RUN_LIST that has OUT_DIR/NAME/metrics.jsonl, prints one markdown row: the final
+validation loss (of the parameters a user would deploy: theta_g for DiLoCo and Streaming, replica 0's
+slow weights for NoLoCo), its difference from BASELINE's (default: the run named "dp"), bytes sent by
+replica 0, the peak bytes sent in any logged interval (10 steps; not the last, where every strategy
+syncs everything), and the emulated wall clock at the
+run's link (note "emulated-wall-clock"). Then draws OUT_DIR/NAME-of-list.png with gnuplot: validation
+loss against tokens, against bytes sent and against emulated wall clock. Standard library only.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def read_runs(list_path):
+    runs = []
+    with open(list_path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                runs.append(line.split()[0])
+    return runs
+
+
+def summarise(run_dir):
+    rows = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    evals = [r for r in rows if "eval_loss" in r]
+    sent = [r.get("bytes_sent", 0) for r in rows]
+    # The last interval is left out: every strategy syncs everything at the run's last step.
+    peaks = [b - a for a, b in zip([0] + sent, sent)][:-1] or [0]
+    strategy = ""
+    log = run_dir.rstrip("/") + ".log"
+    if os.path.exists(log):
+        for line in open(log):
+            if line.startswith("strategy: "):
+                strategy = line[len("strategy: "):].strip()
+    return {"rows": rows, "evals": evals, "final": evals[-1]["eval_loss"] if evals else float("nan"),
+            "sent": sent[-1], "peak": max(peaks), "wall": rows[-1]["sim_wall_s"],
+            "tokens": rows[-1]["tokens"], "strategy": strategy}
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out, list_path = sys.argv[1], sys.argv[2]
+    baseline = sys.argv[3] if len(sys.argv) > 3 else "dp"
+    names = [n for n in read_runs(list_path) if os.path.exists(os.path.join(out, n, "metrics.jsonl"))]
+    if not names:
+        sys.exit(f"convergence_report: no finished runs of {list_path} in {out}")
+    runs = {n: summarise(os.path.join(out, n)) for n in names}
+    base_path = os.path.join(out, baseline, "metrics.jsonl")
+    base = summarise(os.path.join(out, baseline))["final"] if os.path.exists(base_path) else None
+    print(f"| run | final val loss | vs {baseline} | MB sent / replica | peak MB / 10 steps | "
+          "emulated wall (s) | strategy |")
+    print("|---|---|---|---|---|---|---|")
+    for n in names:
+        r = runs[n]
+        rel = f"{100 * (r['final'] - base) / base:+.2f}%" if base else "n/a"
+        print(f"| {n} | {r['final']:.4f} | {rel} | {r['sent'] / 1e6:.1f} | {r['peak'] / 1e6:.2f} | "
+              f"{r['wall']:.0f} | {r['strategy']} |")
+
+    chart = os.path.join(out, os.path.splitext(os.path.basename(list_path))[0] + ".png")
+    with tempfile.TemporaryDirectory() as work:
+        series = []
+        for i, n in enumerate(names):
+            data = os.path.join(work, f"{i}.dat")
+            with open(data, "w") as f:
+                for r in runs[n]["evals"]:
+                    f.write(f"{r['tokens']} {r.get('bytes_sent', 0)} {r['sim_wall_s']} {r['eval_loss']}\n")
+            series.append((data, n))
+
+        def plot(x):
+            return "plot " + ", ".join(f"'{d}' using {x}:4 with linespoints pt 7 ps 0.6 title '{n}'"
+                                       for d, n in series)
+
+        script = "\n".join([
+            "set terminal pngcairo size 1800,600", f"set output '{chart}'",
+            "set multiplot layout 1,3 title 'validation loss (Brown, loco)'", "set grid",
+            "set key top right font ',8'", "set format x '%.1s%c'",
+            "set xlabel 'tokens'", plot(1),
+            "set logscale x", "set xlabel 'bytes sent per replica'", plot(2), "unset logscale x",
+            "set xlabel 'emulated wall clock at 100 Mbit/s (s)'", plot(3),
+            "unset multiplot"])
+        try:
+            subprocess.run(["gnuplot"], input=script, text=True, check=True)
+            print(f"\nchart: {chart}")
+        except FileNotFoundError:
+            print("\n(no chart: gnuplot is not installed; apt-get install gnuplot-nox)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+// Cost of DiLoCo's outer step (issue 5 "Performance"): the time of one sync of a model on this
+// machine's CPU, against one inner step, and the fraction of training time the outer step takes at
+// H inner steps per sync: outer / (H·inner + outer).
+//
+//   build/loco_outer_step_bench [CONFIG.toml] [--replicas M] [--batch B] [--seq T] [--repeats R] [--every H]
+//
+// CONFIG defaults to configs/llama-125m.toml (the model section is what matters). Replicas are
+// threads with a LocalGroup (one intra-op thread each), so M > 1 also counts the in-process
+// all-reduce. Prints one JSON line.
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "loco/algo/make_strategy.h"
+#include "loco/comm/local_group.h"
+#include "loco/config/load_config.h"
+#include "loco/model/weights.h"
+#include "loco/train/inner_optimizer.h"
+
+namespace {
+
+double seconds_of(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_file = "configs/llama-125m.toml";
+  int replicas = 1, repeats = 3;
+  std::int64_t batch = 1, seq = 256, every = 100;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : throw std::runtime_error(a + " needs a value"); };
+    if (a == "--replicas") replicas = std::stoi(next());
+    else if (a == "--batch") batch = std::stoll(next());
+    else if (a == "--seq") seq = std::stoll(next());
+    else if (a == "--repeats") repeats = std::stoi(next());
+    else if (a == "--every") every = std::stoll(next());
+    else config_file = a;
+  }
+  loco::RunConfig config = loco::load_run_config(
+      config_file, {"dist.algorithm=diloco", "diloco.sync_every=1", fmt::format("dist.replicas={}", replicas),
+                    "train.device=cpu", "train.autocast=none", "dist.batch=per_replica",
+                    fmt::format("data.seq_len={}", seq), "model.max_position_embeddings=0"});
+  torch::set_num_threads(1);
+  nlohmann::json result;
+  loco::comm::run_local_replicas(replicas, [&](loco::comm::Group& group) {
+    torch::set_num_threads(1);
+    torch::manual_seed(0);
+    loco::Llama model(config.model);
+    loco::InnerOptimizer optimizer(loco::model_parameters(model), config.optim);
+    loco::SimClock clock([] { return 0.0; });
+    auto strategy = loco::make_strategy(config, {&group, &clock, 1 << 30});
+    strategy->attach(model, optimizer.parameters());
+    const torch::Tensor tokens = torch::randint(config.model.vocab_size, {batch, seq}, torch::kInt64);
+    auto inner_step = [&] {
+      optimizer.zero_grad();
+      model->loss(tokens, tokens).backward();
+      optimizer.clip_gradients(1.0);
+      optimizer.step();
+    };
+    inner_step();  // warm-up: allocations and AdamW state
+    const double inner_s = seconds_of(inner_step);
+    std::vector<double> outer;
+    for (int r = 0; r < repeats; ++r) outer.push_back(seconds_of([&] { strategy->after_step(r + 1); }));
+    std::sort(outer.begin(), outer.end());
+    if (group.rank() != 0) return;
+    const double outer_s = outer[outer.size() / 2];
+    result = {{"benchmark", "diloco outer step"},
+              {"machine", cpu_model()},
+              {"threads_per_replica", 1},
+              {"parameters", model->num_parameters()},
+              {"replicas", replicas},
+              {"outer_step_s", outer_s},
+              {"inner_step_s", inner_s},
+              {"inner_batch", fmt::format("{} x {} tokens", batch, seq)},
+              {"H", every},
+              {"outer_fraction_at_H", outer_s / (static_cast<double>(every) * inner_s + outer_s)}};
+  });
+  std::cout << result.dump() << std::endl;
+  return 0;
+}

@@ -1,0 +1,240 @@
+// loco train with several replicas, as a user runs it: simulated replicas (dist.backend = "local")
+// and one process per replica (`loco launch` + Gloo) give the same losses; bytes per sync follow
+// ALGORITHMS.md §9; a resumed run continues exactly; bad dist/comm settings are clear errors.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_loco;
+using test::ScratchDir;
+
+std::vector<nlohmann::json> metrics(const fs::path& run_dir) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(run_dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+class TrainDistCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    test::prepare_tiny_byte_data(dir_->path());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // `loco train` arguments for a tiny two-block model; `sets` are further --set assignments.
+  static std::vector<std::string> train_args(const std::string& run, const std::vector<std::string>& sets) {
+    std::vector<std::string> args = {"train",
+                                     "--set", "model.hidden_size=32",
+                                     "--set", "model.num_hidden_layers=2",
+                                     "--set", "model.num_attention_heads=4",
+                                     "--set", "data.dir=" + (*dir_ / "data").string(),
+                                     "--set", "data.seq_len=16",
+                                     "--set", "optim.lr=3e-3",
+                                     "--set", "optim.warmup_steps=2",
+                                     "--set", "train.batch_size=4",
+                                     "--set", "train.eval_batches=2",
+                                     "--set", "train.log_every=1",
+                                     "--set", "train.threads=1",
+                                     "--set", "dist.check_sync=true",
+                                     "--set", "train.out_dir=" + (*dir_ / run).string()};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    return args;
+  }
+
+  // Runs with a config file holding nothing (every key comes from --set).
+  static test::CommandResult train(const std::string& run, const std::vector<std::string>& sets) {
+    const fs::path empty = *dir_ / "empty.toml";
+    if (!fs::exists(empty)) test::write_text(empty, "");
+    auto args = train_args(run, sets);
+    args.insert(args.begin() + 1, {"--config", empty.string()});
+    return run_loco(args);
+  }
+
+  static test::CommandResult launch_gloo(const std::string& run, int nproc, const std::vector<std::string>& sets) {
+    const fs::path empty = *dir_ / "empty.toml";
+    if (!fs::exists(empty)) test::write_text(empty, "");
+    std::vector<std::string> args = {"launch", "--nproc", std::to_string(nproc), "--master-port", "0", "--",
+                                     LOCO_BINARY};
+    auto train = train_args(run, sets);
+    train.insert(train.begin() + 1, {"--config", empty.string()});
+    train.insert(train.end(), {"--set", "dist.backend=gloo"});
+    args.insert(args.end(), train.begin(), train.end());
+    return run_loco(args);
+  }
+
+  static std::int64_t parameters(const std::string& output) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(output, m, std::regex("loco train: (\\d+) parameters"))) << output;
+    return std::stoll(m[1]);
+  }
+
+  static ScratchDir* dir_;
+};
+ScratchDir* TrainDistCli::dir_ = nullptr;
+
+void expect_same_losses(const fs::path& a, const fs::path& b) {
+  const auto ma = metrics(a), mb = metrics(b);
+  ASSERT_EQ(ma.size(), mb.size()) << a << " vs " << b;
+  ASSERT_FALSE(ma.empty());
+  for (std::size_t i = 0; i < ma.size(); ++i) {
+    const double la = ma[i].at("loss"), lb = mb[i].at("loss");
+    EXPECT_NEAR(la, lb, 1e-5 * std::abs(la)) << "step " << ma[i].at("step") << " of " << a << " and " << b;
+  }
+  // Bytes only at the end: a row logged while a Streaming exchange runs in the background may or
+  // may not count it yet.
+  EXPECT_EQ(ma.back().at("bytes_sent"), mb.back().at("bytes_sent")) << a << " and " << b;
+}
+
+// The same seed gives the same run whether replicas are threads (LocalGroup) or processes (Gloo).
+TEST_F(TrainDistCli, LocalAndGlooReplicasTrainTheSame) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"diloco", {"dist.algorithm=diloco", "diloco.sync_every=3"}},
+      {"streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.overlap=1"}},
+      {"noloco", {"dist.algorithm=noloco", "noloco.sync_every=3"}},
+  };
+  for (const auto& [name, sets] : cases) {
+    auto local_sets = sets;
+    local_sets.insert(local_sets.end(), {"dist.replicas=2", "train.steps=8"});
+    auto r = train(name + "-local", local_sets);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto gloo_sets = sets;
+    gloo_sets.push_back("train.steps=8");
+    r = launch_gloo(name + "-gloo", 2, gloo_sets);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_same_losses(*dir_ / (name + "-local"), *dir_ / (name + "-gloo"));
+    expect_same_losses(*dir_ / (name + "-local") / "replica_1", *dir_ / (name + "-gloo") / "replica_1");
+  }
+}
+
+// ALGORITHMS.md §9 with N parameters of b = 4 bytes: ring all-reduce 2·N·b·(M−1)/M per sync for
+// data parallel (every step) and DiLoCo (every H steps); NoLoCo 2·N·b to its partner per sync.
+TEST_F(TrainDistCli, BytesPerSyncFollowTheTrafficFormulas) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> sets;
+    int replicas;
+    double syncs;
+    double per_sync_in_n;  // bytes per sync / N
+  };
+  const std::vector<Case> cases = {
+      {"bytes-ddp", {"dist.algorithm=ddp"}, 4, 6, 2 * 4.0 * 3 / 4},
+      {"bytes-diloco", {"dist.algorithm=diloco", "diloco.sync_every=3"}, 4, 2, 2 * 4.0 * 3 / 4},
+      {"bytes-localsgd", {"dist.algorithm=localsgd", "localsgd.sync_every=2"}, 2, 3, 2 * 4.0 * 1 / 2},
+      {"bytes-noloco", {"dist.algorithm=noloco", "noloco.sync_every=3"}, 2, 2, 2 * 4.0},
+  };
+  for (const auto& c : cases) {
+    auto sets = c.sets;
+    sets.insert(sets.end(), {"dist.replicas=" + std::to_string(c.replicas), "train.steps=6"});
+    const auto r = train(c.name, sets);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const double n = static_cast<double>(parameters(r.output));
+    const double sent = metrics(*dir_ / c.name).back().at("bytes_sent");
+    // Ring pieces are rounded to whole elements: allow a few bytes per rank and operation.
+    EXPECT_NEAR(sent, c.syncs * c.per_sync_in_n * n, 64 * c.syncs) << c.name;
+  }
+}
+
+// Streaming DiLoCo: P fragments cut the peak per sync by about P; FP4 cuts bytes by about 8 (4 bits
+// per value plus an fp32 scale per 128 values: 7.5x).
+TEST_F(TrainDistCli, StreamingCutsPeakAndTotalBytes) {
+  auto peak_and_total = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> sets = {"dist.replicas=2", "train.steps=8", "streaming.overlap=0"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    const auto r = train(name, sets);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    // The last step is left out of the peak: there every strategy syncs everything (the final sync).
+    const auto rows = metrics(*dir_ / name);
+    double peak = 0, last = 0;
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+      const double sent = rows[i].at("bytes_sent");
+      peak = std::max(peak, sent - last);
+      last = sent;
+    }
+    return std::pair<double, double>{peak, rows.back().at("bytes_sent").get<double>()};
+  };
+  const auto diloco = peak_and_total("peak-diloco", {"dist.algorithm=diloco", "diloco.sync_every=4"});
+  const auto fp32 = peak_and_total("peak-streaming-fp32", {"dist.algorithm=streaming", "streaming.sync_every=4",
+                                                          "streaming.fragments=2", "streaming.codec=fp32"});
+  const auto fp4 = peak_and_total("peak-streaming-fp4", {"dist.algorithm=streaming", "streaming.sync_every=4",
+                                                        "streaming.fragments=2", "streaming.codec=fp4"});
+  // Two blocks of 32-wide layers against embeddings of 256 x 32 each: the fragments are not equal,
+  // so the peak is about, not exactly, half.
+  EXPECT_LT(fp32.first, 0.7 * diloco.first);
+  EXPECT_GT(fp32.first, 0.3 * diloco.first);
+  EXPECT_GT(fp32.second / fp4.second, 6.5);
+  EXPECT_LT(fp32.second / fp4.second, 8.0);
+}
+
+// A run resumed from a checkpoint continues exactly as the uninterrupted run (streaming: with an
+// exchange in flight at the checkpoint).
+TEST_F(TrainDistCli, ResumeContinuesExactly) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"resume-diloco", {"dist.algorithm=diloco", "diloco.sync_every=4"}},
+      {"resume-streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.overlap=1"}},
+      {"resume-noloco", {"dist.algorithm=noloco", "noloco.sync_every=4"}},
+  };
+  for (const auto& [name, algo] : cases) {
+    auto sets = algo;
+    sets.insert(sets.end(), {"dist.replicas=2", "train.steps=10", "train.checkpoint_every=6"});
+    auto r = train(name, sets);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const fs::path checkpoint = *dir_ / name / "checkpoints" / "step_6";
+    r = run_loco({"train", "--resume", checkpoint.string(), "--set",
+                  "train.out_dir=" + (*dir_ / (name + "-resumed")).string()});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const std::string replica : {"", "replica_1"}) {
+      const auto full = metrics(*dir_ / name / replica);
+      const auto resumed = metrics(*dir_ / (name + "-resumed") / replica);
+      ASSERT_EQ(resumed.size(), 4u) << name;
+      for (std::size_t i = 0; i < resumed.size(); ++i) {
+        EXPECT_EQ(resumed[i].at("loss"), full[6 + i].at("loss")) << name << " " << replica << " step " << 7 + i;
+      }
+      EXPECT_EQ(resumed.back().at("bytes_sent"), full.back().at("bytes_sent")) << name << " " << replica;
+    }
+  }
+}
+
+void expect_error(const test::CommandResult& r, int code, const std::string& text) {
+  EXPECT_EQ(r.exit_code, code) << r.output;
+  EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainDistCli, BadSettingsAreClearErrors) {
+  expect_error(train("bad1", {"dist.algorithm=diloko", "train.steps=2"}), 2, "dist.algorithm 'diloko' is unknown");
+  expect_error(train("bad2", {"dist.algorithm=diloco", "dist.replicas=3", "train.steps=2"}), 2,
+               "must divide evenly among dist.replicas");
+  expect_error(train("bad3", {"dist.algorithm=streaming", "dist.replicas=2", "streaming.fragments=3", "train.steps=2"}),
+               2, "streaming.fragments (3) must lie in [1, model.num_hidden_layers = 2]");
+  expect_error(train("bad4", {"dist.algorithm=streaming", "dist.replicas=2", "streaming.overlap=4",
+                              "streaming.sync_every=4", "train.steps=2"}),
+               2, "streaming.overlap (4)");
+  expect_error(train("bad5", {"dist.replicas=2", "train.steps=2"}), 2, "set dist.algorithm");
+  expect_error(train("bad6", {"dist.algorithm=diloco", "dist.backend=gloo", "train.steps=2"}), 2, "loco launch");
+  expect_error(train("bad7", {"dist.algorithm=diloco", "dist.replicas=2", "comm.bandwidth_mbps=1,2,3", "train.steps=2"}),
+               2, "comm.bandwidth_mbps");
+  // A resume with another algorithm would mix two runs' states.
+  auto r = train("bad8", {"dist.algorithm=diloco", "dist.replicas=2", "train.steps=4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_error(run_loco({"train", "--resume", (*dir_ / "bad8" / "checkpoints" / "step_4").string(), "--set",
+                         "dist.algorithm=noloco", "--set", "train.steps=8"}),
+               2, "dist.algorithm is \"noloco\" but checkpoint");
+}
+
+}  // namespace
+}  // namespace loco
