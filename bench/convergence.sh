@@ -29,7 +29,11 @@ run_one() {
   if "$loco" train --config configs/tiny.toml --set train.out_dir="$dir" --set train.steps="$steps" \
       --set train.batch_size=16 --set train.threads=1 --set train.eval_every=100 --set train.log_every=10 \
       --set comm.bandwidth_mbps=100 "${sets[@]}" >"$dir.log" 2>&1; then
-    echo "done $name: $(grep 'validation loss' "$dir.log")"
+    # The whole validation split, the same tokens for every run (the final checkpoint holds the
+    # parameters a user would deploy: every strategy syncs at the last step).
+    "$loco" eval --checkpoint "$dir/checkpoints/step_$steps" --data data/brown --batches 1000 --batch-size 16 \
+      2>/dev/null | grep '^{' >"$dir/final_eval.json"
+    echo "done $name: $(cat "$dir/final_eval.json")"
   else
     echo "FAILED $name (see $dir.log)" >&2
     return 1

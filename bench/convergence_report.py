@@ -4,7 +4,8 @@
     bench/convergence_report.py OUT_DIR RUN_LIST [BASELINE]
 
 For every run of RUN_LIST that has OUT_DIR/NAME/metrics.jsonl, prints one markdown row: the final
-validation loss (of the parameters a user would deploy: theta_g for DiLoCo and Streaming, replica 0's
+validation loss on the whole validation split (NAME/final_eval.json, `loco eval` of the final
+checkpoint; of the parameters a user would deploy: theta_g for DiLoCo and Streaming, replica 0's
 slow weights for NoLoCo), its difference from BASELINE's (default: the run named "dp"), bytes sent by
 replica 0, the peak bytes sent in any logged interval (10 steps; not the last, where every strategy
 syncs everything), and the emulated wall clock at the
@@ -39,7 +40,11 @@ def summarise(run_dir):
         for line in open(log):
             if line.startswith("strategy: "):
                 strategy = line[len("strategy: "):].strip()
-    return {"rows": rows, "evals": evals, "final": evals[-1]["eval_loss"] if evals else float("nan"),
+    final = evals[-1]["eval_loss"] if evals else float("nan")
+    final_eval = os.path.join(run_dir, "final_eval.json")  # the whole validation split (convergence.sh)
+    if os.path.exists(final_eval):
+        final = json.load(open(final_eval))["loss"]
+    return {"rows": rows, "evals": evals, "final": final,
             "sent": sent[-1], "peak": max(peaks), "wall": rows[-1]["sim_wall_s"],
             "tokens": rows[-1]["tokens"], "strategy": strategy}
 
@@ -56,13 +61,13 @@ def main():
     base_path = os.path.join(out, baseline, "metrics.jsonl")
     base = summarise(os.path.join(out, baseline))["final"] if os.path.exists(base_path) else None
     print(f"| run | final val loss | vs {baseline} | MB sent / replica | peak MB / 10 steps | "
-          "emulated wall (s) | strategy |")
+          "link time at 100 Mbit/s (s) | strategy |")
     print("|---|---|---|---|---|---|---|")
     for n in names:
         r = runs[n]
         rel = f"{100 * (r['final'] - base) / base:+.2f}%" if base else "n/a"
         print(f"| {n} | {r['final']:.4f} | {rel} | {r['sent'] / 1e6:.1f} | {r['peak'] / 1e6:.2f} | "
-              f"{r['wall']:.0f} | {r['strategy']} |")
+              f"{r['sent'] * 8 / 100e6:.1f} | {r['strategy']} |")
 
     chart = os.path.join(out, os.path.splitext(os.path.basename(list_path))[0] + ".png")
     with tempfile.TemporaryDirectory() as work:
@@ -70,21 +75,20 @@ def main():
         for i, n in enumerate(names):
             data = os.path.join(work, f"{i}.dat")
             with open(data, "w") as f:
-                for r in runs[n]["evals"]:
-                    f.write(f"{r['tokens']} {r.get('bytes_sent', 0)} {r['sim_wall_s']} {r['eval_loss']}\n")
+                for r in runs[n]["rows"]:
+                    f.write(f"{r['tokens']} {r.get('bytes_sent', 0)} {r['loss']} {r.get('eval_loss', 'NaN')}\n")
             series.append((data, n))
 
-        def plot(x):
-            return "plot " + ", ".join(f"'{d}' using {x}:4 with linespoints pt 7 ps 0.6 title '{n}'"
-                                       for d, n in series)
+        def plot(x, y=4, style="linespoints pt 7 ps 0.6"):
+            return "plot " + ", ".join(f"'{d}' using {x}:{y} with {style} title '{n}'" for d, n in series)
 
         script = "\n".join([
             "set terminal pngcairo size 1800,600", f"set output '{chart}'",
-            "set multiplot layout 1,3 title 'validation loss (Brown, loco)'", "set grid",
-            "set key top right font ',8'", "set format x '%.1s%c'",
-            "set xlabel 'tokens'", plot(1),
+            "set multiplot layout 1,3 title 'Brown, loco: loss of the deployed parameters (validation) and of replica 0 (training)'",
+            "set grid", "set datafile missing 'NaN'", "set key top right font ',8'", "set format x '%.1s%c'",
+            "set ylabel 'validation loss'", "set xlabel 'tokens'", plot(1),
             "set logscale x", "set xlabel 'bytes sent per replica'", plot(2), "unset logscale x",
-            "set xlabel 'emulated wall clock at 100 Mbit/s (s)'", plot(3),
+            "set ylabel 'training loss (replica 0)'", "set xlabel 'tokens'", plot(1, 3, "lines"),
             "unset multiplot"])
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True)

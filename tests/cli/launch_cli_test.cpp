@@ -163,7 +163,7 @@ fi
 sleep 60 & echo $! > sleep_$RANK; echo $$ > sh_$RANK; touch ready_$RANK; wait)";
   auto start = Clock::now();
   auto r = run_loco(launch_sh({"--nproc", "3"}, script, dir.path().string()));
-  EXPECT_LT(seconds_since(start), 5.0) << r.output;
+  EXPECT_LT(seconds_since(start), 20.0) << r.output;  // not waiting out the 60 s sleeps; loose for loaded machines
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 1] rank 1 gives up\n")) << r.output;
   EXPECT_TRUE(contains(r.output, "loco launch: rank 1 exited with status 3; stopping the other ranks")) << r.output;
@@ -190,7 +190,7 @@ trap "" TERM; sleep 60 & echo $! > sleep_0; echo $$ > sh_0; touch ready_0; wait)
 TEST(LaunchCli, RankKilledBySignalIsReported) {
   auto start = Clock::now();
   auto r = run_loco(launch_sh({"--nproc", "2"}, R"(if [ "$RANK" = 1 ]; then kill -USR1 $$; fi; sleep 60)"));
-  EXPECT_LT(seconds_since(start), 5.0) << r.output;
+  EXPECT_LT(seconds_since(start), 20.0) << r.output;  // not waiting out the 60 s sleeps; loose for loaded machines
   EXPECT_EQ(r.exit_code, 128 + SIGUSR1) << r.output;
   EXPECT_TRUE(contains(r.output, "loco launch: rank 1 was killed by SIGUSR1")) << r.output;
 }
@@ -204,7 +204,7 @@ TEST(LaunchCli, UnrunnableCommandIsReported) {
   for (const auto& [program, reason] : cases) {
     auto start = Clock::now();
     auto r = run_loco({"launch", "--nproc", "2", "--", program, "arg"});
-    EXPECT_LT(seconds_since(start), 5.0) << r.output;
+    EXPECT_LT(seconds_since(start), 20.0) << r.output;  // fails at once; the bound is loose for loaded machines
     EXPECT_EQ(r.exit_code, 127) << r.output;
     EXPECT_TRUE(contains(r.output, "] loco launch: cannot run '" + program + "': " + reason)) << r.output;
     EXPECT_TRUE(contains(r.output, "exited with status 127: could not run '" + program + "'")) << r.output;

@@ -32,6 +32,7 @@ class AccountedWork final : public Work {
     double emulated_s = 0;
     double latency_s = 0;  // the latency part of emulated_s
     LinkDelay delay = LinkDelay::none;
+    Clock::time_point link_done;  // LinkDelay::full: when the link has carried this operation
   };
 
   AccountedWork(WorkHandle inner, Charge charge, std::function<void()> finish,
@@ -73,7 +74,7 @@ class AccountedWork final : public Work {
       return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     };
     if (charge_.delay == LinkDelay::latency) std::this_thread::sleep_until(completed + as_duration(charge_.latency_s));
-    if (charge_.delay == LinkDelay::full) std::this_thread::sleep_until(started_ + as_duration(charge_.emulated_s));
+    if (charge_.delay == LinkDelay::full) std::this_thread::sleep_until(charge_.link_done);
   }
 
   WorkHandle inner_;
@@ -156,14 +157,19 @@ void Group::check_rank(int rank, const char* what) const {
 
 WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emulated_s, double latency_s,
                             std::function<void()> finish) {
+  AccountedWork::Charge charge{traffic, emulated_s, latency_s, options_.delay, {}};
   {
     std::lock_guard lock(stats_->mutex);
     stats_->stats.bytes_sent += traffic.bytes_sent;
     stats_->stats.bytes_recv += traffic.bytes_recv;
     stats_->stats.operations += 1;
     stats_->stats.emulated_s += emulated_s;
+    // The link carries one operation after another: one started while another is in flight (DDP's
+    // buckets) waits for it, as on a real link.
+    const auto start = std::max(Clock::now(), stats_->link_free);
+    charge.link_done = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(emulated_s));
+    stats_->link_free = charge.link_done;
   }
-  AccountedWork::Charge charge{traffic, emulated_s, latency_s, options_.delay};
   auto stats = stats_;
   return std::make_shared<AccountedWork>(std::move(work), charge, std::move(finish), [stats](double blocked_s) {
     std::lock_guard lock(stats->mutex);

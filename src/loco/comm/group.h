@@ -31,7 +31,8 @@ enum class ReduceOp { sum, mean };
 // How the emulated link shows in real time (note "latency-injection"): `none` only accounts for it;
 // `latency` delays each operation's completion by its rounds × the link latency (for links shaped by
 // tc, where the kernel has no netem to add latency); `full` delays completion until the link model's
-// whole time has passed (bandwidth too).
+// whole time has passed (bandwidth too), with the operations of one rank carried one after another
+// (an operation started while another is in flight finishes its time after that one).
 enum class LinkDelay { none, latency, full };
 
 // "none", "latency" or "full"; ConfigError naming `key` (the option or config key) otherwise.
@@ -135,6 +136,7 @@ class Group {
   struct StatsCell {
     std::mutex mutex;
     CommStats stats;
+    std::chrono::steady_clock::time_point link_free;  // when the emulated link has carried everything so far
   };
 
   Timeout resolve(Timeout timeout) const;

@@ -72,7 +72,7 @@ std::vector<ConfigKey> make_keys() {
            "sequences per forward/backward (gradient accumulation); 0 means one replica's batch"),
       bind("train", "seed", &R::train, &T::seed, "seed of initialisation and data order"),
       bind("train", "eval_every", &R::train, &T::eval_every, "steps between evaluations; 0: only at the end"),
-      bind("train", "eval_batches", &R::train, &T::eval_batches, "validation batches per evaluation"),
+      bind("train", "eval_batches", &R::train, &T::eval_batches, "validation batches of train.batch_size sequences per evaluation"),
       bind("train", "checkpoint_every", &R::train, &T::checkpoint_every,
            "steps between checkpoints; 0: only at the end"),
       bind("train", "log_every", &R::train, &T::log_every, "steps between metrics lines"),

@@ -19,9 +19,9 @@ SimClock::Pause::Pause(SimClock& clock) : clock_(clock), started_(clock.compute_
 
 SimClock::Pause::~Pause() { clock_.offset_ -= clock_.compute_seconds_() - started_; }
 
-double thread_cpu_seconds() {
+double process_cpu_seconds() {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 

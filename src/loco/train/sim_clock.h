@@ -5,10 +5,11 @@
 // an exchange started at emulated time t0 that the link model charges d seconds ends at t0 + d, and
 // waiting for it moves the clock to max(now, t0 + d). So communication that overlaps compute (DDP
 // buckets during backward, Streaming DiLoCo's τ steps) costs only what it does not hide.
-// Compute time is the replica thread's CPU time when simulated replicas share this machine's cores
-// (dist.backend = "local", one intra-op thread each), and wall time minus time blocked on
-// communication when a replica has its process to itself. Replicas are assumed equally fast: a
-// collective is not charged for waiting on a slower peer.
+// Compute time is the process's CPU time divided by the replicas it runs when every replica computes
+// with one intra-op thread on the CPU (simulated replicas sharing this machine's cores each count
+// their share of the work, whatever else runs), and wall time minus time blocked on communication
+// otherwise. Replicas are assumed equally fast: a collective is not charged for waiting on a slower
+// peer, and replicas of one process are charged equal shares.
 #pragma once
 
 #include <functional>
@@ -42,7 +43,7 @@ class SimClock {
   double offset_ = 0;  // waiting added, paused compute removed
 };
 
-// CPU time of the calling thread, in seconds.
-double thread_cpu_seconds();
+// CPU time of this process (all threads), in seconds.
+double process_cpu_seconds();
 
 }  // namespace loco

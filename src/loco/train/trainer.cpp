@@ -124,11 +124,12 @@ void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_d
 // shared, and each must draw the same initial weights from the seed.
 std::mutex model_init_mutex;
 
-// Compute time for the emulated wall clock (note "emulated-wall-clock"): with one intra-op thread
-// on the CPU all of a replica's compute runs on its own thread, whose CPU time does not count the
-// other replicas or runs sharing the cores.
-std::function<double()> compute_seconds(const comm::Group* group, bool single_cpu_thread) {
-  if (single_cpu_thread) return thread_cpu_seconds;
+// Compute time for the emulated wall clock (note "emulated-wall-clock"): with one intra-op thread on
+// the CPU, the process's CPU time shared equally among the replicas it runs. Not the replica thread's
+// own CPU time: BLAS may compute on threads of its own (measured: a single replica's main thread
+// showed a third of the CPU time of the same work on a replica thread).
+std::function<double()> compute_seconds(const comm::Group* group, bool single_cpu_thread, int local_replicas) {
+  if (single_cpu_thread) return [local_replicas] { return process_cpu_seconds() / local_replicas; };
   const auto start = Clock::now();
   return [start, group] { return seconds_since(start) - (group ? group->stats().blocked_s : 0.0); };
 }
@@ -213,7 +214,8 @@ TrainSummary Trainer::run() {
   InnerOptimizer optimizer(model_parameters(model), config.optim);
   data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), rank, replicas,
                              true);
-  SimClock clock(compute_seconds(group, tc.threads == 1 && !device.is_cuda()));
+  SimClock clock(compute_seconds(group, tc.threads == 1 && !device.is_cuda(),
+                                 config.dist.backend == "local" ? replicas : 1));
   const std::unique_ptr<Strategy> strategy_owner = make_strategy(config, ReplicaContext{group, &clock, tc.steps});
   Strategy& strategy = *strategy_owner;
   strategy.attach(model, optimizer.parameters());
@@ -329,7 +331,10 @@ TrainSummary Trainer::run() {
       if (eval_now) {
         SimClock::Pause pause(clock);
         strategy.with_evaluation_parameters([&] {
-          summary.eval = evaluate(model, val_data, tc.eval_batches, micro, config.data.seq_len, device, bf16);
+          // eval_batches × train.batch_size windows, in micro-batches: the same windows whatever the
+          // number of replicas, so runs with different M are compared on the same tokens.
+          const std::int64_t eval_micro_batches = tc.eval_batches * tc.batch_size / micro;
+          summary.eval = evaluate(model, val_data, eval_micro_batches, micro, config.data.seq_len, device, bf16);
         });
         record["eval_loss"] = summary.eval.loss;
         record["eval_perplexity"] = summary.eval.perplexity;
