@@ -70,6 +70,7 @@ void run_rank(const TrainOptions& options) {
                                   "the launcher",
                                   options.config.dist.replicas, environment->world_size));
   }
+  if (environment->rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
   const auto group = comm::connect_from_environment(
       *environment, options.config.dist.backend,
       group_options(options.config.comm, environment->world_size),
