@@ -5,7 +5,7 @@
 #
 # Runs every line of RUN_LIST (name + `loco train --set` overrides) on configs/tiny.toml with a
 # global batch of 16 x 128 tokens split across replicas, 400 steps, an emulated 100 Mbit/s link and
-# one intra-op thread per replica, two runs at a time; a run whose directory already has a final
+# one intra-op thread per replica, JOBS (default 2) runs at a time; a run whose directory already has a final
 # checkpoint is skipped, so an interrupted sweep continues. Then prints the summary table
 # (bench/convergence_report.py) and draws the charts. Needs build/loco and data/brown
 # (scripts/quickstart.sh makes both).
@@ -42,5 +42,5 @@ run_one() {
 export -f run_one
 export out steps loco
 
-grep -v '^#' "$list" | grep -v '^\s*$' | xargs -P 2 -L 1 bash -c 'run_one "$@"' _
+grep -v '^#' "$list" | grep -v '^\s*$' | xargs -P "${JOBS:-2}" -L 1 bash -c 'run_one "$@"' _
 /usr/bin/python3 bench/convergence_report.py "$out" "$list"
