@@ -8,9 +8,9 @@ validation loss on the whole validation split (NAME/final_eval.json, `loco eval`
 checkpoint; of the parameters a user would deploy: theta_g for DiLoCo and Streaming, replica 0's
 slow weights for NoLoCo), its difference from BASELINE's (default: the run named "dp"), bytes sent by
 replica 0, the peak bytes sent in any logged interval (10 steps; not the last, where every strategy
-syncs everything), and the emulated wall clock at the
-run's link (note "emulated-wall-clock"). Then draws OUT_DIR/NAME-of-list.png with gnuplot: validation
-loss against tokens, against bytes sent and against emulated wall clock. Standard library only.
+syncs everything), and the time the emulated 100 Mbit/s link needs for those bytes (the link model's
+ring charge: bytes x 8 / bandwidth). Then draws OUT_DIR/NAME-of-list.png with gnuplot: validation loss
+against tokens and against bytes sent, training loss against tokens. Standard library only.
 """
 import json
 import os
@@ -45,8 +45,7 @@ def summarise(run_dir):
     if os.path.exists(final_eval):
         final = json.load(open(final_eval))["loss"]
     return {"rows": rows, "evals": evals, "final": final,
-            "sent": sent[-1], "peak": max(peaks), "wall": rows[-1]["sim_wall_s"],
-            "tokens": rows[-1]["tokens"], "strategy": strategy}
+            "sent": sent[-1], "peak": max(peaks), "strategy": strategy}
 
 
 def main():

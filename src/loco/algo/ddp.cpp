@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "loco/algo/replica_mean.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -87,11 +88,11 @@ void DataParallel::launch_ready_buckets() {
 
 void DataParallel::launch(std::size_t bucket) {
   comm::Group& group = *context_.group;
-  const double before = group.stats().emulated_s;
-  launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean));
+  const double link_s = link_seconds(group, [&] {
+    launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean));
+  });
   // The link carries one bucket after another.
-  const double start = std::max(context_.clock->now(), link_free_at_);
-  link_free_at_ = start + group.stats().emulated_s - before;
+  link_free_at_ = std::max(context_.clock->now(), link_free_at_) + link_s;
 }
 
 void DataParallel::after_backward() {

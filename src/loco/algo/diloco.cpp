@@ -49,9 +49,9 @@ void Diloco::sync(std::int64_t step) {
   if (settings_.weighted || settings_.drop_rate > 0) {
     weight = dropped(outer_steps_) ? 0.0 : (settings_.weighted ? static_cast<double>(tokens_since_sync_) : 1.0);
   }
-  const double before = group.stats().emulated_s;
-  const double contributed = replica_mean(group, delta, codec_.get(), weight);
-  context_.clock->wait_until(context_.clock->now() + group.stats().emulated_s - before);
+  double contributed = 0;
+  const double link_s = link_seconds(group, [&] { contributed = replica_mean(group, delta, codec_.get(), weight); });
+  context_.clock->wait_until(context_.clock->now() + link_s);
   if (contributed > 0) outer_->step(delta);
   parameters_->write(outer_->global());
   ++outer_steps_;
@@ -64,10 +64,7 @@ void Diloco::sync(std::int64_t step) {
 }
 
 void Diloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
-  const torch::Tensor local = parameters_->read();
-  parameters_->write(outer_->global());
-  evaluate();
-  parameters_->write(local);
+  with_values(*parameters_, outer_->global(), evaluate);
 }
 
 NamedTensors Diloco::state_tensors() const {

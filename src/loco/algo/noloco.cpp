@@ -4,6 +4,7 @@
 
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pairing.h"
+#include "loco/algo/replica_mean.h"
 
 namespace loco {
 
@@ -35,16 +36,17 @@ void Noloco::sync(std::int64_t step) {
   // (θ − φ, φ) of this replica, and the same of every other member.
   torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
   std::vector<torch::Tensor> theirs(members.size());
-  std::vector<comm::WorkHandle> work;
-  const double before = group.stats().emulated_s;
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    if (members[k] == me) continue;
-    theirs[k] = torch::empty_like(mine);
-    work.push_back(group.send_async(mine, members[k]));
-    work.push_back(group.recv_async(theirs[k], members[k]));
-  }
-  for (auto& w : work) w->wait();
-  context_.clock->wait_until(context_.clock->now() + group.stats().emulated_s - before);
+  const double link_s = link_seconds(group, [&] {
+    std::vector<comm::WorkHandle> work;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      if (members[k] == me) continue;
+      theirs[k] = torch::empty_like(mine);
+      work.push_back(group.send_async(mine, members[k]));
+      work.push_back(group.recv_async(theirs[k], members[k]));
+    }
+    for (auto& w : work) w->wait();
+  });
+  context_.clock->wait_until(context_.clock->now() + link_s);
   torch::Tensor mean = torch::zeros_like(mine);
   for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
   mean.div_(static_cast<double>(members.size()));
@@ -58,10 +60,7 @@ void Noloco::sync(std::int64_t step) {
 }
 
 void Noloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
-  const torch::Tensor local = parameters_->read();
-  parameters_->write(slow_);
-  evaluate();
-  parameters_->write(local);
+  with_values(*parameters_, slow_, evaluate);
 }
 
 NamedTensors Noloco::state_tensors() const { return {{"outer/slow", slow_}, {"outer/momentum", momentum_}}; }

@@ -43,6 +43,13 @@ void ParameterFragment::write(const torch::Tensor& values) {
   }
 }
 
+void with_values(ParameterFragment& fragment, const torch::Tensor& values, const std::function<void()>& fn) {
+  const torch::Tensor own = fragment.read();
+  fragment.write(values);
+  fn();
+  fragment.write(own);
+}
+
 namespace {
 
 // The transformer block a parameter belongs to ("model.layers.{i}.…"), or -1.

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ class ParameterFragment {
   std::vector<torch::Tensor> slices_;
   std::int64_t numel_ = 0;
 };
+
+// Runs `fn` with the fragment's parameters set to `values`, then puts the previous ones back (to
+// evaluate the global parameters of a replica that trains its own).
+void with_values(ParameterFragment& fragment, const torch::Tensor& values, const std::function<void()>& fn);
 
 // One fragment with every parameter.
 ParameterFragment whole_model(const FlatParameters& parameters);

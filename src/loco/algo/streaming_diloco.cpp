@@ -15,11 +15,6 @@ StreamingDiloco::StreamingDiloco(StreamingSettings settings, const ReplicaContex
       codec_(exchange_codec(settings_.codec, settings_.block_size)),
       background_(std::make_unique<BackgroundExchange>()) {}
 
-StreamingDiloco::~StreamingDiloco() {
-  // Let queued exchanges finish (or fail) before the tensors they write go away.
-  background_.reset();
-}
-
 std::string StreamingDiloco::describe() const {
   return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={} M={}",
                      settings_.outer_lr, settings_.outer_momentum, settings_.sync_every, fragments_.size(),
@@ -41,16 +36,13 @@ bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
   return step > 0 && step % h == offset;
 }
 
-void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t apply_after) {
+void StreamingDiloco::send(std::size_t fragment, std::int64_t apply_after) {
   Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
              std::make_shared<double>(0), std::max(context_.clock->now(), link_free_at_)};
   comm::Group& group = *context_.group;
-  // The job is the group's only user while it runs (BackgroundExchange), so the stats it reads
-  // before and after are its own traffic.
+  // The job is the group's only user while it runs (BackgroundExchange), as link_seconds needs.
   x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), emulated = x.emulated_s]() mutable {
-    const double before = group.stats().emulated_s;
-    replica_mean(group, delta, codec);
-    *emulated = group.stats().emulated_s - before;
+    *emulated = link_seconds(group, [&] { replica_mean(group, delta, codec); });
   });
   in_flight_.push_back(std::move(x));
 }
@@ -85,7 +77,7 @@ void StreamingDiloco::after_step(std::int64_t step) {
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
-      send(p, step, step + tau);
+      send(p, step + tau);
       sent_now[p] = true;
     }
   }
@@ -94,7 +86,7 @@ void StreamingDiloco::after_step(std::int64_t step) {
   while (!in_flight_.empty()) apply_oldest(tau > 0);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sent_now[p]) continue;
-    send(p, step, step);
+    send(p, step);
     apply_oldest(/*mix=*/false);
   }
 }

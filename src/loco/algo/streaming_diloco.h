@@ -48,7 +48,6 @@ struct StreamingSettings {
 class StreamingDiloco final : public Strategy {
  public:
   StreamingDiloco(StreamingSettings settings, const ReplicaContext& context);
-  ~StreamingDiloco() override;
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
@@ -69,7 +68,7 @@ class StreamingDiloco final : public Strategy {
   };
 
   bool sends_at(std::size_t fragment, std::int64_t step) const;
-  void send(std::size_t fragment, std::int64_t step, std::int64_t apply_after);
+  void send(std::size_t fragment, std::int64_t apply_after);
   // Waits for the oldest exchange and applies it (mixing when `mix`).
   void apply_oldest(bool mix);
 
@@ -81,7 +80,8 @@ class StreamingDiloco final : public Strategy {
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::deque<Exchange> in_flight_;
   double link_free_at_ = 0;  // emulated time the link finishes the exchanges queued so far
-  std::unique_ptr<BackgroundExchange> background_;  // last: stops before the state it uses goes
+  // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.
+  std::unique_ptr<BackgroundExchange> background_;
 };
 
 }  // namespace loco

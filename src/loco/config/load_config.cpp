@@ -11,6 +11,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/link/link_model.h"
 #include "loco/config/config_keys.h"
+#include "loco/launch/rank_environment.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -262,18 +263,6 @@ void validate_dist(const RunConfig& c) {
   }
 }
 
-// WORLD_SIZE as torchrun and `loco launch` set it (SLURM_NTASKS under srun); 1 outside a launcher.
-std::int64_t world_size_from_environment() {
-  for (const char* name : {"WORLD_SIZE", "SLURM_NTASKS"}) {
-    if (const char* v = std::getenv(name)) {
-      char* end = nullptr;
-      long long n = std::strtoll(v, &end, 10);
-      if (*v != '\0' && *end == '\0' && n > 0) return n;
-    }
-  }
-  return 1;
-}
-
 }  // namespace
 
 std::int64_t RunConfig::replica_batch() const {
@@ -305,7 +294,11 @@ void resolve_derived(RunConfig& c) {
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = c.data.seq_len;
-  if (c.dist.replicas == 0) c.dist.replicas = c.dist.backend == "local" ? 1 : world_size_from_environment();
+  if (c.dist.replicas == 0) {
+    // WORLD_SIZE (or SLURM_NTASKS) as torchrun, srun and `loco launch` set it; 1 outside a launcher.
+    const auto environment = c.dist.backend == "local" ? std::nullopt : launch::rank_environment_from_env();
+    c.dist.replicas = environment ? environment->world_size : 1;
+  }
   TrainConfig& t = c.train;
   if (t.micro_batch_size == 0) t.micro_batch_size = c.replica_batch();
   if (t.tokens > 0) {

@@ -76,6 +76,14 @@ nlohmann::json read_state_file(const fs::path& dir) {
   return doc;
 }
 
+// The config a checkpoint was written with. Keys it predates keep their defaults, and those that mean
+// "derive it" (dist.replicas = 0) are derived as the run would have.
+RunConfig saved_config(const nlohmann::json& json) {
+  RunConfig config = from_json(json);
+  resolve_derived(config);
+  return config;
+}
+
 }  // namespace
 
 Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
@@ -145,7 +153,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
 RunConfig read_checkpoint_config(const fs::path& dir) {
   const nlohmann::json doc = read_state_file(dir);
   try {
-    return from_json(doc.at("config"));
+    return saved_config(doc.at("config"));
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{}/state.json has no usable config ({}). Resume from another checkpoint",
                                       dir.string(), e.what()));
@@ -159,7 +167,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   out.dir = dir;
   try {
     verify_files(dir, doc.at("files"), use);
-    out.config = from_json(doc.at("config"));
+    out.config = saved_config(doc.at("config"));
     out.state.step = doc.at("step").get<std::int64_t>();
     out.state.tokens = doc.at("tokens").get<std::int64_t>();
     out.state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();

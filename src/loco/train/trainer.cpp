@@ -80,8 +80,7 @@ void require_same_data_stream(const RunConfig& run, const RunConfig& saved, cons
       {"train.seed", {run.train.seed, saved.train.seed}},
       {"data.seq_len", {run.data.seq_len, saved.data.seq_len}},
       {"train.batch_size", {run.train.batch_size, saved.train.batch_size}},
-      // Checkpoints from before [dist] existed hold 0 here: one replica.
-      {"dist.replicas", {run.dist.replicas, std::max<std::int64_t>(1, saved.dist.replicas)}},
+      {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
   };
   for (const auto& [key, values] : keys) {
     if (values.first != values.second) {

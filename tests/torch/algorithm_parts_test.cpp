@@ -1,0 +1,94 @@
+// The parts the strategies share, on known cases: NoLoCo's pairing, the synchronisation schedule
+// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6) and dist.check_sync's detector.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "loco/algo/pairing.h"
+#include "loco/algo/replica_hash.h"
+#include "loco/algo/sync_schedule.h"
+#include "loco/comm/local_group.h"
+#include "loco/util/error.h"
+
+namespace loco {
+namespace {
+
+// Every replica in exactly one group; pairs, plus one group of three for odd M; same on every call.
+TEST(Pairing, PartitionsReplicasIntoPairsAndOneThreeForOddM) {
+  for (int m : {1, 2, 3, 4, 7, 8}) {
+    for (std::int64_t step = 0; step < 5; ++step) {
+      const auto groups = replica_groups(42, step, m);
+      EXPECT_EQ(groups, replica_groups(42, step, m));
+      std::vector<int> seen;
+      int threes = 0;
+      for (const auto& g : groups) {
+        EXPECT_TRUE(std::is_sorted(g.begin(), g.end()));
+        EXPECT_TRUE(g.size() == 2 || g.size() == 3 || m == 1) << "M=" << m;
+        threes += g.size() == 3;
+        seen.insert(seen.end(), g.begin(), g.end());
+        for (int r : g) EXPECT_EQ(group_of(groups, r), g);
+      }
+      std::sort(seen.begin(), seen.end());
+      std::vector<int> all(static_cast<std::size_t>(m));
+      for (int r = 0; r < m; ++r) all[static_cast<std::size_t>(r)] = r;
+      EXPECT_EQ(seen, all) << "M=" << m;
+      EXPECT_EQ(threes, m > 1 && m % 2 == 1 ? 1 : 0) << "M=" << m;
+    }
+  }
+}
+
+// The partners change from one outer step to the next (a fixed pairing would never mix the halves).
+TEST(Pairing, ChangesWithTheOuterStep) {
+  int different = 0;
+  for (std::int64_t step = 1; step < 20; ++step) different += replica_groups(7, step, 8) != replica_groups(7, 0, 8);
+  EXPECT_GE(different, 15);
+}
+
+TEST(SyncSchedule, FixedEveryHAndAtTheLastStep) {
+  SyncSchedule s(30, 100);
+  std::vector<std::int64_t> syncs;
+  for (std::int64_t step = 1; step <= 100; ++step) {
+    if (s.due(step)) {
+      syncs.push_back(step);
+      s.synced(step);
+    }
+  }
+  EXPECT_EQ(syncs, (std::vector<std::int64_t>{30, 60, 90, 100}));
+}
+
+// Constant lr 0.01 and α = 0.2: (α / lr)² = 400 > H_base, capped by the steps left; H_base in warmup.
+TEST(SyncSchedule, QuadraticRuleGrowsHAsTheLearningRateFalls) {
+  OptimConfig optim;
+  optim.schedule = "constant";
+  optim.lr = 0.01;
+  optim.warmup_steps = 10;
+  const SyncSchedule s(4, 0.2, optim, 1000);
+  EXPECT_EQ(s.interval_after(0), 4);      // warmup: H_base
+  EXPECT_EQ(s.interval_after(10), 400);   // floor((0.2 / 0.01)²)
+  EXPECT_EQ(s.interval_after(900), 100);  // capped by the 100 steps left
+  optim.lr = 0.2;                         // (α / lr)² = 1 < H_base
+  EXPECT_EQ(SyncSchedule(4, 0.2, optim, 1000).interval_after(10), 4);
+}
+
+// A replica whose tensor differs is named; identical tensors pass.
+TEST(ReplicaHash, NamesTheReplicasThatDiffer) {
+  std::atomic<int> failures{0};
+  comm::run_local_replicas(3, [&](comm::Group& group) {
+    const torch::Tensor same = torch::arange(10, torch::kFloat32);
+    require_identical_across_replicas(group, same, "identical tensors");
+    torch::Tensor mine = same.clone();
+    if (group.rank() == 2) mine[3] = 3.5f;
+    try {
+      require_identical_across_replicas(group, mine, "test tensors");
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("test tensors of replicas 2 differ"), std::string::npos) << e.what();
+      ++failures;
+    }
+  });
+  EXPECT_EQ(failures, 3);
+}
+
+}  // namespace
+}  // namespace loco
