@@ -18,9 +18,10 @@
 #include <string>
 
 #include "loco/algo/make_strategy.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 #include "loco/config/load_config.h"
 #include "loco/model/weights.h"
+#include "loco/train/emulated_clock.h"
 #include "loco/train/inner_optimizer.h"
 
 namespace {
@@ -66,8 +67,10 @@ int main(int argc, char** argv) {
     torch::manual_seed(0);
     loco::Llama model(config.model);
     loco::InnerOptimizer optimizer(loco::model_parameters(model), config.optim);
-    loco::SimClock clock([] { return 0.0; });
-    auto strategy = loco::make_strategy(config, {&group, &clock, 1 << 30});
+    loco::EmulatedClock clock([] { return 0.0; });
+    const loco::ReplicaContext context{&group, &clock, 1 << 30, static_cast<std::uint64_t>(config.train.seed),
+                                       config.replica_batch() * config.data.seq_len};
+    auto strategy = loco::make_strategy(config, context);
     strategy->attach(model, optimizer.parameters());
     const torch::Tensor tokens = torch::randint(config.model.vocab_size, {batch, seq}, torch::kInt64);
     auto inner_step = [&] {

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh build
+scripts/setup.sh build loco   # the binary and its tokenizer plugin; scripts/test.sh builds the tests
 loco=build/loco
 
 scripts/fetch_brown.sh data/brown-text

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything loco needs from Debian's packages, then configures and builds it.
 # Idempotent: packages already present are skipped, an existing build is reused (ccache + ninja).
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+# Usage: scripts/setup.sh [BUILD_DIR [TARGET...]]   (default: build, every target)
+#   The quick start builds only `loco` (and the tokenizer plugin it loads); the test suite builds all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
+targets=("${@:2}")
 
 # Why each package is here: docs/dependencies.md.
 packages=(
@@ -34,4 +36,4 @@ if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" --parallel "$(nproc)"
+cmake --build "$build_dir" --parallel "$(nproc)" ${targets[@]:+--target "${targets[@]}"}

@@ -10,8 +10,8 @@
 
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/comm_error.h"
-#include "loco/comm/connect.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/c10d/connect.h"
+#include "loco/comm/local/local_group.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {
@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 // the group, so a second rendezvous on the same port could meet the first store still shutting down.
 Group& world() {
   static const std::unique_ptr<Group> group = [] {
-    const auto environment = launch::rank_environment_from_env();
+    const auto environment = comm::rank_environment_from_env();
     if (!environment) throw std::runtime_error("run this test through `loco launch --nproc N -- <this binary>`");
     torch::set_num_threads(1);  // several ranks share 2 cores
     GroupOptions options;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "loco/comm/codecs/codec.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 #include "loco/comm/quantized_all_reduce.h"
 
 namespace loco::test {

@@ -4,12 +4,12 @@
 #include <stdexcept>
 
 #include "loco/algo/make_strategy.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 #include "loco/model/hf_export.h"
 #include "loco/model/llama.h"
 #include "loco/model/weights.h"
 #include "loco/train/inner_optimizer.h"
-#include "loco/train/sim_clock.h"
+#include "loco/train/emulated_clock.h"
 
 namespace loco::test {
 
@@ -92,8 +92,10 @@ std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunC
     model->to(torch::kFloat64);
     load_model_weights(model, fixture.content, "param/");
     InnerOptimizer optimizer(model_parameters(model), config.optim);
-    SimClock clock([] { return 0.0; });
-    auto strategy = make_strategy(config, ReplicaContext{&group, &clock, steps});
+    EmulatedClock clock([] { return 0.0; });
+    const ReplicaContext context{&group, &clock, steps, static_cast<std::uint64_t>(config.train.seed),
+                                 config.replica_batch() * config.data.seq_len};
+    auto strategy = make_strategy(config, context);
     strategy->attach(model, optimizer.parameters());
     const std::int64_t rows = batch.input_ids.size(0) / micro_batches;
     for (std::int64_t k = 0; k < steps; ++k) {

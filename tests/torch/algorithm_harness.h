@@ -3,8 +3,8 @@
 // the trainer drives a strategy, and returns what each replica ended with.
 //
 // Per replica (one thread each, comm::run_local_replicas): a float64 Llama with the fixture's
-// param/<name>, InnerOptimizer (AdamW as in the fixture's "inner" metadata), a SimClock that never
-// advances, and make_strategy(config, {&group, &clock, steps}). Each step k = 0..steps-1:
+// param/<name>, InnerOptimizer (AdamW as in the fixture's "inner" metadata), an EmulatedClock that
+// never advances, and make_strategy(config, {&group, &clock, steps, train.seed, tokens per step}). Each step k = 0..steps-1:
 //   set_lr(lr0·decay^k); zero_grad; for each micro-batch: before_backward(last), loss/n, backward;
 //   after_backward; clip_gradients; step; after_step(k + 1).
 #pragma once

@@ -1,15 +1,17 @@
 // The parts the strategies share, on known cases: NoLoCo's pairing, the synchronisation schedule
-// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6) and dist.check_sync's detector.
+// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6), dist.check_sync's detector and
+// the emulated link's timeline.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
 
+#include "loco/algo/link_timeline.h"
 #include "loco/algo/pairing.h"
 #include "loco/algo/replica_hash.h"
 #include "loco/algo/sync_schedule.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -88,6 +90,36 @@ TEST(ReplicaHash, NamesTheReplicasThatDiffer) {
     }
   });
   EXPECT_EQ(failures, 3);
+}
+
+// Exchanges queue on the link one after another, compute meanwhile hides their link time, and a wait
+// moves the clock to when the link is free (note "emulated-wall-clock").
+TEST(LinkTimeline, ExchangesQueueAndWaitsMoveTheClock) {
+  comm::GroupOptions options;
+  options.link = comm::LinkModel::parse("8", "", 2);
+  comm::run_local_replicas(
+      2,
+      [](comm::Group& group) {
+        double compute = 0;
+        EmulatedClock clock([&compute] { return compute; });
+        LinkTimeline link(group, clock);
+        torch::Tensor values = torch::ones({250000});
+        const double one = LinkTimeline::charged_seconds(group, [&] { group.all_reduce(values); });
+        EXPECT_GT(one, 0.1);  // 1 MB at 8 Mbit/s, in a ring of two
+        link.queue([&] { group.all_reduce(values); });
+        EXPECT_DOUBLE_EQ(link.free_at(), one);
+        compute = one / 2;  // half of it hidden by compute; the next one queues behind it
+        link.queue([&] { group.all_reduce(values); });
+        EXPECT_DOUBLE_EQ(link.free_at(), 2 * one);
+        link.wait();
+        EXPECT_DOUBLE_EQ(clock.now(), 2 * one);
+        compute = one;  // the clock is past the link: a blocking exchange starts now
+        const double before = clock.now();
+        link.exchange_and_wait([&] { group.all_reduce(values); });
+        EXPECT_DOUBLE_EQ(clock.now(), before + one);
+        EXPECT_DOUBLE_EQ(link.free_at(), before + one);
+      },
+      options);
 }
 
 }  // namespace

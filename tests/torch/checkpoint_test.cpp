@@ -142,5 +142,23 @@ TEST(Checkpoint, WrongShapeNamesTheTensor) {
   }
 }
 
+// step_N is read in one place; anything else in a checkpoints directory is not a checkpoint.
+TEST(Checkpoint, StepNamesAreReadInOnePlace) {
+  EXPECT_EQ(checkpoint_step(checkpoint_name(12)), 12);
+  EXPECT_EQ(checkpoint_step("step_0"), 0);
+  for (const char* other : {"step_", "step_x", "step_1a", "tep_1", "step_-1", ".step_3.partial-42", "step_ 3"}) {
+    EXPECT_FALSE(checkpoint_step(other)) << other;
+  }
+  ScratchDir dir;
+  for (const char* name : {"step_10", "step_9", "step_x", ".step_11.partial-1"}) fs::create_directories(dir / name);
+  test::write_text(dir / "step_12", "a file, not a checkpoint");
+  const auto found = list_checkpoints(dir.path());
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].first, 9);
+  EXPECT_EQ(found[1].first, 10);
+  EXPECT_EQ(found[1].second, dir / "step_10");
+  EXPECT_TRUE(list_checkpoints(dir / "absent").empty());
+}
+
 }  // namespace
 }  // namespace loco

@@ -7,7 +7,7 @@
 
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/comm_error.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {

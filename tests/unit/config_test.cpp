@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "loco/comm/codecs/codec.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
 #include "loco/config/load_config.h"
 #include "loco/util/error.h"
@@ -129,6 +133,74 @@ TEST(Config, EveryKeyIsDescribed) {
     EXPECT_NE(text.find(key.dotted()), std::string::npos) << key.dotted();
     EXPECT_FALSE(key.help.empty()) << key.dotted();
   }
+}
+
+// Every string key with choices is checked against its choices, by the same rule and message.
+TEST(Config, ChoicesComeFromTheKeyTable) {
+  ScratchDir dir;
+  for (const auto& key : config_keys()) {
+    if (key.choices.empty()) continue;
+    const std::string message = config_error(dir, kValidConfig, {key.dotted() + "=nonsense"});
+    EXPECT_NE(message.find(key.dotted() + " 'nonsense' is unknown; choose " + key.choice_list()), std::string::npos)
+        << message;
+    for (const auto& choice : key.choices) EXPECT_NE(key.description().find(choice.name), std::string::npos);
+  }
+  EXPECT_EQ(find_config_key("dist", "batch")->choice_list(), "split or per_replica");
+}
+
+// dist.algorithm's choices, its help and the strategy factory's enum are one registry.
+TEST(Config, AlgorithmNamesAreOneRegistry) {
+  const ConfigKey& key = *find_config_key("dist", "algorithm");
+  ASSERT_EQ(key.choices.size(), algorithm_registry().size());
+  for (std::size_t i = 0; i < key.choices.size(); ++i) {
+    const AlgorithmEntry& entry = algorithm_registry()[i];
+    EXPECT_EQ(key.choices[i].name, entry.name);
+    EXPECT_EQ(find_algorithm(entry.name), entry.algorithm);
+    EXPECT_NE(describe_config_keys().find(entry.summary), std::string::npos) << entry.name;
+  }
+  EXPECT_FALSE(find_algorithm("diloko"));
+  EXPECT_THROW(algorithm_named("diloko"), InternalError);
+}
+
+// The codec choices of the config are exactly the codecs comm builds.
+TEST(Config, CodecChoicesAreTheCodecsCommBuilds) {
+  for (const char* section : {"comm", "streaming"}) {
+    std::vector<std::string> names;
+    for (const auto& choice : find_config_key(section, "codec")->choices) names.push_back(choice.name);
+    EXPECT_EQ(names, comm::codec_names()) << section;
+  }
+}
+
+// Note "config-is-data": dist.replicas = 0 takes the world size the caller learned, never the
+// environment's WORLD_SIZE.
+TEST(Config, ReplicasFromTheCallerNotTheEnvironment) {
+  ScratchDir dir;
+  ::setenv("WORLD_SIZE", "6", 1);
+  ::setenv("RANK", "0", 1);
+  ::setenv("MASTER_ADDR", "localhost", 1);
+  const std::string text = std::string(kValidConfig) + "\n[dist]\nalgorithm = \"diloco\"\nbackend = \"gloo\"\n";
+  EXPECT_EQ(load_text(dir, text).dist.replicas, 1);
+  write_text(dir / "run.toml", text);
+  EXPECT_EQ(load_run_config(dir / "run.toml", {}, 2).dist.replicas, 2);
+  EXPECT_EQ(load_run_config(dir / "run.toml", {"dist.backend=local"}, 2).dist.replicas, 1);
+  RunConfig raw = read_run_config(dir / "run.toml", {});
+  EXPECT_EQ(raw.dist.replicas, 0);  // read as written: nothing derived
+  EXPECT_EQ(raw.model.intermediate_size, 0);
+  ::unsetenv("WORLD_SIZE");
+  ::unsetenv("RANK");
+  ::unsetenv("MASTER_ADDR");
+}
+
+TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
+  ScratchDir dir;
+  RunConfig c = load_text(dir, kValidConfig,
+                          {"dist.algorithm=streaming", "streaming.codec=int4", "comm.codec=bf16", "comm.block_size=64",
+                           "dist.check_sync=true", "model.num_hidden_layers=3"});
+  EXPECT_EQ(c.exchange().codec, "int4");
+  EXPECT_EQ(c.exchange().block_size, 64);
+  EXPECT_TRUE(c.exchange().check_sync);
+  c.dist.algorithm = "diloco";
+  EXPECT_EQ(c.exchange().codec, "bf16");
 }
 
 }  // namespace

@@ -143,10 +143,10 @@ TEST(SimFitData, UnusableRunsNameTheProblem) {
   test::write_text(dir / "diverged" / "config.toml", kConfig);
   test::write_text(dir / "diverged" / "metrics.jsonl", "{\"eval_loss\": 3.2}\n{\"eval_loss\": null}\n");
   expect_data_error([&] { load_run_directory(dir / "diverged", ParamConvention::kTotal); }, "diverged");
-  test::write_text(dir / "bad_model" / "config.toml", "[model]\nhidden_size = 64\n");
+  test::write_text(dir / "bad_model" / "config.toml", "[model]\nhidden_size = 64\nnum_attention_heads = 3\n");
   test::write_text(dir / "bad_model" / "metrics.jsonl", kMetrics);
   expect_data_error([&] { load_run_directory(dir / "bad_model", ParamConvention::kTotal); },
-                    "num_hidden_layers is missing");
+                    "not divisible by model.num_attention_heads");
 }
 
 TEST(SimFitData, LoadsDirectoriesOfRunsAndMixedInputs) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "loco/config/load_config.h"
 #include "loco/sim/algorithm_spec.h"
 #include "loco/sim/bandwidth_search.h"
 #include "loco/sim/model_size.h"
@@ -135,30 +136,39 @@ batch_size = 8
 TEST(SimModelSize, CountsLlamaParametersFromTheModelSection) {
   test::ScratchDir dir;
   test::write_text(dir / "model.toml", kModelToml);
-  LlamaShape shape = read_llama_shape(dir / "model.toml");
-  EXPECT_EQ(shape.intermediate, 192);  // 32·ceil(8·64/3/32)
+  const ModelConfig model = read_config_for_planning(dir / "model.toml").model;
+  EXPECT_EQ(model.intermediate_size, 192);  // 32·ceil(8·64/3/32)
   // Per layer: q 64·64, k and v 64·32 each, o 64·64, MLP 3·64·192, two norms of 64.
   const double per_layer = 4096 + 2048 + 2048 + 4096 + 36864 + 128;
   const double body = 2 * per_layer + 64;
-  EXPECT_DOUBLE_EQ(count_parameters(shape, ParamConvention::kNonEmbedding), body);
-  EXPECT_DOUBLE_EQ(count_parameters(shape, ParamConvention::kTotal), body + 2 * 256 * 64);
-  shape.tied = true;
-  EXPECT_DOUBLE_EQ(count_parameters(shape, ParamConvention::kTotal), body + 256 * 64);
+  EXPECT_DOUBLE_EQ(count_parameters(model, ParamConvention::kNonEmbedding, "model.toml"), body);
+  EXPECT_DOUBLE_EQ(count_parameters(model, ParamConvention::kTotal, "model.toml"), body + 2 * 256 * 64);
+  ModelConfig tied = model;
+  tied.tie_word_embeddings = true;
+  EXPECT_DOUBLE_EQ(count_parameters(tied, ParamConvention::kTotal, "model.toml"), body + 256 * 64);
 }
 
-TEST(SimModelSize, BadModelSectionsNameTheKey) {
+// The planning tools read a model the way `loco train` does (config/): missing keys take train's
+// defaults, and the errors are config/'s.
+TEST(SimModelSize, ModelSectionsReadAsTrainingReadsThem) {
   test::ScratchDir dir;
-  test::write_text(dir / "missing.toml", "[model]\nhidden_size = 64\nnum_hidden_layers = 2\n");
-  expect_config_error([&] { read_llama_shape(dir / "missing.toml"); }, "num_attention_heads is missing");
+  test::write_text(dir / "defaults.toml", "[model]\nhidden_size = 64\nnum_hidden_layers = 2\n");
+  const ModelConfig model = read_config_for_planning(dir / "defaults.toml").model;
+  EXPECT_EQ(model.num_attention_heads, ModelConfig{}.num_attention_heads);
+  EXPECT_EQ(model.num_key_value_heads, model.num_attention_heads);
+  const double per_layer = 4 * 64 * 64 + 3 * 64 * 192 + 2 * 64;
+  EXPECT_DOUBLE_EQ(count_parameters(model, ParamConvention::kNonEmbedding, "defaults.toml"), 2 * per_layer + 64);
+  expect_config_error([&] { count_parameters(model, ParamConvention::kTotal, "defaults.toml"); },
+                      "model.vocab_size is 0");
   test::write_text(dir / "heads.toml",
                    "[model]\nhidden_size = 64\nnum_hidden_layers = 2\nnum_attention_heads = 3\nvocab_size = 9\n");
-  expect_config_error([&] { read_llama_shape(dir / "heads.toml"); }, "not a multiple");
+  expect_config_error([&] { read_config_for_planning(dir / "heads.toml"); }, "not divisible");
   test::write_text(dir / "type.toml",
                    "[model]\nhidden_size = \"big\"\nnum_hidden_layers = 2\nnum_attention_heads = 4\nvocab_size = 9\n");
-  expect_config_error([&] { read_llama_shape(dir / "type.toml"); }, "hidden_size must be a whole number");
+  expect_config_error([&] { read_config_for_planning(dir / "type.toml"); }, "model.hidden_size");
   test::write_text(dir / "syntax.toml", "[model\nhidden_size = 64\n");
-  expect_config_error([&] { read_llama_shape(dir / "syntax.toml"); }, "not valid TOML");
-  EXPECT_THROW(read_llama_shape(dir / "absent.toml"), IoError);
+  expect_config_error([&] { read_config_for_planning(dir / "syntax.toml"); }, "cannot parse");
+  expect_config_error([&] { read_config_for_planning(dir / "absent.toml"); }, "does not exist");
   expect_config_error([] { parse_param_convention("kaplan"); }, "non-embedding");
 }
 

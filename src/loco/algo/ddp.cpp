@@ -5,7 +5,6 @@
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include "loco/algo/replica_mean.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -34,22 +33,22 @@ struct DataParallel::Hooks {
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
 };
 
-DataParallel::DataParallel(DdpSettings settings, const ReplicaContext& context)
-    : settings_(settings), context_(context), hooks_(std::make_unique<Hooks>()) {}
+DataParallel::DataParallel(const DdpConfig& config, const ReplicaContext& context)
+    : config_(config), context_(context), link_(*context.group, *context.clock), hooks_(std::make_unique<Hooks>()) {}
 
 DataParallel::~DataParallel() = default;
 
 std::string DataParallel::describe() const {
   return fmt::format("ddp: gradient mean every step, {} buckets (cap {} MiB, first {} MiB), overlap {}, M={}",
-                     buckets_.size(), settings_.bucket_mb, settings_.first_bucket_mb,
-                     settings_.overlap ? "on" : "off", context_.group->size());
+                     buckets_.size(), config_.bucket_mb, config_.first_bucket_mb,
+                     config_.overlap ? "on" : "off", context_.group->size());
 }
 
 void DataParallel::attach(Llama&, const FlatParameters& parameters) {
   const std::int64_t element_bytes = parameters.buffer(0).element_size();
   constexpr double kMiB = 1024.0 * 1024.0;
-  buckets_ = make_gradient_buckets(parameters, element_bytes, settings_.first_bucket_mb * kMiB,
-                                   settings_.bucket_mb * kMiB);
+  buckets_ = make_gradient_buckets(parameters, element_bytes, config_.first_bucket_mb * kMiB,
+                                   config_.bucket_mb * kMiB);
   bucket_of_parameter_.assign(parameters.slots().size(), 0);
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const GradientBucket& bucket = buckets_[b];
@@ -57,7 +56,7 @@ void DataParallel::attach(Llama&, const FlatParameters& parameters) {
     for (std::size_t p : bucket.parameters) bucket_of_parameter_[p] = b;
   }
   pending_parameters_.assign(buckets_.size(), 0);
-  if (!settings_.overlap) return;
+  if (!config_.overlap) return;
   // The model's parameter tensors share their autograd identity with the slots, in slot order.
   const auto params = parameters.parameter_tensors();
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -88,17 +87,14 @@ void DataParallel::launch_ready_buckets() {
 
 void DataParallel::launch(std::size_t bucket) {
   comm::Group& group = *context_.group;
-  const double link_s = link_seconds(group, [&] {
-    launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean));
-  });
   // The link carries one bucket after another.
-  link_free_at_ = std::max(context_.clock->now(), link_free_at_) + link_s;
+  link_.queue([&] { launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean)); });
 }
 
 void DataParallel::after_backward() {
   while (next_to_launch_ < buckets_.size()) launch(next_to_launch_++);
   for (auto& work : launched_) work->wait();
-  context_.clock->wait_until(link_free_at_);
+  link_.wait();
   launched_.clear();
   next_to_launch_ = 0;
   communicate_ = false;

@@ -18,19 +18,14 @@
 #include <vector>
 
 #include "loco/algo/gradient_buckets.h"
-#include "loco/algo/make_strategy.h"
+#include "loco/algo/link_timeline.h"
+#include "loco/train/strategy.h"
 
 namespace loco {
 
-struct DdpSettings {
-  double bucket_mb = 25;
-  double first_bucket_mb = 1;
-  bool overlap = true;
-};
-
 class DataParallel final : public Strategy {
  public:
-  DataParallel(DdpSettings settings, const ReplicaContext& context);
+  DataParallel(const DdpConfig& config, const ReplicaContext& context);
   ~DataParallel() override;
 
   std::string describe() const override;
@@ -44,15 +39,15 @@ class DataParallel final : public Strategy {
   void launch_ready_buckets();
   void launch(std::size_t bucket);
 
-  DdpSettings settings_;
+  DdpConfig config_;
   ReplicaContext context_;
+  LinkTimeline link_;
   std::vector<GradientBucket> buckets_;
   std::vector<torch::Tensor> bucket_gradients_;    // slice of the flat gradient buffer per bucket
   std::vector<std::size_t> bucket_of_parameter_;   // per slot
   std::vector<std::int64_t> pending_parameters_;   // per bucket: gradients still to come this step
   std::vector<comm::WorkHandle> launched_;
   std::size_t next_to_launch_ = 0;
-  double link_free_at_ = 0;  // emulated time the link finishes the buckets launched so far
   bool communicate_ = false;  // this backward is the step's last
   std::unique_ptr<Hooks> hooks_;
 };

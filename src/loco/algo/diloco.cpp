@@ -11,53 +11,71 @@
 
 namespace loco {
 
-Diloco::Diloco(DilocoSettings settings, SyncSchedule schedule, const ReplicaContext& context)
-    : settings_(std::move(settings)),
+Diloco::Diloco(const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
+               const ReplicaContext& context)
+    : Diloco("diloco", config, exchange, schedule, context) {}
+
+std::unique_ptr<Diloco> Diloco::local_sgd(const LocalsgdConfig& config, const OptimConfig& optim,
+                                          const ExchangeConfig& exchange, const ReplicaContext& context) {
+  // Local SGD is DiLoCo's outer step with η = 1, μ = 0: θ_g becomes the replicas' average.
+  DilocoConfig average;
+  average.sync_every = config.sync_every;
+  average.outer_lr = 1;
+  average.outer_momentum = 0;
+  SyncSchedule schedule(config.sync_every, config.qsr_alpha, optim, context.total_steps);
+  return std::unique_ptr<Diloco>(new Diloco("localsgd", average, exchange, schedule, context));
+}
+
+Diloco::Diloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
+               const ReplicaContext& context)
+    : name_(std::move(name)),
+      config_(config),
+      exchange_(exchange),
       schedule_(schedule),
       context_(context),
-      codec_(exchange_codec(settings_.codec, settings_.block_size)) {}
+      link_(*context.group, *context.clock),
+      codec_(exchange_codec(exchange.codec, exchange.block_size)) {}
 
 std::string Diloco::describe() const {
-  return fmt::format("{}: nesterov(pytorch) eta={} mu={} {} M={} codec={}{}{}", settings_.name, settings_.outer_lr,
-                     settings_.outer_momentum, schedule_.describe(), context_.group->size(), settings_.codec,
-                     settings_.weighted ? " weighted-by-tokens" : "",
-                     settings_.drop_rate > 0 ? fmt::format(" drop_rate={}", settings_.drop_rate) : "");
+  return fmt::format("{}: nesterov(pytorch) eta={} mu={} {} M={} codec={}{}{}", name_, config_.outer_lr,
+                     config_.outer_momentum, schedule_.describe(), context_.group->size(), exchange_.codec,
+                     config_.weighted ? " weighted-by-tokens" : "",
+                     config_.drop_rate > 0 ? fmt::format(" drop_rate={}", config_.drop_rate) : "");
 }
 
 void Diloco::attach(Llama&, const FlatParameters& parameters) {
   parameters_.emplace(whole_model(parameters));
-  outer_.emplace(parameters_->read(), settings_.outer_lr, settings_.outer_momentum);
+  outer_.emplace(parameters_->read(), config_.outer_lr, config_.outer_momentum);
 }
 
 void Diloco::after_step(std::int64_t step) {
-  tokens_since_sync_ += settings_.tokens_per_step;
+  tokens_since_sync_ += context_.tokens_per_step;
   if (schedule_.due(step)) sync(step);
 }
 
 bool Diloco::dropped(std::int64_t outer_step) const {
-  if (settings_.drop_rate <= 0) return false;
-  std::mt19937_64 rng(data::mix_seed(data::mix_seed(settings_.seed, static_cast<std::uint64_t>(outer_step)),
+  if (config_.drop_rate <= 0) return false;
+  std::mt19937_64 rng(data::mix_seed(data::mix_seed(context_.seed, static_cast<std::uint64_t>(outer_step)),
                                      static_cast<std::uint64_t>(context_.group->rank())));
   constexpr std::uint64_t kResolution = std::uint64_t{1} << 53;
-  return static_cast<double>(data::uniform_below(rng, kResolution)) / kResolution < settings_.drop_rate;
+  return static_cast<double>(data::uniform_below(rng, kResolution)) / kResolution < config_.drop_rate;
 }
 
 void Diloco::sync(std::int64_t step) {
   comm::Group& group = *context_.group;
   torch::Tensor delta = outer_->pseudo_gradient(parameters_->read());
   std::optional<double> weight;
-  if (settings_.weighted || settings_.drop_rate > 0) {
-    weight = dropped(outer_steps_) ? 0.0 : (settings_.weighted ? static_cast<double>(tokens_since_sync_) : 1.0);
+  if (config_.weighted || config_.drop_rate > 0) {
+    weight = dropped(outer_steps_) ? 0.0 : (config_.weighted ? static_cast<double>(tokens_since_sync_) : 1.0);
   }
   double contributed = 0;
-  const double link_s = link_seconds(group, [&] { contributed = replica_mean(group, delta, codec_.get(), weight); });
-  context_.clock->wait_until(context_.clock->now() + link_s);
+  link_.exchange_and_wait([&] { contributed = replica_mean(group, delta, codec_.get(), weight); });
   if (contributed > 0) outer_->step(delta);
   parameters_->write(outer_->global());
   ++outer_steps_;
   tokens_since_sync_ = 0;
   schedule_.synced(step);
-  if (settings_.check_sync) {
+  if (exchange_.check_sync) {
     require_identical_across_replicas(group, outer_->global(),
                                       fmt::format("global parameters after outer step {}", outer_steps_));
   }

@@ -9,39 +9,33 @@
 //     θ_g   ← θ_g − η·(Δ + μ·b)
 //     θ_m   ← θ_g   on every replica            (AdamW's state is kept, never reset or averaged)
 //
-// Special cases of the same code: Local SGD is η = 1, μ = 0 (θ_g becomes the replicas' average),
-// optionally with the Quadratic Synchronisation Rule choosing H (sync_schedule.h); M = 1 is a
-// Lookahead-style optimiser. θ_g and b live on the host. A replica left out of a sync (drop_rate)
-// still continues from θ_g. The run's last step always syncs.
+// Special cases of the same code: Local SGD (Diloco::local_sgd) is η = 1, μ = 0 (θ_g becomes the
+// replicas' average), optionally with the Quadratic Synchronisation Rule choosing H (sync_schedule.h);
+// M = 1 is a Lookahead-style optimiser. θ_g and b live on the host. A replica left out of a sync
+// (drop_rate) still continues from θ_g. The run's last step always syncs. The exchange waits on the
+// emulated link through LinkTimeline (note "emulated-wall-clock").
 #pragma once
 
 #include <memory>
 #include <optional>
 
-#include "loco/algo/make_strategy.h"
-#include "loco/comm/codecs/codec.h"
+#include "loco/algo/link_timeline.h"
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/algo/sync_schedule.h"
+#include "loco/comm/codecs/codec.h"
+#include "loco/train/strategy.h"
 
 namespace loco {
 
-struct DilocoSettings {
-  std::string name;  // "diloco" or "localsgd", for logs
-  double outer_lr = 0.7;
-  double outer_momentum = 0.9;
-  bool weighted = false;
-  double drop_rate = 0;
-  std::string codec = "fp32";
-  std::int64_t block_size = 128;
-  bool check_sync = false;
-  std::uint64_t seed = 0;                // of the drop decisions
-  std::int64_t tokens_per_step = 0;      // this replica's, for the weighted mean
-};
-
 class Diloco final : public Strategy {
  public:
-  Diloco(DilocoSettings settings, SyncSchedule schedule, const ReplicaContext& context);
+  // DiLoCo with its section's η, μ, weighting and drop rate, syncing on `schedule`.
+  Diloco(const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
+         const ReplicaContext& context);
+  // Local SGD: η = 1, μ = 0, fixed H or the QSR over the inner schedule `optim`.
+  static std::unique_ptr<Diloco> local_sgd(const LocalsgdConfig& config, const OptimConfig& optim,
+                                           const ExchangeConfig& exchange, const ReplicaContext& context);
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
@@ -52,13 +46,18 @@ class Diloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
+  Diloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
+         const ReplicaContext& context);
   void sync(std::int64_t step);
   // Whether this replica's Δ is left out of outer step `outer_step` (seeded, same on a rerun).
   bool dropped(std::int64_t outer_step) const;
 
-  DilocoSettings settings_;
+  std::string name_;  // "diloco" or "localsgd", for logs
+  DilocoConfig config_;
+  ExchangeConfig exchange_;
   SyncSchedule schedule_;
   ReplicaContext context_;
+  LinkTimeline link_;
   std::unique_ptr<comm::Codec> codec_;
   std::optional<ParameterFragment> parameters_;
   std::optional<OuterNesterov> outer_;

@@ -4,16 +4,15 @@
 
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pairing.h"
-#include "loco/algo/replica_mean.h"
 
 namespace loco {
 
-Noloco::Noloco(NolocoSettings settings, SyncSchedule schedule, const ReplicaContext& context)
-    : settings_(settings), schedule_(schedule), context_(context) {}
+Noloco::Noloco(const NolocoConfig& config, SyncSchedule schedule, const ReplicaContext& context)
+    : config_(config), schedule_(schedule), context_(context), link_(*context.group, *context.clock) {}
 
 std::string Noloco::describe() const {
   return fmt::format("noloco: heavy-ball(authors' code form) alpha={} beta={} gamma={} {} M={} pairs (seeded)",
-                     settings_.momentum, settings_.beta, settings_.gamma, schedule_.describe(),
+                     config_.momentum, config_.beta, config_.gamma, schedule_.describe(),
                      context_.group->size());
 }
 
@@ -31,12 +30,12 @@ void Noloco::sync(std::int64_t step) {
   torch::NoGradGuard no_grad;
   comm::Group& group = *context_.group;
   const int me = group.rank();
-  const auto members = group_of(replica_groups(settings_.seed, outer_steps_, group.size()), me);
+  const auto members = group_of(replica_groups(context_.seed, outer_steps_, group.size()), me);
   const std::int64_t n = slow_.numel();
   // (θ − φ, φ) of this replica, and the same of every other member.
   torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
   std::vector<torch::Tensor> theirs(members.size());
-  const double link_s = link_seconds(group, [&] {
+  link_.exchange_and_wait([&] {
     std::vector<comm::WorkHandle> work;
     for (std::size_t k = 0; k < members.size(); ++k) {
       if (members[k] == me) continue;
@@ -46,13 +45,12 @@ void Noloco::sync(std::int64_t step) {
     }
     for (auto& w : work) w->wait();
   });
-  context_.clock->wait_until(context_.clock->now() + link_s);
   torch::Tensor mean = torch::zeros_like(mine);
   for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
   mean.div_(static_cast<double>(members.size()));
   const torch::Tensor mean_progress = mean.narrow(0, 0, n);  // mean_G(θ − φ)
   const torch::Tensor mean_slow = mean.narrow(0, n, n);      // mean_G(φ)
-  momentum_.mul_(settings_.momentum).add_(mean_progress, settings_.beta).add_(mean_slow - slow_, settings_.gamma);
+  momentum_.mul_(config_.momentum).add_(mean_progress, config_.beta).add_(mean_slow - slow_, config_.gamma);
   slow_.add_(momentum_);
   parameters_->write(slow_);
   ++outer_steps_;

@@ -13,22 +13,17 @@
 
 #include <optional>
 
-#include "loco/algo/make_strategy.h"
+#include "loco/algo/link_timeline.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/algo/sync_schedule.h"
+#include "loco/train/strategy.h"
 
 namespace loco {
 
-struct NolocoSettings {
-  double momentum = 0.5;  // α
-  double beta = 0.7;
-  double gamma = 0.7;
-  std::uint64_t seed = 0;  // of the pairing
-};
-
 class Noloco final : public Strategy {
  public:
-  Noloco(NolocoSettings settings, SyncSchedule schedule, const ReplicaContext& context);
+  // Pairs are drawn from context.seed.
+  Noloco(const NolocoConfig& config, SyncSchedule schedule, const ReplicaContext& context);
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
@@ -41,9 +36,10 @@ class Noloco final : public Strategy {
  private:
   void sync(std::int64_t step);
 
-  NolocoSettings settings_;
+  NolocoConfig config_;
   SyncSchedule schedule_;
   ReplicaContext context_;
+  LinkTimeline link_;
   std::optional<ParameterFragment> parameters_;
   torch::Tensor slow_;      // φ_i
   torch::Tensor momentum_;  // m_i

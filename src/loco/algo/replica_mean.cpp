@@ -4,12 +4,6 @@
 
 namespace loco {
 
-double link_seconds(comm::Group& group, const std::function<void()>& exchange) {
-  const double before = group.stats().emulated_s;
-  exchange();
-  return group.stats().emulated_s - before;
-}
-
 std::unique_ptr<comm::Codec> exchange_codec(const std::string& name, std::int64_t block_size) {
   if (name == "fp32") return nullptr;
   return comm::make_codec(name, static_cast<std::size_t>(block_size));

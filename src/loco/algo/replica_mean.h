@@ -3,7 +3,6 @@
 // fp32, never re-quantised per hop: comm/quantized_all_reduce.h).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 
@@ -11,9 +10,6 @@
 #include "loco/comm/group.h"
 
 namespace loco {
-
-// Runs `exchange` and returns the emulated link time the group charged for it (note "emulated-wall-clock"). The caller must be the group's only user meanwhile.
-double link_seconds(comm::Group& group, const std::function<void()>& exchange);
 
 // The codec named `name` ("fp32" means exact: nullptr) with `block_size` values per scale.
 std::unique_ptr<comm::Codec> exchange_codec(const std::string& name, std::int64_t block_size);

@@ -9,40 +9,42 @@
 
 namespace loco {
 
-StreamingDiloco::StreamingDiloco(StreamingSettings settings, const ReplicaContext& context)
-    : settings_(std::move(settings)),
+StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeConfig& exchange,
+                                 const ReplicaContext& context)
+    : config_(config),
+      exchange_(exchange),
       context_(context),
-      codec_(exchange_codec(settings_.codec, settings_.block_size)),
+      link_(*context.group, *context.clock),
+      codec_(exchange_codec(exchange.codec, exchange.block_size)),
       background_(std::make_unique<BackgroundExchange>()) {}
 
 std::string StreamingDiloco::describe() const {
   return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={} M={}",
-                     settings_.outer_lr, settings_.outer_momentum, settings_.sync_every, fragments_.size(),
-                     settings_.strided ? "strided" : "sequential",
-                     settings_.embeddings_fragment ? ", embeddings separate" : "", settings_.overlap, settings_.mix,
-                     settings_.codec, context_.group->size());
+                     config_.outer_lr, config_.outer_momentum, config_.sync_every, fragments_.size(),
+                     config_.assignment, config_.embeddings_fragment ? ", embeddings separate" : "", config_.overlap,
+                     config_.mix, exchange_.codec, context_.group->size());
 }
 
 void StreamingDiloco::attach(Llama& model, const FlatParameters& parameters) {
   fragments_ = block_fragments(parameters, static_cast<std::int64_t>(model->model->layers->size()),
-                               settings_.fragments, settings_.strided, settings_.embeddings_fragment);
-  for (const auto& f : fragments_) outer_.emplace_back(f.read(), settings_.outer_lr, settings_.outer_momentum);
+                               config_.fragments, config_.assignment == "strided", config_.embeddings_fragment);
+  for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
   outer_steps_.assign(fragments_.size(), 0);
 }
 
 bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
-  const std::int64_t h = settings_.sync_every;
+  const std::int64_t h = config_.sync_every;
   const auto offset = static_cast<std::int64_t>(fragment) * (h / static_cast<std::int64_t>(fragments_.size()));
   return step > 0 && step % h == offset;
 }
 
 void StreamingDiloco::send(std::size_t fragment, std::int64_t apply_after) {
   Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
-             std::make_shared<double>(0), std::max(context_.clock->now(), link_free_at_)};
+             std::make_shared<double>(0), link_.start_time()};
   comm::Group& group = *context_.group;
-  // The job is the group's only user while it runs (BackgroundExchange), as link_seconds needs.
+  // The job is the group's only user while it runs (BackgroundExchange), as charged_seconds needs.
   x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), emulated = x.emulated_s]() mutable {
-    *emulated = link_seconds(group, [&] { replica_mean(group, delta, codec); });
+    *emulated = LinkTimeline::charged_seconds(group, [&] { replica_mean(group, delta, codec); });
   });
   in_flight_.push_back(std::move(x));
 }
@@ -51,18 +53,18 @@ void StreamingDiloco::apply_oldest(bool mix) {
   Exchange x = std::move(in_flight_.front());
   in_flight_.pop_front();
   x.done.get();
-  link_free_at_ = x.started_at + *x.emulated_s;
-  context_.clock->wait_until(link_free_at_);
+  link_.occupy(x.started_at, *x.emulated_s);
+  link_.wait();
   OuterNesterov& outer = outer_[x.fragment];
   outer.step(x.delta);
   ParameterFragment& fragment = fragments_[x.fragment];
   if (mix) {
-    fragment.write(fragment.read().mul_(settings_.mix).add_(outer.global(), 1 - settings_.mix));
+    fragment.write(fragment.read().mul_(config_.mix).add_(outer.global(), 1 - config_.mix));
   } else {
     fragment.write(outer.global());
   }
   ++outer_steps_[x.fragment];
-  if (settings_.check_sync) {
+  if (exchange_.check_sync) {
     // Through the background thread too: it owns the group while exchanges may be queued.
     comm::Group& group = *context_.group;
     const std::string what = fmt::format("global parameters of {} after its outer step {}",
@@ -73,7 +75,7 @@ void StreamingDiloco::apply_oldest(bool mix) {
 }
 
 void StreamingDiloco::after_step(std::int64_t step) {
-  const std::int64_t tau = settings_.overlap;
+  const std::int64_t tau = config_.overlap;
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
@@ -122,7 +124,7 @@ nlohmann::json StreamingDiloco::state_json() const {
     in_flight.push_back({{"fragment", x.fragment}, {"apply_after", x.apply_after}, {"emulated_s", *x.emulated_s},
                          {"started_at", x.started_at}});
   }
-  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_free_at_}};
+  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_.free_at()}};
 }
 
 void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
@@ -137,7 +139,7 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
                                       tensors.source.string(), fragments_.size()));
   }
   outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
-  link_free_at_ = json.value("link_free_at", 0.0);
+  link_.restore(json.value("link_free_at", 0.0));
   const nlohmann::json in_flight = json.value("in_flight", nlohmann::json::array());
   for (std::size_t i = 0; i < in_flight.size(); ++i) {
     const auto fragment = in_flight[i].at("fragment").get<std::size_t>();

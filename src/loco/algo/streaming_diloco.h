@@ -24,31 +24,17 @@
 #include <vector>
 
 #include "loco/algo/background_exchange.h"
-#include "loco/algo/make_strategy.h"
-#include "loco/comm/codecs/codec.h"
+#include "loco/algo/link_timeline.h"
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
+#include "loco/comm/codecs/codec.h"
+#include "loco/train/strategy.h"
 
 namespace loco {
 
-struct StreamingSettings {
-  std::int64_t sync_every = 100;  // H
-  std::int64_t fragments = 2;     // P (blocks); P' adds the embeddings fragment
-  bool strided = true;
-  bool embeddings_fragment = false;
-  std::int64_t overlap = 1;  // τ
-  double mix = 0.5;          // α
-  double outer_lr = 0.4;
-  double outer_momentum = 0.9;
-  std::string codec = "fp4";
-  std::int64_t block_size = 128;
-  bool check_sync = false;
-};
-
 class StreamingDiloco final : public Strategy {
  public:
-  StreamingDiloco(StreamingSettings settings, const ReplicaContext& context);
-
+  StreamingDiloco(const StreamingConfig& config, const ExchangeConfig& exchange, const ReplicaContext& context);
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
   void after_step(std::int64_t step) override;
@@ -64,7 +50,7 @@ class StreamingDiloco final : public Strategy {
     torch::Tensor delta;       // averaged in place by the background job
     std::future<void> done;
     std::shared_ptr<double> emulated_s;  // link time the job was charged, set by the job
-    double started_at;                   // emulated clock when it could start on the link
+    double started_at;                   // emulated time it started on the link
   };
 
   bool sends_at(std::size_t fragment, std::int64_t step) const;
@@ -72,14 +58,15 @@ class StreamingDiloco final : public Strategy {
   // Waits for the oldest exchange and applies it (mixing when `mix`).
   void apply_oldest(bool mix);
 
-  StreamingSettings settings_;
+  StreamingConfig config_;
+  ExchangeConfig exchange_;
   ReplicaContext context_;
+  LinkTimeline link_;
   std::unique_ptr<comm::Codec> codec_;
   std::vector<ParameterFragment> fragments_;
   std::vector<OuterNesterov> outer_;
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::deque<Exchange> in_flight_;
-  double link_free_at_ = 0;  // emulated time the link finishes the exchanges queued so far
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.
   std::unique_ptr<BackgroundExchange> background_;
 };

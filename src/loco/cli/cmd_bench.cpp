@@ -1,6 +1,6 @@
 // `loco bench allreduce`: all-reduce time per message size and codec, in one process (local) or
 // across processes (gloo), against the ring lower bound on an emulated or shaped link, with every
-// result verified against fp64 (src/loco/comm/all_reduce_bench.h; docs/comm.md).
+// result verified against fp64 (src/loco/cli/all_reduce_bench.h; docs/comm.md).
 //
 // --backend gloo starts its own ranks through the launcher unless it already runs as one rank
 // (RANK/WORLD_SIZE set by loco launch, torchrun, Slurm or scripts/netns_run.sh).
@@ -10,12 +10,13 @@
 #include <memory>
 
 #include "loco/cli/commands.h"
-#include "loco/comm/all_reduce_bench.h"
+#include "loco/cli/usage.h"
+#include "loco/cli/all_reduce_bench.h"
 #include "loco/comm/codecs/codec.h"
-#include "loco/comm/connect.h"
-#include "loco/comm/local_group.h"
+#include "loco/comm/c10d/connect.h"
+#include "loco/comm/local/local_group.h"
 #include "loco/launch/launcher.h"
-#include "loco/launch/rank_environment.h"
+#include "loco/comm/c10d/rank_environment.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -64,8 +65,8 @@ void print_rows(const std::vector<nlohmann::ordered_json>& rows) {
 }
 
 void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& original_args) {
-  comm::AllReduceBenchOptions bench;
-  bench.sizes_bytes = comm::parse_sizes(o.sizes);
+  AllReduceBenchOptions bench;
+  bench.sizes_bytes = parse_sizes(o.sizes);
   bench.codecs = split_list(o.codecs);
   for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
   bench.block_size = o.block_size;
@@ -82,7 +83,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   if (o.threads < 1) throw ConfigError(fmt::format("--threads {}: give at least 1 thread per rank.", o.threads));
   torch::set_num_threads(o.threads);
 
-  const auto environment = launch::rank_environment_from_env();
+  const auto environment = comm::rank_environment_from_env();
   const int world_size = environment ? environment->world_size : o.nproc;
   comm::GroupOptions group_options;
   group_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
@@ -94,7 +95,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
     comm::run_local_replicas(
         o.nproc,
         [&](comm::Group& group) {
-          auto result = comm::run_all_reduce_bench(group, bench);
+          auto result = run_all_reduce_bench(group, bench);
           if (group.rank() == 0) rows = std::move(result);
         },
         group_options);
@@ -116,7 +117,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
     return;
   }
   auto group = comm::connect_from_environment(*environment, o.backend, group_options, group_options.timeout);
-  auto rows = comm::run_all_reduce_bench(*group, bench);
+  auto rows = run_all_reduce_bench(*group, bench);
   if (group->rank() == 0) print_rows(rows);
 }
 
@@ -129,6 +130,8 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   auto& o = *options;
   CLI::App* cmd = bench->add_subcommand(
       "allreduce", "Time all-reduce per size and codec against the ring lower bound; verify against fp64");
+  set_example(bench, "loco bench allreduce --backend local --nproc 4 --codec fp32,fp4");
+  set_example(cmd, "loco bench allreduce --backend local --nproc 4 --codec fp32,fp4");
   cmd->add_option("--backend", o.backend, "local (ranks as threads), gloo or nccl (ranks as processes)")
       ->capture_default_str();
   cmd->add_option("--nproc", o.nproc, "Ranks (ignored when started as one rank by a launcher)")->capture_default_str();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/data/tokenizer.h"
 #include "loco/model/hf_export.h"
 #include "loco/train/checkpoint.h"
@@ -31,6 +32,7 @@ void run_export(const ExportArgs& args) {
 void add_export_command(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand("export", "Write a checkpoint as a Hugging Face LlamaForCausalLM directory");
+  set_example(cmd, "loco export --checkpoint runs/brown/checkpoints/step_600 --out hf/brown");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
   cmd->add_option("--out", args->out_dir, "new directory to create")->required();
   cmd->callback([args] { run_export(*args); });

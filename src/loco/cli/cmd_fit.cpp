@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/sim/fit_report.h"
 #include "loco/util/error.h"
 
@@ -62,6 +63,7 @@ void add_fit_command(CLI::App& app) {
       "fit",
       "Fit scaling laws (loss, optimal lr and batch against N and M) to results; predict larger runs "
       "(ALGORITHMS.md §3; docs/fit.md)");
+  set_example(cmd, "loco fit runs/ --predict 1e9:8");
   cmd->add_option("inputs", o.inputs,
                   "Results CSV files (params,replicas,loss[,algorithm,tokens,lr,batch]), run directories, "
                   "or directories of runs")
@@ -75,7 +77,9 @@ void add_fit_command(CLI::App& app) {
       ->take_all();
   cmd->add_option("--starts", o.starts, "Random starts of the A·N^(α+βM)+C fit")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the random starts")->capture_default_str();
-  cmd->add_option("--huber-delta", o.huber_delta, "Huber δ on log residuals")->capture_default_str();
+  cmd->add_option("--huber-delta", o.huber_delta, "Huber δ on log residuals")
+      ->check(finite_number())
+      ->capture_default_str();
   cmd->add_option("--joint-algorithm", o.joint_algorithm,
                   "Algorithm of the joint fits across M (default diloco when present)");
   cmd->add_flag("--json", o.json, "Print JSON instead of a report");

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/data/tokenizer.h"
 #include "loco/model/generate.h"
 #include "loco/train/checkpoint.h"
@@ -38,14 +39,15 @@ void run_generate(GenerateArgs args) {
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "Sample text from a checkpoint");
+  set_example(cmd, "loco generate --checkpoint runs/brown/checkpoints/step_600 --prompt \"The jury said\" --tokens 50");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
-  cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate")->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate")->check(whole_number_at_least(1));
   cmd->add_option("--temperature", args->sampling.temperature, "softmax temperature; 0 is greedy")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0, 100));
   cmd->add_option("--top-k", args->sampling.top_k, "sample from the k most likely tokens; 0: all")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", args->sampling.seed, "sampling seed");
+      ->check(whole_number_at_least(0));
+  cmd->add_option("--seed", args->sampling.seed, "sampling seed")->check(whole_number_at_least(0));
   cmd->add_option("--device", args->device, "cpu | cuda | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->callback([args] { run_generate(*args); });
 }

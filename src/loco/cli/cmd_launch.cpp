@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/launch/launcher.h"
 #include "loco/util/error.h"
 
@@ -46,6 +47,7 @@ void add_launch_command(CLI::App& app) {
       "launch",
       "Start ranks of a command on this node like torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
       "set), prefix their output with the rank and stop them all when one fails (docs/cli.md)");
+  set_example(cmd, "loco launch --nproc 4 -- train --config run.toml");
   cmd->add_option("--nproc", o.nproc, "Ranks to start on this node (e.g. one per GPU)")->capture_default_str();
   cmd->add_option("--nnodes", o.nnodes, "Nodes in the run, each running loco launch")->capture_default_str();
   cmd->add_option("--node-rank", o.node_rank, "This node's index, 0 to nnodes-1; its ranks are node-rank*nproc + i")
@@ -55,6 +57,7 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("--master-port", o.master_port, "TCP port of the rendezvous store; 0 picks a free one (one node)")
       ->capture_default_str();
   cmd->add_option("--grace-s", o.grace_s, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
+      ->check(finite_number())
       ->capture_default_str();
   cmd->add_option("command", *command,
                   "After --: a loco subcommand with its arguments (runs this binary), or a program on PATH");

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/data/prepare.h"
 #include "loco/util/error.h"
 
@@ -48,6 +49,7 @@ void run_prepare(const PrepareArgs& args) {
 void add_prepare_command(CLI::App& app) {
   auto args = std::make_shared<PrepareArgs>();
   CLI::App* cmd = app.add_subcommand("prepare", "Tokenize a corpus into token shards for training");
+  set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), or .jsonl files with a \"text\" field")
       ->required();
@@ -62,11 +64,14 @@ void add_prepare_command(CLI::App& app) {
            args->vocab_size_given = true;
          },
          "BPE vocabulary size (default 8192)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_at_least(1));
   cmd->add_option("--val-fraction", args->options.val_fraction,
                   "share of the text held out for validation, by whole documents")
+      ->check(finite_number())
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "seed of the document shuffle")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "seed of the document shuffle")
+      ->check(whole_number_at_least(0))
+      ->capture_default_str();
   cmd->callback([args] { run_prepare(*args); });
 }
 

@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/sim/calibration_report.h"
+#include "loco/config/load_config.h"
 #include "loco/sim/model_size.h"
 #include "loco/sim/simulate_report.h"
 #include "loco/util/error.h"
@@ -74,9 +76,9 @@ sim::Scenario build_scenario(const SimulateOptions& o, const CLI::App& cmd) {
     throw ConfigError("give the model either as --config FILE.toml or as --params and --layers, not both.");
   }
   if (!o.config.empty()) {
-    sim::LlamaShape shape = sim::read_llama_shape(o.config);
-    s.params = sim::count_parameters(shape, sim::parse_param_convention(o.count));
-    s.layers = static_cast<int>(shape.layers);
+    const RunConfig config = read_config_for_planning(o.config);
+    s.params = sim::count_parameters(config.model, sim::parse_param_convention(o.count), o.config);
+    s.layers = static_cast<int>(config.model.num_hidden_layers);
   } else if (cmd.count("--params") > 0 && cmd.count("--layers") > 0) {
     s.params = o.params;
     s.layers = o.layers;
@@ -172,23 +174,24 @@ void add_simulate_command(CLI::App& app) {
       "simulate",
       "Compute utilisation of dp / DiLoCo / Streaming DiLoCo / NoLoCo on slow links, and the bandwidth "
       "a target utilisation needs (ALGORITHMS.md §3-4; docs/simulate.md)");
-  cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9");
+  set_example(cmd, "loco simulate --params 1e9 --layers 24 --step-time 0.1 --bandwidth 1");
+  cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9")->check(finite_number());
   cmd->add_option("--layers", o.layers, "Transformer layers L (N is spread evenly over them)");
   cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead");
   cmd->add_option("--count", o.count, "Parameter convention for --config: total | non-embedding")
       ->capture_default_str();
-  cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker");
-  cmd->add_option("--batch-tokens", o.batch_tokens, "Global tokens per step; derives the step time as 6·N·B/(R·Q)");
-  cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")
+  cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker")->check(finite_number());
+  cmd->add_option("--batch-tokens", o.batch_tokens, "Global tokens per step; derives the step time as 6·N·B/(R·Q)")->check(finite_number());
+  cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")->check(finite_number())
       ->capture_default_str();
-  cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")->capture_default_str();
+  cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")->check(finite_number())->capture_default_str();
   cmd->add_option("--workers", o.workers, "R: workers in all (default: one per replica)");
   cmd->add_option("--replicas", o.replicas, "M: replicas (e.g. datacenters)")->capture_default_str();
-  cmd->add_option("--bandwidth", o.bandwidth_gbps, "Inter-replica bandwidth in Gbit/s: also report utilisation at it");
-  cmd->add_option("--latency", o.latency_s, "Inter-replica latency in seconds per collective")->capture_default_str();
-  cmd->add_option("--intra-bandwidth", o.intra_gbps, "Intra-replica bandwidth in Gbit/s")->capture_default_str();
-  cmd->add_option("--intra-latency", o.intra_latency_s, "Intra-replica latency in seconds")->capture_default_str();
-  cmd->add_option("--bits", o.bits, "Bits per exchanged value (16: bf16)")->capture_default_str();
+  cmd->add_option("--bandwidth", o.bandwidth_gbps, "Inter-replica bandwidth in Gbit/s: also report utilisation at it")->check(finite_number());
+  cmd->add_option("--latency", o.latency_s, "Inter-replica latency in seconds per collective")->check(finite_number())->capture_default_str();
+  cmd->add_option("--intra-bandwidth", o.intra_gbps, "Intra-replica bandwidth in Gbit/s")->check(finite_number())->capture_default_str();
+  cmd->add_option("--intra-latency", o.intra_latency_s, "Intra-replica latency in seconds")->check(finite_number())->capture_default_str();
+  cmd->add_option("--bits", o.bits, "Bits per exchanged value (16: bf16)")->check(finite_number())->capture_default_str();
   cmd->add_option("--algorithms", o.algorithms,
                   "Comma-separated name[:key=value]... with names dp, diloco, streaming, noloco and "
                   "keys h, fragments, fragment_layers, tau, bits")

@@ -4,9 +4,12 @@
 // run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun).
 #include <fmt/format.h>
 
+#include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
-#include "loco/comm/connect.h"
-#include "loco/comm/local_group.h"
+#include "loco/cli/usage.h"
+#include "loco/comm/c10d/connect.h"
+#include "loco/comm/local/local_group.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/load_config.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/progress.h"
@@ -23,16 +26,15 @@ struct TrainArgs {
   std::string resume;
 };
 
-// Without --config, a resumed run takes the checkpoint's config; overrides apply on top either way.
-RunConfig resolve_config(const TrainArgs& args) {
-  if (!args.config_file.empty()) return load_run_config(args.config_file, args.overrides);
+// The config as given: the file, or without --config the checkpoint's; overrides on top either way.
+// Derived values and checks come once the process knows how many ranks were launched.
+RunConfig given_config(const TrainArgs& args) {
+  if (!args.config_file.empty()) return read_run_config(args.config_file, args.overrides);
   if (args.resume.empty()) {
     throw ConfigError("loco train needs --config FILE.toml (presets are in configs/), or --resume CHECKPOINT_DIR");
   }
   RunConfig config = read_checkpoint_config(args.resume);
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
-  resolve_derived(config);
-  validate(config);
   return config;
 }
 
@@ -56,51 +58,68 @@ void print_summary(const TrainSummary& s) {
   fmt::print("checkpoint: {}\n", s.last_checkpoint.string());
 }
 
-// One replica per process: this process is rank RANK of WORLD_SIZE (note "replica-directories").
-void run_rank(const TrainOptions& options) {
-  const auto environment = launch::rank_environment_from_env();
+// Fails when a process that runs one replica (dist.backend gloo or nccl) was not started as a rank.
+comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment>& environment,
+                                       const RunConfig& config) {
   if (!environment) {
     throw ConfigError(fmt::format(
         "dist.backend = \"{}\" runs one replica per process, but RANK/WORLD_SIZE are not set. Start the replicas "
         "with `loco launch --nproc {} -- train …` (or torchrun/srun), or use dist.backend = \"local\"",
-        options.config.dist.backend, options.config.dist.replicas));
+        config.dist.backend, config.dist.replicas));
   }
-  if (environment->world_size != options.config.dist.replicas) {
+  return *environment;
+}
+
+// One replica per process: this process is rank RANK of WORLD_SIZE (note "replica-directories").
+void run_rank(TrainOptions options, const comm::RankEnvironment& environment) {
+  const RunConfig& config = options.config;
+  if (environment.world_size != config.dist.replicas) {
     throw ConfigError(fmt::format("dist.replicas is {} but WORLD_SIZE is {}; set dist.replicas = 0 to take it from "
                                   "the launcher",
-                                  options.config.dist.replicas, environment->world_size));
+                                  config.dist.replicas, environment.world_size));
   }
-  if (environment->rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
-  const auto group = comm::connect_from_environment(
-      *environment, options.config.dist.backend,
-      group_options(options.config.comm, environment->world_size),
-      std::chrono::milliseconds(static_cast<std::int64_t>(options.config.comm.timeout_s * 1000)));
-  TrainOptions mine = options;
-  mine.group = group.get();
-  const TrainSummary summary = Trainer(mine).run();
+  if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  const auto group = comm::connect_from_environment(environment, config.dist.backend,
+                                                    group_options(config.comm, environment.world_size), timeout);
+  options.group = group.get();
+  const TrainSummary summary = Trainer(options).run();
   if (group->rank() == 0) print_summary(summary);
 }
 
-void run_train(const TrainArgs& args) {
-  TrainOptions options;
-  options.config = resolve_config(args);
-  if (!args.resume.empty()) options.resume_from = args.resume;
-  const DistConfig& dist = options.config.dist;
-  if (dist.backend != "local") return run_rank(options);
+// Simulated replicas: one thread each, connected by a LocalGroup (a single replica needs none).
+void run_local(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
-  if (dist.algorithm == "none") return print_summary(Trainer(options).run());
-  // Simulated replicas: one thread each, connected by a LocalGroup.
+  const int replicas = static_cast<int>(options.config.dist.replicas);
+  if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return print_summary(Trainer(options).run());
   TrainSummary summary;
   comm::run_local_replicas(
-      static_cast<int>(dist.replicas),
+      replicas,
       [&](comm::Group& group) {
         TrainOptions mine = options;
         mine.group = &group;
         const TrainSummary s = Trainer(mine).run();
         if (group.rank() == 0) summary = s;
       },
-      group_options(options.config.comm, static_cast<int>(dist.replicas)));
+      group_options(options.config.comm, replicas));
   print_summary(summary);
+}
+
+// Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
+// WORLD_SIZE completes dist.replicas = 0.
+void run_train(const TrainArgs& args) {
+  TrainOptions options;
+  options.config = given_config(args);
+  if (!args.resume.empty()) options.resume_from = args.resume;
+  options.make_strategy = make_strategy;
+  if (options.config.dist.backend == "local") {
+    complete_run_config(options.config);
+    return run_local(options);
+  }
+  // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
+  const auto environment = comm::rank_environment_from_env();
+  complete_run_config(options.config, environment ? environment->world_size : 1);
+  run_rank(options, require_launched(environment, options.config));
 }
 
 }  // namespace
@@ -108,6 +127,7 @@ void run_train(const TrainArgs& args) {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model: one replica, or several (dist.*) as threads or ranks");
+  set_example(cmd, "loco train --config configs/brown.toml --set optim.lr=1e-3");
   cmd->add_option("--config", args->config_file, "TOML config (see configs/)");
   cmd->add_option("--set", args->overrides, "override a key: --set section.key=value (repeatable)")
       ->allow_extra_args(false);
@@ -116,9 +136,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag_callback(
       "--help-config",
       [] {
-        fmt::print("config keys (TOML sections [model] [data] [optim] [train] [dist] [ddp] [diloco] [streaming] "
-                   "[noloco] [localsgd] [comm]; override with --set key=value):\n{}",
-                   describe_config_keys());
+        fmt::print("{}", describe_config_keys());
         throw CLI::Success();
       },
       "list every config key with its type, default and meaning");

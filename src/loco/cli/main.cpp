@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
 #include "loco/util/error.h"
 
 namespace {
@@ -19,6 +20,7 @@ int report(const char* kind, const std::exception& e, int exit_code) {
 int main(int argc, char** argv) {
   CLI::App app{"loco: train language models on replicas that communicate rarely and over slow links"};
   app.require_subcommand(1);
+  loco::cli::set_example(&app, "loco train --config configs/tiny.toml");
   app.fallthrough(false);
   loco::cli::add_prepare_command(app);
   loco::cli::add_train_command(app);
@@ -32,8 +34,12 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command that ran others (loco launch) ends with their status
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --help-config: printed, exit 0
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return loco::cli::report_usage_error(app, e);
   } catch (const loco::ConfigError& e) {
     return report("error: ", e, 2);
   } catch (const loco::Error& e) {

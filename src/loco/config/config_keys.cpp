@@ -1,8 +1,11 @@
 #include "loco/config/config_keys.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+
+#include "loco/config/algorithms.h"
 
 namespace loco {
 
@@ -11,15 +14,25 @@ namespace {
 // Binds a key to `RunConfig::*section.*field`; the field's C++ type decides the key's type.
 template <typename Section, typename Field>
 ConfigKey bind(const char* section, const char* name, Section RunConfig::*sec, Field Section::*field,
-               const char* help) {
+               const char* help, std::vector<ConfigChoice> choices = {}) {
   ConfigKey key;
   key.section = section;
   key.name = name;
   key.help = help;
+  key.choices = std::move(choices);
   key.get = [sec, field](const RunConfig& c) -> ConfigValue { return (c.*sec).*field; };
   key.set = [sec, field](RunConfig& c, const ConfigValue& v) { (c.*sec).*field = std::get<Field>(v); };
   return key;
 }
+
+std::vector<ConfigChoice> algorithm_choices() {
+  std::vector<ConfigChoice> choices;
+  for (const auto& entry : algorithm_registry()) choices.push_back({entry.name, entry.summary});
+  return choices;
+}
+
+// The codecs of comm/codecs (a unit test checks that comm builds exactly these).
+std::vector<ConfigChoice> codec_choices() { return {{"fp32", ""}, {"bf16", ""}, {"int8", ""}, {"fp4", ""}, {"int4", ""}}; }
 
 std::vector<ConfigKey> make_keys() {
   using R = RunConfig;
@@ -61,7 +74,8 @@ std::vector<ConfigKey> make_keys() {
       bind("optim", "weight_decay", &R::optim, &O::weight_decay,
            "decoupled weight decay on matrices (not on norm weights)"),
       bind("optim", "grad_clip", &R::optim, &O::grad_clip, "max global gradient norm; 0 disables"),
-      bind("optim", "schedule", &R::optim, &O::schedule, "cosine | linear | constant | wsd"),
+      bind("optim", "schedule", &R::optim, &O::schedule, "learning-rate schedule after warmup",
+           {{"cosine", ""}, {"linear", ""}, {"constant", ""}, {"wsd", "warmup-stable-decay"}}),
       bind("optim", "warmup_steps", &R::optim, &O::warmup_steps, "linear warmup steps"),
       bind("optim", "decay_fraction", &R::optim, &O::decay_fraction,
            "wsd: fraction of the steps spent in the final decay"),
@@ -77,16 +91,20 @@ std::vector<ConfigKey> make_keys() {
            "steps between checkpoints; 0: only at the end"),
       bind("train", "log_every", &R::train, &T::log_every, "steps between metrics lines"),
       bind("train", "out_dir", &R::train, &T::out_dir, "run directory (metrics, config, checkpoints)"),
-      bind("train", "device", &R::train, &T::device, "cpu | cuda | auto"),
-      bind("train", "autocast", &R::train, &T::autocast, "none | bf16 (CUDA only)"),
+      bind("train", "device", &R::train, &T::device, "where to train",
+           {{"cpu", ""}, {"cuda", ""}, {"auto", "CUDA when available"}}),
+      bind("train", "autocast", &R::train, &T::autocast, "mixed precision of the forward pass",
+           {{"none", ""}, {"bf16", "CUDA only"}}),
       bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: all cores"),
-      bind("dist", "algorithm", &R::dist, &Dist::algorithm, "none | ddp | diloco | streaming | noloco | localsgd"),
+      bind("dist", "algorithm", &R::dist, &Dist::algorithm, "how replicas cooperate", algorithm_choices()),
       bind("dist", "replicas", &R::dist, &Dist::replicas,
            "replicas M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl"),
-      bind("dist", "backend", &R::dist, &Dist::backend,
-           "local (replicas as threads of this process) | gloo | nccl (one rank per process, see loco launch)"),
-      bind("dist", "batch", &R::dist, &Dist::batch,
-           "split: train.batch_size is the global batch, divided among replicas | per_replica: each replica's"),
+      bind("dist", "backend", &R::dist, &Dist::backend, "how replicas are connected",
+           {{"local", "replicas as threads of this process"},
+            {"gloo", "one rank per process, see loco launch"},
+            {"nccl", "one rank per process and GPU"}}),
+      bind("dist", "batch", &R::dist, &Dist::batch, "what train.batch_size counts",
+           {{"split", "the global batch, divided among replicas"}, {"per_replica", "each replica's batch"}}),
       bind("dist", "check_sync", &R::dist, &Dist::check_sync,
            "debug: compare a hash of the global parameters across replicas after every outer step"),
       bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
@@ -102,8 +120,8 @@ std::vector<ConfigKey> make_keys() {
            "probability that a replica is left out of a sync (seeded; experiments)"),
       bind("streaming", "sync_every", &R::streaming, &S::sync_every, "H: steps between syncs of one fragment"),
       bind("streaming", "fragments", &R::streaming, &S::fragments, "P: fragments of transformer blocks"),
-      bind("streaming", "assignment", &R::streaming, &S::assignment,
-           "strided (block l in fragment l mod P) | sequential (consecutive blocks)"),
+      bind("streaming", "assignment", &R::streaming, &S::assignment, "which blocks form a fragment",
+           {{"strided", "block l in fragment l mod P"}, {"sequential", "consecutive blocks"}}),
       bind("streaming", "embeddings_fragment", &R::streaming, &S::embeddings_fragment,
            "embeddings, final norm and output layer form a fragment of their own"),
       bind("streaming", "overlap", &R::streaming, &S::overlap,
@@ -111,7 +129,7 @@ std::vector<ConfigKey> make_keys() {
       bind("streaming", "mix", &R::streaming, &S::mix, "alpha: weight of the local fragment when mixing (tau > 0)"),
       bind("streaming", "outer_lr", &R::streaming, &S::outer_lr, "outer learning rate eta"),
       bind("streaming", "outer_momentum", &R::streaming, &S::outer_momentum, "outer Nesterov momentum mu"),
-      bind("streaming", "codec", &R::streaming, &S::codec, "exchange codec: fp32 | bf16 | int8 | fp4 | int4"),
+      bind("streaming", "codec", &R::streaming, &S::codec, "exchange codec", codec_choices()),
       bind("noloco", "sync_every", &R::noloco, &N::sync_every, "H: inner steps between outer steps"),
       bind("noloco", "momentum", &R::noloco, &N::momentum, "alpha: momentum of the slow weights"),
       bind("noloco", "beta", &R::noloco, &N::beta, "beta: weight of the pair's mean local progress"),
@@ -119,14 +137,13 @@ std::vector<ConfigKey> make_keys() {
       bind("localsgd", "sync_every", &R::localsgd, &L::sync_every, "H (H_base with the QSR)"),
       bind("localsgd", "qsr_alpha", &R::localsgd, &L::qsr_alpha,
            "Quadratic Synchronisation Rule: H = max(H_base, floor((alpha/lr)^2)); 0 keeps H fixed"),
-      bind("comm", "codec", &R::comm, &C::codec,
-           "codec of diloco/localsgd exchanges: fp32 | bf16 | int8 | fp4 | int4"),
+      bind("comm", "codec", &R::comm, &C::codec, "codec of diloco/localsgd exchanges", codec_choices()),
       bind("comm", "block_size", &R::comm, &C::block_size, "values per scale of the quantised codecs"),
       bind("comm", "bandwidth_mbps", &R::comm, &C::bandwidth_mbps,
            "emulated link in Mbit/s: one value or one per rank (comma-separated); empty: none"),
       bind("comm", "latency_ms", &R::comm, &C::latency_ms, "emulated one-way latency in ms (one or per rank)"),
-      bind("comm", "delay", &R::comm, &C::delay,
-           "none | latency | full: how much of the emulated link time is also waited out"),
+      bind("comm", "delay", &R::comm, &C::delay, "how much of the emulated link time is also waited out",
+           {{"none", ""}, {"latency", "rounds x latency"}, {"full", "all of it"}}),
       bind("comm", "timeout_s", &R::comm, &C::timeout_s, "timeout of every communication, in seconds"),
   };
 }
@@ -151,6 +168,27 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 const char* ConfigKey::type_name() const {
   static const char* names[] = {"integer", "float", "boolean", "string"};
   return names[get(RunConfig{}).index()];
+}
+
+std::string ConfigKey::description() const {
+  if (choices.empty()) return help;
+  std::vector<std::string> shown;
+  for (const auto& c : choices) shown.push_back(c.meaning.empty() ? c.name : fmt::format("{} ({})", c.name, c.meaning));
+  return fmt::format("{}: {}", help, fmt::join(shown, " | "));
+}
+
+bool ConfigKey::allows(const std::string& value) const {
+  if (choices.empty()) return true;
+  return std::any_of(choices.begin(), choices.end(), [&](const ConfigChoice& c) { return c.name == value; });
+}
+
+std::string ConfigKey::choice_list() const {
+  std::string out;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) out += i + 1 == choices.size() ? " or " : ", ";
+    out += choices[i].name;
+  }
+  return out;
 }
 
 const std::vector<ConfigKey>& config_keys() {

@@ -1,4 +1,5 @@
-// The table of config keys: type, help text and access to the field of RunConfig it names.
+// The table of config keys: type, help text, the values a string key may take, and access to the
+// field of RunConfig it names. Parsing, validation of choices, printing and `--help-config` all read it.
 #pragma once
 
 #include <functional>
@@ -12,15 +13,28 @@ namespace loco {
 
 using ConfigValue = std::variant<std::int64_t, double, bool, std::string>;
 
+// One value a string key may take, with what it means ("" when the name says it).
+struct ConfigChoice {
+  std::string name;
+  std::string meaning;
+};
+
 struct ConfigKey {
   std::string section;
   std::string name;
   std::string help;
+  std::vector<ConfigChoice> choices;  // empty: any value of the key's type
   std::function<ConfigValue(const RunConfig&)> get;
   std::function<void(RunConfig&, const ConfigValue&)> set;  // value already of the key's type
 
   std::string dotted() const { return section + "." + name; }
   const char* type_name() const;  // "integer", "float", "boolean", "string"
+  // The help line: the help text, then the choices with their meanings ("cpu | cuda | auto").
+  std::string description() const;
+  // Whether `value` is allowed (always, for a key without choices).
+  bool allows(const std::string& value) const;
+  // "split or per_replica", "cpu, cuda or auto": for error messages.
+  std::string choice_list() const;
 };
 
 const std::vector<ConfigKey>& config_keys();

@@ -1,6 +1,7 @@
 #include "loco/config/load_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cmath>
@@ -8,11 +9,10 @@
 #include <map>
 #include <toml.hpp>
 
-#include "loco/comm/codecs/codec.h"
-#include "loco/comm/link/link_model.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
-#include "loco/launch/rank_environment.h"
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco {
 
@@ -142,9 +142,6 @@ void validate_optim(const OptimConfig& o) {
   if (!(o.eps > 0)) reject("optim.eps must be positive");
   if (!(o.weight_decay >= 0)) reject("optim.weight_decay must be 0 or positive");
   if (!(o.grad_clip >= 0)) reject("optim.grad_clip must be 0 (off) or positive");
-  if (o.schedule != "cosine" && o.schedule != "linear" && o.schedule != "constant" && o.schedule != "wsd") {
-    reject(fmt::format("optim.schedule '{}' is unknown; choose cosine, linear, constant or wsd", o.schedule));
-  }
   if (o.warmup_steps < 0) reject("optim.warmup_steps must be 0 or positive");
   if (!(o.decay_fraction > 0 && o.decay_fraction <= 1)) reject("optim.decay_fraction must lie in (0, 1]");
 }
@@ -163,27 +160,18 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
   if (t.log_every <= 0) reject("train.log_every must be positive");
   if (t.out_dir.empty()) reject("train.out_dir is empty; name the run directory");
-  if (t.device != "cpu" && t.device != "cuda" && t.device != "auto") {
-    reject(fmt::format("train.device '{}' is unknown; choose cpu, cuda or auto", t.device));
-  }
-  if (t.autocast != "none" && t.autocast != "bf16") {
-    reject(fmt::format("train.autocast '{}' is unknown; choose none or bf16", t.autocast));
-  }
   if (t.threads < 0) reject("train.threads must be 0 (all cores) or positive");
 }
 
-bool one_of(const std::string& value, std::initializer_list<const char*> choices) {
-  for (const char* c : choices) {
-    if (value == c) return true;
+// Every string key with choices holds one of them (config_keys.cpp lists them).
+void validate_choices(const RunConfig& c) {
+  for (const auto& key : config_keys()) {
+    const ConfigValue value = key.get(c);
+    const auto* text = std::get_if<std::string>(&value);
+    if (text != nullptr && !key.allows(*text)) {
+      reject(fmt::format("{} '{}' is unknown; choose {}", key.dotted(), *text, key.choice_list()));
+    }
   }
-  return false;
-}
-
-void require_codec(const std::string& key, const std::string& name) {
-  for (const auto& known : comm::codec_names()) {
-    if (known == name) return;
-  }
-  reject(fmt::format("{} '{}' is unknown; choose one of fp32, bf16, int8, fp4, int4", key, name));
 }
 
 void require_sync_every(const char* key, std::int64_t h) {
@@ -192,23 +180,15 @@ void require_sync_every(const char* key, std::int64_t h) {
 
 void validate_dist(const RunConfig& c) {
   const DistConfig& d = c.dist;
-  if (!one_of(d.algorithm, {"none", "ddp", "diloco", "streaming", "noloco", "localsgd"})) {
-    reject(fmt::format("dist.algorithm '{}' is unknown; choose none, ddp, diloco, streaming, noloco or localsgd",
-                       d.algorithm));
-  }
-  if (!one_of(d.backend, {"local", "gloo", "nccl"})) {
-    reject(fmt::format("dist.backend '{}' is unknown; choose local, gloo or nccl", d.backend));
-  }
-  if (!one_of(d.batch, {"split", "per_replica"})) {
-    reject(fmt::format("dist.batch '{}' is unknown; choose split (train.batch_size is the global batch) or "
-                       "per_replica",
-                       d.batch));
-  }
+  const Algorithm algorithm = algorithm_named(d.algorithm);
   if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
-  if (d.algorithm == "none" && d.replicas > 1) {
-    reject(fmt::format("dist.replicas = {} needs an algorithm that connects them; set dist.algorithm (ddp, diloco, "
-                       "streaming, noloco or localsgd)",
-                       d.replicas));
+  if (algorithm == Algorithm::none && d.replicas > 1) {
+    std::vector<std::string> connecting;
+    for (const auto& entry : algorithm_registry()) {
+      if (entry.algorithm != Algorithm::none) connecting.push_back(entry.name);
+    }
+    reject(fmt::format("dist.replicas = {} needs an algorithm that connects them; set dist.algorithm ({})",
+                       d.replicas, fmt::join(connecting, ", ")));
   }
   if (d.batch == "split" && c.train.batch_size % d.replicas != 0) {
     reject(fmt::format("train.batch_size ({}) is the global batch (dist.batch = \"split\") and must divide "
@@ -226,13 +206,10 @@ void validate_dist(const RunConfig& c) {
   }
   if (!(c.diloco.drop_rate >= 0 && c.diloco.drop_rate < 1)) reject("diloco.drop_rate must lie in [0, 1)");
   const StreamingConfig& s = c.streaming;
-  if (s.fragments < 1 || (d.algorithm == "streaming" && s.fragments > c.model.num_hidden_layers)) {
+  if (s.fragments < 1 || (algorithm == Algorithm::streaming && s.fragments > c.model.num_hidden_layers)) {
     reject(fmt::format("streaming.fragments ({}) must lie in [1, model.num_hidden_layers = {}]: every fragment "
                        "holds at least one transformer block",
                        s.fragments, c.model.num_hidden_layers));
-  }
-  if (!one_of(s.assignment, {"strided", "sequential"})) {
-    reject(fmt::format("streaming.assignment '{}' is unknown; choose strided or sequential", s.assignment));
   }
   if (s.overlap < 0 || s.overlap >= s.sync_every) {
     reject(fmt::format("streaming.overlap ({}) must lie in [0, streaming.sync_every = {}): a fragment's exchange "
@@ -240,15 +217,12 @@ void validate_dist(const RunConfig& c) {
                        s.overlap, s.sync_every));
   }
   if (!(s.mix >= 0 && s.mix <= 1)) reject("streaming.mix must lie in [0, 1]");
-  require_codec("streaming.codec", s.codec);
-  require_codec("comm.codec", c.comm.codec);
   if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
-  if (!one_of(c.comm.delay, {"none", "latency", "full"})) {
-    reject(fmt::format("comm.delay '{}' is unknown; choose none, latency or full", c.comm.delay));
-  }
   if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
   try {
-    comm::LinkModel::parse(c.comm.bandwidth_mbps, c.comm.latency_ms, static_cast<int>(d.replicas));
+    const int ranks = static_cast<int>(d.replicas);
+    parse_per_rank_values(c.comm.bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
+    parse_per_rank_values(c.comm.latency_ms, "latency (ms)", ranks);
   } catch (const Error& e) {
     reject(fmt::format("comm.bandwidth_mbps / comm.latency_ms: {}", e.what()));
   }
@@ -273,6 +247,11 @@ std::int64_t RunConfig::global_batch() const {
   return dist.batch == "split" ? train.batch_size : train.batch_size * std::max<std::int64_t>(1, dist.replicas);
 }
 
+ExchangeConfig RunConfig::exchange() const {
+  const bool streaming_run = algorithm_named(dist.algorithm) == Algorithm::streaming;
+  return {streaming_run ? streaming.codec : comm.codec, comm.block_size, dist.check_sync};
+}
+
 void apply_override(RunConfig& config, const std::string& assignment) {
   auto eq = assignment.find('=');
   auto dot = assignment.find('.');
@@ -287,18 +266,14 @@ void apply_override(RunConfig& config, const std::string& assignment) {
   key.set(config, parse_text_value(key, assignment.substr(eq + 1)));
 }
 
-void resolve_derived(RunConfig& c) {
+void resolve_derived(RunConfig& c, std::int64_t world_size) {
   ModelConfig& m = c.model;
   if (m.intermediate_size == 0) {
     m.intermediate_size = 32 * ((8 * m.hidden_size / 3 + 31) / 32);
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = c.data.seq_len;
-  if (c.dist.replicas == 0) {
-    // WORLD_SIZE (or SLURM_NTASKS) as torchrun, srun and `loco launch` set it; 1 outside a launcher.
-    const auto environment = c.dist.backend == "local" ? std::nullopt : launch::rank_environment_from_env();
-    c.dist.replicas = environment ? environment->world_size : 1;
-  }
+  if (c.dist.replicas == 0) c.dist.replicas = c.dist.backend == "local" ? 1 : world_size;
   TrainConfig& t = c.train;
   if (t.micro_batch_size == 0) t.micro_batch_size = c.replica_batch();
   if (t.tokens > 0) {
@@ -315,13 +290,14 @@ void resolve_derived(RunConfig& c) {
 }
 
 void validate(const RunConfig& c) {
+  validate_choices(c);
   validate_dist(c);
   validate_train(c.train, c.data, c.replica_batch());
   validate_model(c.model, c.data);
   validate_optim(c.optim);
 }
 
-RunConfig load_run_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+RunConfig read_run_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   if (!std::filesystem::exists(file)) {
     throw ConfigError(fmt::format("config file '{}' does not exist; pass an existing TOML file (see "
                                   "configs/ for presets)",
@@ -336,8 +312,29 @@ RunConfig load_run_config(const std::filesystem::path& file, const std::vector<s
   RunConfig config;
   apply_toml(config, root, file.string());
   for (const auto& assignment : overrides) apply_override(config, assignment);
-  resolve_derived(config);
+  return config;
+}
+
+RunConfig load_run_config(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                          std::int64_t world_size) {
+  RunConfig config = read_run_config(file, overrides);
+  complete_run_config(config, world_size);
+  return config;
+}
+
+void complete_run_config(RunConfig& config, std::int64_t world_size) {
+  resolve_derived(config, world_size);
   validate(config);
+}
+
+RunConfig read_config_for_planning(const std::filesystem::path& file) {
+  RunConfig config = read_run_config(file, {});
+  resolve_derived(config);
+  try {
+    validate_model(config.model, config.data);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));
+  }
   return config;
 }
 
@@ -379,11 +376,16 @@ RunConfig from_json(const nlohmann::json& json) {
 }
 
 std::string describe_config_keys() {
-  std::string out;
+  std::vector<std::string> sections;
+  for (const auto& key : config_keys()) {
+    if (sections.empty() || sections.back() != "[" + key.section + "]") sections.push_back("[" + key.section + "]");
+  }
+  std::string out = fmt::format("config keys (TOML sections {}; override with --set section.key=value):\n",
+                                fmt::join(sections, " "));
   const RunConfig defaults;
   for (const auto& key : config_keys()) {
     out += fmt::format("  {:<30} {:<8} default {:<14} {}\n", key.dotted(), key.type_name(),
-                       format_config_value(key.get(defaults)), key.help);
+                       format_config_value(key.get(defaults)), key.description());
   }
   return out;
 }

@@ -115,6 +115,14 @@ struct CommConfig {
   double timeout_s = 600;
 };
 
+// The settings every strategy that exchanges parameters shares, gathered from their keys (no defaults
+// of its own): the codec (comm.codec; streaming.codec for streaming), comm.block_size, dist.check_sync.
+struct ExchangeConfig {
+  std::string codec;
+  std::int64_t block_size = 0;
+  bool check_sync = false;
+};
+
 struct RunConfig {
   ModelConfig model;
   DataConfig data;
@@ -132,6 +140,8 @@ struct RunConfig {
   std::int64_t replica_batch() const;
   std::int64_t global_batch() const;
   std::int64_t accumulation_steps() const { return replica_batch() / train.micro_batch_size; }
+  // The exchange settings of dist.algorithm.
+  ExchangeConfig exchange() const;
 };
 
 }  // namespace loco

@@ -7,8 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include "loco/config/load_config.h"
 #include "loco/sim/csv.h"
-#include "loco/sim/toml_lookup.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 
@@ -113,7 +113,8 @@ bool is_run_directory(const fs::path& dir) {
 
 std::string normalise_algorithm(const std::string& name) {
   std::string n = lower(name);
-  return n == "ddp" || n == "data_parallel" ? "dp" : n;
+  // A single replica ("none", loco's dist.algorithm for it) trains as data parallel with M = 1.
+  return n == "ddp" || n == "data_parallel" || n == "none" ? "dp" : n;
 }
 
 std::vector<FitPoint> load_points_csv(const fs::path& csv) {
@@ -162,16 +163,12 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
   FitPoint p;
   p.source = dir.string();
   try {
-    toml::value root = read_toml(config);
-    const std::string source = config.string();
-    p.params = count_parameters(llama_shape_from_toml(root, source), convention);
-    auto replicas = find_integer(root, "dist", "replicas", source);
-    p.replicas = replica_count(replicas ? static_cast<double>(*replicas) : NAN, source);
-    p.algorithm = normalise_algorithm(find_string(root, "dist", "algorithm", source).value_or("dp"));
-    p.lr = find_number(root, "optim", "lr", source).value_or(NAN);
-    auto batch = find_number(root, "train", "batch_size", source);
-    auto seq_len = find_number(root, "data", "seq_len", source);
-    if (batch) p.batch = seq_len ? *batch * *seq_len : *batch;
+    const RunConfig run = read_config_for_planning(config);
+    p.params = count_parameters(run.model, convention, config.string());
+    p.replicas = replica_count(static_cast<double>(run.dist.replicas), config.string());
+    p.algorithm = normalise_algorithm(run.dist.algorithm);
+    p.lr = run.optim.lr;
+    p.batch = static_cast<double>(run.train.batch_size * run.data.seq_len);
   } catch (const ConfigError& e) {
     throw DataError(fmt::format("run {} cannot be used: {}", dir.string(), e.what()));
   }

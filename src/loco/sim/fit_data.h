@@ -6,11 +6,13 @@
 //   replicas | m                optional  M, default 1
 //   algorithm                   optional  dp (also ddp), diloco, streaming…; default diloco
 //   tokens, lr, batch | batch_size | batch_tokens   optional
-// A run directory holds config.toml ([model] for N; [dist] replicas and algorithm; [optim] lr;
-// [train] batch_size × [data] seq_len for the batch in tokens) and metrics.jsonl (the last line
-// with eval_loss is the final loss). A run without [dist] is data parallel with M = 1.
+// A run directory holds config.toml, read through config/ with its defaults ([model] for N; [dist]
+// replicas and algorithm; [optim] lr; [train] batch_size × [data] seq_len for the batch in tokens) and
+// metrics.jsonl (the last line with eval_loss is the final loss). A run without [dist] (algorithm
+// "none") is data parallel with M = 1.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,7 +39,7 @@ FitPoint load_run_directory(const std::filesystem::path& dir, ParamConvention co
 // Throws DataError (unusable content) or IoError (unreadable path) naming the file.
 std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, ParamConvention convention);
 
-// "ddp" and "data_parallel" become "dp"; other names are lower-cased.
+// "ddp", "data_parallel" and "none" become "dp"; other names are lower-cased.
 std::string normalise_algorithm(const std::string& name);
 
 }  // namespace loco::sim

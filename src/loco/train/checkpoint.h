@@ -13,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
@@ -69,8 +72,11 @@ Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);
 
 // The directory name of the checkpoint after `step` optimizer steps ("step_N").
 std::string checkpoint_name(std::int64_t step);
+// The inverse, the one place that reads the name: N for "step_N", nullopt for any other name.
+std::optional<std::int64_t> checkpoint_step(const std::string& name);
 
-// Whether `checkpoints_dir` already holds finished checkpoints (step_* directories).
-bool has_checkpoints(const std::filesystem::path& checkpoints_dir);
+// The finished checkpoints in `checkpoints_dir` (step_N directories) as (N, path), by step; empty when
+// the directory does not exist.
+std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& checkpoints_dir);
 
 }  // namespace loco

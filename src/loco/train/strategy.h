@@ -7,19 +7,36 @@
 //     for each micro-batch: before_backward(last?) → forward/backward
 //     after_backward → clip → AdamW → after_step(step)
 //
-// The strategies live in src/loco/algo/ (one file each; make_strategy.h picks one from the config).
+// The strategies live in src/loco/algo/ (one file each); the trainer does not know them: it receives
+// a StrategyFactory (algo/make_strategy.h builds one from the config, in cli/cmd_train.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
 #include "loco/model/llama.h"
 #include "loco/train/flat_parameters.h"
 
 namespace loco {
+
+namespace comm {
+class Group;
+}
+class EmulatedClock;
+
+// What a strategy needs to know about the replica it serves.
+struct ReplicaContext {
+  comm::Group* group = nullptr;       // all replicas of the run; nullptr only for a single replica
+  EmulatedClock* clock = nullptr;     // this replica's (note "emulated-wall-clock")
+  std::int64_t total_steps = 0;       // the run's last step (strategies sync there)
+  std::uint64_t seed = 0;             // train.seed, for seeded choices (left-out replicas, pairs)
+  std::int64_t tokens_per_step = 0;   // tokens this replica trains on per inner step
+};
 
 class Strategy {
  public:
@@ -50,5 +67,9 @@ class SingleReplica final : public Strategy {
  public:
   std::string describe() const override { return "single replica (no communication)"; }
 };
+
+// Builds the strategy a resolved config asks for, for one replica. ConfigError when it cannot run
+// there.
+using StrategyFactory = std::function<std::unique_ptr<Strategy>(const RunConfig&, const ReplicaContext&)>;
 
 }  // namespace loco

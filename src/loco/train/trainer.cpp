@@ -3,22 +3,24 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <charconv>
 #include <chrono>
 #include <mutex>
 
-#include "loco/algo/make_strategy.h"
 #include "loco/comm/group.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/load_config.h"
 #include "loco/data/batch_sampler.h"
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/communication_totals.h"
+#include "loco/train/emulated_clock.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
+#include "loco/train/resume_checks.h"
+#include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/train/schedule.h"
-#include "loco/train/sim_clock.h"
 #include "loco/train/step_profiler.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -48,322 +50,307 @@ void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std:
   }
 }
 
-void require_same_model(const RunConfig& run, const RunConfig& saved, const fs::path& checkpoint) {
-  const auto a = to_json(run).at("model");
-  const auto b = to_json(saved).at("model");
-  for (const auto& [key, value] : b.items()) {
-    if (a.at(key) != value) {
-      throw ConfigError(fmt::format(
-          "model.{} is {} in the config but {} in checkpoint {}; a run resumes with the model it was "
-          "started with. Drop --config to use the checkpoint's config, or fix model.{}",
-          key, a.at(key).dump(), value.dump(), checkpoint.string(), key));
-    }
-  }
-}
-
-// The saved data position means the same windows only with the same seed, sequence length and
-// batch layout: anything else would silently train on another stream than the run it continues.
-void require_same_data_stream(const RunConfig& run, const RunConfig& saved, const fs::path& checkpoint) {
-  const std::pair<const char*, std::pair<std::string, std::string>> choices[] = {
-      {"dist.algorithm", {run.dist.algorithm, saved.dist.algorithm}},
-      {"dist.batch", {run.dist.batch, saved.dist.batch}},
-  };
-  for (const auto& [key, values] : choices) {
-    if (values.first != values.second) {
-      throw ConfigError(fmt::format("{} is \"{}\" but checkpoint {} was trained with \"{}\"; a run resumes with the "
-                                    "algorithm and batch layout it was started with (or start a new run from the "
-                                    "exported weights)",
-                                    key, values.first, checkpoint.string(), values.second));
-    }
-  }
-  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> keys[] = {
-      {"train.seed", {run.train.seed, saved.train.seed}},
-      {"data.seq_len", {run.data.seq_len, saved.data.seq_len}},
-      {"train.batch_size", {run.train.batch_size, saved.train.batch_size}},
-      {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
-  };
-  for (const auto& [key, values] : keys) {
-    if (values.first != values.second) {
-      throw ConfigError(fmt::format("{} is {} but checkpoint {} was trained with {}; resuming continues the same "
-                                    "data stream, so keep {} = {} (or start a new run from the exported weights)",
-                                    key, values.first, checkpoint.string(), values.second, key, values.second));
-    }
-  }
-}
-
-// Refuses, before any work, a resume that would have nothing to do or would have to overwrite a
-// later checkpoint of the same run.
-void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_dir, std::int64_t total_steps) {
-  if (checkpoint.state.step >= total_steps) {
-    // Suggest the key the run was sized by: with a token budget, steps are derived from it.
-    const TrainConfig& t = checkpoint.config.train;
-    const std::string more = t.tokens > 0 ? fmt::format("train.tokens={}", 2 * t.tokens)
-                                          : fmt::format("train.steps={}", 2 * checkpoint.state.step);
-    throw ConfigError(fmt::format("checkpoint {} is already at step {} of {}; give the run more to do to train "
-                                  "further (for example --set {})",
-                                  checkpoint.dir.string(), checkpoint.state.step, total_steps, more));
-  }
-  const fs::path checkpoints = out_dir / "checkpoints";
-  if (!fs::is_directory(checkpoints)) return;
-  for (const auto& entry : fs::directory_iterator(checkpoints)) {
-    const std::string name = entry.path().filename().string();
-    std::int64_t step = 0;
-    const char* digits = name.c_str() + 5;
-    const char* end = name.c_str() + name.size();
-    if (name.rfind("step_", 0) != 0 || std::from_chars(digits, end, step).ptr != end) continue;
-    if (step > checkpoint.state.step) {
-      throw ConfigError(fmt::format("{} holds {}, later than the checkpoint you resume from ({}); resuming here "
-                                    "would overwrite it. Resume from the latest checkpoint or set another "
-                                    "train.out_dir",
-                                    checkpoints.string(), name, checkpoint_name(checkpoint.state.step)));
-    }
-  }
-}
-
 // Replicas of one process initialise their models one at a time: torch's default generator is
 // shared, and each must draw the same initial weights from the seed.
 std::mutex model_init_mutex;
 
-// Compute time for the emulated wall clock (note "emulated-wall-clock"): with one intra-op thread on
-// the CPU, the process's CPU time shared equally among the replicas it runs. Not the replica thread's
-// own CPU time: BLAS may compute on threads of its own (measured: a single replica's main thread
-// showed a third of the CPU time of the same work on a replica thread).
-std::function<double()> compute_seconds(const comm::Group* group, bool single_cpu_thread, int local_replicas) {
-  if (single_cpu_thread) return [local_replicas] { return process_cpu_seconds() / local_replicas; };
-  const auto start = Clock::now();
-  return [start, group] { return seconds_since(start) - (group ? group->stats().blocked_s : 0.0); };
+Llama initial_model(const RunConfig& config) {
+  // Construction draws from the generator too (libtorch's default initialisation).
+  std::lock_guard<std::mutex> lock(model_init_mutex);
+  torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
+  Llama model(config.model);
+  model->init_weights();
+  return model;
 }
 
 }  // namespace
 
-fs::path replica_directory(const fs::path& out_dir, int rank) {
-  return rank == 0 ? out_dir : out_dir / fmt::format("replica_{}", rank);
-}
-
-fs::path replica_checkpoint(const fs::path& checkpoint, int rank) {
-  if (rank == 0) return checkpoint;
-  const fs::path checkpoints = checkpoint.parent_path();
-  return replica_directory(checkpoints.parent_path(), rank) / checkpoints.filename() / checkpoint.filename();
-}
-
+// Everything one replica's training holds, filled phase by phase.
 struct Trainer::State {
+  explicit State(TrainOptions given) : options(std::move(given)) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   TrainOptions options;
+  RunConfig& config = options.config;
+  comm::Group* group = options.group;
+  int rank = group ? group->rank() : 0;
+  bool lead = rank == 0;  // evaluates, shows progress
+  bool quiet = options.quiet || !lead;
+
+  // set_up
+  torch::Device device{torch::kCPU};
+  bool bf16 = false;
+  std::optional<data::TokenDataset> train_data, val_data;
+  std::optional<LoadedCheckpoint> resumed;
+  fs::path out_dir;
+  Llama model{nullptr};
+  std::optional<InnerOptimizer> optimizer;
+  std::optional<data::BatchSampler> sampler;
+  std::optional<EmulatedClock> clock;
+  std::unique_ptr<Strategy> strategy;
+
+  // restore: where the run stands (a resume starts from the checkpoint's position)
+  std::int64_t step = 0, tokens = 0;
+  double elapsed_before = 0;  // wall time of the run before this process
+  std::optional<CommunicationTotals> communication;
+  std::optional<MetricsWriter> metrics;
+
+  // this process's loop
+  torch::Tensor inputs, targets;  // (micro-batch, T) int64
+  std::unique_ptr<StepProfiler> profiler;
+  std::optional<Progress> progress;
+  Clock::time_point start, interval_start;
+  std::int64_t interval_tokens = 0, interval_steps = 0;
   std::vector<double> step_losses;
+  TrainSummary summary;
+
+  int replicas() const { return group ? group->size() : 1; }
+  void say(const std::string& line) const {
+    if (!quiet) fmt::print(stderr, "{}\n", line);
+  }
+  std::int64_t tokens_per_step() const { return config.global_batch() * config.data.seq_len; }  // all replicas
+  double elapsed_s() const { return elapsed_before + seconds_since(start); }
+  bool last_step() const { return step == config.train.steps; }
+  bool evaluation_due() const {
+    return lead && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
+  }
+  bool log_due() const { return step % config.train.log_every == 0 || last_step() || evaluation_due(); }
+  bool checkpoint_due() const {
+    return last_step() || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
+  }
 };
 
-Trainer::Trainer(TrainOptions options) : state_(std::make_unique<State>(State{std::move(options), {}})) {}
+struct Trainer::StepResult {
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+};
+
+Trainer::Trainer(TrainOptions options) : state_(std::make_unique<State>(std::move(options))) {}
 
 Trainer::~Trainer() = default;
 
 const std::vector<double>& Trainer::step_losses() const { return state_->step_losses; }
 
 TrainSummary Trainer::run() {
-  RunConfig& config = state_->options.config;
+  State& s = *state_;
+  set_up();
+  restore();
+  announce();
+  s.start = s.interval_start = Clock::now();
+  s.progress.emplace(s.config.train.steps);
+  s.profiler = StepProfiler::from_environment(s.device.is_cuda());
+  while (s.step < s.config.train.steps) {
+    const StepResult result = train_step();
+    if (s.log_due()) log(result);
+    if (s.checkpoint_due()) save();
+  }
+  if (!s.quiet) s.progress->finish();
+  return summarise();
+}
+
+// Device, data, resume checks, run directory, then the replica: model, optimizer, sampler, clock and
+// strategy, attached to each other. Everything a bad config or checkpoint can break fails here,
+// before the first step.
+void Trainer::set_up() {
+  State& s = *state_;
+  RunConfig& config = s.config;
   const TrainConfig& tc = config.train;
-  comm::Group* group = state_->options.group;
-  const int rank = group ? group->rank() : 0;
-  const int replicas = group ? group->size() : 1;
+  const int replicas = s.replicas();
   if (replicas != config.dist.replicas) {
     throw InternalError(fmt::format("dist.replicas is {} but the group has {} ranks", config.dist.replicas, replicas));
   }
-  const bool lead = rank == 0;  // evaluates, shows progress
-  const bool quiet = state_->options.quiet || !lead;
-  auto say = [&](const std::string& line) {
-    if (!quiet) fmt::print(stderr, "{}\n", line);
-  };
+  if (!s.options.make_strategy && algorithm_named(config.dist.algorithm) != Algorithm::none) {
+    throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
+  }
 
   configure_threads(tc.threads);
-  const torch::Device device = resolve_device(tc.device);
-  const bool bf16 = tc.autocast == "bf16";
-  if (bf16 && !device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
+  s.device = resolve_device(tc.device);
+  s.bf16 = tc.autocast == "bf16";
+  if (s.bf16 && !s.device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
 
-  const auto train_data = data::TokenDataset::open(config.data.dir, "train");
-  const auto val_data = data::TokenDataset::open(config.data.dir, "val");
-  resolve_vocabulary(config.model, train_data.vocab_size(), config.data.dir);
+  s.train_data = data::TokenDataset::open(config.data.dir, "train");
+  s.val_data = data::TokenDataset::open(config.data.dir, "val");
+  resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
   // Fails now, not after training, when the validation split cannot hold one sequence.
-  data::BatchSampler(val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
+  data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
-  std::optional<LoadedCheckpoint> resumed;
-  if (state_->options.resume_from) {
-    resumed = read_checkpoint(replica_checkpoint(*state_->options.resume_from, rank));
-    require_same_model(config, resumed->config, resumed->dir);
-    require_same_data_stream(config, resumed->config, resumed->dir);
+  if (s.options.resume_from) {
+    s.resumed = read_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank));
+    require_same_model(config, *s.resumed);
+    require_same_data_stream(config, *s.resumed);
   }
+  s.out_dir = replica_directory(tc.out_dir, s.rank);
+  claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
+  if (s.resumed) require_resumable(*s.resumed, s.out_dir, tc.steps);
+  write_file_atomic(s.out_dir / "config.toml", to_toml(config));
 
-  const fs::path out_dir = replica_directory(tc.out_dir, rank);
-  ensure_writable_directory(out_dir, "train.out_dir");
-  if (resumed) require_resumable(*resumed, out_dir, tc.steps);
-  const bool has_metrics = fs::exists(out_dir / "metrics.jsonl") && fs::file_size(out_dir / "metrics.jsonl") > 0;
-  if (!resumed && (has_checkpoints(out_dir / "checkpoints") || has_metrics)) {
-    throw ConfigError(fmt::format(
-        "train.out_dir '{}' already holds another run (checkpoints or metrics.jsonl); loco does not overwrite "
-        "it. Pass --resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
-        tc.out_dir, tc.out_dir));
+  s.model = initial_model(config);
+  s.model->to(s.device);
+  s.optimizer.emplace(model_parameters(s.model), config.optim);
+  s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), s.rank, replicas, true);
+  s.clock.emplace(replica_compute_seconds(s.group, tc.threads == 1 && !s.device.is_cuda(),
+                                          config.dist.backend == "local" ? replicas : 1));
+  const ReplicaContext context{s.group, &*s.clock, tc.steps, static_cast<std::uint64_t>(tc.seed),
+                               config.replica_batch() * config.data.seq_len};
+  s.strategy = s.options.make_strategy ? s.options.make_strategy(config, context) : std::make_unique<SingleReplica>();
+  s.strategy->attach(s.model, s.optimizer->parameters());
+  s.inputs = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);
+  s.targets = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);
+}
+
+// A resume continues the checkpoint's run exactly: weights, AdamW moments, the strategy's outer state,
+// the data position and the counts so far. A fresh run starts at step 0 with nothing counted.
+void Trainer::restore() {
+  State& s = *state_;
+  const nlohmann::json counted_before = s.resumed ? s.resumed->state.communication : nlohmann::json::object();
+  s.communication.emplace(counted_before, s.group, *s.clock);
+  if (s.resumed) {
+    const LoadedCheckpoint& checkpoint = *s.resumed;
+    load_model_weights(s.model, checkpoint.model);
+    s.optimizer->load_state(checkpoint.optimizer, checkpoint.state.optimizer_steps);
+    s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
+    s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
+    s.step = checkpoint.state.step;
+    s.tokens = checkpoint.state.tokens;
+    s.elapsed_before = checkpoint.state.elapsed_s;
   }
-  write_file_atomic(out_dir / "config.toml", to_toml(config));
+  s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
+}
 
-  Llama model{nullptr};
-  {
-    // Construction draws from the generator too (libtorch's default initialisation).
-    std::lock_guard<std::mutex> lock(model_init_mutex);
-    torch::manual_seed(static_cast<std::uint64_t>(tc.seed));
-    model = Llama(config.model);
-    model->init_weights();
-  }
-  model->to(device);
-  InnerOptimizer optimizer(model_parameters(model), config.optim);
-  data::BatchSampler sampler(train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), rank, replicas,
-                             true);
-  SimClock clock(compute_seconds(group, tc.threads == 1 && !device.is_cuda(),
-                                 config.dist.backend == "local" ? replicas : 1));
-  const std::unique_ptr<Strategy> strategy_owner = make_strategy(config, ReplicaContext{group, &clock, tc.steps});
-  Strategy& strategy = *strategy_owner;
-  strategy.attach(model, optimizer.parameters());
+void Trainer::announce() const {
+  const State& s = *state_;
+  const RunConfig& config = s.config;
+  s.say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}) on {} with {} threads",
+                    s.model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
+                    config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
+                    s.device.str(), torch::get_num_threads()));
+  s.say(fmt::format("strategy: {}", s.strategy->describe()));
+  s.say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per "
+                    "replica, dist.batch = {}){}",
+                    s.train_data->size(), s.val_data->size(), config.train.steps, config.global_batch(),
+                    config.data.seq_len, config.replica_batch(), config.dist.batch,
+                    s.resumed ? fmt::format(", resuming after step {}", s.step) : ""));
+}
 
-  std::int64_t step = 0, tokens = 0;
-  double elapsed_before = 0;
-  if (resumed) {
-    load_model_weights(model, resumed->model);
-    optimizer.load_state(resumed->optimizer, resumed->state.optimizer_steps);
-    strategy.load_state(resumed->strategy, resumed->state.strategy);
-    sampler.restore(data::SamplerState::from_json(resumed->state.sampler));
-    step = resumed->state.step;
-    tokens = resumed->state.tokens;
-    elapsed_before = resumed->state.elapsed_s;
-  }
-  MetricsWriter metrics(out_dir, resumed ? step : -1);
-
-  say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}) on {} with {} threads",
-                  model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
-                  config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
-                  device.str(), torch::get_num_threads()));
-  say(fmt::format("strategy: {}", strategy.describe()));
-  say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per replica, "
-                  "dist.batch = {}){}",
-                  train_data.size(), val_data.size(), tc.steps, config.global_batch(), config.data.seq_len,
-                  config.replica_batch(), config.dist.batch,
-                  resumed ? fmt::format(", resuming after step {}", step) : ""));
-
-  const std::int64_t micro = tc.micro_batch_size;
+// One optimizer step: micro-batches forward and backward (the strategy around each), clipping, AdamW,
+// then the strategy's after_step (where DiLoCo-style strategies sync).
+Trainer::StepResult Trainer::train_step() {
+  State& s = *state_;
+  const RunConfig& config = s.config;
+  if (s.profiler) s.profiler->before_step(s.step + 1);
+  StepResult result;
+  result.lr = learning_rate(config.optim, s.step, config.train.steps);
+  s.optimizer->set_lr(result.lr);
+  s.optimizer->zero_grad();
   const std::int64_t accumulation = config.accumulation_steps();
-  const std::int64_t tokens_per_step = config.global_batch() * config.data.seq_len;  // all replicas
-  torch::Tensor inputs = torch::empty({micro, config.data.seq_len}, torch::kInt64);
-  torch::Tensor targets = torch::empty({micro, config.data.seq_len}, torch::kInt64);
-
-  Progress progress(tc.steps);
-  TrainSummary summary;
-  const auto start = Clock::now();
-  // Counts of the run before this process started (a resume), added to this process's own.
-  const nlohmann::json before = resumed ? resumed->state.communication : nlohmann::json::object();
-  auto communication = [&]() -> nlohmann::json {
-    nlohmann::json out = {{"sim_wall_s", before.value("sim_wall_s", 0.0) + clock.now()}};
-    if (group) {
-      const comm::CommStats stats = group->stats();
-      out["bytes_sent"] = before.value("bytes_sent", std::uint64_t{0}) + stats.bytes_sent;
-      out["bytes_recv"] = before.value("bytes_recv", std::uint64_t{0}) + stats.bytes_recv;
-      out["comm_s"] = before.value("comm_s", 0.0) + stats.blocked_s;
+  for (std::int64_t m = 0; m < accumulation; ++m) {
+    s.sampler->next_batch(config.train.micro_batch_size, s.inputs.data_ptr<std::int64_t>(),
+                          s.targets.data_ptr<std::int64_t>());
+    torch::Tensor loss;
+    {
+      // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
+      // backward runs in the dtypes the forward chose.
+      compat::CudaBf16Autocast autocast(s.bf16);
+      loss = s.model->loss(s.inputs.to(s.device), s.targets.to(s.device)) / static_cast<double>(accumulation);
     }
-    return out;
-  };
-  auto interval_start = start;
-  std::int64_t interval_tokens = 0, interval_steps = 0;
-  auto save = [&]() {
-    SimClock::Pause pause(clock);
-    // The strategy's tensors first: taking them waits for exchanges in flight (Streaming DiLoCo), whose
-    // bytes then belong to the counts saved with them.
-    CheckpointTensors ct{model_parameters(model), optimizer.state_tensors(), strategy.state_tensors()};
-    CheckpointState cs{step, tokens, optimizer.steps_taken(), elapsed_before + seconds_since(start),
-                       sampler.state().to_json(), strategy.state_json(), communication()};
-    summary.last_checkpoint = write_checkpoint(out_dir / "checkpoints", config, cs, ct, config.data.dir);
-    if (!quiet) progress.note(fmt::format("checkpoint {}", summary.last_checkpoint.string()));
-  };
-
-  const auto profiler = StepProfiler::from_environment(device.is_cuda());
-  while (step < tc.steps) {
-    if (profiler) profiler->before_step(step + 1);
-    const double lr = learning_rate(config.optim, step, tc.steps);
-    optimizer.set_lr(lr);
-    optimizer.zero_grad();
-    double step_loss = 0;
-    for (std::int64_t m = 0; m < accumulation; ++m) {
-      sampler.next_batch(micro, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
-      torch::Tensor loss;
-      {
-        // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
-        // backward runs in the dtypes the forward chose.
-        compat::CudaBf16Autocast autocast(bf16);
-        loss = model->loss(inputs.to(device), targets.to(device)) / static_cast<double>(accumulation);
-      }
-      strategy.before_backward(m + 1 == accumulation);
-      loss.backward();
-      step_loss += loss.item<double>();
-    }
-    if (!std::isfinite(step_loss)) {
-      throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
-                              "resume from the last checkpoint in {}/checkpoints",
-                              step_loss, step + 1, replicas > 1 ? fmt::format(" on replica {}", rank) : "",
-                              config.optim.lr, tc.out_dir));
-    }
-    strategy.after_backward();
-    const double grad_norm = optimizer.clip_gradients(config.optim.grad_clip);
-    optimizer.step();
-    ++step;
-    tokens += tokens_per_step;
-    strategy.after_step(step);
-    if (profiler) profiler->after_step(step);
-    state_->step_losses.push_back(step_loss);
-    summary.train_loss = step_loss;
-    interval_tokens += tokens_per_step;
-    ++interval_steps;
-
-    const bool last = step == tc.steps;
-    const bool eval_now = lead && (last || (tc.eval_every > 0 && step % tc.eval_every == 0));
-    if (step % tc.log_every == 0 || last || eval_now) {
-      const double interval_s = seconds_since(interval_start);
-      nlohmann::json record = {{"step", step},
-                               {"tokens", tokens},
-                               {"loss", step_loss},
-                               {"lr", lr},
-                               {"grad_norm", grad_norm},
-                               {"tokens_per_s", interval_tokens / std::max(interval_s, 1e-9)},
-                               {"elapsed_s", elapsed_before + seconds_since(start)}};
-      record.update(communication());
-      if (eval_now) {
-        SimClock::Pause pause(clock);
-        strategy.with_evaluation_parameters([&] {
-          // eval_batches × train.batch_size windows, in micro-batches: the same windows whatever the
-          // number of replicas, so runs with different M are compared on the same tokens.
-          const std::int64_t eval_micro_batches = tc.eval_batches * tc.batch_size / micro;
-          summary.eval = evaluate(model, val_data, eval_micro_batches, micro, config.data.seq_len, device, bf16);
-        });
-        record["eval_loss"] = summary.eval.loss;
-        record["eval_perplexity"] = summary.eval.perplexity;
-        if (!quiet) {
-          progress.note(fmt::format("step {}: eval loss {:.4f}, perplexity {:.2f}", step, summary.eval.loss,
-                                    summary.eval.perplexity));
-        }
-      }
-      metrics.write(record);
-      if (!quiet) {
-        progress.update(step, seconds_since(start), interval_steps / std::max(interval_s, 1e-9),
-                        fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", step_loss, lr,
-                                    record["tokens_per_s"].get<double>()));
-      }
-      interval_start = Clock::now();
-      interval_tokens = interval_steps = 0;
-    }
-    if (last || (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0)) save();
+    s.strategy->before_backward(m + 1 == accumulation);
+    loss.backward();
+    result.loss += loss.item<double>();
   }
-  if (!quiet) progress.finish();
+  if (!std::isfinite(result.loss)) {
+    throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
+                            "resume from the last checkpoint in {}/checkpoints",
+                            result.loss, s.step + 1, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
+                            config.optim.lr, config.train.out_dir));
+  }
+  s.strategy->after_backward();
+  result.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
+  s.optimizer->step();
+  ++s.step;
+  s.tokens += s.tokens_per_step();
+  s.strategy->after_step(s.step);
+  if (s.profiler) s.profiler->after_step(s.step);
+  s.step_losses.push_back(result.loss);
+  s.summary.train_loss = result.loss;
+  s.interval_tokens += s.tokens_per_step();
+  ++s.interval_steps;
+  return result;
+}
 
-  summary.steps = step;
-  summary.tokens = tokens;
-  summary.elapsed_s = seconds_since(start);
-  const nlohmann::json totals = communication();
+// A metrics line (with an evaluation on the lead replica's evaluation steps) and the progress display.
+void Trainer::log(const StepResult& result) {
+  State& s = *state_;
+  const double interval_s = seconds_since(s.interval_start);
+  nlohmann::json record = {{"step", s.step},
+                           {"tokens", s.tokens},
+                           {"loss", result.loss},
+                           {"lr", result.lr},
+                           {"grad_norm", result.grad_norm},
+                           {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
+                           {"elapsed_s", s.elapsed_s()}};
+  record.update(s.communication->now());
+  if (s.evaluation_due()) evaluate_into(record);
+  s.metrics->write(record);
+  if (!s.quiet) {
+    s.progress->update(s.step, seconds_since(s.start), s.interval_steps / std::max(interval_s, 1e-9),
+                       fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", result.loss, result.lr,
+                                   record["tokens_per_s"].get<double>()));
+  }
+  s.interval_start = Clock::now();
+  s.interval_tokens = s.interval_steps = 0;
+}
+
+// Validation loss of the parameters a user would deploy (the strategy's evaluation parameters), on
+// eval_batches × train.batch_size windows in micro-batches: the same windows whatever the number of
+// replicas, so runs with different M are compared on the same tokens. Not training time.
+void Trainer::evaluate_into(nlohmann::json& record) {
+  State& s = *state_;
+  const TrainConfig& tc = s.config.train;
+  EmulatedClock::Pause pause(*s.clock);
+  s.strategy->with_evaluation_parameters([&] {
+    const std::int64_t eval_micro_batches = tc.eval_batches * tc.batch_size / tc.micro_batch_size;
+    s.summary.eval = evaluate(s.model, *s.val_data, eval_micro_batches, tc.micro_batch_size, s.config.data.seq_len,
+                              s.device, s.bf16);
+  });
+  record["eval_loss"] = s.summary.eval.loss;
+  record["eval_perplexity"] = s.summary.eval.perplexity;
+  if (!s.quiet) {
+    s.progress->note(fmt::format("step {}: eval loss {:.4f}, perplexity {:.2f}", s.step, s.summary.eval.loss,
+                                 s.summary.eval.perplexity));
+  }
+}
+
+void Trainer::save() {
+  State& s = *state_;
+  EmulatedClock::Pause pause(*s.clock);
+  // The strategy's tensors first: taking them waits for exchanges in flight (Streaming DiLoCo), whose
+  // bytes then belong to the counts saved with them.
+  CheckpointTensors tensors{model_parameters(s.model), s.optimizer->state_tensors(), s.strategy->state_tensors()};
+  CheckpointState state{s.step,
+                        s.tokens,
+                        s.optimizer->steps_taken(),
+                        s.elapsed_s(),
+                        s.sampler->state().to_json(),
+                        s.strategy->state_json(),
+                        s.communication->now()};
+  s.summary.last_checkpoint =
+      write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
+  if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));
+}
+
+TrainSummary Trainer::summarise() {
+  State& s = *state_;
+  TrainSummary& summary = s.summary;
+  summary.steps = s.step;
+  summary.tokens = s.tokens;
+  summary.elapsed_s = seconds_since(s.start);
+  const nlohmann::json totals = s.communication->now();
   summary.sim_wall_s = totals.at("sim_wall_s");
   summary.bytes_sent = totals.value("bytes_sent", std::uint64_t{0});
-  const std::int64_t steps_run = static_cast<std::int64_t>(state_->step_losses.size());
-  summary.tokens_per_s = steps_run * tokens_per_step / std::max(summary.elapsed_s, 1e-9);
+  const auto steps_run = static_cast<std::int64_t>(s.step_losses.size());
+  summary.tokens_per_s = steps_run * s.tokens_per_step() / std::max(summary.elapsed_s, 1e-9);
   return summary;
 }
 

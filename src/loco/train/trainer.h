@@ -1,12 +1,11 @@
 // The training loop of `loco train` for one replica: data → model → AdamW with schedule and
 // clipping, periodic evaluation, metrics, checkpoints and exact resume. The strategy of
-// dist.algorithm (src/loco/algo/) hooks in around each inner step and talks to the other replicas
-// through the group.
+// dist.algorithm hooks in around each inner step and talks to the other replicas through the group;
+// the trainer receives it from a factory and does not know the algorithms (train/strategy.h).
 //
-// Note "replica-directories": replica 0 writes the run directory train.out_dir as a single run
-// would (metrics.jsonl, config.toml, checkpoints/step_N); replica r > 0 writes the same files under
-// OUT_DIR/replica_r/. Only replica 0 evaluates and shows progress. A resume names replica 0's
-// checkpoint (OUT_DIR/checkpoints/step_N); replica r reads OUT_DIR/replica_r/checkpoints/step_N.
+// Trainer::run is a recipe of named phases over the trainer's state (trainer.cpp):
+//   set_up → restore → announce → { train_step → log (+ evaluate) → save } per step → summarise
+// Replica files: note "replica-directories" (train/run_directory.h).
 #pragma once
 
 #include <filesystem>
@@ -16,12 +15,9 @@
 
 #include "loco/config/run_config.h"
 #include "loco/train/evaluate.h"
+#include "loco/train/strategy.h"
 
 namespace loco {
-
-namespace comm {
-class Group;
-}
 
 struct TrainSummary {
   std::int64_t steps = 0;
@@ -40,12 +36,8 @@ struct TrainOptions {
   std::optional<std::filesystem::path> resume_from;  // replica 0's checkpoint directory
   bool quiet = false;                              // no progress output (tests)
   comm::Group* group = nullptr;                    // the run's replicas; nullptr: a single replica
+  StrategyFactory make_strategy = nullptr;         // empty: a single replica (dist.algorithm = "none")
 };
-
-// Where replica `rank` keeps its files (note "replica-directories").
-std::filesystem::path replica_directory(const std::filesystem::path& out_dir, int rank);
-// Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
-std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
 
 class Trainer {
  public:
@@ -58,6 +50,17 @@ class Trainer {
 
  private:
   struct State;
+  struct StepResult;
+
+  void set_up();
+  void restore();
+  void announce() const;
+  StepResult train_step();
+  void log(const StepResult& result);
+  void evaluate_into(nlohmann::json& record);
+  void save();
+  TrainSummary summarise();
+
   std::unique_ptr<State> state_;
 };
 

@@ -1,7 +1,12 @@
 #include "loco/util/parse_number.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
+
+#include "loco/util/error.h"
 
 namespace loco {
 
@@ -20,6 +25,29 @@ std::optional<double> parse_whole_number(const std::string& text) {
   const auto number = parse_leading_number(text);
   if (!number || number->used != text.size()) return std::nullopt;
   return number->value;
+}
+
+std::vector<double> parse_per_rank_values(const std::string& text, const char* what, int world_size) {
+  std::vector<double> values;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    const auto value = parse_whole_number(item);
+    if (!value || *value < 0) {
+      throw ConfigError(
+          fmt::format("{} '{}': '{}' is not a number ≥ 0. Give one value for all ranks or "
+                      "one per rank, separated by commas (e.g. 100 or 100,100,10).",
+                      what, text, item));
+    }
+    values.push_back(*value);
+  }
+  if (values.size() > 1 && static_cast<int>(values.size()) != world_size) {
+    throw ConfigError(
+        fmt::format("{} '{}' lists {} values for {} ranks. Give one value for all ranks or "
+                    "exactly one per rank.",
+                    what, text, values.size(), world_size));
+  }
+  return values;
 }
 
 }  // namespace loco

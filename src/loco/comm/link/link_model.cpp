@@ -4,37 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
-#include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
 namespace loco::comm {
 
 namespace {
-
-std::vector<double> parse_list(const std::string& text, const char* what, int world_size) {
-  std::vector<double> values;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    const auto value = parse_whole_number(item);
-    if (!value || *value < 0) {
-      throw ConfigError(
-          fmt::format("{} '{}': '{}' is not a number ≥ 0. Give one value for all ranks or "
-                      "one per rank, separated by commas (e.g. 100 or 100,100,10).",
-                      what, text, item));
-    }
-    values.push_back(*value);
-  }
-  if (values.size() > 1 && static_cast<int>(values.size()) != world_size) {
-    throw ConfigError(
-        fmt::format("{} '{}' lists {} values for {} ranks. Give one value for all ranks or "
-                    "exactly one per rank.",
-                    what, text, values.size(), world_size));
-  }
-  return values;
-}
 
 double value_for(const std::vector<double>& values, int rank) {
   if (values.empty()) return 0;
@@ -52,8 +27,8 @@ std::string describe_link(const LinkSpec& link) {
 LinkModel::LinkModel(std::vector<LinkSpec> links) : links_(std::move(links)) {}
 
 LinkModel LinkModel::parse(const std::string& bandwidth_mbps, const std::string& latency_ms, int world_size) {
-  const auto bandwidths = parse_list(bandwidth_mbps, "bandwidth (Mbit/s)", world_size);
-  const auto latencies = parse_list(latency_ms, "latency (ms)", world_size);
+  const auto bandwidths = parse_per_rank_values(bandwidth_mbps, "bandwidth (Mbit/s)", world_size);
+  const auto latencies = parse_per_rank_values(latency_ms, "latency (ms)", world_size);
   const int count = std::max(bandwidths.size(), latencies.size()) > 1 ? world_size : 1;
   std::vector<LinkSpec> links;
   for (int rank = 0; rank < count; ++rank) {

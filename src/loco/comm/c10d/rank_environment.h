@@ -1,5 +1,6 @@
 // Who am I in a multi-process run: the rank, world size and rendezvous address a process reads from
-// its environment, in the conventions of the launchers people already use (DESIGN.md §3 "Launch"):
+// its environment before it joins a c10d group (PyTorch's env:// rendezvous), in the conventions of
+// the launchers people already use (DESIGN.md §3 "Launch"; `loco launch` in src/loco/launch sets them):
 //   torchrun / loco launch / by hand: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 //                                     MASTER_PORT
 //   Slurm (srun):                     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,
@@ -14,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace loco::launch {
+namespace loco::comm {
 
 struct RankEnvironment {
   int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
@@ -45,4 +46,4 @@ std::optional<std::string> first_slurm_host(std::string_view hostlist);
 // (three nodes with 2 tasks, then one with 1). nullopt when malformed or `node` is past its end.
 std::optional<int> slurm_tasks_on_node(std::string_view tasks_per_node, int node);
 
-}  // namespace loco::launch
+}  // namespace loco::comm

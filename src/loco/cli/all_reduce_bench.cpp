@@ -1,4 +1,4 @@
-#include "loco/comm/all_reduce_bench.h"
+#include "loco/cli/all_reduce_bench.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
-namespace loco::comm {
+namespace loco::cli {
 
 namespace {
 
@@ -47,14 +47,14 @@ struct Verification {
 
 // The bound: each contribution's codec error at its absmax, fp32 rounding of the N additions, and
 // the re-encoded sum's codec error. codec is null for the backend's own fp32 all-reduce.
-Verification verify(const Reference& reference, const Codec* codec, const torch::Tensor& result) {
+Verification verify(const Reference& reference, const comm::Codec* codec, const torch::Tensor& result) {
   double bound = 0, absmax_sum = 0;
   for (const double absmax : reference.absmax) {
     absmax_sum += absmax;
-    if (codec != nullptr) bound += worst_error_in_block(*codec, absmax);
+    if (codec != nullptr) bound += comm::worst_error_in_block(*codec, absmax);
   }
   bound += (reference.absmax.size() + 1) * 0x1p-24 * (absmax_sum + bound);
-  if (codec != nullptr) bound += worst_error_in_block(*codec, absmax_sum + bound);
+  if (codec != nullptr) bound += comm::worst_error_in_block(*codec, absmax_sum + bound);
   return {(result.to(torch::kCPU, torch::kFloat64) - reference.exact_sum).abs().max().item<double>(), bound};
 }
 
@@ -65,7 +65,7 @@ double median(std::vector<double> values) {
 }
 
 // The slowest rank decides how long a collective took.
-double slowest(Group& group, double seconds) {
+double slowest(comm::Group& group, double seconds) {
   auto value = torch::tensor({seconds}, torch::kFloat64).to(group.device());
   auto all = torch::empty({group.size()}, value.options());
   group.all_gather(value, all);
@@ -95,31 +95,31 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const AllReduceBenchOptions& options) {
+std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, const AllReduceBenchOptions& options) {
   const int size = group.size();
-  const LinkModel& link = group.options().link;
+  const comm::LinkModel& link = group.options().link;
   std::vector<nlohmann::ordered_json> rows;
   for (const auto size_bytes : options.sizes_bytes) {
     const std::int64_t count = size_bytes / 4;
     const auto input = bench_input(group.rank(), count).to(group.device());  // NCCL: on the GPU
     const Reference reference = options.verify && count > 0 ? reference_for(size, count) : Reference{};
     for (const auto& codec_name : options.codecs) {
-      const auto codec = make_codec(codec_name, options.block_size);
+      const auto codec = comm::make_codec(codec_name, options.block_size);
       const bool native = codec_name == "fp32";
       auto work = input.clone();
-      CommStats op_cost;  // bytes and emulated time of the measured operation alone
+      comm::CommStats op_cost;  // bytes and emulated time of the measured operation alone
       auto run_once = [&] {
         work.copy_(input);
         group.barrier();
-        const CommStats before = group.stats();
+        const comm::CommStats before = group.stats();
         const auto start = Clock::now();
         if (native) {
           group.all_reduce(work);
         } else {
-          quantized_all_reduce(group, work, *codec, ReduceOp::sum, kGroupTimeout, options.round_bytes);
+          comm::quantized_all_reduce(group, work, *codec, comm::ReduceOp::sum, comm::kGroupTimeout, options.round_bytes);
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        const CommStats after = group.stats();
+        const comm::CommStats after = group.stats();
         op_cost = {after.bytes_sent - before.bytes_sent, after.bytes_recv - before.bytes_recv,
                    after.operations - before.operations, 0, after.emulated_s - before.emulated_s};
         return seconds;
@@ -160,4 +160,4 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const All
   return rows;
 }
 
-}  // namespace loco::comm
+}  // namespace loco::cli

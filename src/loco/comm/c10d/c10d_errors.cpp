@@ -1,4 +1,4 @@
-#include "loco/comm/c10d_errors.h"
+#include "loco/comm/c10d/c10d_errors.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>

@@ -9,7 +9,7 @@
 
 #include "loco/comm/group.h"
 
-namespace loco::comm {
+namespace loco::cli {
 
 struct AllReduceBenchOptions {
   std::vector<std::int64_t> sizes_bytes;  // fp32 payload per rank; rounded down to whole floats
@@ -24,9 +24,9 @@ struct AllReduceBenchOptions {
 // Runs every (size, codec) on `group`; every rank of the group must call it with the same options.
 // Returns one JSON row per (size, codec) (the same on every rank). A result outside its error bound
 // is marked "verified": false; the caller decides how to fail.
-std::vector<nlohmann::ordered_json> run_all_reduce_bench(Group& group, const AllReduceBenchOptions& options);
+std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, const AllReduceBenchOptions& options);
 
 // "4MB,64KiB,1000" -> bytes (B, KB/MB/GB = 1e3.., KiB/MiB/GiB = 2^10..). Throws ConfigError.
 std::vector<std::int64_t> parse_sizes(const std::string& text);
 
-}  // namespace loco::comm
+}  // namespace loco::cli

@@ -1,12 +1,12 @@
-#include "loco/comm/c10d_group.h"
+#include "loco/comm/c10d/c10d_group.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "loco/comm/c10d_compat.h"
-#include "loco/comm/c10d_errors.h"
-#include "loco/comm/c10d_rendezvous.h"
+#include "loco/comm/c10d/c10d_compat.h"
+#include "loco/comm/c10d/c10d_errors.h"
+#include "loco/comm/c10d/c10d_rendezvous.h"
 #include "loco/comm/comm_error.h"
 #include "loco/util/error.h"
 

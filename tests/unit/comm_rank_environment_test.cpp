@@ -5,10 +5,10 @@
 
 #include <map>
 
-#include "loco/launch/rank_environment.h"
+#include "loco/comm/c10d/rank_environment.h"
 #include "loco/util/error.h"
 
-namespace loco::launch {
+namespace loco::comm {
 namespace {
 
 using Variables = std::map<std::string, std::string>;
@@ -215,4 +215,4 @@ TEST(SlurmHostlist, MalformedListsHaveNoFirstHost) {
 }
 
 }  // namespace
-}  // namespace loco::launch
+}  // namespace loco::comm

@@ -1,4 +1,4 @@
-#include "loco/comm/local_group.h"
+#include "loco/comm/local/local_group.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "loco/comm/local_world.h"
+#include "loco/comm/local/local_world.h"
 #include "loco/util/error.h"
 
 namespace loco::comm {

@@ -14,12 +14,16 @@
 
 #include <functional>
 
+namespace loco::comm {
+class Group;
+}
+
 namespace loco {
 
-class SimClock {
+class EmulatedClock {
  public:
   // `compute_seconds` returns the replica's compute time so far (monotone).
-  explicit SimClock(std::function<double()> compute_seconds);
+  explicit EmulatedClock(std::function<double()> compute_seconds);
 
   // Emulated seconds since training started.
   double now() const;
@@ -28,13 +32,13 @@ class SimClock {
   // Compute done from here until the returned guard ends (evaluation, checkpoints) is not training time.
   class Pause {
    public:
-    explicit Pause(SimClock& clock);
+    explicit Pause(EmulatedClock& clock);
     ~Pause();
     Pause(const Pause&) = delete;
     Pause& operator=(const Pause&) = delete;
 
    private:
-    SimClock& clock_;
+    EmulatedClock& clock_;
     double started_;
   };
 
@@ -43,7 +47,12 @@ class SimClock {
   double offset_ = 0;  // waiting added, paused compute removed
 };
 
-// CPU time of this process (all threads), in seconds.
-double process_cpu_seconds();
+// The compute time source of a replica (the second paragraph above): the process's CPU time shared
+// among its `local_replicas` when every replica computes with one intra-op thread on the CPU
+// (`single_cpu_thread`), wall time since now minus the group's blocked time otherwise. Not the replica
+// thread's own CPU time: BLAS may compute on threads of its own (measured: a single replica's main
+// thread showed a third of the CPU time of the same work on a replica thread).
+std::function<double()> replica_compute_seconds(const comm::Group* group, bool single_cpu_thread,
+                                                int local_replicas);
 
 }  // namespace loco

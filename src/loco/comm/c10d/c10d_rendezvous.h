@@ -5,7 +5,7 @@
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "loco/comm/c10d_group.h"
+#include "loco/comm/c10d/c10d_group.h"
 
 namespace loco::comm {
 

@@ -1,4 +1,4 @@
-#include "loco/comm/local_world.h"
+#include "loco/comm/local/local_world.h"
 
 #include <fmt/format.h>
 

@@ -1,12 +1,12 @@
-#include "loco/comm/connect.h"
+#include "loco/comm/c10d/connect.h"
 
 #include <cstdlib>
 
-#include "loco/comm/c10d_group.h"
+#include "loco/comm/c10d/c10d_group.h"
 
 namespace loco::comm {
 
-std::unique_ptr<Group> connect_from_environment(const launch::RankEnvironment& environment, const std::string& backend,
+std::unique_ptr<Group> connect_from_environment(const RankEnvironment& environment, const std::string& backend,
                                                 const GroupOptions& options, Timeout rendezvous_timeout) {
   C10dOptions c10d;
   c10d.backend = backend;

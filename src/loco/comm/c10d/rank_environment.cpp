@@ -1,4 +1,4 @@
-#include "loco/launch/rank_environment.h"
+#include "loco/comm/c10d/rank_environment.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "loco/util/error.h"
 
-namespace loco::launch {
+namespace loco::comm {
 
 namespace {
 
@@ -260,4 +260,4 @@ std::optional<int> slurm_tasks_on_node(std::string_view tasks_per_node, int node
   }
 }
 
-}  // namespace loco::launch
+}  // namespace loco::comm

@@ -1,4 +1,4 @@
-#include "loco/comm/c10d_rendezvous.h"
+#include "loco/comm/c10d/c10d_rendezvous.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "loco/comm/c10d_compat.h"
-#include "loco/comm/c10d_errors.h"
+#include "loco/comm/c10d/c10d_compat.h"
+#include "loco/comm/c10d/c10d_errors.h"
 #include "loco/comm/comm_error.h"
 
 namespace loco::comm {

@@ -1,0 +1,96 @@
+#include "loco/cli/usage.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <map>
+
+#include "loco/util/parse_number.h"
+
+namespace loco::cli {
+
+namespace {
+
+std::map<const CLI::App*, std::string>& examples() {
+  static std::map<const CLI::App*, std::string> by_command;
+  return by_command;
+}
+
+// A number rule: the value parses as a finite number and `accepts` it; otherwise "TEXT is not RULE".
+CLI::Validator number_rule(const std::string& rule, std::function<bool(double)> accepts) {
+  return CLI::Validator(
+      [rule, accepts](std::string& text) -> std::string {
+        const auto value = parse_whole_number(text);
+        if (value && accepts(*value)) return "";
+        return fmt::format("{} is not {}", text, rule);
+      },
+      rule);
+}
+
+}  // namespace
+
+void set_example(CLI::App* cmd, const std::string& example) {
+  examples()[cmd] = example;
+  cmd->footer("Example: " + example);
+}
+
+int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
+  std::string what = error.what();
+  if (app.get_subcommands().empty() && !app.remaining().empty()) {
+    // CLI11 says only that a subcommand is required; name the word it did not know.
+    std::vector<std::string> commands;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(c->get_name());
+    what = fmt::format("'{}' is not a loco command; the commands are {}", app.remaining().front(),
+                       fmt::join(commands, ", "));
+  }
+  const CLI::App* command = &app;
+  while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
+  const auto example = examples().find(command);
+  const std::string shown = example != examples().end() ? example->second : "loco train --config configs/tiny.toml";
+  std::string path;  // "bench allreduce"
+  for (const CLI::App* c = command; c != &app && c != nullptr; c = c->get_parent()) {
+    path = path.empty() ? c->get_name() : c->get_name() + " " + path;
+  }
+  const std::string help = path.empty() ? "loco --help" : fmt::format("loco {} --help", path);
+  fmt::print(stderr, "loco: error: {}; for example: {} (all options: {})\n", what, shown, help);
+  return 2;
+}
+
+CLI::Validator whole_number_at_least(std::int64_t minimum) {
+  const std::string rule = fmt::format("a whole number ≥ {}", minimum);
+  return CLI::Validator(
+      [rule, minimum](std::string& text) -> std::string {
+        // Unsigned first, so that a uint64 option (a seed) takes its whole range.
+        const char* end = text.data() + text.size();
+        std::uint64_t positive = 0;
+        const auto [stop, error] = std::from_chars(text.data(), end, positive);
+        if (!text.empty() && error == std::errc() && stop == end) {
+          if (minimum <= 0 || positive >= static_cast<std::uint64_t>(minimum)) return "";
+        } else {
+          std::int64_t value = 0;
+          const auto [signed_stop, signed_error] = std::from_chars(text.data(), end, value);
+          if (!text.empty() && signed_error == std::errc() && signed_stop == end && value >= minimum) return "";
+        }
+        return fmt::format("{} is not {}", text, rule);
+      },
+      rule);
+}
+
+CLI::Validator number_in(double low, double high) {
+  return number_rule(fmt::format("a number from {} to {}", low, high), [=](double v) { return v >= low && v <= high; });
+}
+
+CLI::Validator positive_number() {
+  return number_rule("a positive number", [](double v) { return v > 0; });
+}
+
+CLI::Validator non_negative_number() {
+  return number_rule("a number ≥ 0", [](double v) { return v >= 0; });
+}
+
+CLI::Validator finite_number() {
+  return number_rule("a finite number", [](double) { return true; });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,28 @@
+// Usage errors (DESIGN.md §4, docs/errors.md "Usage errors"): a bad command line exits with 2 and one
+// line that names the option and shows a valid command, before any work. Every subcommand carries an
+// example (shown under its --help too), and number options check their values here, so that nothing
+// like a NaN temperature or a negative count reaches the code behind them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace loco::cli {
+
+// The command line shown under `cmd`'s --help and after its usage errors.
+void set_example(CLI::App* cmd, const std::string& example);
+
+// Prints "loco: error: WHAT; for example: EXAMPLE" (the example of the deepest subcommand `app`
+// parsed) and returns the exit code of usage errors, 2.
+int report_usage_error(CLI::App& app, const CLI::ParseError& error);
+
+// Validators whose messages say what the value must be, in words: "-5 is not a whole number ≥ 1".
+CLI::Validator whole_number_at_least(std::int64_t minimum);
+CLI::Validator number_in(double low, double high);  // finite, low ≤ value ≤ high
+CLI::Validator positive_number();                   // finite, > 0
+CLI::Validator non_negative_number();               // finite, ≥ 0
+CLI::Validator finite_number();
+
+}  // namespace loco::cli

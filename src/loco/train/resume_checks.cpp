@@ -1,0 +1,75 @@
+#include "loco/train/resume_checks.h"
+
+#include <fmt/format.h>
+
+#include "loco/config/load_config.h"
+#include "loco/util/error.h"
+
+namespace loco {
+
+namespace fs = std::filesystem;
+
+void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint) {
+  const auto a = to_json(run).at("model");
+  const auto b = to_json(checkpoint.config).at("model");
+  for (const auto& [key, value] : b.items()) {
+    if (a.at(key) != value) {
+      throw ConfigError(fmt::format(
+          "model.{} is {} in the config but {} in checkpoint {}; a run resumes with the model it was "
+          "started with. Drop --config to use the checkpoint's config, or fix model.{}",
+          key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key));
+    }
+  }
+}
+
+void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& checkpoint) {
+  const RunConfig& saved = checkpoint.config;
+  const std::pair<const char*, std::pair<std::string, std::string>> choices[] = {
+      {"dist.algorithm", {run.dist.algorithm, saved.dist.algorithm}},
+      {"dist.batch", {run.dist.batch, saved.dist.batch}},
+  };
+  for (const auto& [key, values] : choices) {
+    if (values.first != values.second) {
+      throw ConfigError(fmt::format("{} is \"{}\" but checkpoint {} was trained with \"{}\"; a run resumes with the "
+                                    "algorithm and batch layout it was started with (or start a new run from the "
+                                    "exported weights)",
+                                    key, values.first, checkpoint.dir.string(), values.second));
+    }
+  }
+  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> keys[] = {
+      {"train.seed", {run.train.seed, saved.train.seed}},
+      {"data.seq_len", {run.data.seq_len, saved.data.seq_len}},
+      {"train.batch_size", {run.train.batch_size, saved.train.batch_size}},
+      {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
+  };
+  for (const auto& [key, values] : keys) {
+    if (values.first != values.second) {
+      throw ConfigError(fmt::format("{} is {} but checkpoint {} was trained with {}; resuming continues the same "
+                                    "data stream, so keep {} = {} (or start a new run from the exported weights)",
+                                    key, values.first, checkpoint.dir.string(), values.second, key, values.second));
+    }
+  }
+}
+
+void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_dir, std::int64_t total_steps) {
+  if (checkpoint.state.step >= total_steps) {
+    // Suggest the key the run was sized by: with a token budget, steps are derived from it.
+    const TrainConfig& t = checkpoint.config.train;
+    const std::string more = t.tokens > 0 ? fmt::format("train.tokens={}", 2 * t.tokens)
+                                          : fmt::format("train.steps={}", 2 * checkpoint.state.step);
+    throw ConfigError(fmt::format("checkpoint {} is already at step {} of {}; give the run more to do to train "
+                                  "further (for example --set {})",
+                                  checkpoint.dir.string(), checkpoint.state.step, total_steps, more));
+  }
+  for (const auto& [step, dir] : list_checkpoints(out_dir / "checkpoints")) {
+    if (step > checkpoint.state.step) {
+      throw ConfigError(fmt::format("{} holds {}, later than the checkpoint you resume from ({}); resuming here "
+                                    "would overwrite it. Resume from the latest checkpoint or set another "
+                                    "train.out_dir",
+                                    (out_dir / "checkpoints").string(), dir.filename().string(),
+                                    checkpoint_name(checkpoint.state.step)));
+    }
+  }
+}
+
+}  // namespace loco

@@ -1,0 +1,21 @@
+// Note "replica-directories": replica 0 writes the run directory train.out_dir as a single run would
+// (metrics.jsonl, config.toml, checkpoints/step_N); replica r > 0 writes the same files under
+// OUT_DIR/replica_r/. Only replica 0 evaluates and shows progress. A resume names replica 0's
+// checkpoint (OUT_DIR/checkpoints/step_N); replica r reads OUT_DIR/replica_r/checkpoints/step_N.
+#pragma once
+
+#include <filesystem>
+
+namespace loco {
+
+// Where replica `rank` keeps its files.
+std::filesystem::path replica_directory(const std::filesystem::path& out_dir, int rank);
+// Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
+std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
+
+// Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write. A fresh run
+// (not `resuming`) refuses a directory that holds another run's checkpoints or metrics: loco never
+// writes over a run. Throws ConfigError naming the fix.
+void claim_run_directory(const std::filesystem::path& dir, const std::filesystem::path& out_dir, bool resuming);
+
+}  // namespace loco

@@ -1,0 +1,60 @@
+// Usage errors as a user meets them (cli/usage.h, docs/errors.md "Usage errors"): exit 2 and one line
+// that names the option and shows a valid command, before any work; --help still exits 0.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+using test::run_loco;
+
+void expect_usage_error(const std::vector<std::string>& args, const std::vector<std::string>& texts) {
+  const auto r = run_loco(args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line:\n" << r.output;
+  EXPECT_NE(r.output.find("loco: error: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("for example: loco "), std::string::npos) << r.output;
+  EXPECT_LT(r.output.size(), 400u) << r.output;
+  for (const auto& text : texts) EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+}
+
+TEST(UsageCli, NumbersOutOfRangeNameTheOptionAndTheRule) {
+  const std::vector<std::string> generate = {"generate", "--checkpoint", "nowhere", "--prompt", "The jury"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = generate;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_usage_error(with({"--tokens", "-5"}), {"--tokens", "-5 is not a whole number ≥ 1", "loco generate"});
+  expect_usage_error(with({"--tokens", "ten"}), {"--tokens", "ten is not a whole number"});
+  expect_usage_error(with({"--temperature", "nan"}), {"--temperature", "nan is not a number from 0 to 100"});
+  expect_usage_error(with({"--top-k", "-1"}), {"--top-k", "≥ 0"});
+  expect_usage_error({"eval", "--checkpoint", "x", "--data", "y", "--batches", "0"}, {"--batches", "≥ 1"});
+  expect_usage_error({"simulate", "--params", "nan", "--layers", "24", "--step-time", "0.1"},
+                     {"--params", "nan is not a finite number", "loco simulate"});
+  expect_usage_error({"prepare", "--input", "x", "--out", "y", "--vocab-size", "-3"}, {"--vocab-size"});
+}
+
+TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {
+  expect_usage_error({"generate", "--checkpoint", "x"}, {"--prompt is required", "loco generate --checkpoint"});
+  expect_usage_error({"train", "--config", "x.toml", "--bogus"}, {"--bogus", "loco train --config"});
+  expect_usage_error({"nosuchcommand"}, {"nosuchcommand"});
+  expect_usage_error({}, {"subcommand"});
+  expect_usage_error({"bench", "allreduce", "--nproc"}, {"--nproc", "loco bench allreduce"});
+}
+
+TEST(UsageCli, HelpShowsAnExampleAndExitsZero) {
+  const auto r = run_loco({"generate", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Example: loco generate --checkpoint"), std::string::npos) << r.output;
+  const auto config = run_loco({"train", "--help-config"});
+  EXPECT_EQ(config.exit_code, 0) << config.output;
+  EXPECT_NE(config.output.find("[localsgd] [comm]"), std::string::npos) << config.output;
+  EXPECT_NE(config.output.find("streaming (Streaming DiLoCo"), std::string::npos) << config.output;
+}
+
+}  // namespace
+}  // namespace loco
