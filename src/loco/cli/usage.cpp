@@ -46,8 +46,8 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
   }
   const CLI::App* command = &app;
   while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
-  const auto example = examples().find(command);
-  const std::string shown = example != examples().end() ? example->second : "loco train --config configs/tiny.toml";
+  const auto example = examples().find(command);  // a command without one shows the top level's
+  const std::string shown = example != examples().end() ? example->second : examples()[&app];
   std::string path;  // "bench allreduce"
   for (const CLI::App* c = command; c != &app && c != nullptr; c = c->get_parent()) {
     path = path.empty() ? c->get_name() : c->get_name() + " " + path;
