@@ -24,12 +24,13 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"data", {"util"}},
       {"comm", {"util"}},
       {"launch", {"util"}},
+      {"membership", {"util"}},
       {"model", {"util", "io", "config", "data"}},
       {"train", {"util", "io", "config", "data", "model", "comm"}},
       {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},
       {"sim", {"util", "config"}},
       {"plugins", {"util", "data"}},
-      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "train", "algo", "sim"}},
+      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "train", "algo", "sim"}},
   };
   return allowed;
 }

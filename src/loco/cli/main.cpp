@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   loco::cli::add_simulate_command(app);
   loco::cli::add_fit_command(app);
   loco::cli::add_launch_command(app);
+#ifdef LOCO_HAVE_MEMBERSHIP
+  loco::cli::add_coordinator_command(app);
+#endif
   loco::cli::add_bench_command(app, argc, argv);
 
   try {

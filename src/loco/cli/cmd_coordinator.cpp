@@ -1,0 +1,112 @@
+// loco coordinator [--host H] [--port P] [--run-id ID] [--min-replicas N] [--heartbeat-timeout-s S]
+//                  [--join-window-s S]
+//
+// Serves a run's membership (src/loco/membership/coordinator_server.h; docs/fault-tolerance.md) until
+// SIGINT or SIGTERM. Replicas find it through LOCO_COORDINATOR=host:port and LOCO_RUN_ID.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
+#include "loco/membership/coordinator_server.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct CoordinatorArgs {
+  std::string host = "0.0.0.0";
+  int port = 29400;
+  std::string run_id;
+  membership::QuorumRules rules;
+};
+
+std::string random_run_id() {
+  std::random_device device;
+  return fmt::format("run-{:08x}", device());
+}
+
+// SIGINT/SIGTERM may arrive on any thread (libtorch's thread pools exist before main() runs), so the
+// handler only writes a byte to a pipe; a thread of ours reads it and stops the server.
+int stop_pipe_write = -1;
+
+void request_stop(int) {
+  const char byte = 1;
+  [[maybe_unused]] const auto written = ::write(stop_pipe_write, &byte, 1);
+}
+
+void run_coordinator(const CoordinatorArgs& args) {
+  membership::ServerOptions options;
+  options.host = args.host;
+  options.port = args.port;
+  const char* from_environment = std::getenv("LOCO_RUN_ID");
+  options.coordinator.run_id =
+      !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
+  options.coordinator.rules = args.rules;
+  options.coordinator.incarnation = membership::new_incarnation();
+  membership::CoordinatorServer server(options);
+
+  int stop_pipe[2];
+  if (::pipe(stop_pipe) != 0) throw IoError("loco coordinator cannot create a pipe for its signal handler");
+  stop_pipe_write = stop_pipe[1];
+  struct sigaction stop {};
+  stop.sa_handler = request_stop;
+  ::sigemptyset(&stop.sa_mask);
+  struct sigaction previous_int {}, previous_term {};
+  ::sigaction(SIGINT, &stop, &previous_int);
+  ::sigaction(SIGTERM, &stop, &previous_term);
+  std::thread stopper([&server, read_end = stop_pipe[0]] {
+    char byte = 0;
+    while (::read(read_end, &byte, 1) < 0 && errno == EINTR) {
+    }
+    server.stop();
+  });
+
+  fmt::print("loco coordinator: run {} on {}:{} (incarnation {}); status at http://{}:{}/\n",
+             options.coordinator.run_id, args.host, server.port(), options.coordinator.incarnation, args.host,
+             server.port());
+  std::fflush(stdout);
+  server.serve();
+  request_stop(0);  // wakes the stopper if serve() ended without a signal
+  stopper.join();
+  ::sigaction(SIGINT, &previous_int, nullptr);
+  ::sigaction(SIGTERM, &previous_term, nullptr);
+  ::close(stop_pipe[0]);
+  ::close(stop_pipe[1]);
+}
+
+}  // namespace
+
+void add_coordinator_command(CLI::App& app) {
+  auto args = std::make_shared<CoordinatorArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "coordinator", "Serve a run's membership: joins, heartbeats, quorums, status (docs/fault-tolerance.md)");
+  set_example(cmd, "loco coordinator --port 29400 --run-id my-run --min-replicas 2");
+  cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->port, "TCP port; 0 picks a free one (printed)")
+      ->check(whole_number_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
+  cmd->add_option("--min-replicas", args->rules.min_replicas, "Fewest members a quorum may have")
+      ->check(whole_number_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-s", args->rules.heartbeat_timeout_s,
+                  "A member silent this long has left the run")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--join-window-s", args->rules.join_window_s,
+                  "How long a quorum waits for members that are not back yet")
+      ->check(non_negative_number())
+      ->capture_default_str();
+  cmd->callback([args] { run_coordinator(*args); });
+}
+
+}  // namespace loco::cli

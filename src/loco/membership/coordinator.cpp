@@ -1,0 +1,195 @@
+#include "loco/membership/coordinator.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "loco/membership/membership_error.h"
+
+namespace loco::membership {
+
+namespace {
+
+constexpr std::size_t kEventsKept = 200;
+
+// Names end up in ids, logs, store prefixes and Prometheus labels: keep them plain.
+bool plain_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
+
+JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now) {
+  if (run_id != options_.run_id) {
+    throw MembershipError(Refusal::wrong_run, fmt::format("run id '{}' is not this coordinator's run; start the "
+                                                          "replica with this run's LOCO_RUN_ID",
+                                                          run_id));
+  }
+  if (!plain_name(name)) {
+    throw MembershipError(Refusal::malformed, fmt::format("member name '{}' must be 1 to 64 letters, digits, '.', "
+                                                          "'_' or '-'",
+                                                          name));
+  }
+  const std::string id = fmt::format("{}#{}", name, ++joins_by_name_[name]);
+  Member& m = members_[id];
+  m.name = name;
+  m.joined_at = m.last_heartbeat = now;
+  record(now, "join", id);
+  return {id, options_.incarnation};
+}
+
+Coordinator::Member& Coordinator::member(const Credentials& who) {
+  if (who.incarnation != options_.incarnation) {
+    throw MembershipError(Refusal::stale_incarnation,
+                          fmt::format("member {} joined coordinator incarnation {}, this is incarnation {} (the "
+                                      "coordinator restarted): rejoin as a new member",
+                                      who.member_id, who.incarnation, options_.incarnation));
+  }
+  const auto found = members_.find(who.member_id);
+  if (found == members_.end()) {
+    throw MembershipError(Refusal::unknown_member, fmt::format("member {} is not in the run (it left, or its "
+                                                               "heartbeat expired): rejoin as a new member",
+                                                               who.member_id));
+  }
+  return found->second;
+}
+
+HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now) {
+  Member& m = member(who);
+  m.last_heartbeat = now;
+  const bool superseded = m.quorum_id != 0 && m.quorum_id != quorum_.id;
+  return {quorum_.id, superseded || (m.quorum_id == quorum_.id && quorum_broken_)};
+}
+
+void Coordinator::request_quorum(const Credentials& who, std::int64_t step, double now) {
+  Member& m = member(who);
+  m.last_heartbeat = now;
+  m.step = step;
+  if (!m.waiting_since && !m.served) m.waiting_since = now;
+}
+
+std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
+  Member& m = member(who);
+  std::optional<QuorumReply> reply = std::move(m.served);
+  m.served.reset();
+  return reply;
+}
+
+void Coordinator::leave(const Credentials& who, const std::string& reason, double now) {
+  member(who);
+  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason), now);
+}
+
+void Coordinator::remove(const std::string& id, const std::string& kind, const std::string& detail, double now) {
+  members_.erase(id);
+  if (std::binary_search(quorum_.members.begin(), quorum_.members.end(), id)) quorum_broken_ = true;
+  record(now, kind, detail);
+}
+
+std::vector<MemberState> Coordinator::states() const {
+  std::vector<MemberState> out;
+  for (const auto& [id, m] : members_) out.push_back({id, m.last_heartbeat, m.waiting_since});
+  return out;
+}
+
+double Coordinator::tick(double now) {
+  const QuorumRules& rules = options_.rules;
+  std::vector<std::string> silent;
+  for (const auto& [id, m] : members_) {
+    if (!is_healthy({id, m.last_heartbeat, std::nullopt}, now, rules)) silent.push_back(id);
+  }
+  for (const auto& id : silent) {
+    remove(id, "expire", fmt::format("{} (no heartbeat for {:.1f} s)", id, now - members_.at(id).last_heartbeat), now);
+  }
+  const QuorumDecision decision = decide_quorum(states(), quorum_, now, rules);
+  if (decision.form) {
+    const std::int64_t before = quorum_.id;
+    quorum_ = next_quorum(quorum_, decision.members);
+    if (quorum_.id != before) quorum_broken_ = false;
+    record(now, "quorum", fmt::format("q{}: {}", quorum_.id, fmt::join(quorum_.members, ", ")));
+    for (std::size_t rank = 0; rank < quorum_.members.size(); ++rank) {
+      Member& m = members_.at(quorum_.members[rank]);
+      m.waiting_since.reset();
+      m.quorum_id = quorum_.id;
+      m.served = QuorumReply{quorum_.id, options_.incarnation, quorum_.members, static_cast<int>(rank),
+                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id)};
+    }
+  }
+  double next = decision.decide_again_at.value_or(std::numeric_limits<double>::infinity());
+  for (const auto& [id, m] : members_) next = std::min(next, m.last_heartbeat + rules.heartbeat_timeout_s);
+  return next;
+}
+
+std::string Coordinator::waiting_for(double now) const {
+  return decide_quorum(states(), quorum_, now, options_.rules).waiting_for;
+}
+
+void Coordinator::record(double now, std::string kind, std::string detail) {
+  ++event_counts_[kind];
+  events_.push_back({now, std::move(kind), std::move(detail)});
+  if (events_.size() > kEventsKept) events_.pop_front();
+}
+
+nlohmann::json Coordinator::status(double now) const {
+  const QuorumRules& rules = options_.rules;
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& [id, m] : members_) {
+    members.push_back({{"id", id},
+                       {"healthy", is_healthy({id, m.last_heartbeat, std::nullopt}, now, rules)},
+                       {"heartbeat_age_s", now - m.last_heartbeat},
+                       {"waiting_s", m.waiting_since ? nlohmann::json(now - *m.waiting_since) : nlohmann::json()},
+                       {"step", m.step},
+                       {"quorum_id", m.quorum_id},
+                       {"member_for_s", now - m.joined_at}});
+  }
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : events_) events.push_back({{"time_s", e.time}, {"kind", e.kind}, {"detail", e.detail}});
+  return {{"run_id", options_.run_id},
+          {"incarnation", options_.incarnation},
+          {"time_s", now},
+          {"rules",
+           {{"min_replicas", rules.min_replicas},
+            {"heartbeat_timeout_s", rules.heartbeat_timeout_s},
+            {"join_window_s", rules.join_window_s}}},
+          {"quorum", {{"id", quorum_.id}, {"members", quorum_.members}, {"broken", quorum_broken_}}},
+          {"waiting_for", waiting_for(now)},
+          {"members", members},
+          {"events", events}};
+}
+
+std::string Coordinator::metrics_text(double now) const {
+  std::size_t healthy = 0, waiting = 0;
+  for (const auto& [id, m] : members_) {
+    healthy += is_healthy({id, m.last_heartbeat, std::nullopt}, now, options_.rules);
+    waiting += m.waiting_since.has_value();
+  }
+  std::string out;
+  out += "# HELP loco_members Members of the run known to the coordinator, by state.\n# TYPE loco_members gauge\n";
+  out += fmt::format("loco_members{{state=\"joined\"}} {}\n", members_.size());
+  out += fmt::format("loco_members{{state=\"healthy\"}} {}\n", healthy);
+  out += fmt::format("loco_members{{state=\"waiting\"}} {}\n", waiting);
+  out += "# HELP loco_quorum_id Id of the latest quorum.\n# TYPE loco_quorum_id gauge\n";
+  out += fmt::format("loco_quorum_id {}\n", quorum_.id);
+  out += "# HELP loco_quorum_size Members of the latest quorum.\n# TYPE loco_quorum_size gauge\n";
+  out += fmt::format("loco_quorum_size {}\n", quorum_.members.size());
+  out += "# HELP loco_quorum_broken 1 when a member of the latest quorum has left.\n# TYPE loco_quorum_broken gauge\n";
+  out += fmt::format("loco_quorum_broken {}\n", quorum_broken_ ? 1 : 0);
+  out += "# HELP loco_membership_events_total Membership events since the coordinator started.\n";
+  out += "# TYPE loco_membership_events_total counter\n";
+  for (const auto& [kind, count] : event_counts_) {
+    out += fmt::format("loco_membership_events_total{{kind=\"{}\"}} {}\n", kind, count);
+  }
+  out += "# HELP loco_coordinator_incarnation Incarnation of this coordinator process.\n";
+  out += "# TYPE loco_coordinator_incarnation gauge\n";
+  out += fmt::format("loco_coordinator_incarnation {}\n", options_.incarnation);
+  return out;
+}
+
+}  // namespace loco::membership

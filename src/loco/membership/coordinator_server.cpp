@@ -1,0 +1,242 @@
+#include "loco/membership/coordinator_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "loco/membership/membership_error.h"
+#include "loco/membership/wire.h"
+
+namespace loco::membership {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // every message is a few hundred bytes
+constexpr int kRequestThreads = 256;                 // each waiting member holds one during its long poll
+
+int http_status(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::malformed: return 400;
+    case Refusal::wrong_run: return 403;
+    case Refusal::stale_incarnation: return 409;
+    case Refusal::unknown_member: return 410;
+    case Refusal::unavailable: return 503;
+  }
+  return 500;
+}
+
+std::string status_page(const nlohmann::json& status) {
+  std::string rows;
+  for (const auto& m : status.at("members")) {
+    rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{}</td></tr>\n",
+                        m.at("id").get<std::string>(), m.at("healthy").get<bool>() ? "yes" : "no",
+                        m.at("heartbeat_age_s").get<double>(), m.at("step").get<std::int64_t>(),
+                        m.at("quorum_id").get<std::int64_t>());
+  }
+  std::string events;
+  for (const auto& e : status.at("events")) {
+    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(), e.at("kind").get<std::string>(),
+                          e.at("detail").get<std::string>());
+  }
+  return fmt::format(
+      "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
+      "<title>loco run {0}</title></head><body><h1>loco run {0}</h1>"
+      "<p>coordinator incarnation {1}; quorum q{2} of {3} members{4}; waiting for: {5}</p>"
+      "<table border=\"1\"><tr><th>member</th><th>healthy</th><th>heartbeat age (s)</th><th>step</th>"
+      "<th>quorum</th></tr>\n{6}</table><h2>Recent events</h2><ul>\n{7}</ul>"
+      "<p><a href=\"/status\">/status</a> (JSON), <a href=\"/metrics\">/metrics</a> (Prometheus)</p></body></html>\n",
+      status.at("run_id").get<std::string>(), status.at("incarnation").get<std::uint64_t>(),
+      status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("members").size(),
+      status.at("quorum").at("broken").get<bool>() ? " (broken: a member left)" : "",
+      status.at("waiting_for").get<std::string>(), rows, events);
+}
+
+}  // namespace
+
+std::uint64_t new_incarnation() {
+  std::random_device device;
+  std::uint64_t value = 0;
+  while (value == 0) value = (static_cast<std::uint64_t>(device()) << 32 | device()) >> 1;
+  return value;
+}
+
+struct CoordinatorServer::Impl {
+  ServerOptions options;
+  Coordinator coordinator;
+  httplib::Server http;
+  int port = 0;
+  const Clock::time_point started = Clock::now();
+  std::mutex mutex;  // guards coordinator
+  std::condition_variable changed;
+  bool stopping = false;
+  bool serving = false;                // serve() has begun (or is about to begin) listening
+  std::atomic<bool> served_out{false};  // serve() has returned
+  std::thread ticker, server_thread;
+
+  explicit Impl(ServerOptions o) : options(std::move(o)), coordinator(options.coordinator) {
+    if (!options.log) options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  }
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
+
+  // Runs `handle` on the parsed body under the lock; a refusal becomes its status and a log line.
+  void reply(const httplib::Request& request, httplib::Response& response,
+             const std::function<nlohmann::json(const nlohmann::json&, std::unique_lock<std::mutex>&)>& handle) {
+    try {
+      const nlohmann::json body = parse_message(request.body);
+      std::unique_lock<std::mutex> lock(mutex);
+      const nlohmann::json out = handle(body, lock);
+      lock.unlock();
+      changed.notify_all();
+      response.set_content(out.dump(), "application/json");
+    } catch (const MembershipError& e) {
+      options.log(fmt::format("loco coordinator: refused {} from {}: {}", request.path, request.remote_addr, e.what()));
+      response.status = http_status(e.refusal());
+      response.set_content(refusal_message(e).dump(), "application/json");
+    }
+  }
+
+  void routes() {
+    http.Post("/v1/join", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
+        const JoinReply joined =
+            coordinator.join(field<std::string>(body, "run_id"), field<std::string>(body, "name"), now());
+        options.log(fmt::format("loco coordinator: {} joined", joined.member_id));
+        return nlohmann::json{{"member_id", joined.member_id},
+                              {"incarnation", joined.incarnation},
+                              {"heartbeat_interval_s", options.heartbeat_interval_s},
+                              {"heartbeat_timeout_s", options.coordinator.rules.heartbeat_timeout_s}};
+      });
+    });
+    http.Post("/v1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
+        const HeartbeatReply beat = coordinator.heartbeat(credentials(body), now());
+        return nlohmann::json{{"quorum_id", beat.quorum_id}, {"quorum_broken", beat.quorum_broken}};
+      });
+    });
+    http.Post("/v1/quorum", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, [this, &res](const nlohmann::json& body, std::unique_lock<std::mutex>& lock) {
+        const Credentials who = credentials(body);
+        const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
+        coordinator.request_quorum(who, field<std::int64_t>(body, "step"), now());
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+        while (true) {
+          coordinator.tick(now());
+          if (auto formed = coordinator.take_quorum(who)) return to_json(*formed);
+          if (stopping || Clock::now() >= deadline) break;
+          changed.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+        }
+        res.status = 202;
+        return nlohmann::json{{"waiting_for", coordinator.waiting_for(now())}};
+      });
+    });
+    http.Post("/v1/leave", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
+        const Credentials who = credentials(body);
+        coordinator.leave(who, field<std::string>(body, "reason"), now());
+        options.log(fmt::format("loco coordinator: {} left", who.member_id));
+        return nlohmann::json::object();
+      });
+    });
+    http.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mutex);
+      res.set_content(coordinator.status(now()).dump(2) + "\n", "application/json");
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mutex);
+      res.set_content(coordinator.metrics_text(now()), "text/plain; version=0.0.4");
+    });
+    http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mutex);
+      res.set_content(status_page(coordinator.status(now())), "text/html; charset=utf-8");
+    });
+  }
+
+  // Expires silent members and forms quorums between messages, so that waiting requests and heartbeat
+  // replies see a lost member within the tick, not at the next message.
+  void tick_until_stopped() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      coordinator.tick(now());
+      changed.notify_all();
+      changed.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+};
+
+CoordinatorServer::CoordinatorServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  Impl& s = *impl_;
+  s.http.set_payload_max_length(kMaxMessageBytes);
+  // httplib sets SO_REUSEPORT by default, which lets a second coordinator listen on the same port and take
+  // half the run's connections: two coordinators, one run. SO_REUSEADDR alone still lets a restarted
+  // coordinator take its port back at once.
+  s.http.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  s.http.new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
+  s.routes();
+  bool bound = false;
+  if (s.options.port == 0) {
+    s.port = s.http.bind_to_any_port(s.options.host);
+    bound = s.port > 0;
+  } else {
+    s.port = s.options.port;
+    bound = s.http.bind_to_port(s.options.host, s.options.port);
+  }
+  if (!bound) {
+    throw IoError(fmt::format("loco coordinator cannot listen on {}:{} (in use, or not an address of this host); "
+                              "choose another --port (0 picks a free one) or --host",
+                              s.options.host, s.options.port));
+  }
+  s.ticker = std::thread([&s] { s.tick_until_stopped(); });
+}
+
+CoordinatorServer::~CoordinatorServer() {
+  stop();
+  if (impl_->server_thread.joinable()) impl_->server_thread.join();
+  if (impl_->ticker.joinable()) impl_->ticker.join();
+}
+
+int CoordinatorServer::port() const { return impl_->port; }
+
+void CoordinatorServer::serve() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stopping) return;
+    impl_->serving = true;
+  }
+  impl_->http.listen_after_bind();
+  impl_->served_out = true;
+}
+
+void CoordinatorServer::start() {
+  impl_->server_thread = std::thread([this] { serve(); });
+  while (!impl_->http.is_running() && !impl_->served_out) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void CoordinatorServer::stop() {
+  bool serving = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stopping = true;
+    serving = impl_->serving;
+  }
+  impl_->changed.notify_all();
+  // httplib's stop() does nothing before listening has begun: wait for it, or serve() would not return.
+  if (serving) {
+    while (!impl_->http.is_running() && !impl_->served_out) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->http.stop();
+}
+
+}  // namespace loco::membership

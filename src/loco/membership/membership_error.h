@@ -1,0 +1,26 @@
+// A membership message the coordinator refuses (docs/fault-tolerance.md "Refusals"): the kind decides
+// what the member does next (rejoin, fix its configuration) and the HTTP status the server answers with.
+#pragma once
+
+#include "loco/util/error.h"
+
+namespace loco::membership {
+
+enum class Refusal {
+  malformed,          // not JSON, a field missing or of the wrong type: 400
+  wrong_run,          // another run's id: 403
+  unknown_member,     // expired or never joined: rejoin as a new member: 410
+  stale_incarnation,  // the coordinator restarted since this member joined: rejoin: 409
+  unavailable,        // no coordinator answered (client side only)
+};
+
+class MembershipError : public Error {
+ public:
+  MembershipError(Refusal refusal, const std::string& message) : Error(message), refusal_(refusal) {}
+  Refusal refusal() const { return refusal_; }
+
+ private:
+  Refusal refusal_;
+};
+
+}  // namespace loco::membership

@@ -1,0 +1,56 @@
+#include "loco/membership/quorum_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace loco::membership {
+
+bool is_healthy(const MemberState& member, double now, const QuorumRules& rules) {
+  return now - member.last_heartbeat <= rules.heartbeat_timeout_s;
+}
+
+QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quorum& previous, double now,
+                             const QuorumRules& rules) {
+  std::vector<std::string> waiting;
+  std::size_t healthy = 0;
+  double first_request = now;
+  for (const auto& member : members) {
+    if (!is_healthy(member, now, rules)) continue;
+    ++healthy;
+    if (!member.waiting_since) continue;
+    waiting.push_back(member.id);
+    first_request = std::min(first_request, *member.waiting_since);
+  }
+  std::sort(waiting.begin(), waiting.end());
+  QuorumDecision decision;
+  if (static_cast<int>(waiting.size()) < rules.min_replicas) {
+    decision.waiting_for = fmt::format("{} of the {} replicas min_replicas asks for", waiting.size(), rules.min_replicas);
+    return decision;
+  }
+  if (2 * waiting.size() <= healthy) {
+    decision.waiting_for = fmt::format("a majority: {} of {} healthy members wait", waiting.size(), healthy);
+    return decision;
+  }
+  const bool previous_all_back =
+      !previous.members.empty() && std::all_of(previous.members.begin(), previous.members.end(), [&](const auto& id) {
+        return std::binary_search(waiting.begin(), waiting.end(), id);
+      });
+  const double window_ends = first_request + rules.join_window_s;
+  if (previous_all_back || waiting.size() == healthy || now >= window_ends) {
+    decision.form = true;
+    decision.members = std::move(waiting);
+    return decision;
+  }
+  decision.waiting_for = fmt::format("the join window ({:.1f} s left; {} of {} healthy members wait)",
+                                     window_ends - now, waiting.size(), healthy);
+  decision.decide_again_at = window_ends;
+  return decision;
+}
+
+Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members) {
+  if (previous.id > 0 && members == previous.members) return previous;
+  return Quorum{previous.id + 1, members};
+}
+
+}  // namespace loco::membership

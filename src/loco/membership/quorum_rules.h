@@ -1,0 +1,58 @@
+// When a run's replicas may synchronise together (DESIGN.md §3 "Membership"; docs/fault-tolerance.md):
+// the quorum rules as pure functions of what the coordinator knows (members, heartbeats, who waits at a
+// synchronisation point) and its clock, tested without a network or torch.
+//
+//   healthy     a member whose last heartbeat is within heartbeat_timeout_s
+//   waiting     a healthy member that asked for a quorum and has not been given one
+//   a quorum forms from the waiting members when
+//     (1) there are at least min_replicas of them, and
+//     (2) they are a strict majority of the healthy members (two halves of a partitioned run can never
+//         both form one), and
+//     (3) every member of the previous quorum is among them (the common case: nobody left), or every
+//         healthy member is waiting (nobody else to wait for), or the first of them has waited
+//         join_window_s (stragglers and newcomers had their chance).
+//   The quorum keeps its id when its members are the previous quorum's; any change takes the next id.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loco::membership {
+
+struct QuorumRules {
+  int min_replicas = 1;
+  double heartbeat_timeout_s = 3;
+  double join_window_s = 5;
+};
+
+// What the coordinator knows of one member. Times are the coordinator's clock, in seconds.
+struct MemberState {
+  std::string id;
+  double last_heartbeat = 0;
+  std::optional<double> waiting_since;  // asked for a quorum then, not yet given one
+};
+
+struct Quorum {
+  std::int64_t id = 0;               // 0: none formed yet
+  std::vector<std::string> members;  // sorted; a member's rank is its index
+};
+
+struct QuorumDecision {
+  bool form = false;
+  std::vector<std::string> members;  // sorted, when `form`
+  std::string waiting_for;           // why not, in words, when not `form`
+  std::optional<double> decide_again_at;  // the time the answer changes without any new message (join window)
+};
+
+bool is_healthy(const MemberState& member, double now, const QuorumRules& rules);
+
+QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quorum& previous, double now,
+                             const QuorumRules& rules);
+
+// The quorum after `previous` with `members` (sorted): the same id when nothing changed, the next one
+// otherwise.
+Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members);
+
+}  // namespace loco::membership

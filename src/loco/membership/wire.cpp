@@ -1,0 +1,113 @@
+#include "loco/membership/wire.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace loco::membership {
+
+namespace {
+
+const char* type_name(const std::string*) { return "a string"; }
+const char* type_name(const bool*) { return "true or false"; }
+const char* type_name(const double*) { return "a number"; }
+const char* type_name(const std::int64_t*) { return "an integer"; }
+const char* type_name(const std::uint64_t*) { return "a non-negative integer"; }
+
+bool holds(const nlohmann::json& v, const std::string*) { return v.is_string(); }
+bool holds(const nlohmann::json& v, const bool*) { return v.is_boolean(); }
+bool holds(const nlohmann::json& v, const double*) { return v.is_number() && std::isfinite(v.get<double>()); }
+bool holds(const nlohmann::json& v, const std::int64_t*) { return v.is_number_integer(); }
+bool holds(const nlohmann::json& v, const std::uint64_t*) { return v.is_number_unsigned(); }
+
+const char* refusal_name(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::malformed: return "malformed";
+    case Refusal::wrong_run: return "wrong_run";
+    case Refusal::unknown_member: return "unknown_member";
+    case Refusal::stale_incarnation: return "stale_incarnation";
+    case Refusal::unavailable: return "unavailable";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+nlohmann::json parse_message(const std::string& body) {
+  nlohmann::json message = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object()) {
+    throw MembershipError(Refusal::malformed, "the message is not a JSON object");
+  }
+  return message;
+}
+
+template <typename T>
+T field(const nlohmann::json& message, const char* name) {
+  const auto found = message.find(name);
+  if (found == message.end() || !holds(*found, static_cast<const T*>(nullptr))) {
+    throw MembershipError(Refusal::malformed, fmt::format("field '{}' is missing or not {}", name,
+                                                          type_name(static_cast<const T*>(nullptr))));
+  }
+  return found->get<T>();
+}
+
+template std::string field<std::string>(const nlohmann::json&, const char*);
+template bool field<bool>(const nlohmann::json&, const char*);
+template double field<double>(const nlohmann::json&, const char*);
+template std::int64_t field<std::int64_t>(const nlohmann::json&, const char*);
+template std::uint64_t field<std::uint64_t>(const nlohmann::json&, const char*);
+
+Credentials credentials(const nlohmann::json& message) {
+  return {field<std::string>(message, "member_id"), field<std::uint64_t>(message, "incarnation")};
+}
+
+nlohmann::json to_json(const Credentials& who) {
+  return {{"member_id", who.member_id}, {"incarnation", who.incarnation}};
+}
+
+nlohmann::json to_json(const QuorumReply& reply) {
+  return {{"quorum_id", reply.quorum_id},
+          {"incarnation", reply.incarnation},
+          {"members", reply.members},
+          {"rank", reply.rank},
+          {"store_prefix", reply.store_prefix}};
+}
+
+QuorumReply quorum_reply(const nlohmann::json& message) {
+  QuorumReply reply;
+  reply.quorum_id = field<std::int64_t>(message, "quorum_id");
+  reply.incarnation = field<std::uint64_t>(message, "incarnation");
+  reply.rank = static_cast<int>(field<std::int64_t>(message, "rank"));
+  reply.store_prefix = field<std::string>(message, "store_prefix");
+  const auto members = message.find("members");
+  if (members == message.end() || !members->is_array()) {
+    throw MembershipError(Refusal::malformed, "field 'members' is missing or not an array");
+  }
+  for (const auto& m : *members) {
+    if (!m.is_string()) throw MembershipError(Refusal::malformed, "field 'members' holds a value that is not a string");
+    reply.members.push_back(m.get<std::string>());
+  }
+  if (reply.rank < 0 || reply.rank >= static_cast<int>(reply.members.size())) {
+    throw MembershipError(Refusal::malformed, fmt::format("rank {} is outside the quorum's {} members", reply.rank,
+                                                          reply.members.size()));
+  }
+  return reply;
+}
+
+nlohmann::json refusal_message(const MembershipError& error) {
+  return {{"error", error.what()}, {"refusal", refusal_name(error.refusal())}};
+}
+
+MembershipError refusal_from(int http_status, const std::string& body) {
+  const nlohmann::json message = nlohmann::json::parse(body, nullptr, false);
+  const std::string what = message.is_object() && message.contains("error") && message["error"].is_string()
+                               ? message["error"].get<std::string>()
+                               : fmt::format("HTTP status {}", http_status);
+  const std::string kind = message.is_object() ? message.value("refusal", "") : "";
+  for (Refusal r : {Refusal::malformed, Refusal::wrong_run, Refusal::unknown_member, Refusal::stale_incarnation}) {
+    if (kind == refusal_name(r)) return MembershipError(r, what);
+  }
+  return MembershipError(Refusal::unavailable, what);
+}
+
+}  // namespace loco::membership

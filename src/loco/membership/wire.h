@@ -1,0 +1,31 @@
+// The JSON of the membership messages (coordinator_server.h lists them), shared by the coordinator and
+// its members so that both sides read and write one format. Reading never trusts the sender: a body that
+// is not a JSON object, or a field that is missing or of the wrong type, is MembershipError(malformed).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "loco/membership/coordinator.h"
+#include "loco/membership/membership_error.h"
+
+namespace loco::membership {
+
+nlohmann::json parse_message(const std::string& body);
+
+// The field `name` of `message` as a T (std::string, bool, double, std::int64_t, std::uint64_t).
+template <typename T>
+T field(const nlohmann::json& message, const char* name);
+
+Credentials credentials(const nlohmann::json& message);
+nlohmann::json to_json(const Credentials& who);
+
+nlohmann::json to_json(const QuorumReply& reply);
+QuorumReply quorum_reply(const nlohmann::json& message);
+
+// {"error": what, "refusal": kind} and back.
+nlohmann::json refusal_message(const MembershipError& error);
+MembershipError refusal_from(int http_status, const std::string& body);
+
+}  // namespace loco::membership

@@ -1,0 +1,138 @@
+// The coordinator's state (src/loco/membership/coordinator.h) with explicit times: joins, fencing,
+// quorums served once, expiry and leaves breaking a quorum, status and metrics.
+#include <gtest/gtest.h>
+
+#include "loco/membership/coordinator.h"
+#include "loco/membership/membership_error.h"
+
+namespace loco::membership {
+namespace {
+
+using Ids = std::vector<std::string>;
+
+Coordinator make(int min_replicas = 1) {
+  return Coordinator(CoordinatorOptions{{min_replicas, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}, "run-1", 77});
+}
+
+Credentials who(const JoinReply& joined) { return {joined.member_id, joined.incarnation}; }
+
+template <typename F>
+void expect_refusal(F f, Refusal refusal, const std::string& text) {
+  try {
+    f();
+    ADD_FAILURE() << "no refusal";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), refusal) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+// Members a#1 and b#1, joined at t=0, in quorum 1 formed at t=1 (both served).
+std::pair<Credentials, Credentials> quorum_of_two(Coordinator& c) {
+  const auto a = who(c.join("run-1", "a", 0));
+  const auto b = who(c.join("run-1", "b", 0));
+  c.request_quorum(a, 5, 1);
+  c.request_quorum(b, 5, 1);
+  c.tick(1);
+  EXPECT_TRUE(c.take_quorum(a) && c.take_quorum(b));
+  return {a, b};
+}
+
+TEST(Coordinator, JoinsGetUniqueIdsAndStrangersAreRefused) {
+  Coordinator c = make();
+  const JoinReply a1 = c.join("run-1", "host-0", 0);
+  const JoinReply a2 = c.join("run-1", "host-0", 1);  // the same process name, restarted: a new member
+  EXPECT_EQ(a1.member_id, "host-0#1");
+  EXPECT_EQ(a2.member_id, "host-0#2");
+  EXPECT_EQ(a1.incarnation, 77u);
+  expect_refusal([&] { c.join("run-2", "host-1", 1); }, Refusal::wrong_run, "run-2");
+  expect_refusal([&] { c.join("run-1", "bad name!", 1); }, Refusal::malformed, "bad name!");
+  expect_refusal([&] { c.heartbeat({a1.member_id, 76}, 1); }, Refusal::stale_incarnation, "incarnation 76");
+  expect_refusal([&] { c.heartbeat({"nobody#1", 77}, 1); }, Refusal::unknown_member, "nobody#1");
+}
+
+TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
+  Coordinator c = make(2);
+  const auto a = who(c.join("run-1", "a", 0));
+  const auto b = who(c.join("run-1", "b", 0));
+  c.request_quorum(b, 10, 1);
+  c.tick(1);
+  EXPECT_FALSE(c.take_quorum(b));  // 1 of min 2
+  EXPECT_NE(c.waiting_for(1).find("min_replicas"), std::string::npos);
+  c.request_quorum(a, 10, 2);
+  c.tick(2);
+  const auto qa = c.take_quorum(a);
+  const auto qb = c.take_quorum(b);
+  ASSERT_TRUE(qa && qb);
+  EXPECT_EQ(qa->quorum_id, 1);
+  EXPECT_EQ(qa->members, (Ids{"a#1", "b#1"}));
+  EXPECT_EQ(qa->rank, 0);
+  EXPECT_EQ(qb->rank, 1);
+  EXPECT_EQ(qa->store_prefix, "loco/77/q1/");
+  EXPECT_FALSE(c.take_quorum(a));  // once
+  // The same members at the next synchronisation point: the same quorum id.
+  c.request_quorum(a, 20, 3);
+  c.request_quorum(b, 20, 3);
+  c.tick(3);
+  EXPECT_EQ(c.take_quorum(a)->quorum_id, 1);
+}
+
+TEST(Coordinator, ASilentMemberExpiresAndBreaksItsQuorum) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  EXPECT_FALSE(c.heartbeat(a, 2).quorum_broken);
+  c.heartbeat(a, 3.5);
+  EXPECT_DOUBLE_EQ(c.tick(3.5), 1 + 3);  // b's heartbeat (at its request, t=1) expires next
+  c.tick(4.1);                           // b silent for 3.1 s
+  EXPECT_TRUE(c.heartbeat(a, 4.1).quorum_broken);
+  expect_refusal([&] { c.heartbeat(b, 4.2); }, Refusal::unknown_member, "rejoin");
+  const nlohmann::json status = c.status(4.2);
+  EXPECT_EQ(status.at("members").size(), 1u);
+  EXPECT_EQ(status.at("events").back().at("kind"), "expire");
+  EXPECT_TRUE(status.at("quorum").at("broken").get<bool>());
+  // The survivor's next quorum has a new id and is whole again.
+  c.request_quorum(a, 10, 4.3);
+  c.tick(4.3);
+  const auto next = c.take_quorum(a);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->quorum_id, 2);
+  EXPECT_EQ(next->members, (Ids{"a#1"}));
+  EXPECT_FALSE(c.heartbeat(a, 4.4).quorum_broken);
+}
+
+TEST(Coordinator, ALeaveBreaksTheQuorumAtOnce) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  c.leave(b, "preempted", 1.5);
+  EXPECT_TRUE(c.heartbeat(a, 1.6).quorum_broken);
+  const std::string metrics = c.metrics_text(1.6);
+  EXPECT_NE(metrics.find("loco_quorum_id 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("loco_quorum_broken 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("loco_members{state=\"joined\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("loco_membership_events_total{kind=\"leave\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(c.status(1.6).at("events").back().at("detail").get<std::string>().find("preempted"), std::string::npos);
+}
+
+// A member that another quorum left behind (it did not ask in time) learns from its heartbeat that its
+// quorum is no longer the run's.
+TEST(Coordinator, AQuorumFormedWithoutAMemberSupersedesItsQuorum) {
+  Coordinator c = make();
+  const auto a = who(c.join("run-1", "a", 0));
+  const auto b = who(c.join("run-1", "b", 0));
+  const auto d = who(c.join("run-1", "d", 0));
+  for (const auto& m : {a, b, d}) c.request_quorum(m, 5, 1);
+  c.tick(1);
+  for (const auto& m : {a, b, d}) c.take_quorum(m);
+  c.request_quorum(a, 10, 2);
+  c.request_quorum(b, 10, 2);
+  for (const auto& m : {a, b, d}) c.heartbeat(m, 6.5);
+  c.tick(7.5);  // a and b waited the join window (5 s): a majority of three goes on without d
+  EXPECT_EQ(c.take_quorum(a)->quorum_id, 2);
+  EXPECT_TRUE(c.heartbeat(d, 7.6).quorum_broken);
+  EXPECT_FALSE(c.heartbeat(a, 7.6).quorum_broken);
+}
+
+}  // namespace
+}  // namespace loco::membership

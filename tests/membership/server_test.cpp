@@ -1,0 +1,155 @@
+// The coordinator on the network (coordinator_server.h) with real members (member_client.h) on
+// loopback: quorums, a silent member expiring, a leave seen at once by the others' heartbeats, a
+// restarted coordinator fencing members of its previous incarnation, and refused messages.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "loco/membership/coordinator_server.h"
+#include "loco/membership/member_client.h"
+
+namespace loco::membership {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Ids = std::vector<std::string>;
+
+ServerOptions server_options(int min_replicas, int port = 0) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.coordinator = {{min_replicas, /*heartbeat_timeout_s=*/1.0, /*join_window_s=*/0.5}, "test-run", new_incarnation()};
+  o.heartbeat_interval_s = 0.05;
+  o.log = [](const std::string&) {};
+  return o;
+}
+
+MemberOptions member(const CoordinatorServer& server, const std::string& name) {
+  return {{"127.0.0.1", server.port()}, "test-run", name, 2.0};
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Waits up to `limit_s` for `condition`.
+template <typename F>
+bool eventually(F condition, double limit_s = 5) {
+  const auto start = Clock::now();
+  while (!condition()) {
+    if (seconds_since(start) > limit_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+TEST(CoordinatorServer, MembersGetOneQuorumWithRanks) {
+  CoordinatorServer server(server_options(2));
+  server.start();
+  MemberClient a(member(server, "a"));
+  MemberClient b(member(server, "b"));
+  auto qa = std::async(std::launch::async, [&] { return a.await_quorum(0, 10); });
+  auto qb = std::async(std::launch::async, [&] { return b.await_quorum(0, 10); });
+  const QuorumReply ra = qa.get(), rb = qb.get();
+  EXPECT_EQ(ra.quorum_id, 1);
+  EXPECT_EQ(ra.members, (Ids{"a#1", "b#1"}));
+  EXPECT_EQ(rb.members, ra.members);
+  EXPECT_EQ(ra.rank, 0);
+  EXPECT_EQ(rb.rank, 1);
+  EXPECT_EQ(ra.store_prefix, rb.store_prefix);
+  EXPECT_FALSE(a.quorum_broken());
+}
+
+TEST(CoordinatorServer, ASilentMemberIsLeftBehindAfterTheHeartbeatTimeout) {
+  CoordinatorServer server(server_options(1));
+  server.start();
+  // A member that joined and then stopped: it never heartbeats.
+  httplib::Client raw("127.0.0.1", server.port());
+  ASSERT_EQ(raw.Post("/v1/join", R"({"run_id": "test-run", "name": "stopped"})", "application/json")->status, 200);
+  MemberClient a(member(server, "a"));
+  const auto start = Clock::now();
+  const QuorumReply q = a.await_quorum(0, 10);  // 1 of 2 healthy members is no majority until "stopped" expires
+  const double waited = seconds_since(start);
+  EXPECT_EQ(q.members, (Ids{"a#1"}));
+  EXPECT_GT(waited, 0.5);  // it had to expire first (heartbeat timeout 1 s)
+  EXPECT_LT(waited, 8.0);  // and nothing else held it (a long poll lasts up to 5 s)
+  const auto status = nlohmann::json::parse(raw.Get("/status")->body);
+  bool expired = false;
+  for (const auto& e : status.at("events")) expired |= e.at("kind") == "expire" && e.at("detail").get<std::string>().rfind("stopped#1", 0) == 0;
+  EXPECT_TRUE(expired) << status.dump(2);
+}
+
+TEST(CoordinatorServer, OthersLearnOfALeaveFromTheirNextHeartbeat) {
+  CoordinatorServer server(server_options(2));
+  server.start();
+  MemberClient a(member(server, "a"));
+  MemberClient b(member(server, "b"));
+  auto qa = std::async(std::launch::async, [&] { return a.await_quorum(0, 10); });
+  b.await_quorum(0, 10);
+  qa.get();
+  b.leave("preempted");
+  ASSERT_TRUE(eventually([&] { return a.quorum_broken(); }));  // from a heartbeat, not a timeout
+  httplib::Client raw("127.0.0.1", server.port());
+  const std::string metrics = raw.Get("/metrics")->body;
+  EXPECT_NE(metrics.find("loco_quorum_broken 1"), std::string::npos) << metrics;
+  EXPECT_NE(raw.Get("/")->body.find("<html>"), std::string::npos);
+}
+
+TEST(CoordinatorServer, ARestartedCoordinatorFencesMembersOfTheOldOne) {
+  auto first = std::make_unique<CoordinatorServer>(server_options(1));
+  const int port = first->port();
+  first->start();
+  MemberClient a(member(*first, "a"));
+  first.reset();
+  CoordinatorServer second(server_options(1, port));
+  second.start();
+  ASSERT_TRUE(eventually([&] { return a.fenced().has_value(); }));
+  EXPECT_NE(a.fenced()->find("rejoin"), std::string::npos) << *a.fenced();
+  EXPECT_TRUE(a.quorum_broken());
+  EXPECT_THROW(a.await_quorum(0, 1), MembershipError);
+  MemberClient again(member(second, "a"));  // rejoining works
+  EXPECT_EQ(again.await_quorum(0, 10).members, (Ids{"a#1"}));
+}
+
+TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
+  CoordinatorServer server(server_options(1));
+  server.start();
+  httplib::Client raw("127.0.0.1", server.port());
+  auto post = [&](const std::string& path, const std::string& body) { return raw.Post(path, body, "application/json"); };
+  auto malformed = post("/v1/join", "{not json");
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_EQ(nlohmann::json::parse(malformed->body).at("refusal"), "malformed");
+  EXPECT_EQ(post("/v1/join", R"({"run_id": "test-run"})")->status, 400);  // no name
+  EXPECT_EQ(post("/v1/join", R"({"run_id": 7, "name": "x"})")->status, 400);
+  auto stranger = post("/v1/join", R"({"run_id": "other-run", "name": "x"})");
+  EXPECT_EQ(stranger->status, 403);
+  EXPECT_NE(stranger->body.find("other-run"), std::string::npos);
+  EXPECT_EQ(post("/v1/heartbeat", R"({"member_id": "x#1", "incarnation": 1})")->status, 409);
+  EXPECT_EQ(post("/v1/quorum", R"({"member_id": "x#1"})")->status, 400);
+  EXPECT_EQ(post("/v1/join", std::string(100 * 1024, ' '))->status, 413);  // larger than any message
+  EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").size(), 0u);
+  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0}), MembershipError);
+}
+
+TEST(CoordinatorServer, ATakenPortIsAClearError) {
+  CoordinatorServer server(server_options(1));
+  try {
+    CoordinatorServer again(server_options(1, server.port()));
+    ADD_FAILURE() << "bound a port that is in use";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(server.port())), std::string::npos) << e.what();
+  }
+}
+
+TEST(CoordinatorAddress, ParsesHostAndPort) {
+  EXPECT_EQ(parse_coordinator_address("node0:29400", "LOCO_COORDINATOR").host, "node0");
+  EXPECT_EQ(parse_coordinator_address("[::1]:80", "LOCO_COORDINATOR").host, "::1");
+  EXPECT_EQ(parse_coordinator_address("10.0.0.2:1", "LOCO_COORDINATOR").port, 1);
+  for (const char* bad : {"node0", "node0:", ":29400", "node0:70000", "node0:http", "node0:1.5"}) {
+    EXPECT_THROW(parse_coordinator_address(bad, "LOCO_COORDINATOR"), ConfigError) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace loco::membership
