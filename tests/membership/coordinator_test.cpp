@@ -11,7 +11,7 @@ namespace {
 using Ids = std::vector<std::string>;
 
 Coordinator make(int min_replicas = 1) {
-  return Coordinator(CoordinatorOptions{{min_replicas, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}, "run-1", 77});
+  return Coordinator(CoordinatorOptions{{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}, "run-1", 77});
 }
 
 Credentials who(const JoinReply& joined) { return {joined.member_id, joined.incarnation}; }
@@ -59,7 +59,7 @@ TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   c.tick(1);
   EXPECT_FALSE(c.take_quorum(b));  // 1 of min 2
   EXPECT_NE(c.waiting_for(1).find("min_replicas"), std::string::npos);
-  c.request_quorum(a, 10, 2);
+  c.request_quorum(a, 7, 2);  // a is behind b
   c.tick(2);
   const auto qa = c.take_quorum(a);
   const auto qb = c.take_quorum(b);
@@ -69,6 +69,7 @@ TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   EXPECT_EQ(qa->rank, 0);
   EXPECT_EQ(qb->rank, 1);
   EXPECT_EQ(qa->store_prefix, "loco/77/q1/");
+  EXPECT_EQ(qa->step, 10);  // the furthest of its members' steps
   EXPECT_FALSE(c.take_quorum(a));  // once
   // The same members at the next synchronisation point: the same quorum id.
   c.request_quorum(a, 20, 3);

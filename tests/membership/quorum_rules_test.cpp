@@ -6,7 +6,9 @@
 namespace loco::membership {
 namespace {
 
-QuorumRules rules(int min_replicas = 1) { return {min_replicas, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}; }
+QuorumRules rules(int min_replicas = 1) {
+  return {min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5};
+}
 
 MemberState waiting(const std::string& id, double since, double heartbeat = 10) { return {id, heartbeat, since}; }
 MemberState busy(const std::string& id, double heartbeat = 10) { return {id, heartbeat, std::nullopt}; }
@@ -18,6 +20,17 @@ TEST(QuorumRules, NeedsMinReplicas) {
   EXPECT_FALSE(d.form);
   EXPECT_NE(d.waiting_for.find("1 of the 2 replicas"), std::string::npos) << d.waiting_for;
   EXPECT_TRUE(decide_quorum({waiting("a", 9), waiting("b", 9)}, Quorum{}, 10, rules(2)).form);
+}
+
+TEST(QuorumRules, TheFirstQuorumWaitsForStartReplicas) {
+  QuorumRules start = rules(2);
+  start.start_replicas = 3;
+  const auto d = decide_quorum({waiting("a", 9), waiting("b", 9)}, Quorum{}, 10, start);
+  EXPECT_FALSE(d.form);
+  EXPECT_NE(d.waiting_for.find("2 of the 3 replicas start_replicas"), std::string::npos) << d.waiting_for;
+  EXPECT_TRUE(decide_quorum({waiting("a", 9), waiting("b", 9), waiting("c", 9)}, Quorum{}, 10, start).form);
+  // Later quorums need min_replicas only.
+  EXPECT_TRUE(decide_quorum({waiting("a", 9), waiting("b", 9)}, Quorum{1, {"a", "b", "c"}}, 10, start).form);
 }
 
 TEST(QuorumRules, FirstQuorumFormsAtOnceWhenEveryHealthyMemberWaits) {
@@ -53,6 +66,21 @@ TEST(QuorumRules, FormsAtOnceWhenThePreviousQuorumIsBack) {
   EXPECT_EQ(d.members, (Ids{"a", "b"}));
   // With a member of the previous quorum missing, the others wait for the window.
   EXPECT_FALSE(decide_quorum({waiting("a", 10), waiting("c", 10), busy("b")}, previous, 10, rules()).form);
+}
+
+// A newcomer that waited long does not cut short the wait for a member of the previous quorum that is
+// only a little late: the window runs from the first previous member's request.
+TEST(QuorumRules, TheWindowRunsFromThePreviousQuorumsFirstRequest) {
+  const Quorum previous{1, {"b", "c"}};
+  const std::vector<MemberState> members = {waiting("a", 0), waiting("b", 10), busy("c")};
+  const auto d = decide_quorum(members, previous, 10.1, rules());
+  EXPECT_FALSE(d.form);
+  ASSERT_TRUE(d.decide_again_at);
+  EXPECT_DOUBLE_EQ(*d.decide_again_at, 15);
+  // c is back in time: all three together.
+  const auto back = decide_quorum({waiting("a", 0), waiting("b", 10), waiting("c", 10.2)}, previous, 10.2, rules());
+  ASSERT_TRUE(back.form);
+  EXPECT_EQ(back.members, (Ids{"a", "b", "c"}));
 }
 
 TEST(QuorumRules, SilentMembersDoNotCount) {

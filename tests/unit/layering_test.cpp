@@ -25,12 +25,13 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"comm", {"util"}},
       {"launch", {"util"}},
       {"membership", {"util"}},
+      {"elastic", {"util", "comm", "membership"}},
       {"model", {"util", "io", "config", "data"}},
       {"train", {"util", "io", "config", "data", "model", "comm"}},
       {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},
       {"sim", {"util", "config"}},
       {"plugins", {"util", "data"}},
-      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "train", "algo", "sim"}},
+      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "elastic", "train", "algo", "sim"}},
   };
   return allowed;
 }

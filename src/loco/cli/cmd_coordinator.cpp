@@ -1,8 +1,9 @@
-// loco coordinator [--host H] [--port P] [--run-id ID] [--min-replicas N] [--heartbeat-timeout-s S]
-//                  [--join-window-s S]
+// loco coordinator [--host H] [--port P] [--store-port S] [--run-id ID] [--min-replicas N]
+//                  [--start-replicas N] [--heartbeat-timeout-s S] [--join-window-s S]
 //
-// Serves a run's membership (src/loco/membership/coordinator_server.h; docs/fault-tolerance.md) until
-// SIGINT or SIGTERM. Replicas find it through LOCO_COORDINATOR=host:port and LOCO_RUN_ID.
+// Serves a run's membership (src/loco/membership/coordinator_server.h; docs/fault-tolerance.md) and the
+// run's only rendezvous store (comm/c10d/store_server.h) until SIGINT or SIGTERM. Replicas find it
+// through LOCO_COORDINATOR=host:port and LOCO_RUN_ID.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
+#include "loco/comm/c10d/store_server.h"
 #include "loco/membership/coordinator_server.h"
 #include "loco/util/error.h"
 
@@ -25,6 +27,7 @@ namespace {
 struct CoordinatorArgs {
   std::string host = "0.0.0.0";
   int port = 29400;
+  int store_port = 0;
   std::string run_id;
   membership::QuorumRules rules;
 };
@@ -52,6 +55,8 @@ void run_coordinator(const CoordinatorArgs& args) {
       !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
   options.coordinator.rules = args.rules;
   options.coordinator.incarnation = membership::new_incarnation();
+  const comm::StoreServer store(args.store_port);
+  options.store_port = store.port();
   membership::CoordinatorServer server(options);
 
   int stop_pipe[2];
@@ -70,9 +75,9 @@ void run_coordinator(const CoordinatorArgs& args) {
     server.stop();
   });
 
-  fmt::print("loco coordinator: run {} on {}:{} (incarnation {}); status at http://{}:{}/\n",
-             options.coordinator.run_id, args.host, server.port(), options.coordinator.incarnation, args.host,
-             server.port());
+  fmt::print("loco coordinator: run {} on {}:{} (incarnation {}), store on port {}; status at http://{}:{}/\n",
+             options.coordinator.run_id, args.host, server.port(), options.coordinator.incarnation, store.port(),
+             args.host, server.port());
   std::fflush(stdout);
   server.serve();
   request_stop(0);  // wakes the stopper if serve() ended without a signal
@@ -94,9 +99,17 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--port", args->port, "TCP port; 0 picks a free one (printed)")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
+  cmd->add_option("--store-port", args->store_port,
+                  "TCP port of the run's rendezvous store, on every interface; 0 picks a free one (members learn it)")
+      ->check(whole_number_at_least(0))
+      ->capture_default_str();
   cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
   cmd->add_option("--min-replicas", args->rules.min_replicas, "Fewest members a quorum may have")
       ->check(whole_number_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--start-replicas", args->rules.start_replicas,
+                  "Members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")
+      ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--heartbeat-timeout-s", args->rules.heartbeat_timeout_s,
                   "A member silent this long has left the run")

@@ -113,13 +113,15 @@ double Coordinator::tick(double now) {
     const std::int64_t before = quorum_.id;
     quorum_ = next_quorum(quorum_, decision.members);
     if (quorum_.id != before) quorum_broken_ = false;
-    record(now, "quorum", fmt::format("q{}: {}", quorum_.id, fmt::join(quorum_.members, ", ")));
+    std::int64_t step = 0;
+    for (const auto& id : quorum_.members) step = std::max(step, members_.at(id).step);
+    record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
     for (std::size_t rank = 0; rank < quorum_.members.size(); ++rank) {
       Member& m = members_.at(quorum_.members[rank]);
       m.waiting_since.reset();
       m.quorum_id = quorum_.id;
       m.served = QuorumReply{quorum_.id, options_.incarnation, quorum_.members, static_cast<int>(rank),
-                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id)};
+                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id), step};
     }
   }
   double next = decision.decide_again_at.value_or(std::numeric_limits<double>::infinity());
@@ -156,6 +158,7 @@ nlohmann::json Coordinator::status(double now) const {
           {"time_s", now},
           {"rules",
            {{"min_replicas", rules.min_replicas},
+            {"start_replicas", rules.start_replicas},
             {"heartbeat_timeout_s", rules.heartbeat_timeout_s},
             {"join_window_s", rules.join_window_s}}},
           {"quorum", {{"id", quorum_.id}, {"members", quorum_.members}, {"broken", quorum_broken_}}},

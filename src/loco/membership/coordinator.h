@@ -45,6 +45,7 @@ struct QuorumReply {
   std::vector<std::string> members;  // sorted
   int rank = 0;                      // this member's index in `members`
   std::string store_prefix;          // "loco/{incarnation}/q{quorum_id}/": the process group's keys
+  std::int64_t step = 0;             // the furthest step of its members: a member behind it catches up
 };
 
 struct CoordinatorOptions {

@@ -113,7 +113,8 @@ struct CoordinatorServer::Impl {
         return nlohmann::json{{"member_id", joined.member_id},
                               {"incarnation", joined.incarnation},
                               {"heartbeat_interval_s", options.heartbeat_interval_s},
-                              {"heartbeat_timeout_s", options.coordinator.rules.heartbeat_timeout_s}};
+                              {"heartbeat_timeout_s", options.coordinator.rules.heartbeat_timeout_s},
+                              {"store_port", options.store_port}};
       });
     });
     http.Post("/v1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {

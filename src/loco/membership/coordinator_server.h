@@ -2,10 +2,10 @@
 // docs/fault-tolerance.md has the protocol). JSON over HTTP/1.1 (cpp-httplib):
 //
 //   POST /v1/join       {run_id, name}                       → {member_id, incarnation, heartbeat_interval_s,
-//                                                               heartbeat_timeout_s}
+//                                                               heartbeat_timeout_s, store_port}
 //   POST /v1/heartbeat  {member_id, incarnation}             → {quorum_id, quorum_broken}
 //   POST /v1/quorum     {member_id, incarnation, step, wait_s} → 200 {quorum_id, incarnation, members, rank,
-//                                                               store_prefix} once formed, 202 {waiting_for}
+//                                                               store_prefix, step} once formed, 202 {waiting_for}
 //                                                               after wait_s (long poll: ask again)
 //   POST /v1/leave      {member_id, incarnation, reason}     → {}
 //   GET  /status (JSON), /metrics (Prometheus text), / (a page for people)
@@ -29,6 +29,7 @@ struct ServerOptions {
   CoordinatorOptions coordinator;
   double heartbeat_interval_s = 0.1;  // what members are told to use
   double max_wait_s = 10;             // longest a quorum request is held before 202
+  int store_port = 0;                 // the run's store on this host (comm/c10d/store_server.h); 0: none
   std::function<void(const std::string&)> log;  // refusals and membership events; default: stderr
 };
 

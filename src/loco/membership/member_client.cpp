@@ -64,6 +64,7 @@ MemberClient::MemberClient(MemberOptions options) : options_(std::move(options))
   const Answer joined = post(options_.coordinator, "/v1/join", {{"run_id", options_.run_id}, {"name", options_.name}},
                              options_.request_timeout_s);
   credentials_ = membership::credentials(joined.body);
+  store_port_ = static_cast<int>(field<std::int64_t>(joined.body, "store_port"));
   const double interval_s = std::clamp(field<double>(joined.body, "heartbeat_interval_s"), 0.01, 10.0);
   heartbeat_ = std::thread([this, interval_s] { heartbeat_until_stopped(interval_s); });
 }

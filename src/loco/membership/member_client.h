@@ -45,6 +45,9 @@ class MemberClient {
   MemberClient& operator=(const MemberClient&) = delete;
 
   const Credentials& credentials() const { return credentials_; }
+  const CoordinatorAddress& coordinator() const { return options_.coordinator; }
+  // The port of the run's store on the coordinator's host; 0 when the coordinator serves none.
+  int store_port() const { return store_port_; }
 
   // Waits at the synchronisation point after `step` steps until a quorum with this member forms.
   // MembershipError when refused (fenced: rejoin as a new member) or unavailable after `timeout_s`.
@@ -62,6 +65,7 @@ class MemberClient {
 
   MemberOptions options_;
   Credentials credentials_;
+  int store_port_ = 0;
   std::atomic<bool> quorum_broken_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> left_{false};

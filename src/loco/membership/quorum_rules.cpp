@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace loco::membership {
 
@@ -14,18 +16,24 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
                              const QuorumRules& rules) {
   std::vector<std::string> waiting;
   std::size_t healthy = 0;
-  double first_request = now;
+  double first_request = now, first_previous_request = std::numeric_limits<double>::infinity();
   for (const auto& member : members) {
     if (!is_healthy(member, now, rules)) continue;
     ++healthy;
     if (!member.waiting_since) continue;
     waiting.push_back(member.id);
     first_request = std::min(first_request, *member.waiting_since);
+    if (std::find(previous.members.begin(), previous.members.end(), member.id) != previous.members.end()) {
+      first_previous_request = std::min(first_previous_request, *member.waiting_since);
+    }
   }
   std::sort(waiting.begin(), waiting.end());
   QuorumDecision decision;
-  if (static_cast<int>(waiting.size()) < rules.min_replicas) {
-    decision.waiting_for = fmt::format("{} of the {} replicas min_replicas asks for", waiting.size(), rules.min_replicas);
+  const bool first = previous.id == 0;
+  const int needed = first ? std::max(rules.min_replicas, rules.start_replicas) : rules.min_replicas;
+  if (static_cast<int>(waiting.size()) < needed) {
+    decision.waiting_for = fmt::format("{} of the {} replicas {} asks for", waiting.size(), needed,
+                                       first && needed > rules.min_replicas ? "start_replicas" : "min_replicas");
     return decision;
   }
   if (2 * waiting.size() <= healthy) {
@@ -36,7 +44,8 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
       !previous.members.empty() && std::all_of(previous.members.begin(), previous.members.end(), [&](const auto& id) {
         return std::binary_search(waiting.begin(), waiting.end(), id);
       });
-  const double window_ends = first_request + rules.join_window_s;
+  const double window_ends =
+      (std::isfinite(first_previous_request) ? first_previous_request : first_request) + rules.join_window_s;
   if (previous_all_back || waiting.size() == healthy || now >= window_ends) {
     decision.form = true;
     decision.members = std::move(waiting);

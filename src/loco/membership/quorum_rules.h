@@ -5,12 +5,15 @@
 //   healthy     a member whose last heartbeat is within heartbeat_timeout_s
 //   waiting     a healthy member that asked for a quorum and has not been given one
 //   a quorum forms from the waiting members when
-//     (1) there are at least min_replicas of them, and
+//     (1) there are at least min_replicas of them (start_replicas for the run's first quorum, so that the
+//         replicas of a run start together rather than the first two racing ahead), and
 //     (2) they are a strict majority of the healthy members (two halves of a partitioned run can never
 //         both form one), and
 //     (3) every member of the previous quorum is among them (the common case: nobody left), or every
-//         healthy member is waiting (nobody else to wait for), or the first of them has waited
-//         join_window_s (stragglers and newcomers had their chance).
+//         healthy member is waiting (nobody else to wait for), or join_window_s has passed since the first
+//         member of the previous quorum asked (since the first request when none of them waits): the
+//         missing members had their chance. A newcomer's long wait does not shorten the wait for a member
+//         of the previous quorum that is only a little late.
 //   The quorum keeps its id when its members are the previous quorum's; any change takes the next id.
 #pragma once
 
@@ -23,6 +26,7 @@ namespace loco::membership {
 
 struct QuorumRules {
   int min_replicas = 1;
+  int start_replicas = 0;  // the first quorum needs max(min_replicas, start_replicas)
   double heartbeat_timeout_s = 3;
   double join_window_s = 5;
 };

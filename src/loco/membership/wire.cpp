@@ -70,7 +70,8 @@ nlohmann::json to_json(const QuorumReply& reply) {
           {"incarnation", reply.incarnation},
           {"members", reply.members},
           {"rank", reply.rank},
-          {"store_prefix", reply.store_prefix}};
+          {"store_prefix", reply.store_prefix},
+          {"step", reply.step}};
 }
 
 QuorumReply quorum_reply(const nlohmann::json& message) {
@@ -79,6 +80,7 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
   reply.incarnation = field<std::uint64_t>(message, "incarnation");
   reply.rank = static_cast<int>(field<std::int64_t>(message, "rank"));
   reply.store_prefix = field<std::string>(message, "store_prefix");
+  reply.step = field<std::int64_t>(message, "step");
   const auto members = message.find("members");
   if (members == message.end() || !members->is_array()) {
     throw MembershipError(Refusal::malformed, "field 'members' is missing or not an array");

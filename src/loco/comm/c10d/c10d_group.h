@@ -16,6 +16,12 @@ struct C10dOptions {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Who serves the store at master_addr:master_port: rank 0 (a static run), or someone else, such as the
+  // coordinator of an elastic run (store_server.h), in which case every rank is a client.
+  bool rank0_serves_store = true;
+  // Prefix of this group's keys in the store: each quorum of an elastic run gets a fresh one, so groups of
+  // different quorums (and coordinator incarnations) never read each other's keys. Empty: none.
+  std::string store_prefix;
   // Network interface for Gloo's connections; empty: the one that routes to master_addr.
   std::string interface;
   // How long rendezvous (store connection and the ranks' handshake) may take.

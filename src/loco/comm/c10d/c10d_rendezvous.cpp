@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 #include <cerrno>
 #include <cstring>
 
@@ -24,13 +26,15 @@ std::string seconds(Timeout timeout) { return fmt::format("{:g} s", timeout.coun
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.master_port);
-  store_options.isServer = options.rank == 0;
+  store_options.isServer = options.rank0_serves_store && options.rank == 0;
   store_options.numWorkers = static_cast<std::size_t>(options.world_size);
   // Rank 0 does not wait for the others here: the process group's handshake does, and names who is late.
   store_options.waitWorkers = false;
   store_options.timeout = options.rendezvous_timeout;
   try {
-    return c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    if (options.store_prefix.empty()) return store;
+    return c10::make_intrusive<c10d::PrefixStore>(options.store_prefix, store);
   } catch (const std::exception& e) {
     const std::string what = first_line(e);
     const std::string where = fmt::format("{}:{}", options.master_addr, options.master_port);
@@ -42,10 +46,13 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
           options.master_port));
     }
     if (mentions_any(what, {"timed out"})) {
-      throw CommTimeout(fmt::format(
-          "rank {} could not reach the rendezvous store at {} within {}. Check that rank 0 is running and that "
-          "MASTER_ADDR and MASTER_PORT name its host and port (and that no firewall blocks the port).",
-          options.rank, where, seconds(options.rendezvous_timeout)));
+      const std::string server = options.rank0_serves_store
+                                     ? "rank 0 is running and that MASTER_ADDR and MASTER_PORT name its host and port"
+                                     : "the coordinator is running and serves its store there (loco coordinator "
+                                       "--store-port)";
+      throw CommTimeout(fmt::format("rank {} could not reach the rendezvous store at {} within {}. Check that {} "
+                                    "(and that no firewall blocks the port).",
+                                    options.rank, where, seconds(options.rendezvous_timeout), server));
     }
     throw CommError(fmt::format("rank {} could not set up the rendezvous store at {}: {}", options.rank, where, what));
   }

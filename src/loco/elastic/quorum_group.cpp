@@ -1,0 +1,73 @@
+#include "loco/elastic/quorum_group.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "loco/comm/c10d/c10d_group.h"
+#include "loco/comm/comm_error.h"
+
+namespace loco::elastic {
+
+QuorumGroup::QuorumGroup(membership::MemberClient& member, QuorumGroupOptions options)
+    : member_(member), options_(std::move(options)) {
+  if (member_.store_port() == 0) {
+    throw ConfigError(fmt::format("the coordinator at {}:{} serves no store; start it with --store-port (an elastic "
+                                  "run's groups meet on the coordinator's store)",
+                                  member_.coordinator().host, member_.coordinator().port));
+  }
+}
+
+QuorumGroup::~QuorumGroup() { abandon(); }
+
+comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
+  membership::QuorumReply next = member_.await_quorum(step, options_.quorum_timeout_s);
+  if (group_ && quorum_ && quorum_->quorum_id == next.quorum_id) {
+    quorum_ = std::move(next);
+    return *group_;
+  }
+  abandon();
+  comm::C10dOptions c10d;
+  c10d.backend = options_.backend;
+  c10d.rank = next.rank;
+  c10d.world_size = static_cast<int>(next.members.size());
+  c10d.master_addr = member_.coordinator().host;
+  c10d.master_port = member_.store_port();
+  c10d.rank0_serves_store = false;
+  c10d.store_prefix = next.store_prefix;
+  c10d.interface = options_.interface;
+  c10d.rendezvous_timeout = options_.rendezvous_timeout;
+  c10d.group = options_.group;
+  group_ = comm::make_c10d_group(c10d);
+  quorum_ = std::move(next);
+  return *group_;
+}
+
+const membership::QuorumReply& QuorumGroup::quorum() const {
+  LOCO_CHECK(quorum_.has_value(), "QuorumGroup::quorum() before join_quorum()");
+  return *quorum_;
+}
+
+void QuorumGroup::wait(comm::Work& work) {
+  // Polls rather than blocking in wait(): the coordinator's word that the quorum broke arrives through
+  // the heartbeat thread, and a blocked wait would only end at the group's timeout.
+  while (!work.is_completed()) {
+    if (member_.quorum_broken()) {
+      const std::int64_t id = quorum_ ? quorum_->quorum_id : 0;
+      abandon();
+      throw comm::PeerLost(fmt::format("quorum {} broke (a member left or stopped heartbeating); its group is "
+                                       "abandoned and the next synchronisation forms a new one",
+                                       id));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  work.wait();  // rethrows the operation's own error, if any
+}
+
+void QuorumGroup::abandon() {
+  graveyard_.bury(std::move(group_));
+  quorum_.reset();
+}
+
+}  // namespace loco::elastic

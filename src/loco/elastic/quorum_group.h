@@ -1,0 +1,56 @@
+// The process group of an elastic run's current quorum (docs/fault-tolerance.md). At each
+// synchronisation point the member asks the coordinator for a quorum; when its id differs from the
+// group's, a new c10d group is built on the coordinator's store under the quorum's own key prefix and
+// the old one is buried (note "group-graveyard" in comm/group_graveyard.h). Waiting on an operation
+// gives up as soon as the coordinator says the quorum broke (a member left, or stopped heartbeating),
+// instead of waiting for the group's timeout.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "loco/comm/group.h"
+#include "loco/comm/group_graveyard.h"
+#include "loco/membership/member_client.h"
+
+namespace loco::elastic {
+
+struct QuorumGroupOptions {
+  std::string backend = "gloo";
+  comm::GroupOptions group;  // timeout: the longest a collective may take when nothing breaks
+  comm::Timeout rendezvous_timeout{std::chrono::seconds(30)};
+  double quorum_timeout_s = 120;  // the longest a member waits for a quorum
+  std::string interface;          // Gloo's network interface; empty: the one that routes to the coordinator
+};
+
+class QuorumGroup {
+ public:
+  QuorumGroup(membership::MemberClient& member, QuorumGroupOptions options);
+  ~QuorumGroup();
+  QuorumGroup(const QuorumGroup&) = delete;
+  QuorumGroup& operator=(const QuorumGroup&) = delete;
+
+  // Waits for the quorum at the synchronisation point after `step` steps and returns its group: the
+  // same one while the quorum is unchanged. MembershipError when the member was fenced out or no quorum
+  // formed in time; CommError when the new group could not be built (the caller may ask again).
+  comm::Group& join_quorum(std::int64_t step);
+  // The quorum of the current group (after a join_quorum).
+  const membership::QuorumReply& quorum() const;
+
+  // Waits for `work`, a collective of the current group (not a send or recv: Gloo reports their
+  // completion only from wait()). When the quorum breaks first, abandons the group and throws
+  // comm::PeerLost: the caller retries at its next join_quorum.
+  void wait(comm::Work& work);
+  // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
+  void abandon();
+
+ private:
+  membership::MemberClient& member_;
+  QuorumGroupOptions options_;
+  std::optional<membership::QuorumReply> quorum_;
+  std::unique_ptr<comm::Group> group_;
+  comm::GroupGraveyard graveyard_;  // last member: waits for buried groups before the rest goes
+};
+
+}  // namespace loco::elastic
