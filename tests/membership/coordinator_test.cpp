@@ -135,5 +135,42 @@ TEST(Coordinator, AQuorumFormedWithoutAMemberSupersedesItsQuorum) {
   EXPECT_FALSE(c.heartbeat(a, 7.6).quorum_broken);
 }
 
+TEST(Coordinator, AnOuterStepCommitsOnceEveryMemberVoted) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  c.vote(a, 1, 100, true, "h1", 2);
+  c.tick(2);
+  EXPECT_FALSE(c.take_decision(a, 1, 100));  // b has not voted
+  c.vote(b, 1, 100, true, "h2", 2.1);
+  c.tick(2.1);
+  const auto da = c.take_decision(a, 1, 100);
+  const auto db = c.take_decision(b, 1, 100);
+  ASSERT_TRUE(da && db);
+  EXPECT_EQ(da->outcome, Outcome::commit);
+  EXPECT_EQ(da->canonical_hash, "h1");  // a tie: the lowest rank's
+  EXPECT_FALSE(da->heal);
+  EXPECT_TRUE(db->heal);
+  EXPECT_EQ(c.status(2.2).at("events").back().at("kind"), "commit");
+  // A vote for a quorum that is not the member's current one is refused, and nothing is recorded.
+  expect_refusal([&] { c.vote(a, 7, 200, true, "h", 2.3); }, Refusal::stale_quorum, "quorum 7");
+}
+
+TEST(Coordinator, AMemberLostBeforeItVotedAbortsTheOuterStep) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  c.vote(a, 1, 100, true, "h1", 2);
+  c.leave(b, "preempted", 2.5);
+  c.tick(2.5);
+  // A repeated vote (its long poll ended before the decision) only asks for the decision.
+  EXPECT_NO_THROW(c.vote(a, 1, 100, false, "", 2.6));
+  const auto d = c.take_decision(a, 1, 100);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->outcome, Outcome::abort);
+  EXPECT_NE(d->reason.find("left"), std::string::npos) << d->reason;
+  EXPECT_FALSE(c.take_decision(a, 1, 100));  // served once every voter took it
+}
+
 }  // namespace
 }  // namespace loco::membership

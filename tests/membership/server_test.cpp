@@ -60,6 +60,20 @@ TEST(CoordinatorServer, MembersGetOneQuorumWithRanks) {
   EXPECT_EQ(rb.rank, 1);
   EXPECT_EQ(ra.store_prefix, rb.store_prefix);
   EXPECT_FALSE(a.quorum_broken());
+  // Two-phase outer step: both vote, both learn the same decision.
+  auto va = std::async(std::launch::async, [&] { return a.vote(ra.quorum_id, 100, true, "abc", 10); });
+  const CommitReply vb = b.vote(rb.quorum_id, 100, true, "abc", 10);
+  const CommitReply decided_a = va.get();
+  EXPECT_EQ(decided_a.outcome, Outcome::commit);
+  EXPECT_EQ(vb.outcome, Outcome::commit);
+  EXPECT_EQ(vb.canonical_hash, "abc");
+  EXPECT_FALSE(vb.heal);
+  try {
+    a.vote(ra.quorum_id + 5, 200, true, "abc", 10);
+    ADD_FAILURE() << "a vote for another quorum was accepted";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::stale_quorum) << e.what();
+  }
 }
 
 TEST(CoordinatorServer, ASilentMemberIsLeftBehindAfterTheHeartbeatTimeout) {

@@ -87,6 +87,66 @@ void Coordinator::leave(const Credentials& who, const std::string& reason, doubl
   remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason), now);
 }
 
+void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
+                       const std::string& hash, double now) {
+  Member& m = member(who);
+  m.last_heartbeat = now;
+  const auto voted_in = [&](const Synchronisation& sync) {
+    return std::any_of(sync.votes.begin(), sync.votes.end(), [&](const Vote& v) { return v.member == who.member_id; });
+  };
+  const auto found = synchronisations_.find({quorum_id, step});
+  // A repeated vote only asks for the decision (take_decision), even when the run has moved on since.
+  if (found != synchronisations_.end() && voted_in(found->second)) return;
+  if (quorum_id != quorum_.id || m.quorum_id != quorum_id) {
+    throw MembershipError(Refusal::stale_quorum,
+                          fmt::format("{} voted for quorum {} at step {}, but the run's quorum is {}{}: ask for a "
+                                      "quorum again",
+                                      who.member_id, quorum_id, step, quorum_.id,
+                                      m.quorum_id == quorum_.id ? "" : " and does not include it"));
+  }
+  Synchronisation& sync = synchronisations_[{quorum_id, step}];
+  if (sync.members.empty()) sync.members = quorum_.members;
+  if (!sync.decision) sync.votes.push_back({who.member_id, ok, ok ? hash : ""});
+}
+
+std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, std::int64_t quorum_id,
+                                                      std::int64_t step) {
+  member(who);
+  const auto found = synchronisations_.find({quorum_id, step});
+  if (found == synchronisations_.end() || !found->second.decision) return std::nullopt;
+  Synchronisation& sync = found->second;
+  const CommitDecision& d = *sync.decision;
+  CommitReply reply{d.outcome, d.canonical_hash,
+                    std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.reason};
+  if (std::find(sync.told.begin(), sync.told.end(), who.member_id) == sync.told.end()) sync.told.push_back(who.member_id);
+  const bool every_voter_told = std::all_of(sync.votes.begin(), sync.votes.end(), [&](const Vote& v) {
+    return std::find(sync.told.begin(), sync.told.end(), v.member) != sync.told.end();
+  });
+  if (every_voter_told) synchronisations_.erase(found);
+  return reply;
+}
+
+// A synchronisation of an earlier quorum can no longer commit: the run has moved on without it. Decisions
+// are kept until every voter took them, or until two quorums later (a voter that died never asks).
+void Coordinator::decide_synchronisations(double now) {
+  for (auto it = synchronisations_.begin(); it != synchronisations_.end();) {
+    it = it->first.first < quorum_.id - 1 ? synchronisations_.erase(it) : std::next(it);
+  }
+  for (auto& [key, sync] : synchronisations_) {
+    if (sync.decision) continue;
+    const bool current = key.first == quorum_.id;
+    CommitDecision d = decide_commit(sync.members, sync.votes, !current || quorum_broken_, options_.rules.min_replicas);
+    if (d.outcome == Outcome::pending) continue;
+    if (d.outcome == Outcome::commit) {
+      record(now, "commit", fmt::format("q{} step {}: hash {}{}", key.first, key.second, d.canonical_hash.substr(0, 16),
+                                        d.outliers.empty() ? "" : fmt::format(", to heal: {}", fmt::join(d.outliers, ", "))));
+    } else {
+      record(now, "abort", fmt::format("q{} step {}: {}", key.first, key.second, d.reason));
+    }
+    sync.decision = std::move(d);
+  }
+}
+
 void Coordinator::remove(const std::string& id, const std::string& kind, const std::string& detail, double now) {
   members_.erase(id);
   if (std::binary_search(quorum_.members.begin(), quorum_.members.end(), id)) quorum_broken_ = true;
@@ -108,6 +168,7 @@ double Coordinator::tick(double now) {
   for (const auto& id : silent) {
     remove(id, "expire", fmt::format("{} (no heartbeat for {:.1f} s)", id, now - members_.at(id).last_heartbeat), now);
   }
+  decide_synchronisations(now);  // before a new quorum: votes of a broken one abort now
   const QuorumDecision decision = decide_quorum(states(), quorum_, now, rules);
   if (decision.form) {
     const std::int64_t before = quorum_.id;
@@ -124,6 +185,7 @@ double Coordinator::tick(double now) {
                              fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id), step};
     }
   }
+  decide_synchronisations(now);  // after: votes of a quorum just superseded abort too
   double next = decision.decide_again_at.value_or(std::numeric_limits<double>::infinity());
   for (const auto& [id, m] : members_) next = std::min(next, m.last_heartbeat + rules.heartbeat_timeout_s);
   return next;

@@ -8,7 +8,8 @@
 // joined an earlier incarnation are refused (MembershipError), never applied. A member that asks for a
 // quorum is served once, by the first quorum the rules (quorum_rules.h) form with it. When a member of the
 // current quorum expires or leaves, the quorum is broken: every heartbeat reply says so at once, so the
-// others abandon their collective instead of waiting for its timeout.
+// others abandon their collective instead of waiting for its timeout. Outer steps commit in two phases
+// (vote, take_decision; commit_rules.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "loco/membership/commit_rules.h"
 #include "loco/membership/quorum_rules.h"
 
 namespace loco::membership {
@@ -48,6 +50,13 @@ struct QuorumReply {
   std::int64_t step = 0;             // the furthest step of its members: a member behind it catches up
 };
 
+struct CommitReply {
+  Outcome outcome = Outcome::pending;  // commit or abort
+  std::string canonical_hash;          // commit: what every member must hold afterwards
+  bool heal = false;                   // commit: this member's hash differs; fetch the canonical state
+  std::string reason;                  // abort: why
+};
+
 struct CoordinatorOptions {
   QuorumRules rules;
   std::string run_id;
@@ -67,6 +76,14 @@ class Coordinator {
   // The quorum formed for the member's request, once; nullopt while it waits.
   std::optional<QuorumReply> take_quorum(const Credentials& who);
   void leave(const Credentials& who, const std::string& reason, double now);
+
+  // Phase one of a synchronisation (commit_rules.h): the member's vote for the outer step after `step`
+  // steps in quorum `quorum_id`. MembershipError(stale_quorum) when that is not the member's current
+  // quorum; a second vote for the same synchronisation is ignored.
+  void vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
+            double now);
+  // Phase two: the decision, once every member voted (or the quorum broke); nullopt while pending.
+  std::optional<CommitReply> take_decision(const Credentials& who, std::int64_t quorum_id, std::int64_t step);
 
   // Expires silent members and forms a quorum when the rules allow. Returns the time the state changes
   // next without a message (a join window's end, a heartbeat's expiry), so a server knows when to wake.
@@ -91,11 +108,20 @@ class Coordinator {
   };
   struct Event {
     double time;
-    std::string kind;  // join | leave | expire | quorum
+    std::string kind;  // join | leave | expire | quorum | commit | abort
     std::string detail;
   };
 
+  struct Synchronisation {
+    std::vector<std::string> members;  // the quorum's, when the first vote came
+    std::vector<Vote> votes;
+    std::optional<CommitDecision> decision;
+    std::vector<std::string> told;  // members that took the decision
+  };
+  using SyncKey = std::pair<std::int64_t, std::int64_t>;  // (quorum id, step)
+
   Member& member(const Credentials& who);
+  void decide_synchronisations(double now);
   void remove(const std::string& id, const std::string& kind, const std::string& detail, double now);
   void record(double now, std::string kind, std::string detail);
   std::vector<MemberState> states() const;
@@ -105,6 +131,7 @@ class Coordinator {
   std::map<std::string, std::int64_t> joins_by_name_;
   Quorum quorum_;
   bool quorum_broken_ = false;
+  std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;
   std::map<std::string, std::int64_t> event_counts_;
 };

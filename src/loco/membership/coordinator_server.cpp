@@ -27,6 +27,7 @@ int http_status(Refusal refusal) {
     case Refusal::malformed: return 400;
     case Refusal::wrong_run: return 403;
     case Refusal::stale_incarnation: return 409;
+    case Refusal::stale_quorum: return 409;
     case Refusal::unknown_member: return 410;
     case Refusal::unavailable: return 503;
   }
@@ -138,6 +139,26 @@ struct CoordinatorServer::Impl {
         }
         res.status = 202;
         return nlohmann::json{{"waiting_for", coordinator.waiting_for(now())}};
+      });
+    });
+    http.Post("/v1/commit", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, [this, &res](const nlohmann::json& body, std::unique_lock<std::mutex>& lock) {
+        const Credentials who = credentials(body);
+        const auto quorum_id = field<std::int64_t>(body, "quorum_id");
+        const auto step = field<std::int64_t>(body, "step");
+        const bool ok = field<bool>(body, "ok");
+        coordinator.vote(who, quorum_id, step, ok, ok ? field<std::string>(body, "hash") : "", now());
+        const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+        while (true) {
+          coordinator.tick(now());
+          if (auto decided = coordinator.take_decision(who, quorum_id, step)) return to_json(*decided);
+          if (stopping || Clock::now() >= deadline) break;
+          changed.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+        }
+        res.status = 202;
+        return nlohmann::json{{"waiting_for", "the other members' votes"}};
       });
     });
     http.Post("/v1/leave", [this](const httplib::Request& req, httplib::Response& res) {

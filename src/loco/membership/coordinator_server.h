@@ -7,6 +7,10 @@
 //   POST /v1/quorum     {member_id, incarnation, step, wait_s} → 200 {quorum_id, incarnation, members, rank,
 //                                                               store_prefix, step} once formed, 202 {waiting_for}
 //                                                               after wait_s (long poll: ask again)
+//   POST /v1/commit     {member_id, incarnation, quorum_id, step, ok, hash, wait_s}
+//                                                            → 200 {outcome: commit|abort, canonical_hash, heal,
+//                                                               reason} once decided, 202 after wait_s (vote again:
+//                                                               a repeated vote only asks for the decision)
 //   POST /v1/leave      {member_id, incarnation, reason}     → {}
 //   GET  /status (JSON), /metrics (Prometheus text), / (a page for people)
 //

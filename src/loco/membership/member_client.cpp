@@ -105,7 +105,8 @@ std::optional<std::string> MemberClient::fenced() const {
   return fence_->reason;
 }
 
-QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
+nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json request, double timeout_s,
+                                      const std::string& what) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::string last_reason = "no answer yet";
@@ -113,15 +114,10 @@ QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
     if (const auto reason = fenced()) throw MembershipError(Refusal::unknown_member, *reason);
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) break;
-    nlohmann::json request = to_json(credentials_);
-    request["step"] = step;
     request["wait_s"] = std::min(left, 5.0);
     try {
-      const Answer answer = post(options_.coordinator, "/v1/quorum", request, std::min(left, 5.0) + options_.request_timeout_s);
-      if (answer.status == 200) {
-        quorum_broken_ = false;
-        return quorum_reply(answer.body);
-      }
+      const Answer answer = post(options_.coordinator, path, request, std::min(left, 5.0) + options_.request_timeout_s);
+      if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {
       if (e.refusal() != Refusal::unavailable) throw;
@@ -130,7 +126,25 @@ QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
     }
   }
   throw MembershipError(Refusal::unavailable,
-                        fmt::format("no quorum within {:.1f} s; still waiting for {}", timeout_s, last_reason));
+                        fmt::format("no {} within {:.1f} s; still waiting for {}", what, timeout_s, last_reason));
+}
+
+QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
+  nlohmann::json request = to_json(credentials_);
+  request["step"] = step;
+  QuorumReply reply = quorum_reply(long_poll("/v1/quorum", request, timeout_s, "quorum"));
+  quorum_broken_ = false;
+  return reply;
+}
+
+CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
+                               double timeout_s) {
+  nlohmann::json request = to_json(credentials_);
+  request["quorum_id"] = quorum_id;
+  request["step"] = step;
+  request["ok"] = ok;
+  request["hash"] = hash;
+  return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision"));
 }
 
 void MemberClient::leave(const std::string& reason) {

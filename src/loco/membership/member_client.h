@@ -7,6 +7,8 @@
 // Where the coordinator is: LOCO_COORDINATOR=host:port and the run's id LOCO_RUN_ID (docs/fault-tolerance.md).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -53,6 +55,11 @@ class MemberClient {
   // MembershipError when refused (fenced: rejoin as a new member) or unavailable after `timeout_s`.
   QuorumReply await_quorum(std::int64_t step, double timeout_s);
 
+  // Votes for the outer step after `step` steps in quorum `quorum_id` (ok, and the hash of the global
+  // parameters it would commit) and waits for the decision (commit_rules.h). MembershipError when the
+  // vote is refused (stale_quorum: ask for a quorum again) or no decision came within `timeout_s`.
+  CommitReply vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash, double timeout_s);
+
   // Set by the heartbeat thread: the member's last quorum lost a member or was superseded.
   bool quorum_broken() const { return quorum_broken_; }
   // Set when a heartbeat was refused: this member is no longer in the run and must rejoin.
@@ -62,6 +69,8 @@ class MemberClient {
 
  private:
   void heartbeat_until_stopped(double interval_s);
+  // Posts `request` to `path` until the coordinator answers 200 (its body) or `timeout_s` passes.
+  nlohmann::json long_poll(const std::string& path, nlohmann::json request, double timeout_s, const std::string& what);
 
   MemberOptions options_;
   Credentials credentials_;

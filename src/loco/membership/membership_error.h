@@ -11,6 +11,7 @@ enum class Refusal {
   wrong_run,          // another run's id: 403
   unknown_member,     // expired or never joined: rejoin as a new member: 410
   stale_incarnation,  // the coordinator restarted since this member joined: rejoin: 409
+  stale_quorum,       // a vote for a quorum that is no longer the run's: ask for a quorum again: 409
   unavailable,        // no coordinator answered (client side only)
 };
 

@@ -26,6 +26,7 @@ const char* refusal_name(Refusal refusal) {
     case Refusal::wrong_run: return "wrong_run";
     case Refusal::unknown_member: return "unknown_member";
     case Refusal::stale_incarnation: return "stale_incarnation";
+    case Refusal::stale_quorum: return "stale_quorum";
     case Refusal::unavailable: return "unavailable";
   }
   return "unknown";
@@ -74,6 +75,29 @@ nlohmann::json to_json(const QuorumReply& reply) {
           {"step", reply.step}};
 }
 
+nlohmann::json to_json(const CommitReply& reply) {
+  return {{"outcome", outcome_name(reply.outcome)},
+          {"canonical_hash", reply.canonical_hash},
+          {"heal", reply.heal},
+          {"reason", reply.reason}};
+}
+
+CommitReply commit_reply(const nlohmann::json& message) {
+  CommitReply reply;
+  const std::string outcome = field<std::string>(message, "outcome");
+  if (outcome == "commit") {
+    reply.outcome = Outcome::commit;
+  } else if (outcome == "abort") {
+    reply.outcome = Outcome::abort;
+  } else {
+    throw MembershipError(Refusal::malformed, fmt::format("outcome '{}' is neither commit nor abort", outcome));
+  }
+  reply.canonical_hash = field<std::string>(message, "canonical_hash");
+  reply.heal = field<bool>(message, "heal");
+  reply.reason = field<std::string>(message, "reason");
+  return reply;
+}
+
 QuorumReply quorum_reply(const nlohmann::json& message) {
   QuorumReply reply;
   reply.quorum_id = field<std::int64_t>(message, "quorum_id");
@@ -106,7 +130,8 @@ MembershipError refusal_from(int http_status, const std::string& body) {
                                ? message["error"].get<std::string>()
                                : fmt::format("HTTP status {}", http_status);
   const std::string kind = message.is_object() ? message.value("refusal", "") : "";
-  for (Refusal r : {Refusal::malformed, Refusal::wrong_run, Refusal::unknown_member, Refusal::stale_incarnation}) {
+  for (Refusal r : {Refusal::malformed, Refusal::wrong_run, Refusal::unknown_member, Refusal::stale_incarnation,
+                    Refusal::stale_quorum}) {
     if (kind == refusal_name(r)) return MembershipError(r, what);
   }
   return MembershipError(Refusal::unavailable, what);

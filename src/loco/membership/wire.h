@@ -24,6 +24,9 @@ nlohmann::json to_json(const Credentials& who);
 nlohmann::json to_json(const QuorumReply& reply);
 QuorumReply quorum_reply(const nlohmann::json& message);
 
+nlohmann::json to_json(const CommitReply& reply);
+CommitReply commit_reply(const nlohmann::json& message);
+
 // {"error": what, "refusal": kind} and back.
 nlohmann::json refusal_message(const MembershipError& error);
 MembershipError refusal_from(int http_status, const std::string& body);

@@ -1,0 +1,36 @@
+// Two-phase synchronisation (DESIGN.md §3 "Membership"; docs/fault-tolerance.md "Commits"): after an
+// outer step computed on copies, every member of the quorum votes (ok, and a hash of the global
+// parameters it would commit); the coordinator commits only when every member voted ok and the quorum is
+// whole and has min_replicas, and aborts otherwise; nothing is applied on abort. The votes also check
+// consistency: the most common hash is canonical (ties: the lowest-ranked member's), and a member whose
+// hash differs must fetch the canonical state before it goes on. Pure logic, tested without a network.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loco::membership {
+
+struct Vote {
+  std::string member;
+  bool ok = false;
+  std::string hash;  // of what the member would commit (hex); empty when !ok
+};
+
+enum class Outcome { pending, commit, abort };
+
+struct CommitDecision {
+  Outcome outcome = Outcome::pending;
+  std::string canonical_hash;         // commit: the most common hash
+  std::vector<std::string> outliers;  // commit: members whose hash differs (they must heal)
+  std::string reason;                 // abort and pending: why, in words
+};
+
+// `members`: the quorum, sorted (rank order). `broken`: a member of the quorum left or went silent.
+CommitDecision decide_commit(const std::vector<std::string>& members, const std::vector<Vote>& votes, bool broken,
+                             int min_replicas);
+
+const char* outcome_name(Outcome outcome);
+
+}  // namespace loco::membership
