@@ -57,8 +57,7 @@ int main(int argc, char** argv) {
           if (round == die_at) std::raise(SIGKILL);
           if (round == stop_at) std::raise(SIGSTOP);
           torch::Tensor one = torch::ones({1});
-          auto work = group.all_reduce_async(one, loco::comm::ReduceOp::sum);
-          groups.wait(*work);
+          group.all_reduce(one, loco::comm::ReduceOp::sum);
           std::printf("round %d quorum %lld size %d sum %g at %.3f s\n", round,
                       static_cast<long long>(groups.quorum().quorum_id), group.size(), one.item<double>(),
                       seconds_since_start());

@@ -70,6 +70,7 @@ TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   EXPECT_EQ(qb->rank, 1);
   EXPECT_EQ(qa->store_prefix, "loco/77/q1/");
   EXPECT_EQ(qa->step, 10);  // the furthest of its members' steps
+  EXPECT_EQ(qa->steps, (std::vector<std::int64_t>{7, 10}));
   EXPECT_FALSE(c.take_quorum(a));  // once
   // The same members at the next synchronisation point: the same quorum id.
   c.request_quorum(a, 20, 3);
@@ -170,6 +171,25 @@ TEST(Coordinator, AMemberLostBeforeItVotedAbortsTheOuterStep) {
   EXPECT_EQ(d->outcome, Outcome::abort);
   EXPECT_NE(d->reason.find("left"), std::string::npos) << d->reason;
   EXPECT_FALSE(c.take_decision(a, 1, 100));  // served once every voter took it
+}
+
+// After an aborted synchronisation the next quorum has a new id even with the same members: the group
+// of the aborted one may be out of step, and the new one needs fresh store keys.
+TEST(Coordinator, AnAbortRenewsTheQuorumId) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  c.vote(a, 1, 100, true, "h1", 2);
+  c.vote(b, 1, 100, false, "", 2);
+  c.tick(2);
+  EXPECT_EQ(c.take_decision(a, 1, 100)->outcome, Outcome::abort);
+  c.request_quorum(a, 100, 2.1);
+  c.request_quorum(b, 100, 2.1);
+  c.tick(2.1);
+  const auto again = c.take_quorum(a);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->quorum_id, 2);
+  EXPECT_EQ(again->members, (Ids{"a#1", "b#1"}));
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ TEST(QuorumRules, TheIdChangesWithTheMembersOnly) {
   EXPECT_EQ(smaller.id, 2);
   EXPECT_EQ(smaller.members, (Ids{"a"}));
   EXPECT_EQ(next_quorum(smaller, {"a", "b"}).id, 3);
+  EXPECT_EQ(next_quorum(smaller, {"a"}, /*renew=*/true).id, 3);  // after an abort
 }
 
 }  // namespace

@@ -203,5 +203,25 @@ TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
   EXPECT_EQ(c.exchange().codec, "bf16");
 }
 
+TEST(Config, ElasticRunsNeedProcessesPerReplicaBatchesAndADilocoFamilyAlgorithm) {
+  ScratchDir dir;
+  const std::vector<std::string> elastic = {"dist.elastic=true", "dist.algorithm=diloco", "dist.backend=gloo",
+                                            "dist.batch=per_replica", "dist.replicas=2"};
+  EXPECT_TRUE(load_text(dir, kValidConfig, elastic).dist.elastic);
+  auto with = [&](const std::string& change) {
+    std::vector<std::string> overrides = elastic;
+    overrides.push_back(change);
+    return config_error(dir, kValidConfig, overrides);
+  };
+  EXPECT_NE(with("dist.algorithm=streaming").find("diloco or localsgd"), std::string::npos);
+  EXPECT_NE(with("dist.backend=local").find("loco coordinator"), std::string::npos);
+  EXPECT_NE(with("dist.batch=split").find("per_replica"), std::string::npos);
+  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
+                auto o = elastic;
+                o.push_back("dist.algorithm=localsgd");
+                return o;
+              }()).dist.elastic);
+}
+
 }  // namespace
 }  // namespace loco

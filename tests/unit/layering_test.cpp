@@ -25,7 +25,7 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"comm", {"util"}},
       {"launch", {"util"}},
       {"membership", {"util"}},
-      {"elastic", {"util", "comm", "membership"}},
+      {"elastic", {"util", "io", "config", "data", "model", "comm", "membership", "train", "algo"}},
       {"model", {"util", "io", "config", "data"}},
       {"train", {"util", "io", "config", "data", "model", "comm"}},
       {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},

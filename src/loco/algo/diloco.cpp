@@ -15,15 +15,19 @@ Diloco::Diloco(const DilocoConfig& config, const ExchangeConfig& exchange, SyncS
                const ReplicaContext& context)
     : Diloco("diloco", config, exchange, schedule, context) {}
 
-std::unique_ptr<Diloco> Diloco::local_sgd(const LocalsgdConfig& config, const OptimConfig& optim,
-                                          const ExchangeConfig& exchange, const ReplicaContext& context) {
-  // Local SGD is DiLoCo's outer step with η = 1, μ = 0: θ_g becomes the replicas' average.
+DilocoConfig local_sgd_as_diloco(const LocalsgdConfig& config) {
+  // θ_g becomes the replicas' average.
   DilocoConfig average;
   average.sync_every = config.sync_every;
   average.outer_lr = 1;
   average.outer_momentum = 0;
+  return average;
+}
+
+std::unique_ptr<Diloco> Diloco::local_sgd(const LocalsgdConfig& config, const OptimConfig& optim,
+                                          const ExchangeConfig& exchange, const ReplicaContext& context) {
   SyncSchedule schedule(config.sync_every, config.qsr_alpha, optim, context.total_steps);
-  return std::unique_ptr<Diloco>(new Diloco("localsgd", average, exchange, schedule, context));
+  return std::unique_ptr<Diloco>(new Diloco("localsgd", local_sgd_as_diloco(config), exchange, schedule, context));
 }
 
 Diloco::Diloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,

@@ -28,6 +28,9 @@
 
 namespace loco {
 
+// Local SGD's outer step as DiLoCo's: η = 1, μ = 0, unweighted, nothing dropped.
+DilocoConfig local_sgd_as_diloco(const LocalsgdConfig& config);
+
 class Diloco final : public Strategy {
  public:
   // DiLoCo with its section's η, μ, weighting and drop rate, syncing on `schedule`.

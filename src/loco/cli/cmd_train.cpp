@@ -1,12 +1,16 @@
 // loco train --config FILE.toml [--set section.key=value …] [--resume CHECKPOINT_DIR] [--help-config]
 //
 // dist.backend = "local" runs dist.replicas replicas as threads of this process; "gloo" and "nccl"
-// run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun).
+// run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun);
+// dist.elastic = true runs this process as one member of an elastic run (cli/train_elastic.h).
 #include <fmt/format.h>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
+#ifdef LOCO_HAVE_MEMBERSHIP
+#include "loco/cli/train_elastic.h"
+#endif
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/algorithms.h"
@@ -105,6 +109,17 @@ void run_local(const TrainOptions& options) {
   print_summary(summary);
 }
 
+// A member of an elastic run: it finds its coordinator, not its rank, in the environment.
+void run_elastic(const TrainOptions& options) {
+  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+#ifdef LOCO_HAVE_MEMBERSHIP
+  print_summary(run_elastic_member(options));
+#else
+  throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
+                    "rebuild; docs/build.md)");
+#endif
+}
+
 // Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
 // WORLD_SIZE completes dist.replicas = 0.
 void run_train(const TrainArgs& args) {
@@ -112,6 +127,10 @@ void run_train(const TrainArgs& args) {
   options.config = given_config(args);
   if (!args.resume.empty()) options.resume_from = args.resume;
   options.make_strategy = make_strategy;
+  if (options.config.dist.elastic) {
+    complete_run_config(options.config);
+    return run_elastic(options);
+  }
   if (options.config.dist.backend == "local") {
     complete_run_config(options.config);
     return run_local(options);

@@ -46,6 +46,11 @@ struct GroupOptions {
   Timeout timeout{std::chrono::minutes(10)};
   LinkModel link;
   LinkDelay delay = LinkDelay::none;
+  // Polled while a collective of a C10dGroup is waited for (not send/recv: Gloo reports their completion
+  // only in wait()); when it says true the wait gives up with PeerLost and the group must be abandoned.
+  // Elastic runs pass "the coordinator says the quorum broke" (elastic/quorum_group.h), so that nobody
+  // waits for a collective timeout after a member stopped.
+  std::function<bool()> abandoned;
 };
 
 // What one rank has communicated so far.

@@ -107,6 +107,8 @@ std::vector<ConfigKey> make_keys() {
            {{"split", "the global batch, divided among replicas"}, {"per_replica", "each replica's batch"}}),
       bind("dist", "check_sync", &R::dist, &Dist::check_sync,
            "debug: compare a hash of the global parameters across replicas after every outer step"),
+      bind("dist", "elastic", &R::dist, &Dist::elastic,
+           "replicas join and leave at any time through the coordinator of LOCO_COORDINATOR (diloco, localsgd)"),
       bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
       bind("ddp", "first_bucket_mb", &R::ddp, &Ddp::first_bucket_mb, "cap of the first bucket in MiB"),
       bind("ddp", "overlap", &R::ddp, &Ddp::overlap,

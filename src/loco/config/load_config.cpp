@@ -178,6 +178,23 @@ void require_sync_every(const char* key, std::int64_t h) {
   if (h <= 0) reject(fmt::format("{} ({}) must be positive: the inner steps between synchronisations", key, h));
 }
 
+// Note "elastic-data" (elastic/elastic_diloco.h): members come and go, so each trains on its own batch.
+void validate_elastic(const RunConfig& c) {
+  const Algorithm algorithm = algorithm_named(c.dist.algorithm);
+  if (algorithm != Algorithm::diloco && algorithm != Algorithm::localsgd) {
+    reject(fmt::format("dist.elastic = true works with dist.algorithm diloco or localsgd so far, not {}",
+                       c.dist.algorithm));
+  }
+  if (c.dist.backend == "local") {
+    reject("dist.elastic = true runs each replica as a process of its own that joins the run's coordinator: set "
+           "dist.backend = \"gloo\" (or nccl) and start `loco coordinator`");
+  }
+  if (c.dist.batch != "per_replica") {
+    reject("dist.elastic = true needs dist.batch = \"per_replica\": the number of replicas changes during the run, "
+           "so train.batch_size is each replica's batch");
+  }
+}
+
 void validate_dist(const RunConfig& c) {
   const DistConfig& d = c.dist;
   const Algorithm algorithm = algorithm_named(d.algorithm);
@@ -231,6 +248,7 @@ void validate_dist(const RunConfig& c) {
     reject("noloco.momentum must lie in [0, 1); noloco.beta and noloco.gamma must be positive");
   }
   if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
+  if (d.elastic) validate_elastic(c);
   if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1) {
     reject("simulated replicas (dist.backend = \"local\") run on the CPU; use train.device = \"cpu\", or one "
            "process per GPU with dist.backend = \"nccl\" and loco launch");

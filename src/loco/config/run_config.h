@@ -66,6 +66,7 @@ struct DistConfig {
   std::string backend = "local";   // local (M threads in this process) | gloo | nccl
   std::string batch = "split";     // split: train.batch_size is the global batch | per_replica
   bool check_sync = false;         // hash the global parameters on every replica after each outer step
+  bool elastic = false;            // members join and leave through a coordinator (docs/fault-tolerance.md)
 };
 
 struct DdpConfig {

@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <thread>
-
 #include "loco/comm/c10d/c10d_group.h"
 #include "loco/comm/comm_error.h"
 
@@ -39,6 +36,7 @@ comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
   c10d.interface = options_.interface;
   c10d.rendezvous_timeout = options_.rendezvous_timeout;
   c10d.group = options_.group;
+  c10d.group.abandoned = [&member = member_] { return member.quorum_broken(); };
   group_ = comm::make_c10d_group(c10d);
   quorum_ = std::move(next);
   return *group_;
@@ -47,22 +45,6 @@ comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
 const membership::QuorumReply& QuorumGroup::quorum() const {
   LOCO_CHECK(quorum_.has_value(), "QuorumGroup::quorum() before join_quorum()");
   return *quorum_;
-}
-
-void QuorumGroup::wait(comm::Work& work) {
-  // Polls rather than blocking in wait(): the coordinator's word that the quorum broke arrives through
-  // the heartbeat thread, and a blocked wait would only end at the group's timeout.
-  while (!work.is_completed()) {
-    if (member_.quorum_broken()) {
-      const std::int64_t id = quorum_ ? quorum_->quorum_id : 0;
-      abandon();
-      throw comm::PeerLost(fmt::format("quorum {} broke (a member left or stopped heartbeating); its group is "
-                                       "abandoned and the next synchronisation forms a new one",
-                                       id));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  work.wait();  // rethrows the operation's own error, if any
 }
 
 void QuorumGroup::abandon() {

@@ -1,9 +1,9 @@
 // The process group of an elastic run's current quorum (docs/fault-tolerance.md). At each
 // synchronisation point the member asks the coordinator for a quorum; when its id differs from the
 // group's, a new c10d group is built on the coordinator's store under the quorum's own key prefix and
-// the old one is buried (note "group-graveyard" in comm/group_graveyard.h). Waiting on an operation
-// gives up as soon as the coordinator says the quorum broke (a member left, or stopped heartbeating),
-// instead of waiting for the group's timeout.
+// the old one is buried (note "group-graveyard" in comm/group_graveyard.h). Waiting on a collective
+// of the group gives up (PeerLost) as soon as the coordinator says the quorum broke (a member left, or
+// stopped heartbeating), instead of waiting for the group's timeout (GroupOptions::abandoned).
 #pragma once
 
 #include <memory>
@@ -38,10 +38,6 @@ class QuorumGroup {
   // The quorum of the current group (after a join_quorum).
   const membership::QuorumReply& quorum() const;
 
-  // Waits for `work`, a collective of the current group (not a send or recv: Gloo reports their
-  // completion only from wait()). When the quorum breaks first, abandons the group and throws
-  // comm::PeerLost: the caller retries at its next join_quorum.
-  void wait(comm::Work& work);
   // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
   void abandon();
 

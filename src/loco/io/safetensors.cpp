@@ -82,29 +82,28 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
   write_file_atomic(path, encode_safetensors(tensors, metadata));
 }
 
-SafetensorsContent load_safetensors(const std::filesystem::path& path) {
-  MappedFile file(path);
+SafetensorsContent decode_safetensors(const std::uint8_t* buffer, std::size_t size, const std::filesystem::path& source) {
   auto corrupt = [&](const std::string& what) {
     return CheckpointError(fmt::format("{} is not a valid safetensors file ({}); it is truncated or "
                                        "corrupted: restore it or use another checkpoint",
-                                       path.string(), what));
+                                       source.string(), what));
   };
-  if (file.size() < 8) throw corrupt("shorter than its 8-byte header length");
+  if (size < 8) throw corrupt("shorter than its 8-byte header length");
   std::uint64_t header_length = 0;
-  for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(file.data()[i]) << (8 * i);
-  if (header_length > file.size() - 8) throw corrupt("header length beyond the end of the file");
+  for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(buffer[i]) << (8 * i);
+  if (header_length > size - 8) throw corrupt("header length beyond the end of the file");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(file.data() + 8, file.data() + 8 + header_length);
+    header = nlohmann::json::parse(buffer + 8, buffer + 8 + header_length);
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("header is not JSON: ") + e.what());
   }
   if (!header.is_object()) throw corrupt("header is not a JSON object");
-  const std::uint8_t* data = file.data() + 8 + header_length;
-  const std::size_t data_size = file.size() - 8 - header_length;
+  const std::uint8_t* data = buffer + 8 + header_length;
+  const std::size_t data_size = size - 8 - header_length;
 
   SafetensorsContent content;
-  content.source = path;
+  content.source = source;
   try {
     for (const auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
@@ -135,6 +134,11 @@ SafetensorsContent load_safetensors(const std::filesystem::path& path) {
     throw corrupt(std::string("malformed header entry: ") + e.what());
   }
   return content;
+}
+
+SafetensorsContent load_safetensors(const std::filesystem::path& path) {
+  MappedFile file(path);
+  return decode_safetensors(file.data(), file.size(), path);
 }
 
 }  // namespace loco

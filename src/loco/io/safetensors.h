@@ -6,6 +6,7 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -35,5 +36,8 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 // Reads and validates (header bounds, offsets inside the file, sizes matching shapes);
 // throws CheckpointError naming the file and what is wrong.
 SafetensorsContent load_safetensors(const std::filesystem::path& path);
+
+// The same from bytes in memory (a state sent by another replica); `source` names them in errors.
+SafetensorsContent decode_safetensors(const std::uint8_t* buffer, std::size_t size, const std::filesystem::path& source);
 
 }  // namespace loco

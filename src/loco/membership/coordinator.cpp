@@ -117,7 +117,7 @@ std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, st
   Synchronisation& sync = found->second;
   const CommitDecision& d = *sync.decision;
   CommitReply reply{d.outcome, d.canonical_hash,
-                    std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.reason};
+                    std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.outliers, d.reason};
   if (std::find(sync.told.begin(), sync.told.end(), who.member_id) == sync.told.end()) sync.told.push_back(who.member_id);
   const bool every_voter_told = std::all_of(sync.votes.begin(), sync.votes.end(), [&](const Vote& v) {
     return std::find(sync.told.begin(), sync.told.end(), v.member) != sync.told.end();
@@ -142,6 +142,7 @@ void Coordinator::decide_synchronisations(double now) {
                                         d.outliers.empty() ? "" : fmt::format(", to heal: {}", fmt::join(d.outliers, ", "))));
     } else {
       record(now, "abort", fmt::format("q{} step {}: {}", key.first, key.second, d.reason));
+      renew_quorum_ = true;
     }
     sync.decision = std::move(d);
   }
@@ -172,17 +173,19 @@ double Coordinator::tick(double now) {
   const QuorumDecision decision = decide_quorum(states(), quorum_, now, rules);
   if (decision.form) {
     const std::int64_t before = quorum_.id;
-    quorum_ = next_quorum(quorum_, decision.members);
+    quorum_ = next_quorum(quorum_, decision.members, renew_quorum_);
+    renew_quorum_ = false;
     if (quorum_.id != before) quorum_broken_ = false;
-    std::int64_t step = 0;
-    for (const auto& id : quorum_.members) step = std::max(step, members_.at(id).step);
+    std::vector<std::int64_t> steps;
+    for (const auto& id : quorum_.members) steps.push_back(members_.at(id).step);
+    const std::int64_t step = *std::max_element(steps.begin(), steps.end());
     record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
     for (std::size_t rank = 0; rank < quorum_.members.size(); ++rank) {
       Member& m = members_.at(quorum_.members[rank]);
       m.waiting_since.reset();
       m.quorum_id = quorum_.id;
       m.served = QuorumReply{quorum_.id, options_.incarnation, quorum_.members, static_cast<int>(rank),
-                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id), step};
+                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id), step, steps};
     }
   }
   decide_synchronisations(now);  // after: votes of a quorum just superseded abort too

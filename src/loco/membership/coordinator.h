@@ -48,12 +48,14 @@ struct QuorumReply {
   int rank = 0;                      // this member's index in `members`
   std::string store_prefix;          // "loco/{incarnation}/q{quorum_id}/": the process group's keys
   std::int64_t step = 0;             // the furthest step of its members: a member behind it catches up
+  std::vector<std::int64_t> steps;   // each member's step when it asked, in rank order
 };
 
 struct CommitReply {
   Outcome outcome = Outcome::pending;  // commit or abort
   std::string canonical_hash;          // commit: what every member must hold afterwards
   bool heal = false;                   // commit: this member's hash differs; fetch the canonical state
+  std::vector<std::string> outliers;   // commit: every member whose hash differs (they all take part in it)
   std::string reason;                  // abort: why
 };
 
@@ -131,6 +133,7 @@ class Coordinator {
   std::map<std::string, std::int64_t> joins_by_name_;
   Quorum quorum_;
   bool quorum_broken_ = false;
+  bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id
   std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;
   std::map<std::string, std::int64_t> event_counts_;

@@ -57,8 +57,8 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
   return decision;
 }
 
-Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members) {
-  if (previous.id > 0 && members == previous.members) return previous;
+Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members, bool renew) {
+  if (!renew && previous.id > 0 && members == previous.members) return previous;
   return Quorum{previous.id + 1, members};
 }
 

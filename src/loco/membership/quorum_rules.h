@@ -14,7 +14,8 @@
 //         member of the previous quorum asked (since the first request when none of them waits): the
 //         missing members had their chance. A newcomer's long wait does not shorten the wait for a member
 //         of the previous quorum that is only a little late.
-//   The quorum keeps its id when its members are the previous quorum's; any change takes the next id.
+//   The quorum keeps its id when its members are the previous quorum's; any change takes the next id, and
+//   so does the quorum after an aborted synchronisation.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +57,8 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
                              const QuorumRules& rules);
 
 // The quorum after `previous` with `members` (sorted): the same id when nothing changed, the next one
-// otherwise.
-Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members);
+// otherwise, or always with `renew` (after an aborted synchronisation: its group may be out of step, and a
+// new id gives the next group fresh store keys).
+Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members, bool renew = false);
 
 }  // namespace loco::membership

@@ -20,6 +20,21 @@ bool holds(const nlohmann::json& v, const double*) { return v.is_number() && std
 bool holds(const nlohmann::json& v, const std::int64_t*) { return v.is_number_integer(); }
 bool holds(const nlohmann::json& v, const std::uint64_t*) { return v.is_number_unsigned(); }
 
+std::vector<std::string> string_list(const nlohmann::json& message, const char* name) {
+  const auto list = message.find(name);
+  if (list == message.end() || !list->is_array()) {
+    throw MembershipError(Refusal::malformed, fmt::format("field '{}' is missing or not an array", name));
+  }
+  std::vector<std::string> out;
+  for (const auto& item : *list) {
+    if (!item.is_string()) {
+      throw MembershipError(Refusal::malformed, fmt::format("field '{}' holds a value that is not a string", name));
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 const char* refusal_name(Refusal refusal) {
   switch (refusal) {
     case Refusal::malformed: return "malformed";
@@ -72,13 +87,15 @@ nlohmann::json to_json(const QuorumReply& reply) {
           {"members", reply.members},
           {"rank", reply.rank},
           {"store_prefix", reply.store_prefix},
-          {"step", reply.step}};
+          {"step", reply.step},
+          {"steps", reply.steps}};
 }
 
 nlohmann::json to_json(const CommitReply& reply) {
   return {{"outcome", outcome_name(reply.outcome)},
           {"canonical_hash", reply.canonical_hash},
           {"heal", reply.heal},
+          {"outliers", reply.outliers},
           {"reason", reply.reason}};
 }
 
@@ -95,6 +112,7 @@ CommitReply commit_reply(const nlohmann::json& message) {
   reply.canonical_hash = field<std::string>(message, "canonical_hash");
   reply.heal = field<bool>(message, "heal");
   reply.reason = field<std::string>(message, "reason");
+  reply.outliers = string_list(message, "outliers");
   return reply;
 }
 
@@ -105,13 +123,14 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
   reply.rank = static_cast<int>(field<std::int64_t>(message, "rank"));
   reply.store_prefix = field<std::string>(message, "store_prefix");
   reply.step = field<std::int64_t>(message, "step");
-  const auto members = message.find("members");
-  if (members == message.end() || !members->is_array()) {
-    throw MembershipError(Refusal::malformed, "field 'members' is missing or not an array");
+  reply.members = string_list(message, "members");
+  const auto steps = message.find("steps");
+  if (steps == message.end() || !steps->is_array() || steps->size() != reply.members.size()) {
+    throw MembershipError(Refusal::malformed, "field 'steps' is missing or not one integer per member");
   }
-  for (const auto& m : *members) {
-    if (!m.is_string()) throw MembershipError(Refusal::malformed, "field 'members' holds a value that is not a string");
-    reply.members.push_back(m.get<std::string>());
+  for (const auto& step : *steps) {
+    if (!step.is_number_integer()) throw MembershipError(Refusal::malformed, "field 'steps' holds a non-integer");
+    reply.steps.push_back(step.get<std::int64_t>());
   }
   if (reply.rank < 0 || reply.rank >= static_cast<int>(reply.members.size())) {
     throw MembershipError(Refusal::malformed, fmt::format("rank {} is outside the quorum's {} members", reply.rank,

@@ -104,6 +104,28 @@ constexpr std::string_view kCheckpointPrefix = "step_";
 
 }  // namespace
 
+nlohmann::json checkpoint_state_json(const CheckpointState& state) {
+  return {{"step", state.step},
+          {"tokens", state.tokens},
+          {"optimizer_steps", state.optimizer_steps},
+          {"elapsed_s", state.elapsed_s},
+          {"sampler", state.sampler},
+          {"strategy", state.strategy},
+          {"communication", state.communication}};
+}
+
+CheckpointState checkpoint_state_from_json(const nlohmann::json& doc) {
+  CheckpointState state;
+  state.step = doc.at("step").get<std::int64_t>();
+  state.tokens = doc.at("tokens").get<std::int64_t>();
+  state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();
+  state.elapsed_s = doc.at("elapsed_s").get<double>();
+  state.sampler = doc.at("sampler");
+  state.strategy = doc.at("strategy");
+  state.communication = doc.value("communication", nlohmann::json::object());
+  return state;
+}
+
 std::string checkpoint_name(std::int64_t step) { return fmt::format("{}{}", kCheckpointPrefix, step); }
 
 std::optional<std::int64_t> checkpoint_step(const std::string& name) {
@@ -148,17 +170,10 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
     for (const auto& name : data::tokenizer_file_names(tokenizer_dir)) {
       put_file(tmp_dir, name, read_file(tokenizer_dir / name), files);
     }
-    nlohmann::json doc = {{"format", "loco-checkpoint"},
-                          {"version", kFormatVersion},
-                          {"step", state.step},
-                          {"tokens", state.tokens},
-                          {"optimizer_steps", state.optimizer_steps},
-                          {"elapsed_s", state.elapsed_s},
-                          {"sampler", state.sampler},
-                          {"strategy", state.strategy},
-                          {"communication", state.communication},
-                          {"config", to_json(config)},
-                          {"files", files}};
+    nlohmann::json doc = {{"format", "loco-checkpoint"}, {"version", kFormatVersion}};
+    doc.update(checkpoint_state_json(state));
+    doc["config"] = to_json(config);
+    doc["files"] = files;
     write_file_atomic(tmp_dir / "state.json", doc.dump(2) + "\n");
     if (!rename_no_replace(tmp_dir, final_dir)) {
       throw CheckpointError(fmt::format("{} appeared while the checkpoint was written (another process?); loco "
@@ -191,13 +206,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   try {
     verify_files(dir, doc.at("files"), use);
     out.config = saved_config(doc.at("config"));
-    out.state.step = doc.at("step").get<std::int64_t>();
-    out.state.tokens = doc.at("tokens").get<std::int64_t>();
-    out.state.optimizer_steps = doc.at("optimizer_steps").get<std::int64_t>();
-    out.state.elapsed_s = doc.at("elapsed_s").get<double>();
-    out.state.sampler = doc.at("sampler");
-    out.state.strategy = doc.at("strategy");
-    out.state.communication = doc.value("communication", nlohmann::json::object());
+    out.state = checkpoint_state_from_json(doc);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
                                       "by another version. Resume from another checkpoint",

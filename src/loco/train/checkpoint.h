@@ -41,6 +41,11 @@ struct CheckpointTensors {
   NamedTensors strategy;
 };
 
+// The fields of state.json that CheckpointState holds, and back (nlohmann::json::exception when one is
+// missing or of the wrong type; callers say which file).
+nlohmann::json checkpoint_state_json(const CheckpointState& state);
+CheckpointState checkpoint_state_from_json(const nlohmann::json& doc);
+
 // Writes CHECKPOINTS_DIR/step_N atomically and returns its path.
 std::filesystem::path write_checkpoint(const std::filesystem::path& checkpoints_dir, const RunConfig& config,
                                        const CheckpointState& state, const CheckpointTensors& tensors,

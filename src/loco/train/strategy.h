@@ -28,6 +28,7 @@ namespace comm {
 class Group;
 }
 class EmulatedClock;
+class ReplicaState;
 
 // What a strategy needs to know about the replica it serves.
 struct ReplicaContext {
@@ -36,6 +37,7 @@ struct ReplicaContext {
   std::int64_t total_steps = 0;       // the run's last step (strategies sync there)
   std::uint64_t seed = 0;             // train.seed, for seeded choices (left-out replicas, pairs)
   std::int64_t tokens_per_step = 0;   // tokens this replica trains on per inner step
+  ReplicaState* replica = nullptr;    // the replica's whole state (note "elastic-heal"); set by the trainer
 };
 
 class Strategy {

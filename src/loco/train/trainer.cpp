@@ -14,9 +14,11 @@
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
 #include "loco/train/emulated_clock.h"
+#include "loco/train/fault_injection.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
+#include "loco/train/replica_state.h"
 #include "loco/train/resume_checks.h"
 #include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
@@ -88,6 +90,7 @@ struct Trainer::State {
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
   std::optional<EmulatedClock> clock;
+  std::unique_ptr<ReplicaState> access;  // the strategy's view of this replica
   std::unique_ptr<Strategy> strategy;
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
@@ -110,7 +113,8 @@ struct Trainer::State {
     if (!quiet) fmt::print(stderr, "{}\n", line);
   }
   std::int64_t tokens_per_step() const { return config.global_batch() * config.data.seq_len; }  // all replicas
-  double elapsed_s() const { return elapsed_before + seconds_since(start); }
+  // Before the loop starts (a heal while the strategy attaches) this process has trained for no time.
+  double elapsed_s() const { return elapsed_before + (start == Clock::time_point{} ? 0.0 : seconds_since(start)); }
   bool last_step() const { return step == config.train.steps; }
   bool evaluation_due() const {
     return lead && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
@@ -119,6 +123,28 @@ struct Trainer::State {
   bool checkpoint_due() const {
     return last_step() || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
   }
+};
+
+// The replica's state as strategies see it (note "elastic-heal").
+class Trainer::Access final : public ReplicaState {
+ public:
+  explicit Access(Trainer& trainer) : trainer_(trainer) {}
+  std::string encode() override {
+    const auto [state, tensors] = trainer_.snapshot();
+    return encode_replica_snapshot(state, tensors);
+  }
+  void adopt(const std::string& encoded, const std::string& source) override {
+    trainer_.apply(decode_replica_snapshot(encoded, source));
+  }
+  void seek_data(std::uint64_t window) override {
+    data::BatchSampler& sampler = *trainer_.state_->sampler;
+    const std::uint64_t per_epoch = sampler.windows_per_epoch();
+    sampler.restore(data::SamplerState{window / per_epoch, window % per_epoch});
+  }
+  std::int64_t step() const override { return trainer_.state_->step; }
+
+ private:
+  Trainer& trainer_;
 };
 
 struct Trainer::StepResult {
@@ -141,8 +167,10 @@ TrainSummary Trainer::run() {
   s.start = s.interval_start = Clock::now();
   s.progress.emplace(s.config.train.steps);
   s.profiler = StepProfiler::from_environment(s.device.is_cuda());
+  const auto fault = FaultInjection::from_environment();
   while (s.step < s.config.train.steps) {
     const StepResult result = train_step();
+    if (fault) fault->after_step(s.step);
     if (s.log_due()) log(result);
     if (s.checkpoint_due()) save();
   }
@@ -157,8 +185,9 @@ void Trainer::set_up() {
   State& s = *state_;
   RunConfig& config = s.config;
   const TrainConfig& tc = config.train;
+  const bool elastic = config.dist.elastic;
   const int replicas = s.replicas();
-  if (replicas != config.dist.replicas) {
+  if (!elastic && replicas != config.dist.replicas) {
     throw InternalError(fmt::format("dist.replicas is {} but the group has {} ranks", config.dist.replicas, replicas));
   }
   if (!s.options.make_strategy && algorithm_named(config.dist.algorithm) != Algorithm::none) {
@@ -181,7 +210,7 @@ void Trainer::set_up() {
     require_same_model(config, *s.resumed);
     require_same_data_stream(config, *s.resumed);
   }
-  s.out_dir = replica_directory(tc.out_dir, s.rank);
+  s.out_dir = elastic ? fs::path(tc.out_dir) / "members" / s.options.member_name : replica_directory(tc.out_dir, s.rank);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   if (s.resumed) require_resumable(*s.resumed, s.out_dir, tc.steps);
   write_file_atomic(s.out_dir / "config.toml", to_toml(config));
@@ -189,11 +218,18 @@ void Trainer::set_up() {
   s.model = initial_model(config);
   s.model->to(s.device);
   s.optimizer.emplace(model_parameters(s.model), config.optim);
-  s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), s.rank, replicas, true);
+  // An elastic run's members read one global order of windows; the strategy says where (note "elastic-data").
+  s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), elastic ? 0 : s.rank,
+                    elastic ? 1 : replicas, true);
   s.clock.emplace(replica_compute_seconds(s.group, tc.threads == 1 && !s.device.is_cuda(),
                                           config.dist.backend == "local" ? replicas : 1));
-  const ReplicaContext context{s.group, &*s.clock, tc.steps, static_cast<std::uint64_t>(tc.seed),
-                               config.replica_batch() * config.data.seq_len};
+  s.access = std::make_unique<Access>(*this);
+  const ReplicaContext context{s.group,
+                               &*s.clock,
+                               tc.steps,
+                               static_cast<std::uint64_t>(tc.seed),
+                               config.replica_batch() * config.data.seq_len,
+                               s.access.get()};
   s.strategy = s.options.make_strategy ? s.options.make_strategy(config, context) : std::make_unique<SingleReplica>();
   s.strategy->attach(s.model, s.optimizer->parameters());
   s.inputs = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);
@@ -206,17 +242,19 @@ void Trainer::restore() {
   State& s = *state_;
   const nlohmann::json counted_before = s.resumed ? s.resumed->state.communication : nlohmann::json::object();
   s.communication.emplace(counted_before, s.group, *s.clock);
-  if (s.resumed) {
-    const LoadedCheckpoint& checkpoint = *s.resumed;
-    load_model_weights(s.model, checkpoint.model);
-    s.optimizer->load_state(checkpoint.optimizer, checkpoint.state.optimizer_steps);
-    s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
-    s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
-    s.step = checkpoint.state.step;
-    s.tokens = checkpoint.state.tokens;
-    s.elapsed_before = checkpoint.state.elapsed_s;
-  }
+  if (s.resumed) apply(*s.resumed);
   s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
+}
+
+void Trainer::apply(const LoadedCheckpoint& checkpoint) {
+  State& s = *state_;
+  load_model_weights(s.model, checkpoint.model);
+  s.optimizer->load_state(checkpoint.optimizer, checkpoint.state.optimizer_steps);
+  s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
+  s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
+  s.step = checkpoint.state.step;
+  s.tokens = checkpoint.state.tokens;
+  s.elapsed_before = checkpoint.state.elapsed_s;
 }
 
 void Trainer::announce() const {
@@ -322,9 +360,8 @@ void Trainer::evaluate_into(nlohmann::json& record) {
   }
 }
 
-void Trainer::save() {
+std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
   State& s = *state_;
-  EmulatedClock::Pause pause(*s.clock);
   // The strategy's tensors first: taking them waits for exchanges in flight (Streaming DiLoCo), whose
   // bytes then belong to the counts saved with them.
   CheckpointTensors tensors{model_parameters(s.model), s.optimizer->state_tensors(), s.strategy->state_tensors()};
@@ -334,7 +371,14 @@ void Trainer::save() {
                         s.elapsed_s(),
                         s.sampler->state().to_json(),
                         s.strategy->state_json(),
-                        s.communication->now()};
+                        s.communication ? s.communication->now() : nlohmann::json::object()};
+  return {std::move(state), std::move(tensors)};
+}
+
+void Trainer::save() {
+  State& s = *state_;
+  EmulatedClock::Pause pause(*s.clock);
+  const auto [state, tensors] = snapshot();
   s.summary.last_checkpoint =
       write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));

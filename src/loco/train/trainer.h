@@ -5,7 +5,9 @@
 //
 // Trainer::run is a recipe of named phases over the trainer's state (trainer.cpp):
 //   set_up → restore → announce → { train_step → log (+ evaluate) → save } per step → summarise
-// Replica files: note "replica-directories" (train/run_directory.h).
+// Replica files: note "replica-directories" (train/run_directory.h); an elastic run's members write
+// OUT_DIR/members/NAME. Strategies reach the replica's whole state through ReplicaContext::replica
+// (note "elastic-heal", train/replica_state.h).
 #pragma once
 
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "loco/config/run_config.h"
+#include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
 #include "loco/train/strategy.h"
 
@@ -37,6 +40,7 @@ struct TrainOptions {
   bool quiet = false;                              // no progress output (tests)
   comm::Group* group = nullptr;                    // the run's replicas; nullptr: a single replica
   StrategyFactory make_strategy = nullptr;         // empty: a single replica (dist.algorithm = "none")
+  std::string member_name = {};                    // dist.elastic: this member's directory OUT_DIR/members/NAME
 };
 
 class Trainer {
@@ -51,6 +55,7 @@ class Trainer {
  private:
   struct State;
   struct StepResult;
+  class Access;
 
   void set_up();
   void restore();
@@ -60,6 +65,10 @@ class Trainer {
   void evaluate_into(nlohmann::json& record);
   void save();
   TrainSummary summarise();
+  // What a checkpoint of this replica holds now (save, and a heal's encode).
+  std::pair<CheckpointState, CheckpointTensors> snapshot();
+  // Takes the state a checkpoint or another member's snapshot holds (resume, and a heal's adopt).
+  void apply(const LoadedCheckpoint& checkpoint);
 
   std::unique_ptr<State> state_;
 };

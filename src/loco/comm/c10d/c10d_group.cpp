@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "loco/comm/c10d/c10d_compat.h"
 #include "loco/comm/c10d/c10d_errors.h"
@@ -17,10 +18,21 @@ namespace {
 class C10dWork final : public Work {
  public:
   C10dWork(c10::intrusive_ptr<c10d::Work> work, std::vector<at::Tensor> keep_alive, Timeout timeout,
-           std::string context)
-      : work_(std::move(work)), keep_alive_(std::move(keep_alive)), timeout_(timeout), context_(std::move(context)) {}
+           std::string context, std::function<bool()> abandoned)
+      : work_(std::move(work)),
+        keep_alive_(std::move(keep_alive)),
+        timeout_(timeout),
+        context_(std::move(context)),
+        abandoned_(std::move(abandoned)) {}
 
   void wait() override {
+    if (abandoned_) {
+      // GroupOptions::abandoned: polls instead of blocking, so that a broken quorum ends the wait at once.
+      while (!work_->isCompleted()) {
+        if (abandoned_()) throw PeerLost(fmt::format("{} given up: the group was abandoned", context_));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     try {
       work_->wait(timeout_);
     } catch (const CommError&) {
@@ -36,6 +48,7 @@ class C10dWork final : public Work {
   std::vector<at::Tensor> keep_alive_;  // c10d holds its own references too; this makes it explicit
   Timeout timeout_;
   std::string context_;
+  std::function<bool()> abandoned_;
 };
 
 class C10dGroup final : public Group {
@@ -97,14 +110,14 @@ class C10dGroup final : public Group {
     check_tag(tag);
     std::vector<at::Tensor> tensors{tensor};
     return run(fmt::format("send to rank {}", destination), timeout, tensors,
-               [&] { return process_group_->send(tensors, destination, tag); });
+               [&] { return process_group_->send(tensors, destination, tag); }, /*pollable=*/false);
   }
 
   WorkHandle start_recv(const torch::Tensor& tensor, int source, int tag, Timeout timeout) override {
     check_tag(tag);
     std::vector<at::Tensor> tensors{tensor};
     return run(fmt::format("recv from rank {}", source), timeout, tensors,
-               [&] { return process_group_->recv(tensors, source, tag); });
+               [&] { return process_group_->recv(tensors, source, tag); }, /*pollable=*/false);
   }
 
   WorkHandle start_barrier(Timeout timeout) override {
@@ -123,11 +136,15 @@ class C10dGroup final : public Group {
                tag);
   }
 
+  // `pollable`: whether the operation reports completion before wait() (collectives do; Gloo's send and
+  // recv only in wait(), so GroupOptions::abandoned cannot watch them).
   template <typename Start>
-  WorkHandle run(const std::string& operation, Timeout timeout, std::vector<at::Tensor> tensors, Start&& start) {
+  WorkHandle run(const std::string& operation, Timeout timeout, std::vector<at::Tensor> tensors, Start&& start,
+                 bool pollable = true) {
     const std::string context = fmt::format("{} on rank {} ({})", operation, rank(), name_);
     try {
-      return std::make_shared<C10dWork>(start(), std::move(tensors), timeout, context);
+      return std::make_shared<C10dWork>(start(), std::move(tensors), timeout, context,
+                                        pollable ? options().abandoned : nullptr);
     } catch (const std::exception& e) {
       throw_typed(e, context, /*group_is_up=*/true);
     }

@@ -1,0 +1,200 @@
+#include "loco/elastic/elastic_diloco.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "loco/algo/diloco.h"
+#include "loco/algo/outer_state_io.h"
+#include "loco/algo/replica_hash.h"
+#include "loco/algo/replica_mean.h"
+#include "loco/comm/comm_error.h"
+#include "loco/config/algorithms.h"
+#include "loco/elastic/state_transfer.h"
+#include "loco/train/replica_state.h"
+#include "loco/util/error.h"
+
+namespace loco::elastic {
+
+ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange,
+                             SyncSchedule schedule, const ReplicaContext& context, QuorumGroup& groups,
+                             membership::MemberClient& member, std::uint64_t windows_per_step, double vote_timeout_s)
+    : name_(std::move(name)),
+      config_(config),
+      exchange_(exchange),
+      schedule_(schedule),
+      context_(context),
+      groups_(groups),
+      member_(member),
+      windows_per_step_(windows_per_step),
+      vote_timeout_s_(vote_timeout_s),
+      codec_(exchange_codec(exchange.codec, exchange.block_size)) {
+  LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
+}
+
+std::string ElasticDiloco::describe() const {
+  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {} codec={} member {}", name_, config_.outer_lr,
+                     config_.outer_momentum, schedule_.describe(), exchange_.codec,
+                     member_.credentials().member_id);
+}
+
+void ElasticDiloco::attach(Llama&, const FlatParameters& parameters) {
+  parameters_.emplace(whole_model(parameters));
+  outer_.emplace(parameters_->read(), config_.outer_lr, config_.outer_momentum);
+  // The first quorum: the run starts (every member at step 0), or this member joins a run in progress and
+  // heals at the others' next synchronisation.
+  synchronise(context_.replica->step());
+}
+
+void ElasticDiloco::after_step(std::int64_t step) {
+  if (schedule_.due(step)) synchronise(step);
+}
+
+void ElasticDiloco::synchronise(std::int64_t step) {
+  torch::NoGradGuard no_grad;
+  bool healed = false;  // this member adopted another's state during this synchronisation: weight 0
+  while (true) {
+    // A member that healed has the donor's step.
+    const std::int64_t now = context_.replica->step();
+    std::optional<membership::QuorumReply> quorum;
+    try {
+      const std::int64_t previous_quorum = last_quorum_id_;
+      comm::Group& group = groups_.join_quorum(now);
+      quorum = groups_.quorum();
+      last_quorum_id_ = quorum->quorum_id;
+      if (quorum->quorum_id != previous_quorum) {
+        fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum->quorum_id, quorum->step,
+                   quorum->members.size(), fmt::join(quorum->members, ", "));
+      }
+      if (quorum->step == 0) {  // the run starts: nothing to average yet
+        start_round(*quorum, now);
+        return;
+      }
+      healed = heal_behind_members(group, *quorum) || healed;
+      const std::int64_t at = context_.replica->step();
+      // Δ from this member's parameters now (after a heal: the donor's, which then counts nothing).
+      torch::Tensor mean = outer_->pseudo_gradient(parameters_->read());
+      const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
+      OuterNesterov next(outer_->global().clone(), config_.outer_lr, config_.outer_momentum);
+      next.load(outer_->global().clone(), outer_->momentum_buffer().clone());
+      if (contributed > 0) next.step(mean);
+      const std::string hash = fmt::format("{:016x}", tensor_hash(next.global()));
+      const membership::CommitReply decision = member_.vote(quorum->quorum_id, at, true, hash, vote_timeout_s_);
+      if (decision.outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+        fmt::print(stderr, "elastic: outer step at step {} aborted ({}); retrying with the next quorum\n", at,
+                   decision.reason);
+        continue;
+      }
+      outer_->load(next.global(), next.momentum_buffer());
+      if (!decision.outliers.empty()) share_canonical_state(group, *quorum, decision);
+      parameters_->write(outer_->global());
+      ++outer_steps_;
+      schedule_.synced(at);
+      start_round(*quorum, at);
+      return;
+    } catch (const comm::CommError& e) {
+      // A member failed or stopped during the exchange: vote so that the others learn at once (a refusal
+      // only means the run moved on), and retry with the next quorum's group.
+      fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n",
+                 context_.replica->step(), e.what());
+      if (quorum) {
+        try {
+          member_.vote(quorum->quorum_id, context_.replica->step(), false, "", vote_timeout_s_);
+        } catch (const membership::MembershipError&) {
+        }
+      }
+      groups_.abandon();
+    } catch (const membership::MembershipError& e) {
+      if (e.refusal() != membership::Refusal::stale_quorum) throw;
+      groups_.abandon();
+    }
+  }
+}
+
+bool ElasticDiloco::heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum) {
+  const auto& steps = quorum.steps;
+  const auto donor = std::find(steps.begin(), steps.end(), quorum.step) - steps.begin();
+  const bool anyone_behind = std::any_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s < quorum.step; });
+  if (!anyone_behind) return false;
+  const std::string sender = quorum.members[static_cast<std::size_t>(donor)];
+  std::string state;
+  if (group.rank() == donor) state = context_.replica->encode();
+  broadcast_bytes(group, state, static_cast<int>(donor), sender);
+  if (steps[static_cast<std::size_t>(group.rank())] >= quorum.step) return false;
+  context_.replica->adopt(state, "member " + sender);
+  fmt::print(stderr, "elastic: healed from {} ({:.1f} MB): now at step {}\n", sender, state.size() / 1e6,
+             context_.replica->step());
+  return true;
+}
+
+void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum,
+                                          const membership::CommitReply& decision) {
+  int canonical = 0;
+  while (std::binary_search(decision.outliers.begin(), decision.outliers.end(),
+                            quorum.members[static_cast<std::size_t>(canonical)])) {
+    ++canonical;
+  }
+  torch::Tensor global = outer_->global().clone(), momentum = outer_->momentum_buffer().clone();
+  group.broadcast(global, canonical);
+  group.broadcast(momentum, canonical);
+  outer_->load(global, momentum);
+}
+
+void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int64_t step) {
+  round_start_ += round_members_ * round_windows_;
+  round_members_ = quorum.members.size();
+  const std::int64_t until = std::min(schedule_.next(), context_.total_steps);
+  round_windows_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
+  context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * round_windows_);
+}
+
+void ElasticDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
+  with_values(*parameters_, outer_->global(), evaluate);
+}
+
+NamedTensors ElasticDiloco::state_tensors() const {
+  return {{"outer/global", outer_->global()}, {"outer/momentum", outer_->momentum_buffer()}};
+}
+
+nlohmann::json ElasticDiloco::state_json() const {
+  return {{"outer_steps", outer_steps_},
+          {"next_sync", schedule_.next()},
+          {"round_start", round_start_},
+          {"round_members", round_members_},
+          {"round_windows", round_windows_}};
+}
+
+void ElasticDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
+  outer_->load(saved_outer_tensor(tensors, "outer/global", outer_->global()).clone(),
+               saved_outer_tensor(tensors, "outer/momentum", outer_->momentum_buffer()).clone());
+  outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
+  schedule_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+  round_start_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_start", tensors));
+  round_members_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_members", tensors));
+  round_windows_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_windows", tensors));
+}
+
+std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const ReplicaContext& context,
+                                                QuorumGroup& groups, membership::MemberClient& member) {
+  const auto windows_per_step = static_cast<std::uint64_t>(config.replica_batch());
+  const double vote_timeout_s = config.comm.timeout_s;
+  switch (algorithm_named(config.dist.algorithm)) {
+    case Algorithm::diloco:
+      return std::make_unique<ElasticDiloco>("diloco", config.diloco, config.exchange(),
+                                             SyncSchedule(config.diloco.sync_every, context.total_steps), context,
+                                             groups, member, windows_per_step, vote_timeout_s);
+    case Algorithm::localsgd: {
+      return std::make_unique<ElasticDiloco>(
+          "localsgd", local_sgd_as_diloco(config.localsgd), config.exchange(),
+          SyncSchedule(config.localsgd.sync_every, config.localsgd.qsr_alpha, config.optim, context.total_steps),
+          context, groups, member, windows_per_step, vote_timeout_s);
+    }
+    default:
+      throw ConfigError(fmt::format("dist.elastic = true works with dist.algorithm diloco or localsgd so far, not "
+                                    "{}",
+                                    config.dist.algorithm));
+  }
+}
+
+}  // namespace loco::elastic

@@ -1,0 +1,87 @@
+// Elastic DiLoCo and Local SGD (docs/fault-tolerance.md "Elastic DiLoCo"): the outer step of
+// algo/diloco.h (ALGORITHMS.md §1, §6) over whichever members form the quorum at each synchronisation,
+// committed in two phases, with members that are behind healed from a live one. One synchronisation:
+//
+//   Δ   = θ_g − θ_m                               once; kept across retries (θ_m does not change)
+//   loop:
+//     q   = the quorum at this step                QuorumGroup::join_quorum (a new group when q is new)
+//     heal: if a member's step is behind q's      the lowest-ranked up-to-date member broadcasts its whole
+//                                                 replica state (note "elastic-heal"); the behind ones adopt
+//                                                 it and contribute weight 0 this time
+//     Δ̄   = Σ w_m·Δ_m / Σ w_m over q              on a scratch copy (an abandoned all-reduce may still write)
+//     θ_g' , b' = Nesterov(θ_g, b, Δ̄)             on copies (OuterNesterov)
+//     vote(ok, hash(θ_g'))                         commit: θ_g ← θ_g', b ← b', θ_m ← θ_g; members whose hash
+//                                                 differs take θ_g, b from the lowest-ranked canonical one
+//                                                 abort, or a failed collective: nothing applied; retry
+//
+// Data (note "elastic-data"): all members read one global order of windows. A round (the inner steps
+// between two synchronisations) lays its members out by rank: member r of n reads windows
+// [C + r·w, C + (r+1)·w) with w = the round's steps × this member's batch; a commit advances C by n·w.
+// Windows of a member lost mid-round are skipped, never trained twice in an epoch.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "loco/algo/outer_nesterov.h"
+#include "loco/algo/parameter_fragment.h"
+#include "loco/algo/sync_schedule.h"
+#include "loco/comm/codecs/codec.h"
+#include "loco/elastic/quorum_group.h"
+#include "loco/train/strategy.h"
+
+namespace loco::elastic {
+
+class ElasticDiloco final : public Strategy {
+ public:
+  // `name`: "diloco" or "localsgd" (logs). `context.replica` must be set (the trainer's state);
+  // `context.group` is unused: the groups are the quorums'.
+  // `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the longest a
+  // vote waits for the others'.
+  ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
+                const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
+                std::uint64_t windows_per_step, double vote_timeout_s);
+
+  std::string describe() const override;
+  void attach(Llama& model, const FlatParameters& parameters) override;
+  void after_step(std::int64_t step) override;
+  void with_evaluation_parameters(const std::function<void()>& evaluate) override;
+  NamedTensors state_tensors() const override;
+  nlohmann::json state_json() const override;
+  void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
+
+ private:
+  // Joins the quorum at `step` and, unless the run is only starting, commits one outer step with it.
+  void synchronise(std::int64_t step);
+  // Heals the quorum's members that are behind; true when this member was one of them.
+  bool heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum);
+  // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
+  void share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum, const membership::CommitReply& decision);
+  // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part.
+  void start_round(const membership::QuorumReply& quorum, std::int64_t step);
+
+  std::string name_;
+  DilocoConfig config_;
+  ExchangeConfig exchange_;
+  SyncSchedule schedule_;
+  ReplicaContext context_;
+  QuorumGroup& groups_;
+  membership::MemberClient& member_;
+  std::uint64_t windows_per_step_;
+  double vote_timeout_s_;
+  std::unique_ptr<comm::Codec> codec_;
+  std::optional<ParameterFragment> parameters_;
+  std::optional<OuterNesterov> outer_;
+  std::int64_t outer_steps_ = 0;
+  std::int64_t last_quorum_id_ = 0;  // for the log
+  // The current round's data layout (note "elastic-data").
+  std::uint64_t round_start_ = 0;    // C: the first window of the round
+  std::uint64_t round_members_ = 0;  // n
+  std::uint64_t round_windows_ = 0;  // w: windows per member
+};
+
+// The elastic strategy of a config's dist.algorithm (diloco or localsgd); ConfigError for the others.
+std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const ReplicaContext& context,
+                                                QuorumGroup& groups, membership::MemberClient& member);
+
+}  // namespace loco::elastic

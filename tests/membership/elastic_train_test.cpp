@@ -1,0 +1,122 @@
+// `loco train` with dist.elastic = true, as a user runs it (docs/fault-tolerance.md "Elastic DiLoCo"):
+// a coordinator and member processes on a tiny byte-level corpus. A member killed mid-run
+// (LOCO_FAULT=STEP:KILL) leaves the others to finish in a quorum of two; a member started late heals
+// from a live one and finishes with them. Every survivor ends with bit-identical global parameters.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/child_process.h"
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ElasticTrain : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::ScratchDir();
+    test::prepare_tiny_byte_data(dir_->path());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // The coordinator of a run; its address in `address`.
+  std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas) {
+    auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{
+        LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id", run, "--min-replicas", "2",
+        "--start-replicas", std::to_string(start_replicas), "--heartbeat-timeout-s", "1", "--join-window-s", "0.5"});
+    const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+)"), 30);
+    EXPECT_TRUE(banner) << c->output();
+    address_ = banner ? "127.0.0.1:" + (*banner)[1] : "";
+    return c;
+  }
+
+  // A member process of run `run` named `name`, with `fault` as LOCO_FAULT ("" for none).
+  std::unique_ptr<test::ChildProcess> member(const std::string& run, const std::string& name, int steps,
+                                             const std::string& fault = "") {
+    std::vector<std::string> args = {"/usr/bin/env", "LOCO_COORDINATOR=" + address_, "LOCO_RUN_ID=" + run,
+                                     "LOCO_MEMBER_NAME=" + name};
+    // A member that waits for a quorum that never comes gives up after comm.timeout_s.
+    if (!fault.empty()) args.push_back("LOCO_FAULT=" + fault);
+    for (const std::string& a :
+         {std::string(LOCO_BINARY), std::string("train"), std::string("--config"), config().string(),
+          std::string("--set"), "train.out_dir=" + (*dir_ / run).string(), std::string("--set"),
+          "train.steps=" + std::to_string(steps), std::string("--set"), std::string("comm.timeout_s=60")}) {
+      args.push_back(a);
+    }
+    return std::make_unique<test::ChildProcess>(args);
+  }
+
+  fs::path config() {
+    const fs::path path = *dir_ / "elastic.toml";
+    test::write_text(path, "[model]\nhidden_size = 32\nnum_hidden_layers = 2\nnum_attention_heads = 4\n"
+                           "[data]\ndir = \"" + (*dir_ / "data").string() + "\"\nseq_len = 16\n"
+                           "[optim]\nlr = 3e-3\nwarmup_steps = 2\n"
+                           "[train]\nbatch_size = 2\neval_every = 0\neval_batches = 1\nlog_every = 4\nthreads = 1\n"
+                           "[dist]\nalgorithm = \"diloco\"\nbackend = \"gloo\"\nbatch = \"per_replica\"\n"
+                           "elastic = true\nreplicas = 3\n"
+                           "[diloco]\nsync_every = 4\n");
+    return path;
+  }
+
+  // The bytes of the global parameters a member ended with (its final checkpoint's strategy state; the
+  // safetensors layout read by hand: this test binary has no libtorch).
+  std::string final_global(const std::string& run, const std::string& member_dir, int steps) {
+    const fs::path file = *dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) /
+                          "strategy.safetensors";
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() < 8) return "";
+    std::uint64_t header_length = 0;
+    for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    const auto header = nlohmann::json::parse(bytes.substr(8, header_length));
+    const auto offsets = header.at("outer/global").at("data_offsets");
+    const std::size_t begin = 8 + header_length + offsets[0].get<std::size_t>();
+    return bytes.substr(begin, offsets[1].get<std::size_t>() - offsets[0].get<std::size_t>());
+  }
+
+  static test::ScratchDir* dir_;
+  std::string address_;
+};
+test::ScratchDir* ElasticTrain::dir_ = nullptr;
+
+TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) {
+  const auto coordinator_process = coordinator("kill", 3);
+  auto a = member("kill", "a", 24);
+  auto b = member("kill", "b", 24);
+  auto c = member("kill", "c", 24, "10:KILL");  // mid-round: rounds end at steps 4, 8, 12, ...
+  EXPECT_EQ(a->wait(180), 0) << a->output();
+  EXPECT_EQ(b->wait(180), 0) << b->output();
+  EXPECT_EQ(c->wait(30), 128 + 9) << c->output();
+  // The quorums went from three members to two.
+  EXPECT_NE(a->output().find("3 members"), std::string::npos) << a->output();
+  EXPECT_NE(a->output().find("2 members (a#1, b#1)"), std::string::npos) << a->output();
+  const std::string ga = final_global("kill", "a-1", 24), gb = final_global("kill", "b-1", 24);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
+}
+
+TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
+  const auto coordinator_process = coordinator("join", 2);
+  constexpr int kSteps = 400;  // long enough that the late member arrives before the others finish
+  auto a = member("join", "a", kSteps);
+  auto b = member("join", "b", kSteps);
+  ASSERT_TRUE(a->wait_for(std::regex("step 12/400"), 120)) << a->output();
+  auto c = member("join", "c", kSteps);
+  for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_TRUE(std::regex_search(c->output(), std::regex("healed from (a|b)#1"))) << c->output();
+  EXPECT_NE(a->output().find("3 members (a#1, b#1, c#1)"), std::string::npos) << a->output();
+  const std::string ga = final_global("join", "a-1", kSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("join", "b-1", kSteps)) << "a's and b's global parameters differ";
+  EXPECT_TRUE(ga == final_global("join", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+}  // namespace
+}  // namespace loco
