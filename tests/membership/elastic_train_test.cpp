@@ -1,7 +1,8 @@
 // `loco train` with dist.elastic = true, as a user runs it (docs/fault-tolerance.md "Elastic DiLoCo"):
 // a coordinator and member processes on a tiny byte-level corpus. A member killed mid-run
 // (LOCO_FAULT=STEP:KILL) leaves the others to finish in a quorum of two; a member started late heals
-// from a live one and finishes with them. Every survivor ends with bit-identical global parameters.
+// from a live one and finishes with them; `loco launch --elastic` restarts a killed rank, which heals.
+// Every member that finishes ends with bit-identical global parameters.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -116,6 +117,26 @@ TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == final_global("join", "b-1", kSteps)) << "a's and b's global parameters differ";
   EXPECT_TRUE(ga == final_global("join", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+// `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank
+// again as a new member, which heals and finishes with the others.
+TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
+  constexpr int kSteps = 200;
+  test::ChildProcess launch({"/usr/bin/env", "LOCO_FAULT=rank-2@10:KILL", LOCO_BINARY, "launch", "--elastic",
+                             "--nproc", "3", "--max-restarts", "1", "--heartbeat-timeout-s", "1", "--join-window-s",
+                             "0.5", "--", "train", "--config", config().string(), "--set",
+                             "train.out_dir=" + (*dir_ / "launch").string(), "--set",
+                             "train.steps=" + std::to_string(kSteps), "--set", "comm.timeout_s=60"});
+  EXPECT_EQ(launch.wait(300), 0) << launch.output();
+  const std::string out = launch.output();
+  EXPECT_NE(out.find("rank 2 was killed by SIGKILL; starting it again as a new member (restart 1 of 1)"),
+            std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[rank 2\] elastic: healed from rank-[01]#1)"))) << out;
+  const std::string g0 = final_global("launch", "rank-0-1", kSteps);
+  EXPECT_FALSE(g0.empty());
+  EXPECT_TRUE(g0 == final_global("launch", "rank-1-1", kSteps)) << "ranks 0 and 1 differ";
+  EXPECT_TRUE(g0 == final_global("launch", "rank-2-2", kSteps)) << "rank 0 and the restarted rank 2 differ";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/launch_elastic.h"
 #include "loco/cli/usage.h"
 #include "loco/launch/launcher.h"
 #include "loco/util/error.h"
@@ -14,7 +15,14 @@ namespace loco::cli {
 
 namespace {
 
-void run_launch(launch::LaunchOptions options, const std::vector<std::string>& command, const CLI::App& cmd) {
+struct LaunchArgs {
+  launch::LaunchOptions launch;
+  bool elastic = false;
+  ElasticLaunchOptions elastic_options;
+};
+
+void run_launch(LaunchArgs args, const std::vector<std::string>& command, const CLI::App& cmd) {
+  launch::LaunchOptions& options = args.launch;
   // allow_extras() lets us say this instead of CLI11's "arguments were not expected". CLI11 keeps
   // the "--" that ends our options among the extras.
   for (const std::string& extra : cmd.remaining()) {
@@ -33,16 +41,27 @@ void run_launch(launch::LaunchOptions options, const std::vector<std::string>& c
     options.argv = command;
     if (subcommand) options.argv.insert(options.argv.begin(), loco.get_name());
   }
+  int status = 0;
+  if (args.elastic) {
+#ifdef LOCO_HAVE_MEMBERSHIP
+    status = launch_elastic(options, args.elastic_options);
+#else
+    throw ConfigError("loco launch --elastic needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
+                      "rebuild; docs/build.md)");
+#endif
+  } else {
+    status = launch::launch(options);
+  }
   // The ranks' status becomes ours; CLI::RuntimeError carries it through main() without a message.
-  if (int status = launch::launch(options); status != 0) throw CLI::RuntimeError(status);
+  if (status != 0) throw CLI::RuntimeError(status);
 }
 
 }  // namespace
 
 void add_launch_command(CLI::App& app) {
-  auto options = std::make_shared<launch::LaunchOptions>();
+  auto args = std::make_shared<LaunchArgs>();
   auto command = std::make_shared<std::vector<std::string>>();
-  auto& o = *options;
+  auto& o = args->launch;
   CLI::App* cmd = app.add_subcommand(
       "launch",
       "Start ranks of a command on this node like torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
@@ -59,6 +78,24 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("--grace-s", o.grace_s, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->check(finite_number())
       ->capture_default_str();
+  cmd->add_flag("--elastic", args->elastic,
+                "Elastic run (docs/fault-tolerance.md): serve its coordinator (unless LOCO_COORDINATOR names one), "
+                "start failed ranks again as new members; use with train --set dist.elastic=true");
+  cmd->add_option("--max-restarts", args->elastic_options.max_restarts,
+                  "--elastic: failed ranks started again, in all")
+      ->check(whole_number_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--min-replicas", args->elastic_options.min_replicas, "--elastic: fewest members a quorum may have")
+      ->check(whole_number_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-s", args->elastic_options.heartbeat_timeout_s,
+                  "--elastic: a member silent this long has left the run")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--join-window-s", args->elastic_options.join_window_s,
+                  "--elastic: how long a quorum waits for members that are not back yet")
+      ->check(non_negative_number())
+      ->capture_default_str();
   cmd->add_option("command", *command,
                   "After --: a loco subcommand with its arguments (runs this binary), or a program on PATH");
   cmd->allow_extras();
@@ -67,8 +104,10 @@ void add_launch_command(CLI::App& app) {
       "  loco launch --nproc 4 -- train --config run.toml\n"
       "  loco launch --nnodes 2 --node-rank 0 --master-addr node0 --nproc 8 -- train --config run.toml\n"
       "  loco launch --nproc 2 -- python3 script.py\n"
-      "A rank that fails stops the others (SIGTERM, SIGKILL after --grace-s); loco launch exits with its status.\n");
-  cmd->callback([options, command, cmd] { run_launch(*options, *command, *cmd); });
+      "  loco launch --elastic --nproc 4 --max-restarts 3 -- train --config run.toml --set dist.elastic=true\n"
+      "A rank that fails stops the others (SIGTERM, SIGKILL after --grace-s); loco launch exits with its status.\n"
+      "With --elastic a failed rank is started again as a new member while the others go on.\n");
+  cmd->callback([args, command, cmd] { run_launch(*args, *command, *cmd); });
 }
 
 }  // namespace loco::cli

@@ -96,6 +96,7 @@ void validate(const LaunchOptions& o) {
   if (!(o.grace_s >= 0) || !std::isfinite(o.grace_s)) {
     throw ConfigError(fmt::format("--grace-s {} must be 0 or more seconds.", o.grace_s));
   }
+  if (o.max_restarts < -1) throw ConfigError(fmt::format("--max-restarts {} must be 0 or more.", o.max_restarts));
   if (o.argv.empty() || o.program.empty()) {
     throw ConfigError(
         "no command to launch: give it after '--', for example loco launch --nproc 2 -- train --config "
@@ -290,6 +291,8 @@ ExecPlan plan_rank(const LaunchOptions& o, int local_rank, int port) {
   set("LOCAL_WORLD_SIZE", o.nproc);
   set("MASTER_ADDR", o.master_addr);
   set("MASTER_PORT", port);
+  for (const auto& variable : o.environment) plan.env.push_back(variable);
+  if (o.max_restarts >= 0) set("LOCO_MEMBER_NAME", fmt::format("rank-{}", o.node_rank * o.nproc + local_rank));
   return plan;
 }
 
@@ -325,7 +328,10 @@ struct Rank {
   int rank = 0;
   pid_t pid = -1;  // also the id of its process group
   bool running = false;
+  int starts = 0;     // processes started for this rank (elastic runs restart failed ones)
+  bool succeeded = false;  // its last process exited 0
   LineRelay out, err;
+  std::vector<pid_t> ended;  // earlier processes of an elastic rank, reaped at the end
 };
 
 bool failed(const siginfo_t& ended) { return !(ended.si_code == CLD_EXITED && ended.si_status == 0); }
@@ -360,9 +366,10 @@ class Supervisor {
   }
 
   void start(int port) {
-    Fd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (dev_null.get() < 0) throw_io("open /dev/null");
-    for (int i = 0; i < options_.nproc; ++i) start_rank(ranks_[i], i, port, dev_null.get());
+    port_ = port;
+    dev_null_ = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (dev_null_.get() < 0) throw_io("open /dev/null");
+    for (int i = 0; i < options_.nproc; ++i) start_rank(ranks_[i], i);
   }
 
   int run() {
@@ -386,14 +393,25 @@ class Supervisor {
       r.out.close();
       r.err.close();
     }
+    for (LineRelay& relay : retired_) relay.close();
     reap();
+    if (elastic() && !stopped_by_signal_) {
+      // The run is done when its members are: every rank's last process succeeded, or some did and the
+      // others failed with no restarts left.
+      const bool any = std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.succeeded; });
+      if (any) return 0;
+    }
     return status_;
   }
 
  private:
-  void start_rank(Rank& r, int local_rank, int port, int dev_null) {
+  bool elastic() const { return options_.max_restarts >= 0; }
+
+  void start_rank(Rank& r, int local_rank) {
+    const int dev_null = dev_null_.get();
     r.rank = options_.node_rank * options_.nproc + local_rank;
-    ExecPlan plan = plan_rank(options_, local_rank, port);
+    ++r.starts;
+    ExecPlan plan = plan_rank(options_, local_rank, port_);
     std::vector<char*> argv = c_strings(plan.args), envp = c_strings(plan.env);
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw_io(fmt::format("create a pipe for rank {}", r.rank));
@@ -420,13 +438,16 @@ class Supervisor {
   void wait_for_events(std::optional<Clock::time_point> deadline) {
     std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     std::vector<LineRelay*> relays;
+    auto watch = [&](LineRelay& relay) {
+      if (!relay.open()) return;
+      fds.push_back({relay.fd(), POLLIN, 0});
+      relays.push_back(&relay);
+    };
     for (Rank& r : ranks_) {
-      for (LineRelay* relay : {&r.out, &r.err}) {
-        if (!relay->open()) continue;
-        fds.push_back({relay->fd(), POLLIN, 0});
-        relays.push_back(relay);
-      }
+      watch(r.out);
+      watch(r.err);
     }
+    for (LineRelay& relay : retired_) watch(relay);
     int timeout_ms = -1;
     if (deadline) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
@@ -459,7 +480,12 @@ class Supervisor {
         continue;
       }
       r.running = false;
+      r.succeeded = !failed(ended);
       if (!failed(ended) || stopping_) continue;
+      if (elastic()) {
+        on_elastic_failure(r, ended);
+        continue;
+      }
       status_ = exit_status(ended);
       std::string line = fmt::format("rank {} {}", r.rank, describe(ended, options_.argv[0]));
       if (ranks_.size() > 1) {
@@ -470,12 +496,35 @@ class Supervisor {
     }
   }
 
+  // An elastic rank that failed: the coordinator hears of it at once, and the rank starts again as a new
+  // member while restarts are left; the other ranks go on either way.
+  void on_elastic_failure(Rank& r, const siginfo_t& ended) {
+    const std::string how = describe(ended, options_.argv[0]);
+    if (options_.on_rank_failed) options_.on_rank_failed(r.rank, r.starts, how);
+    if (status_ == 0) status_ = exit_status(ended);
+    if (restarts_ >= options_.max_restarts) {
+      say(fmt::format("rank {} {}; not restarted (--max-restarts {} used); the other ranks go on", r.rank, how,
+                      options_.max_restarts));
+      return;
+    }
+    ++restarts_;
+    say(fmt::format("rank {} {}; starting it again as a new member (restart {} of {})", r.rank, how, restarts_,
+                    options_.max_restarts));
+    // The old process stays a zombie until the end (its pid names a group we may still signal); its
+    // output drains through its own relays.
+    r.ended.push_back(r.pid);
+    retired_.push_back(std::move(r.out));
+    retired_.push_back(std::move(r.err));
+    start_rank(r, r.rank - options_.node_rank * options_.nproc);
+  }
+
   void on_launcher_signal(int sig) {
     if (stopping_) {
       say(fmt::format("received {} while stopping; killing the ranks now", signal_name(sig)));
       return kill_now();
     }
     status_ = 128 + sig;
+    stopped_by_signal_ = true;
     say(fmt::format("received {}; passing it on to the ranks (SIGKILL after {:g} s, or at the next signal)",
                     signal_name(sig), options_.grace_s));
     stop(sig);
@@ -497,15 +546,19 @@ class Supervisor {
   void signal_groups(int sig) {
     for (const Rank& r : ranks_) {
       if (r.pid > 0) ::kill(-r.pid, sig);
+      for (pid_t earlier : r.ended) ::kill(-earlier, sig);  // whatever an earlier process left behind
     }
   }
 
   void reap() {
     for (Rank& r : ranks_) {
-      if (r.pid > 0) {
-        while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR) {
+      r.ended.push_back(r.pid);
+      for (pid_t pid : r.ended) {
+        if (pid <= 0) continue;
+        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
         }
       }
+      r.ended.clear();
       r.pid = -1;
     }
   }
@@ -513,7 +566,12 @@ class Supervisor {
   const LaunchOptions& options_;
   SignalChannel signals_;
   std::vector<Rank> ranks_;
+  std::vector<LineRelay> retired_;  // output of earlier processes of restarted ranks
+  Fd dev_null_;
+  int port_ = 0;
+  int restarts_ = 0;
   bool stopping_ = false;  // the ranks were told to stop (or have all exited)
+  bool stopped_by_signal_ = false;
   std::optional<Clock::time_point> kill_at_;
   std::optional<Clock::time_point> drain_until_;
   int status_ = 0;

@@ -19,8 +19,12 @@
 // and how it ended, sends SIGTERM to every rank's group, SIGKILL after the grace period, and
 // returns the failing rank's status (128 + signal number for a signal). When every rank has exited,
 // processes left in their groups get the same treatment, so that nothing outlives the run.
+// Elastic runs (max_restarts >= 0; docs/fault-tolerance.md) are different: a failed rank does not stop
+// the others; it is started again, as a new process (a new member of the run), up to max_restarts times
+// in all, and each rank gets LOCO_MEMBER_NAME=rank-R.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,11 +40,18 @@ struct LaunchOptions {
   std::string program;            // what each rank executes: a path, or a name looked up in PATH
   std::vector<std::string> argv;  // the rank's command line, argv[0] first
   bool prefix_output = true;      // "[rank R] " before each line; off when only rank 0 prints
+  // Elastic runs: restarts of failed ranks allowed in all; -1 for a static run (one failure stops all).
+  int max_restarts = -1;
+  std::vector<std::string> environment;  // NAME=VALUE set for every rank (an elastic run's coordinator)
+  // Called when a rank's process ended by failing, with the rank and its start count (1 for the first
+  // process): an elastic launcher tells the coordinator at once instead of waiting for a heartbeat timeout.
+  std::function<void(int rank, int start, const std::string& how)> on_rank_failed;
 };
 
 // Starts options.nproc ranks, relays their output and waits for them. Returns 0 when every rank
-// exited 0, the first failing rank's status otherwise, and 128 + signal number when the launcher
-// was stopped by SIGINT/SIGTERM/SIGHUP. Throws ConfigError for impossible options (naming the
+// exited 0, the first failing rank's status otherwise (elastic: 0 when every rank's last process
+// exited 0, or at least one did and the others failed with no restarts left), and 128 + signal number
+// when the launcher was stopped by SIGINT/SIGTERM/SIGHUP. Throws ConfigError for impossible options (naming the
 // command-line option) and IoError when pipes or processes cannot be created.
 // The launcher blocks its signals in the calling thread and reads them from a signalfd; threads that
 // started earlier (libtorch's BLAS workers) do not block them, so a handler there passes any signal

@@ -231,6 +231,19 @@ CoordinatorServer::~CoordinatorServer() {
 
 int CoordinatorServer::port() const { return impl_->port; }
 
+void CoordinatorServer::expel(const std::string& member_id, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    try {
+      impl_->coordinator.leave({member_id, impl_->options.coordinator.incarnation}, reason, impl_->now());
+    } catch (const MembershipError&) {
+      return;  // already gone (it left, or its heartbeat expired first)
+    }
+  }
+  impl_->options.log(fmt::format("loco coordinator: {} expelled ({})", member_id, reason));
+  impl_->changed.notify_all();
+}
+
 void CoordinatorServer::serve() {
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);

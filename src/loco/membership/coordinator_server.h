@@ -46,6 +46,9 @@ class CoordinatorServer {
   CoordinatorServer& operator=(const CoordinatorServer&) = delete;
 
   int port() const;
+  // Removes member `member_id` of this incarnation at once, as if it had left: a launcher that saw the
+  // member's process die says so instead of waiting for its heartbeat to expire. Unknown ids are ignored.
+  void expel(const std::string& member_id, const std::string& reason);
   // Serves until stop(); start() does it on a thread of its own.
   void serve();
   void start();

@@ -1,0 +1,48 @@
+#include "loco/cli/launch_elastic.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+#include <random>
+
+#include "loco/comm/c10d/store_server.h"
+#include "loco/membership/coordinator_server.h"
+
+namespace loco::cli {
+
+int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& elastic) {
+  options.max_restarts = elastic.max_restarts;
+  const char* coordinator = std::getenv("LOCO_COORDINATOR");
+  if (coordinator != nullptr && *coordinator != '\0') {
+    // Several hosts: the ranks find the run's own coordinator through the inherited environment.
+    fmt::print(stderr, "loco launch: elastic ranks of the run at coordinator {}\n", coordinator);
+    return launch::launch(options);
+  }
+  const char* given_run_id = std::getenv("LOCO_RUN_ID");
+  const std::string run_id =
+      given_run_id != nullptr && *given_run_id != '\0' ? given_run_id : fmt::format("run-{:08x}", std::random_device{}());
+  const comm::StoreServer store(0);
+  membership::ServerOptions server_options;
+  server_options.host = "127.0.0.1";
+  server_options.port = 0;
+  server_options.store_port = store.port();
+  server_options.coordinator.run_id = run_id;
+  server_options.coordinator.incarnation = membership::new_incarnation();
+  server_options.coordinator.rules = {elastic.min_replicas, options.nproc, elastic.heartbeat_timeout_s,
+                                      elastic.join_window_s};
+  membership::CoordinatorServer server(server_options);
+  server.start();
+  fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{} (status http://127.0.0.1:{}/)\n",
+             run_id, server.port(), server.port());
+  options.environment = {fmt::format("LOCO_COORDINATOR=127.0.0.1:{}", server.port()),
+                         fmt::format("LOCO_RUN_ID={}", run_id)};
+  // A rank's n-th process joins as "rank-R#n": the coordinator hears of its death without waiting for
+  // its heartbeat to expire.
+  options.on_rank_failed = [&server](int rank, int start, const std::string& how) {
+    server.expel(fmt::format("rank-{}#{}", rank, start), "its process " + how);
+  };
+  return launch::launch(options);
+}
+
+}  // namespace loco::cli

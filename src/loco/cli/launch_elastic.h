@@ -1,0 +1,21 @@
+// `loco launch --elastic`: the ranks of an elastic run (docs/fault-tolerance.md). Unless LOCO_COORDINATOR
+// already names one (a run on several hosts), the launcher serves the run's coordinator and store itself,
+// tells it at once when a rank's process dies, and starts failed ranks again as new members.
+// launch_elastic is built with cpp-httplib only (LOCO_HAVE_MEMBERSHIP; the options are always there).
+#pragma once
+
+#include "loco/launch/launcher.h"
+
+namespace loco::cli {
+
+struct ElasticLaunchOptions {
+  int max_restarts = 3;
+  int min_replicas = 1;
+  double heartbeat_timeout_s = 3;
+  double join_window_s = 5;
+};
+
+// Runs the ranks as launch::launch does; returns the launcher's status.
+int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& elastic);
+
+}  // namespace loco::cli

@@ -1,0 +1,41 @@
+// `loco launch --elastic` with a plain command as the ranks (no training): failed ranks start again as
+// new members up to --max-restarts, the others go on, and the ranks find the launcher's coordinator in
+// their environment.
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+// Rank 1 fails the first time it runs (a marker file remembers), then succeeds.
+std::vector<std::string> launch(const test::ScratchDir& dir, int max_restarts) {
+  const std::string marker = (dir / "failed-once").string();
+  return {"launch", "--elastic", "--nproc", "2", "--max-restarts", std::to_string(max_restarts), "--", "sh", "-c",
+          "if [ \"$LOCO_MEMBER_NAME\" = rank-1 ] && [ ! -f " + marker + " ]; then touch " + marker +
+              "; exit 3; fi; echo \"ok $LOCO_MEMBER_NAME $LOCO_RUN_ID $LOCO_COORDINATOR\""};
+}
+
+TEST(LaunchElastic, AFailedRankStartsAgainAsANewMember) {
+  test::ScratchDir dir;
+  const auto r = test::run_loco(launch(dir, 1));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 exited with status 3; starting it again as a new member (restart 1 of 1)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[rank 1] ok rank-1 run-"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] ok rank-0 run-"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("127.0.0.1:"), std::string::npos) << r.output;  // the launcher's coordinator
+}
+
+TEST(LaunchElastic, WithoutRestartsLeftTheOthersStillFinish) {
+  test::ScratchDir dir;
+  const auto r = test::run_loco(launch(dir, 0));
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // rank 0 finished the run
+  EXPECT_NE(r.output.find("rank 1 exited with status 3; not restarted (--max-restarts 0 used)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("[rank 1] ok"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace loco
