@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/quorum_options.h"
 #include "loco/cli/usage.h"
 #include "loco/comm/c10d/store_server.h"
 #include "loco/membership/coordinator_server.h"
@@ -104,20 +105,10 @@ void add_coordinator_command(CLI::App& app) {
       ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
-  cmd->add_option("--min-replicas", args->rules.min_replicas, "Fewest members a quorum may have")
-      ->check(whole_number_at_least(1))
-      ->capture_default_str();
+  add_quorum_rule_options(cmd, args->rules, "");
   cmd->add_option("--start-replicas", args->rules.start_replicas,
-                  "Members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")
+                  "members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")
       ->check(whole_number_at_least(0))
-      ->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-s", args->rules.heartbeat_timeout_s,
-                  "A member silent this long has left the run")
-      ->check(positive_number())
-      ->capture_default_str();
-  cmd->add_option("--join-window-s", args->rules.join_window_s,
-                  "How long a quorum waits for members that are not back yet")
-      ->check(non_negative_number())
       ->capture_default_str();
   cmd->callback([args] { run_coordinator(*args); });
 }

@@ -7,6 +7,7 @@
 
 #include "loco/cli/commands.h"
 #include "loco/cli/launch_elastic.h"
+#include "loco/cli/quorum_options.h"
 #include "loco/cli/usage.h"
 #include "loco/launch/launcher.h"
 #include "loco/util/error.h"
@@ -85,17 +86,7 @@ void add_launch_command(CLI::App& app) {
                   "--elastic: failed ranks started again, in all")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
-  cmd->add_option("--min-replicas", args->elastic_options.min_replicas, "--elastic: fewest members a quorum may have")
-      ->check(whole_number_at_least(1))
-      ->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-s", args->elastic_options.heartbeat_timeout_s,
-                  "--elastic: a member silent this long has left the run")
-      ->check(positive_number())
-      ->capture_default_str();
-  cmd->add_option("--join-window-s", args->elastic_options.join_window_s,
-                  "--elastic: how long a quorum waits for members that are not back yet")
-      ->check(non_negative_number())
-      ->capture_default_str();
+  add_quorum_rule_options(cmd, args->elastic_options.rules, "--elastic: ");
   cmd->add_option("command", *command,
                   "After --: a loco subcommand with its arguments (runs this binary), or a program on PATH");
   cmd->allow_extras();

@@ -29,8 +29,8 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   server_options.store_port = store.port();
   server_options.coordinator.run_id = run_id;
   server_options.coordinator.incarnation = membership::new_incarnation();
-  server_options.coordinator.rules = {elastic.min_replicas, options.nproc, elastic.heartbeat_timeout_s,
-                                      elastic.join_window_s};
+  server_options.coordinator.rules = elastic.rules;
+  server_options.coordinator.rules.start_replicas = options.nproc;
   membership::CoordinatorServer server(server_options);
   server.start();
   fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{} (status http://127.0.0.1:{}/)\n",

@@ -5,14 +5,13 @@
 #pragma once
 
 #include "loco/launch/launcher.h"
+#include "loco/membership/quorum_rules.h"
 
 namespace loco::cli {
 
 struct ElasticLaunchOptions {
   int max_restarts = 3;
-  int min_replicas = 1;
-  double heartbeat_timeout_s = 3;
-  double join_window_s = 5;
+  membership::QuorumRules rules;  // start_replicas is set to the ranks started (--nproc)
 };
 
 // Runs the ranks as launch::launch does; returns the launcher's status.

@@ -1,0 +1,20 @@
+#include "loco/cli/quorum_options.h"
+
+#include "loco/cli/usage.h"
+
+namespace loco::cli {
+
+void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, const std::string& scope) {
+  cmd->add_option("--min-replicas", rules.min_replicas, scope + "fewest members a quorum may have")
+      ->check(whole_number_at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-s", rules.heartbeat_timeout_s, scope + "a member silent this long has left the run")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--join-window-s", rules.join_window_s,
+                  scope + "how long a quorum waits for members that are not back yet")
+      ->check(non_negative_number())
+      ->capture_default_str();
+}
+
+}  // namespace loco::cli
