@@ -42,8 +42,11 @@ int main(int argc, char** argv) {
   }
   torch::set_num_threads(1);
   try {
-    loco::membership::MemberClient member(
-        {loco::membership::parse_coordinator_address(coordinator, "--coordinator"), run_id, name, 5.0});
+    loco::membership::MemberOptions member_options;
+    member_options.coordinator = loco::membership::parse_coordinator_address(coordinator, "--coordinator");
+    member_options.run_id = run_id;
+    member_options.name = name;
+    loco::membership::MemberClient member(member_options);
     loco::elastic::QuorumGroupOptions options;
     options.group.timeout = std::chrono::seconds(10);  // what an abandoned group's destruction may take
     options.rendezvous_timeout = std::chrono::seconds(20);

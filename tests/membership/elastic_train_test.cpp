@@ -1,7 +1,8 @@
 // `loco train` with dist.elastic = true, as a user runs it (docs/fault-tolerance.md "Elastic DiLoCo"):
 // a coordinator and member processes on a tiny byte-level corpus. A member killed mid-run
 // (LOCO_FAULT=STEP:KILL) leaves the others to finish in a quorum of two; a member started late heals
-// from a live one and finishes with them; `loco launch --elastic` restarts a killed rank, which heals.
+// from a live one and finishes with them; a stopped member is fenced out, then rejoins and heals; the run
+// survives a restart of its coordinator; `loco launch --elastic` restarts a killed rank, which heals.
 // Every member that finishes ends with bit-identical global parameters.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "support/child_process.h"
 #include "support/test_support.h"
@@ -27,14 +29,18 @@ class ElasticTrain : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  // The coordinator of a run; its address in `address`.
-  std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas) {
+  // The coordinator of a run; its address in `address_`, its store's port in `store_port_`. Ports 0: free
+  // ones (a replacement coordinator takes its predecessor's).
+  std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas, int port = 0,
+                                                  int store_port = 0) {
     auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{
-        LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id", run, "--min-replicas", "2",
-        "--start-replicas", std::to_string(start_replicas), "--heartbeat-timeout-s", "1", "--join-window-s", "0.5"});
-    const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+)"), 30);
+        LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", std::to_string(port), "--store-port",
+        std::to_string(store_port), "--run-id", run, "--min-replicas", "2", "--start-replicas",
+        std::to_string(start_replicas), "--heartbeat-timeout-s", "1", "--join-window-s", "0.5"});
+    const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+) .*store on port ([0-9]+)"), 30);
     EXPECT_TRUE(banner) << c->output();
     address_ = banner ? "127.0.0.1:" + (*banner)[1] : "";
+    store_port_ = banner ? std::stoi((*banner)[2]) : 0;
     return c;
   }
 
@@ -84,6 +90,7 @@ class ElasticTrain : public ::testing::Test {
 
   static test::ScratchDir* dir_;
   std::string address_;
+  int store_port_ = 0;
 };
 test::ScratchDir* ElasticTrain::dir_ = nullptr;
 
@@ -117,6 +124,69 @@ TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == final_global("join", "b-1", kSteps)) << "a's and b's global parameters differ";
   EXPECT_TRUE(ga == final_global("join", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+// A member that hangs (SIGSTOP) is expired and the others go on; continued, it finds itself fenced out,
+// rejoins as a new member, heals from the others at its next synchronisation and finishes with them.
+TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
+  const auto coordinator_process = coordinator("stop", 3);
+  constexpr int kSteps = 2400;  // a and b run for many seconds after c is expired
+  auto a = member("stop", "a", kSteps);
+  auto b = member("stop", "b", kSteps);
+  auto c = member("stop", "c", kSteps, "10:STOP");
+  ASSERT_TRUE(a->wait_for(std::regex("2 members \\(a#1, b#1\\)"), 120)) << a->output();
+  // Continued only once the coordinator expired it (a quorum may leave it out earlier, at a join window).
+  httplib::Client status("127.0.0.1", std::stoi(address_.substr(address_.rfind(':') + 1)));
+  const auto started = std::chrono::steady_clock::now();
+  bool expired = false;
+  while (!expired && std::chrono::steady_clock::now() - started < std::chrono::seconds(60)) {
+    const auto reply = status.Get("/status");
+    expired = reply && reply->body.find("\"c#1\"") == std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(expired) << "the stopped member was not expired";
+  c->signal(SIGCONT);
+  for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_NE(c->output().find("rejoined as c#2"), std::string::npos) << c->output();
+  EXPECT_TRUE(std::regex_search(c->output(), std::regex("healed from (a|b)#1"))) << c->output();
+  EXPECT_NE(a->output().find("3 members (a#1, b#1, c#2)"), std::string::npos) << a->output();
+  const std::string ga = final_global("stop", "a-1", kSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("stop", "b-1", kSteps)) << "a's and b's global parameters differ";
+  EXPECT_TRUE(ga == final_global("stop", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+// The coordinator is killed mid-run and a replacement started on the same ports: the members keep
+// training meanwhile, rejoin the new incarnation and finish together with the same global parameters.
+TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
+  auto first = coordinator("restart", 3);
+  const std::string address = address_;
+  const int port = std::stoi(address.substr(address.rfind(':') + 1)), store_port = store_port_;
+  constexpr int kSteps = 400;
+  auto a = member("restart", "a", kSteps);
+  auto b = member("restart", "b", kSteps);
+  auto c = member("restart", "c", kSteps);
+  ASSERT_TRUE(a->wait_for(std::regex("step 20/400"), 120)) << a->output();
+  first->signal(SIGKILL);
+  EXPECT_EQ(first->wait(10), 128 + SIGKILL);
+  const auto second = coordinator("restart", 3, port, store_port);
+  ASSERT_EQ(address_, address) << second->output();
+  for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  for (auto* m : {a.get(), b.get(), c.get()}) {
+    EXPECT_TRUE(std::regex_search(m->output(), std::regex("rejoined as [abc]#1"))) << m->output();
+  }
+  // The replacement committed outer steps of its own.
+  httplib::Client status("127.0.0.1", port);
+  const auto metrics = status.Get("/metrics");
+  ASSERT_TRUE(metrics) << second->output();
+  std::smatch commits;
+  ASSERT_TRUE(std::regex_search(metrics->body, commits, std::regex(R"(loco_membership_events_total\{kind="commit"\} ([0-9]+))")))
+      << metrics->body;
+  EXPECT_GT(std::stoi(commits[1]), 0) << metrics->body;
+  const std::string ga = final_global("restart", "a-1", kSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("restart", "b-1", kSteps)) << "a's and b's global parameters differ";
+  EXPECT_TRUE(ga == final_global("restart", "c-1", kSteps)) << "a's and c's global parameters differ";
 }
 
 // `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank

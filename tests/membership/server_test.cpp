@@ -1,6 +1,7 @@
 // The coordinator on the network (coordinator_server.h) with real members (member_client.h) on
-// loopback: quorums, a silent member expiring, a leave seen at once by the others' heartbeats, a
-// restarted coordinator fencing members of its previous incarnation, and refused messages.
+// loopback: quorums, a silent member expiring, a leave seen at once by the others' heartbeats, members
+// rejoining a replacement coordinator or after being expelled, another run's coordinator fencing them for
+// good, and refused messages.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -29,7 +30,7 @@ ServerOptions server_options(int min_replicas, int port = 0) {
 }
 
 MemberOptions member(const CoordinatorServer& server, const std::string& name) {
-  return {{"127.0.0.1", server.port()}, "test-run", name, 2.0};
+  return {{"127.0.0.1", server.port()}, "test-run", name, 2.0, [](const std::string&) {}};
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -111,20 +112,74 @@ TEST(CoordinatorServer, OthersLearnOfALeaveFromTheirNextHeartbeat) {
   EXPECT_NE(raw.Get("/")->body.find("<html>"), std::string::npos);
 }
 
-TEST(CoordinatorServer, ARestartedCoordinatorFencesMembersOfTheOldOne) {
+TEST(CoordinatorServer, MembersRejoinAReplacementCoordinatorAndAnUndecidedVoteSaysSo) {
+  auto first = std::make_unique<CoordinatorServer>(server_options(2));
+  const int port = first->port();
+  first->start();
+  MemberClient a(member(*first, "a"));
+  MemberClient b(member(*first, "b"));
+  auto qb = std::async(std::launch::async, [&] { return b.await_quorum(4, 10); });
+  const QuorumReply q = a.await_quorum(4, 10);
+  qb.get();
+  const Credentials before = a.credentials();
+  // a votes and waits for b's vote, which never comes: the coordinator is replaced first.
+  auto vote = std::async(std::launch::async, [&] { return a.vote(q.quorum_id, 4, true, "h", 10); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  first.reset();
+  CoordinatorServer second(server_options(2, port));
+  second.start();
+  try {
+    vote.get();
+    ADD_FAILURE() << "a vote got a decision from a coordinator that never decided";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::stale_incarnation) << e.what();
+  }
+  ASSERT_TRUE(eventually([&] { return a.rejoins() == 1 && b.rejoins() == 1; }));
+  EXPECT_FALSE(a.fenced());
+  EXPECT_TRUE(a.quorum_broken());
+  EXPECT_NE(a.credentials().incarnation, before.incarnation);
+  // The replacement's quorum: same names, its own numbering.
+  auto qb2 = std::async(std::launch::async, [&] { return b.await_quorum(4, 10); });
+  EXPECT_EQ(a.await_quorum(4, 10).members, (Ids{"a#1", "b#1"}));
+  qb2.get();
+}
+
+TEST(CoordinatorServer, AnExpelledMemberRejoinsAsANewMemberAndItsOldVoteIsRefused) {
+  CoordinatorServer server(server_options(2));
+  server.start();
+  MemberClient a(member(server, "a"));
+  MemberClient b(member(server, "b"));
+  auto qa = std::async(std::launch::async, [&] { return a.await_quorum(4, 10); });
+  const QuorumReply q = b.await_quorum(4, 10);
+  qa.get();
+  server.expel("b#1", "its process was killed by SIGKILL");
+  try {
+    b.vote(q.quorum_id, 4, true, "h", 5);
+    ADD_FAILURE() << "the vote of an expelled member was taken";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::unknown_member) << e.what();
+  }
+  EXPECT_EQ(b.rejoins(), 1);
+  EXPECT_EQ(b.credentials().member_id, "b#2");
+  auto qa2 = std::async(std::launch::async, [&] { return a.await_quorum(8, 10); });
+  EXPECT_EQ(b.await_quorum(8, 10).members, (Ids{"a#1", "b#2"}));
+  qa2.get();
+}
+
+TEST(CoordinatorServer, AnotherRunsCoordinatorAtTheAddressFencesForGood) {
   auto first = std::make_unique<CoordinatorServer>(server_options(1));
   const int port = first->port();
   first->start();
   MemberClient a(member(*first, "a"));
   first.reset();
-  CoordinatorServer second(server_options(1, port));
+  ServerOptions other = server_options(1, port);
+  other.coordinator.run_id = "another-run";
+  CoordinatorServer second(other);
   second.start();
   ASSERT_TRUE(eventually([&] { return a.fenced().has_value(); }));
-  EXPECT_NE(a.fenced()->find("rejoin"), std::string::npos) << *a.fenced();
-  EXPECT_TRUE(a.quorum_broken());
+  EXPECT_NE(a.fenced()->find("'test-run' is not this coordinator's run"), std::string::npos) << *a.fenced();
+  EXPECT_EQ(a.rejoins(), 0);
   EXPECT_THROW(a.await_quorum(0, 1), MembershipError);
-  MemberClient again(member(second, "a"));  // rejoining works
-  EXPECT_EQ(again.await_quorum(0, 10).members, (Ids{"a#1"}));
 }
 
 TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
@@ -144,7 +199,7 @@ TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
   EXPECT_EQ(post("/v1/quorum", R"({"member_id": "x#1"})")->status, 400);
   EXPECT_EQ(post("/v1/join", std::string(100 * 1024, ' '))->status, 413);  // larger than any message
   EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").size(), 0u);
-  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0}), MembershipError);
+  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0, {}}), MembershipError);
 }
 
 TEST(CoordinatorServer, ATakenPortIsAClearError) {

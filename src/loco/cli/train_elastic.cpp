@@ -45,8 +45,11 @@ TrainSummary run_elastic_member(TrainOptions options) {
         "dist.elastic = true: set LOCO_COORDINATOR=host:port and LOCO_RUN_ID to the run's coordinator (start it "
         "with `loco coordinator --run-id ID`; docs/fault-tolerance.md)");
   }
-  membership::MemberClient member(
-      {membership::parse_coordinator_address(address, "LOCO_COORDINATOR"), run_id, member_name(), 5.0});
+  membership::MemberOptions member_options;
+  member_options.coordinator = membership::parse_coordinator_address(address, "LOCO_COORDINATOR");
+  member_options.run_id = run_id;
+  member_options.name = member_name();
+  membership::MemberClient member(member_options);
   elastic::QuorumGroupOptions group_options;
   group_options.backend = config.dist.backend;
   group_options.group.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));

@@ -59,11 +59,10 @@ void ElasticDiloco::synchronise(std::int64_t step) {
     const std::int64_t now = context_.replica->step();
     std::optional<membership::QuorumReply> quorum;
     try {
-      const std::int64_t previous_quorum = last_quorum_id_;
       comm::Group& group = groups_.join_quorum(now);
       quorum = groups_.quorum();
-      last_quorum_id_ = quorum->quorum_id;
-      if (quorum->quorum_id != previous_quorum) {
+      if (quorum->store_prefix != last_quorum_) {
+        last_quorum_ = quorum->store_prefix;
         fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum->quorum_id, quorum->step,
                    quorum->members.size(), fmt::join(quorum->members, ", "));
       }
@@ -80,14 +79,18 @@ void ElasticDiloco::synchronise(std::int64_t step) {
       next.load(outer_->global().clone(), outer_->momentum_buffer().clone());
       if (contributed > 0) next.step(mean);
       const std::string hash = fmt::format("{:016x}", tensor_hash(next.global()));
-      const membership::CommitReply decision = member_.vote(quorum->quorum_id, at, true, hash, vote_timeout_s_);
-      if (decision.outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+      const std::optional<membership::CommitReply> decision = vote(quorum->quorum_id, at, hash);
+      if (!decision) {
+        groups_.abandon();
+        continue;
+      }
+      if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
         fmt::print(stderr, "elastic: outer step at step {} aborted ({}); retrying with the next quorum\n", at,
-                   decision.reason);
+                   decision->reason);
         continue;
       }
       outer_->load(next.global(), next.momentum_buffer());
-      if (!decision.outliers.empty()) share_canonical_state(group, *quorum, decision);
+      if (!decision->outliers.empty()) share_canonical_state(group, *quorum, *decision);
       parameters_->write(outer_->global());
       ++outer_steps_;
       schedule_.synced(at);
@@ -105,9 +108,34 @@ void ElasticDiloco::synchronise(std::int64_t step) {
         }
       }
       groups_.abandon();
-    } catch (const membership::MembershipError& e) {
-      if (e.refusal() != membership::Refusal::stale_quorum) throw;
-      groups_.abandon();
+    }
+  }
+}
+
+std::optional<membership::CommitReply> ElasticDiloco::vote(std::int64_t quorum_id, std::int64_t step,
+                                                          const std::string& hash) {
+  try {
+    return member_.vote(quorum_id, step, true, hash, vote_timeout_s_);
+  } catch (const membership::MembershipError& e) {
+    switch (e.refusal()) {
+      case membership::Refusal::stale_incarnation:
+        // Note "presumed-commit": the coordinator was replaced before its decision reached this member.
+        // This member's exchange succeeded, so every member whose exchange succeeded holds the same
+        // candidate; the decision could only have been to commit it, or an abort because a member failed,
+        // whose members retry and are healed (they are behind) at the next synchronisation. The hash vote
+        // there finds any member that differs.
+        fmt::print(stderr, "elastic: the coordinator was replaced before deciding the outer step at step {}; "
+                           "presumed committed (checked by the next synchronisation's vote)\n", step);
+        return membership::CommitReply{membership::Outcome::commit, hash, false, {}, ""};
+      case membership::Refusal::unknown_member:
+      case membership::Refusal::stale_quorum:
+        // This member was expired or expelled (its quorum broke), or the quorum was superseded: nothing
+        // was committed with this vote.
+        fmt::print(stderr, "elastic: vote for the outer step at step {} refused ({}); retrying with the next "
+                           "quorum\n", step, e.what());
+        return std::nullopt;
+      default:
+        throw;
     }
   }
 }

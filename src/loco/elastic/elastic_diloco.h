@@ -13,6 +13,7 @@
 //     vote(ok, hash(θ_g'))                         commit: θ_g ← θ_g', b ← b', θ_m ← θ_g; members whose hash
 //                                                 differs take θ_g, b from the lowest-ranked canonical one
 //                                                 abort, or a failed collective: nothing applied; retry
+//                                                 coordinator replaced before deciding: presumed commit
 //
 // Data (note "elastic-data"): all members read one global order of windows. A round (the inner steps
 // between two synchronisations) lays its members out by rank: member r of n reads windows
@@ -53,6 +54,9 @@ class ElasticDiloco final : public Strategy {
  private:
   // Joins the quorum at `step` and, unless the run is only starting, commits one outer step with it.
   void synchronise(std::int64_t step);
+  // Phase one and two for this member's candidate `hash`; nullopt when the vote was refused and nothing
+  // was committed (retry with the next quorum).
+  std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
   // Heals the quorum's members that are behind; true when this member was one of them.
   bool heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum);
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
@@ -73,7 +77,7 @@ class ElasticDiloco final : public Strategy {
   std::optional<ParameterFragment> parameters_;
   std::optional<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
-  std::int64_t last_quorum_id_ = 0;  // for the log
+  std::string last_quorum_;  // its store prefix (incarnation and id), for the log
   // The current round's data layout (note "elastic-data").
   std::uint64_t round_start_ = 0;    // C: the first window of the round
   std::uint64_t round_members_ = 0;  // n

@@ -20,7 +20,7 @@ QuorumGroup::~QuorumGroup() { abandon(); }
 
 comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
   membership::QuorumReply next = member_.await_quorum(step, options_.quorum_timeout_s);
-  if (group_ && quorum_ && quorum_->quorum_id == next.quorum_id) {
+  if (group_ && quorum_ && quorum_->store_prefix == next.store_prefix) {  // same incarnation and id
     quorum_ = std::move(next);
     return *group_;
   }

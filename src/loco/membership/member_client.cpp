@@ -54,19 +54,18 @@ CoordinatorAddress parse_coordinator_address(const std::string& text, const std:
   return {host, static_cast<int>(*port)};
 }
 
-struct MemberClient::Fence {
-  std::mutex mutex;
-  std::condition_variable wake;
-  std::optional<std::string> reason;
+struct MemberClient::Shared {
+  mutable std::mutex mutex;
+  std::condition_variable changed;  // stopping, a rejoin or a fence
+  Credentials credentials;
+  int store_port = 0;
+  int rejoins = 0;
+  std::optional<MembershipError> fence;
 };
 
-MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), fence_(std::make_unique<Fence>()) {
-  const Answer joined = post(options_.coordinator, "/v1/join", {{"run_id", options_.run_id}, {"name", options_.name}},
-                             options_.request_timeout_s);
-  credentials_ = membership::credentials(joined.body);
-  store_port_ = static_cast<int>(field<std::int64_t>(joined.body, "store_port"));
-  const double interval_s = std::clamp(field<double>(joined.body, "heartbeat_interval_s"), 0.01, 10.0);
-  heartbeat_ = std::thread([this, interval_s] { heartbeat_until_stopped(interval_s); });
+MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
+  heartbeat_interval_s_ = join();
+  heartbeat_ = std::thread([this] { heartbeat_until_stopped(); });
 }
 
 MemberClient::~MemberClient() {
@@ -77,41 +76,102 @@ MemberClient::~MemberClient() {
   }
 }
 
-void MemberClient::heartbeat_until_stopped(double interval_s) {
-  const auto interval = std::chrono::duration<double>(interval_s);
-  std::unique_lock<std::mutex> lock(fence_->mutex);
-  while (!stopping_) {
-    lock.unlock();
-    try {
-      const Answer beat = post(options_.coordinator, "/v1/heartbeat", to_json(credentials_), options_.request_timeout_s);
-      quorum_broken_ = field<bool>(beat.body, "quorum_broken");
-    } catch (const MembershipError& e) {
-      const Refusal r = e.refusal();
-      if (r == Refusal::unknown_member || r == Refusal::stale_incarnation || r == Refusal::wrong_run) {
-        std::lock_guard<std::mutex> fenced(fence_->mutex);
-        fence_->reason = e.what();
-        quorum_broken_ = true;
-        return;
-      }
-      // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
-    }
-    lock.lock();
-    fence_->wake.wait_for(lock, interval, [this] { return stopping_.load(); });
-  }
+double MemberClient::join() {
+  const Answer joined = post(options_.coordinator, "/v1/join", {{"run_id", options_.run_id}, {"name", options_.name}},
+                             options_.request_timeout_s);
+  const Credentials credentials = membership::credentials(joined.body);
+  const int store_port = static_cast<int>(field<std::int64_t>(joined.body, "store_port"));
+  const double interval_s = std::clamp(field<double>(joined.body, "heartbeat_interval_s"), 0.01, 10.0);
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->credentials = credentials;
+  shared_->store_port = store_port;
+  return interval_s;
+}
+
+Credentials MemberClient::credentials() const {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return shared_->credentials;
+}
+
+int MemberClient::store_port() const {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return shared_->store_port;
+}
+
+int MemberClient::rejoins() const {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return shared_->rejoins;
 }
 
 std::optional<std::string> MemberClient::fenced() const {
-  std::lock_guard<std::mutex> lock(fence_->mutex);
-  return fence_->reason;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  if (!shared_->fence) return std::nullopt;
+  return std::string(shared_->fence->what());
+}
+
+void MemberClient::say(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+}
+
+void MemberClient::heartbeat_until_stopped() {
+  std::unique_lock<std::mutex> lock(shared_->mutex);
+  while (!stopping_ && !shared_->fence) {
+    const Credentials who = shared_->credentials;
+    lock.unlock();
+    try {
+      const Answer beat = post(options_.coordinator, "/v1/heartbeat", to_json(who), options_.request_timeout_s);
+      quorum_broken_ = field<bool>(beat.body, "quorum_broken");
+    } catch (const MembershipError& e) {
+      // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
+      if (e.refusal() == Refusal::unknown_member || e.refusal() == Refusal::stale_incarnation) rejoin_after(e);
+    }
+    lock.lock();
+    shared_->changed.wait_for(lock, std::chrono::duration<double>(heartbeat_interval_s_),
+                              [this] { return stopping_.load(); });
+  }
+}
+
+void MemberClient::rejoin_after(const MembershipError& refusal) {
+  const std::string was = credentials().member_id;
+  try {
+    heartbeat_interval_s_ = join();
+  } catch (const MembershipError& e) {
+    if (e.refusal() == Refusal::unavailable) return;  // the next heartbeat tries again
+    say(fmt::format("membership: {} cannot rejoin the run: {}", was, e.what()));
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->fence = e;
+    shared_->changed.notify_all();
+    return;
+  }
+  rejoined_since_quorum_ = true;  // whatever this member's quorum was, it is not the run's any more
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    ++shared_->rejoins;
+    shared_->changed.notify_all();
+  }
+  say(fmt::format("membership: {} was refused ({}); rejoined as {}", was, refusal.what(), credentials().member_id));
 }
 
 nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json request, double timeout_s,
-                                      const std::string& what) {
+                                      const std::string& what, bool retry_as_new_member) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::string last_reason = "no answer yet";
+  int generation = -1;  // the membership whose credentials the request carries
   while (true) {
-    if (const auto reason = fenced()) throw MembershipError(Refusal::unknown_member, *reason);
+    {
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      if (shared_->fence) throw *shared_->fence;
+      // A request of the old membership keeps its credentials, so that the coordinator refuses it.
+      if (generation < 0 || retry_as_new_member) {
+        request.update(to_json(shared_->credentials));
+        generation = shared_->rejoins;
+      }
+    }
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) break;
     request["wait_s"] = std::min(left, 5.0);
@@ -120,9 +180,17 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
       if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {
-      if (e.refusal() != Refusal::unavailable) throw;
-      last_reason = e.what();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (e.refusal() == Refusal::unavailable) {
+        last_reason = e.what();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      if (e.refusal() != Refusal::unknown_member && e.refusal() != Refusal::stale_incarnation) throw;
+      // The credentials were refused: the heartbeat thread rejoins (or finds the fence) within a beat.
+      std::unique_lock<std::mutex> lock(shared_->mutex);
+      shared_->changed.wait_until(lock, deadline, [&] { return shared_->rejoins != generation || shared_->fence; });
+      if (shared_->fence) throw *shared_->fence;
+      if (!retry_as_new_member || shared_->rejoins == generation) throw;
     }
   }
   throw MembershipError(Refusal::unavailable,
@@ -130,33 +198,28 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
 }
 
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
-  nlohmann::json request = to_json(credentials_);
-  request["step"] = step;
-  QuorumReply reply = quorum_reply(long_poll("/v1/quorum", request, timeout_s, "quorum"));
+  QuorumReply reply = quorum_reply(long_poll("/v1/quorum", {{"step", step}}, timeout_s, "quorum", true));
   quorum_broken_ = false;
+  rejoined_since_quorum_ = false;
   return reply;
 }
 
 CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
                                double timeout_s) {
-  nlohmann::json request = to_json(credentials_);
-  request["quorum_id"] = quorum_id;
-  request["step"] = step;
-  request["ok"] = ok;
-  request["hash"] = hash;
-  return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision"));
+  const nlohmann::json request = {{"quorum_id", quorum_id}, {"step", step}, {"ok", ok}, {"hash", hash}};
+  return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision", false));
 }
 
 void MemberClient::leave(const std::string& reason) {
   if (left_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(fence_->mutex);
+    std::lock_guard<std::mutex> lock(shared_->mutex);
     stopping_ = true;
   }
-  fence_->wake.notify_all();
+  shared_->changed.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (fenced()) return;  // the coordinator no longer knows this member
-  nlohmann::json message = to_json(credentials_);
+  nlohmann::json message = to_json(credentials());
   message["reason"] = reason;
   post(options_.coordinator, "/v1/leave", message, options_.request_timeout_s);
 }

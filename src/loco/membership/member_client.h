@@ -4,6 +4,12 @@
 // The heartbeat thread also learns at once when the member's quorum broke (a member left or expired),
 // so training can abandon a collective that would otherwise wait for its timeout.
 //
+// A member the coordinator no longer knows rejoins by itself, from the heartbeat thread, as a new member
+// (same name, the next number): after it stopped for longer than the heartbeat timeout (it was expired and
+// fenced out) or when a replacement coordinator answers (a new incarnation). Quorum requests then go on
+// under the new id; a vote of the old membership is refused (the caller decides what its outer step
+// became). Only another run's coordinator fences it for good (fenced()).
+//
 // Where the coordinator is: LOCO_COORDINATOR=host:port and the run's id LOCO_RUN_ID (docs/fault-tolerance.md).
 #pragma once
 
@@ -11,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +41,8 @@ struct MemberOptions {
   std::string run_id;
   std::string name;             // letters, digits, '.', '_', '-' (e.g. host-rank)
   double request_timeout_s = 5;  // one HTTP request, quorum long polls aside
+  // Where the client says what happened to its membership (rejoins); stderr when empty.
+  std::function<void(const std::string&)> log;
 };
 
 class MemberClient {
@@ -46,40 +55,56 @@ class MemberClient {
   MemberClient(const MemberClient&) = delete;
   MemberClient& operator=(const MemberClient&) = delete;
 
-  const Credentials& credentials() const { return credentials_; }
+  // The current membership (it changes when the member rejoins).
+  Credentials credentials() const;
   const CoordinatorAddress& coordinator() const { return options_.coordinator; }
   // The port of the run's store on the coordinator's host; 0 when the coordinator serves none.
-  int store_port() const { return store_port_; }
+  int store_port() const;
+  // How many times the member rejoined.
+  int rejoins() const;
 
-  // Waits at the synchronisation point after `step` steps until a quorum with this member forms.
-  // MembershipError when refused (fenced: rejoin as a new member) or unavailable after `timeout_s`.
+  // Waits at the synchronisation point after `step` steps until a quorum with this member forms (as the
+  // member it is by then, should it rejoin meanwhile). MembershipError when fenced for good or unavailable
+  // after `timeout_s`.
   QuorumReply await_quorum(std::int64_t step, double timeout_s);
 
   // Votes for the outer step after `step` steps in quorum `quorum_id` (ok, and the hash of the global
   // parameters it would commit) and waits for the decision (commit_rules.h). MembershipError when the
-  // vote is refused (stale_quorum: ask for a quorum again) or no decision came within `timeout_s`.
+  // vote is refused: stale_quorum (ask for a quorum again), unknown_member (this member was expired or
+  // expelled meanwhile, so its quorum broke: nothing committed), stale_incarnation (the coordinator was
+  // replaced before the decision reached this member), or unavailable when no decision came in `timeout_s`.
   CommitReply vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash, double timeout_s);
 
-  // Set by the heartbeat thread: the member's last quorum lost a member or was superseded.
-  bool quorum_broken() const { return quorum_broken_; }
-  // Set when a heartbeat was refused: this member is no longer in the run and must rejoin.
+  // Set by the heartbeat thread: the member's last quorum lost a member or was superseded, or the member
+  // rejoined.
+  bool quorum_broken() const { return quorum_broken_ || rejoined_since_quorum_; }
+  // Set when the run refused this member for good (another run's coordinator answers at the address).
   std::optional<std::string> fenced() const;
 
   void leave(const std::string& reason);
 
  private:
-  void heartbeat_until_stopped(double interval_s);
-  // Posts `request` to `path` until the coordinator answers 200 (its body) or `timeout_s` passes.
-  nlohmann::json long_poll(const std::string& path, nlohmann::json request, double timeout_s, const std::string& what);
+  // Joins (again): new credentials, store port and heartbeat interval.
+  double join();
+  void heartbeat_until_stopped();
+  // After a heartbeat's refusal of the credentials: joins again; a join the run refuses fences the member
+  // for good, one that finds no coordinator is tried again at the next heartbeat.
+  void rejoin_after(const MembershipError& refusal);
+  // Posts `request` plus the current credentials to `path` until the coordinator answers 200 (its body) or
+  // `timeout_s` passes. A refusal of the credentials waits for the heartbeat thread's rejoin: repeated as
+  // the new member when `retry_as_new_member`, thrown otherwise.
+  nlohmann::json long_poll(const std::string& path, nlohmann::json request, double timeout_s, const std::string& what,
+                           bool retry_as_new_member);
+  void say(const std::string& line) const;
 
   MemberOptions options_;
-  Credentials credentials_;
-  int store_port_ = 0;
+  double heartbeat_interval_s_ = 1;
   std::atomic<bool> quorum_broken_{false};
+  std::atomic<bool> rejoined_since_quorum_{false};  // the new membership has no quorum yet
   std::atomic<bool> stopping_{false};
   std::atomic<bool> left_{false};
-  struct Fence;
-  std::unique_ptr<Fence> fence_;
+  struct Shared;  // credentials, store port, rejoins and the fence, guarded by one mutex
+  std::unique_ptr<Shared> shared_;
   std::thread heartbeat_;
 };
 
