@@ -5,7 +5,10 @@
 
 Reads RUN_DIR/metrics.jsonl of each run (one curve per run, labelled by the directory name) and
 draws a 2x2 PNG with gnuplot (Debian's gnuplot-nox): loss and eval loss against tokens and against
-elapsed seconds. Standard library only.
+elapsed seconds. The membership events of an elastic member (its RUN_DIR is
+OUT_DIR/members/NAME-n; docs/fault-tolerance.md "Metrics") are marked by dashed vertical lines at the
+line that reports them, labelled with their kind (heal, abort, rejoin, presumed_commit, and quorum
+changes after the first). Standard library only.
 """
 import json
 import os
@@ -28,14 +31,41 @@ def read_metrics(run_dir):
     return rows
 
 
+EVENT_COLOURS = {"heal": "#2ca02c", "abort": "#d62728", "rejoin": "#9467bd", "presumed_commit": "#ff7f0e",
+                 "quorum": "#7f7f7f"}
+
+
+def membership_marks(rows):
+    """(tokens, elapsed_s, kind) of each membership event worth marking, at the line that reports it."""
+    marks = []
+    for r in rows:
+        for e in r.get("membership_events", []):
+            if e["kind"] == "quorum" and e["step"] == 0:
+                continue  # the run's first quorum
+            marks.append((r["tokens"], r["elapsed_s"], e["kind"]))
+    return marks
+
+
+def marks_script(marks, x_index):
+    lines = []
+    for m in marks:
+        x, kind = m[x_index], m[2]
+        colour = EVENT_COLOURS.get(kind, "#000000")
+        lines.append(f"set arrow from {x}, graph 0 to {x}, graph 1 nohead dt 2 lc rgb '{colour}'")
+        lines.append(f"set label '{kind}' at {x}, graph 0.97 rotate by 90 right font ',8' tc rgb '{colour}'")
+    return lines
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     out, runs = sys.argv[1], sys.argv[2:]
     with tempfile.TemporaryDirectory() as work:
         series = []
+        marks = []
         for i, run in enumerate(runs):
             rows = read_metrics(run)
+            marks += membership_marks(rows)
             data = os.path.join(work, f"run{i}.dat")
             with open(data, "w") as f:
                 for r in rows:
@@ -54,8 +84,11 @@ def main():
             "set grid",
             "set format x '%.1s%c'",
             "set datafile missing 'NaN'",
+            *marks_script(marks, 0),
             "set xlabel 'tokens'", "set ylabel 'training loss'", plot(1, 3, False),
             "set xlabel 'tokens'", "set ylabel 'validation loss'", plot(1, 4, True),
+            "unset arrow", "unset label",
+            *marks_script(marks, 1),
             "set xlabel 'elapsed (s)'", "set ylabel 'training loss'", plot(2, 3, False),
             "set xlabel 'elapsed (s)'", "set ylabel 'validation loss'", plot(2, 4, True),
             "unset multiplot",

@@ -7,8 +7,11 @@
 //   --die-at R    SIGKILL (as kill -9, preemption, OOM): the others' all-reduce fails at once
 //   --stop-at R   SIGSTOP (a hang: the heartbeat thread stops too): the others give the all-reduce up when
 //                 the coordinator says the quorum broke; the driver kills the stopped process at the end
+//   --die-building-at R  SIGKILL once the round's quorum formed, before its group is built: the others
+//                 wait for it at the group's rendezvous until the coordinator says the quorum broke
 //
-//   loco_elastic_worker --coordinator HOST:PORT --run-id ID --name NAME --rounds N [--die-at R | --stop-at R]
+//   loco_elastic_worker --coordinator HOST:PORT --run-id ID --name NAME --rounds N
+//                       [--die-at R | --stop-at R | --die-building-at R]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -30,7 +33,7 @@ double seconds_since_start() { return std::chrono::duration<double>(std::chrono:
 
 int main(int argc, char** argv) {
   std::string coordinator, run_id, name;
-  int rounds = 0, die_at = -1, stop_at = -1;
+  int rounds = 0, die_at = -1, stop_at = -1, die_building_at = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
     if (key == "--coordinator") coordinator = value;
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     if (key == "--rounds") rounds = std::stoi(value);
     if (key == "--die-at") die_at = std::stoi(value);
     if (key == "--stop-at") stop_at = std::stoi(value);
+    if (key == "--die-building-at") die_building_at = std::stoi(value);
   }
   torch::set_num_threads(1);
   try {
@@ -55,6 +59,10 @@ int main(int argc, char** argv) {
     for (int round = 1; round <= rounds; ++round) {
       for (int attempt = 1;; ++attempt) {
         try {
+          if (round == die_building_at) {
+            member.await_quorum(round, 60);
+            std::raise(SIGKILL);
+          }
           loco::comm::Group& group = groups.join_quorum(round);
           round = std::max<int>(round, static_cast<int>(groups.quorum().step));
           if (round == die_at) std::raise(SIGKILL);

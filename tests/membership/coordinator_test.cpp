@@ -11,7 +11,7 @@ namespace {
 using Ids = std::vector<std::string>;
 
 Coordinator make(int min_replicas = 1) {
-  return Coordinator(CoordinatorOptions{{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}, "run-1", 77});
+  return Coordinator(CoordinatorOptions{{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5}, "run-1", 77, {}});
 }
 
 Credentials who(const JoinReply& joined) { return {joined.member_id, joined.incarnation}; }

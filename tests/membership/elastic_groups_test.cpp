@@ -90,6 +90,41 @@ void survivors_go_on(const char* fault) {
 
 TEST(ElasticGroups, SurvivorsGoOnAfterAKill) { survivors_go_on("--die-at"); }
 
+// A member dies after its quorum formed and before the quorum's group is built (d left after round 4, so
+// round 5's quorum is new and every member builds a group): the others, waiting for it at the group's
+// rendezvous, give the rendezvous up when the coordinator says the quorum broke (not after the rendezvous
+// timeout of 20 s) and finish in a group of two.
+TEST(ElasticGroups, SurvivorsGiveUpARendezvousWithAMemberThatDied) {
+  test::ChildProcess coordinator({LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id",
+                                  "elastic", "--min-replicas", "2", "--start-replicas", "4", "--heartbeat-timeout-s", "1",
+                                  "--join-window-s", "0.5"});
+  const auto banner = coordinator.wait_for(std::regex("127.0.0.1:([0-9]+)"), 30);
+  ASSERT_TRUE(banner) << coordinator.output();
+  auto worker = [&](const std::string& name, int rounds, std::vector<std::string> extra) {
+    std::vector<std::string> args = {LOCO_ELASTIC_WORKER, "--coordinator", "127.0.0.1:" + (*banner)[1], "--run-id",
+                                     "elastic", "--name", name, "--rounds", std::to_string(rounds)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<test::ChildProcess>(args);
+  };
+  auto a = worker("a", kRounds, {});
+  auto b = worker("b", kRounds, {});
+  auto c = worker("c", kRounds, {"--die-building-at", std::to_string(kFaultRound)});
+  auto d = worker("d", kFaultRound - 1, {});
+  EXPECT_EQ(d->wait(120), 0) << d->output();
+  EXPECT_EQ(c->wait(120), 128 + 9) << c->output();
+  for (auto* survivor : {a.get(), b.get()}) {
+    EXPECT_EQ(survivor->wait(120), 0) << survivor->output();
+    const auto rounds = completed_rounds(survivor->output());
+    EXPECT_EQ(rounds.size(), static_cast<std::size_t>(kRounds)) << survivor->output();
+    ASSERT_TRUE(rounds.count(kFaultRound)) << survivor->output();
+    EXPECT_EQ(rounds.at(kFaultRound).size, 2) << survivor->output();
+    EXPECT_EQ(rounds.at(kFaultRound).sum, 2) << survivor->output();
+    EXPECT_TRUE(std::regex_search(survivor->output(),
+                                  std::regex("round 5 attempt 1 abandoned .*gave up its rendezvous")))
+        << survivor->output();
+  }
+}
+
 TEST(ElasticGroups, SurvivorsGoOnAfterAStop) { survivors_go_on("--stop-at"); }
 
 }  // namespace

@@ -88,6 +88,22 @@ class ElasticTrain : public ::testing::Test {
     return bytes.substr(begin, offsets[1].get<std::size_t>() - offsets[0].get<std::size_t>());
   }
 
+  // The membership events of kind `kind` in a member's metrics.jsonl, and the last line's fields.
+  std::vector<nlohmann::json> events(const std::string& run, const std::string& member_dir, const std::string& kind,
+                                     nlohmann::json* last_line = nullptr) {
+    std::ifstream in(*dir_ / run / "members" / member_dir / "metrics.jsonl");
+    std::vector<nlohmann::json> found;
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto record = nlohmann::json::parse(line);
+      if (last_line) *last_line = record;
+      for (const auto& e : record.value("membership_events", nlohmann::json::array())) {
+        if (e.at("kind") == kind) found.push_back(e);
+      }
+    }
+    return found;
+  }
+
   static test::ScratchDir* dir_;
   std::string address_;
   int store_port_ = 0;
@@ -105,6 +121,14 @@ TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) {
   // The quorums went from three members to two.
   EXPECT_NE(a->output().find("3 members"), std::string::npos) << a->output();
   EXPECT_NE(a->output().find("2 members (a#1, b#1)"), std::string::npos) << a->output();
+  // Its metrics say so: the quorums it trained in, and the last line's membership.
+  nlohmann::json last;
+  const auto quorums = events("kill", "a-1", "quorum", &last);
+  ASSERT_GE(quorums.size(), 2u);
+  EXPECT_EQ(quorums.back().at("detail").get<std::string>().find("2 members (a#1, b#1)"), 4u) << quorums.back();
+  EXPECT_EQ(last.at("quorum_members"), 2) << last;
+  EXPECT_EQ(last.at("member"), "a#1") << last;
+  EXPECT_EQ(last.at("outer_steps"), 6) << last;  // 24 steps, H = 4: none lost
   const std::string ga = final_global("kill", "a-1", 24), gb = final_global("kill", "b-1", 24);
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
@@ -120,6 +144,10 @@ TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
   for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
   EXPECT_TRUE(std::regex_search(c->output(), std::regex("healed from (a|b)#1"))) << c->output();
   EXPECT_NE(a->output().find("3 members (a#1, b#1, c#1)"), std::string::npos) << a->output();
+  const auto heals = events("join", "c-1", "heal");
+  ASSERT_EQ(heals.size(), 1u);
+  EXPECT_TRUE(std::regex_search(heals[0].at("detail").get<std::string>(), std::regex("^from (a|b)#1, .* MB, step 0 -> ")))
+      << heals[0];
   const std::string ga = final_global("join", "a-1", kSteps);
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == final_global("join", "b-1", kSteps)) << "a's and b's global parameters differ";
@@ -148,6 +176,10 @@ TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
   c->signal(SIGCONT);
   for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
   EXPECT_NE(c->output().find("rejoined as c#2"), std::string::npos) << c->output();
+  const auto rejoins = events("stop", "c-1", "rejoin");
+  ASSERT_EQ(rejoins.size(), 1u);
+  EXPECT_EQ(rejoins[0].at("detail"), "c#1 -> c#2");
+  EXPECT_EQ(events("stop", "c-1", "heal").size(), 1u);
   EXPECT_TRUE(std::regex_search(c->output(), std::regex("healed from (a|b)#1"))) << c->output();
   EXPECT_NE(a->output().find("3 members (a#1, b#1, c#2)"), std::string::npos) << a->output();
   const std::string ga = final_global("stop", "a-1", kSteps);

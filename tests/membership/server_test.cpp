@@ -23,7 +23,7 @@ ServerOptions server_options(int min_replicas, int port = 0) {
   o.host = "127.0.0.1";
   o.port = port;
   o.coordinator = {{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/1.0, /*join_window_s=*/0.5}, "test-run",
-                    new_incarnation()};
+                    new_incarnation(), {}};
   o.heartbeat_interval_s = 0.05;
   o.log = [](const std::string&) {};
   return o;

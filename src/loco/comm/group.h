@@ -47,7 +47,8 @@ struct GroupOptions {
   LinkModel link;
   LinkDelay delay = LinkDelay::none;
   // Polled while a collective of a C10dGroup is waited for (not send/recv: Gloo reports their completion
-  // only in wait()); when it says true the wait gives up with PeerLost and the group must be abandoned.
+  // only in wait()) and while the group's ranks meet (c10d_rendezvous.h await_every_rank); when it says
+  // true the wait gives up with PeerLost and the group must be abandoned.
   // Elastic runs pass "the coordinator says the quorum broke" (elastic/quorum_group.h), so that nobody
   // waits for a collective timeout after a member stopped.
   std::function<bool()> abandoned;

@@ -15,19 +15,18 @@
 #include "loco/data/tokenizer.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::data {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 template <typename... Args>
 void progress(fmt::format_string<Args...> format, Args&&... args) {
   fmt::print(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void check_options(const PrepareOptions& options) {
   if (options.out_dir.empty()) throw ConfigError("no output directory; pass --out DIR.");

@@ -14,6 +14,7 @@
 #include "loco/elastic/state_transfer.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::elastic {
 
@@ -53,19 +54,17 @@ void ElasticDiloco::after_step(std::int64_t step) {
 
 void ElasticDiloco::synchronise(std::int64_t step) {
   torch::NoGradGuard no_grad;
+  const auto started = SteadyClock::now();
   bool healed = false;  // this member adopted another's state during this synchronisation: weight 0
   while (true) {
     // A member that healed has the donor's step.
     const std::int64_t now = context_.replica->step();
     std::optional<membership::QuorumReply> quorum;
     try {
+      const auto asked = SteadyClock::now();
       comm::Group& group = groups_.join_quorum(now);
       quorum = groups_.quorum();
-      if (quorum->store_prefix != last_quorum_) {
-        last_quorum_ = quorum->store_prefix;
-        fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum->quorum_id, quorum->step,
-                   quorum->members.size(), fmt::join(quorum->members, ", "));
-      }
+      note_quorum(*quorum, seconds_since(asked));
       if (quorum->step == 0) {  // the run starts: nothing to average yet
         start_round(*quorum, now);
         return;
@@ -87,6 +86,7 @@ void ElasticDiloco::synchronise(std::int64_t step) {
       if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
         fmt::print(stderr, "elastic: outer step at step {} aborted ({}); retrying with the next quorum\n", at,
                    decision->reason);
+        log_.add("abort", at, seconds_since(started), decision->reason);
         continue;
       }
       outer_->load(next.global(), next.momentum_buffer());
@@ -101,6 +101,7 @@ void ElasticDiloco::synchronise(std::int64_t step) {
       // only means the run moved on), and retry with the next quorum's group.
       fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n",
                  context_.replica->step(), e.what());
+      log_.add("abort", context_.replica->step(), seconds_since(started), e.what());
       if (quorum) {
         try {
           member_.vote(quorum->quorum_id, context_.replica->step(), false, "", vote_timeout_s_);
@@ -126,6 +127,7 @@ std::optional<membership::CommitReply> ElasticDiloco::vote(std::int64_t quorum_i
         // there finds any member that differs.
         fmt::print(stderr, "elastic: the coordinator was replaced before deciding the outer step at step {}; "
                            "presumed committed (checked by the next synchronisation's vote)\n", step);
+        log_.add("presumed_commit", step, 0, e.what());
         return membership::CommitReply{membership::Outcome::commit, hash, false, {}, ""};
       case membership::Refusal::unknown_member:
       case membership::Refusal::stale_quorum:
@@ -133,11 +135,27 @@ std::optional<membership::CommitReply> ElasticDiloco::vote(std::int64_t quorum_i
         // was committed with this vote.
         fmt::print(stderr, "elastic: vote for the outer step at step {} refused ({}); retrying with the next "
                            "quorum\n", step, e.what());
+        log_.add("abort", step, 0, e.what());
         return std::nullopt;
       default:
         throw;
     }
   }
+}
+
+void ElasticDiloco::note_quorum(const membership::QuorumReply& quorum, double waited_s) {
+  const std::string id = member_.credentials().member_id;
+  if (id != member_id_ && !member_id_.empty()) {
+    log_.add("rejoin", context_.replica->step(), 0, fmt::format("{} -> {}", member_id_, id));
+  }
+  member_id_ = id;
+  if (quorum.store_prefix == last_quorum_) return;
+  last_quorum_ = quorum.store_prefix;
+  fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum.quorum_id, quorum.step,
+             quorum.members.size(), fmt::join(quorum.members, ", "));
+  log_.set_quorum(quorum.quorum_id, quorum.members.size(), id);
+  log_.add("quorum", context_.replica->step(), waited_s,
+           fmt::format("q{}: {} members ({})", quorum.quorum_id, quorum.members.size(), fmt::join(quorum.members, ", ")));
 }
 
 bool ElasticDiloco::heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum) {
@@ -146,13 +164,17 @@ bool ElasticDiloco::heal_behind_members(comm::Group& group, const membership::Qu
   const bool anyone_behind = std::any_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s < quorum.step; });
   if (!anyone_behind) return false;
   const std::string sender = quorum.members[static_cast<std::size_t>(donor)];
+  const auto started = SteadyClock::now();
   std::string state;
   if (group.rank() == donor) state = context_.replica->encode();
   broadcast_bytes(group, state, static_cast<int>(donor), sender);
   if (steps[static_cast<std::size_t>(group.rank())] >= quorum.step) return false;
+  const std::int64_t was = context_.replica->step();
   context_.replica->adopt(state, "member " + sender);
-  fmt::print(stderr, "elastic: healed from {} ({:.1f} MB): now at step {}\n", sender, state.size() / 1e6,
-             context_.replica->step());
+  const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,
+                                         context_.replica->step());
+  fmt::print(stderr, "elastic: healed {}\n", detail);
+  log_.add("heal", context_.replica->step(), seconds_since(started), detail);
   return true;
 }
 
@@ -175,6 +197,11 @@ void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int6
   const std::int64_t until = std::min(schedule_.next(), context_.total_steps);
   round_windows_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
   context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * round_windows_);
+}
+
+void ElasticDiloco::add_log_fields(nlohmann::json& record) {
+  record["outer_steps"] = outer_steps_;
+  log_.add_fields_to(record);
 }
 
 void ElasticDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {

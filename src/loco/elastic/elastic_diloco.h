@@ -28,6 +28,7 @@
 #include "loco/algo/parameter_fragment.h"
 #include "loco/algo/sync_schedule.h"
 #include "loco/comm/codecs/codec.h"
+#include "loco/elastic/membership_log.h"
 #include "loco/elastic/quorum_group.h"
 #include "loco/train/strategy.h"
 
@@ -47,6 +48,7 @@ class ElasticDiloco final : public Strategy {
   void attach(Llama& model, const FlatParameters& parameters) override;
   void after_step(std::int64_t step) override;
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
+  void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;
   nlohmann::json state_json() const override;
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
@@ -57,6 +59,8 @@ class ElasticDiloco final : public Strategy {
   // Phase one and two for this member's candidate `hash`; nullopt when the vote was refused and nothing
   // was committed (retry with the next quorum).
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
+  // Logs a quorum the member did not train in before (and a rejoin, when its member id changed).
+  void note_quorum(const membership::QuorumReply& quorum, double waited_s);
   // Heals the quorum's members that are behind; true when this member was one of them.
   bool heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum);
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
@@ -78,6 +82,8 @@ class ElasticDiloco final : public Strategy {
   std::optional<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
   std::string last_quorum_;  // its store prefix (incarnation and id), for the log
+  std::string member_id_;    // as of the last quorum
+  MembershipLog log_;
   // The current round's data layout (note "elastic-data").
   std::uint64_t round_start_ = 0;    // C: the first window of the round
   std::uint64_t round_members_ = 0;  // n

@@ -200,6 +200,7 @@ std::string Coordinator::waiting_for(double now) const {
 
 void Coordinator::record(double now, std::string kind, std::string detail) {
   ++event_counts_[kind];
+  if (options_.on_event) options_.on_event(kind, detail);
   events_.push_back({now, std::move(kind), std::move(detail)});
   if (events_.size() > kEventsKept) events_.pop_front();
 }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,6 +64,8 @@ struct CoordinatorOptions {
   QuorumRules rules;
   std::string run_id;
   std::uint64_t incarnation = 0;
+  // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort), for the log.
+  std::function<void(const std::string& kind, const std::string& detail)> on_event;
 };
 
 class Coordinator {

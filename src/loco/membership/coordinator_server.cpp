@@ -82,8 +82,18 @@ struct CoordinatorServer::Impl {
   std::atomic<bool> served_out{false};  // serve() has returned
   std::thread ticker, server_thread;
 
-  explicit Impl(ServerOptions o) : options(std::move(o)), coordinator(options.coordinator) {
-    if (!options.log) options.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  explicit Impl(ServerOptions o) : options(with_logs(std::move(o))), coordinator(options.coordinator) {}
+
+  // stderr unless told otherwise; every event of the coordinator (joins, expiries, quorums, decisions) is
+  // a line of the log.
+  static ServerOptions with_logs(ServerOptions o) {
+    if (!o.log) o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    if (!o.coordinator.on_event) {
+      o.coordinator.on_event = [log = o.log](const std::string& kind, const std::string& detail) {
+        log(fmt::format("loco coordinator: {} {}", kind, detail));
+      };
+    }
+    return o;
   }
 
   double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
@@ -110,7 +120,6 @@ struct CoordinatorServer::Impl {
       reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
         const JoinReply joined =
             coordinator.join(field<std::string>(body, "run_id"), field<std::string>(body, "name"), now());
-        options.log(fmt::format("loco coordinator: {} joined", joined.member_id));
         return nlohmann::json{{"member_id", joined.member_id},
                               {"incarnation", joined.incarnation},
                               {"heartbeat_interval_s", options.heartbeat_interval_s},
@@ -165,7 +174,6 @@ struct CoordinatorServer::Impl {
       reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
         const Credentials who = credentials(body);
         coordinator.leave(who, field<std::string>(body, "reason"), now());
-        options.log(fmt::format("loco coordinator: {} left", who.member_id));
         return nlohmann::json::object();
       });
     });
@@ -240,7 +248,6 @@ void CoordinatorServer::expel(const std::string& member_id, const std::string& r
       return;  // already gone (it left, or its heartbeat expired first)
     }
   }
-  impl_->options.log(fmt::format("loco coordinator: {} expelled ({})", member_id, reason));
   impl_->changed.notify_all();
 }
 

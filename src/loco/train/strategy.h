@@ -58,6 +58,9 @@ class Strategy {
   // and restores the replica's own afterwards.
   virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }
 
+  // Fields of its own for the next metrics line (elastic strategies: the membership).
+  virtual void add_log_fields(nlohmann::json& record) {}
+
   // Outer state for checkpoints: tensors and scalars; restored before training continues.
   virtual NamedTensors state_tensors() const { return {}; }
   virtual nlohmann::json state_json() const { return nlohmann::json::object(); }

@@ -26,6 +26,7 @@
 #include "loco/train/step_profiler.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/seconds_since.h"
 #include "loco/util/torch_compat.h"
 
 namespace loco {
@@ -34,11 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = SteadyClock;
 
 // The data decide the vocabulary when the config leaves it at 0; a model smaller than the data's
 // vocabulary could not embed its tokens.
@@ -329,6 +326,7 @@ void Trainer::log(const StepResult& result) {
                            {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
                            {"elapsed_s", s.elapsed_s()}};
   record.update(s.communication->now());
+  s.strategy->add_log_fields(record);
   if (s.evaluation_due()) evaluate_into(record);
   s.metrics->write(record);
   if (!s.quiet) {

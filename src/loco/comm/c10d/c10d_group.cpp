@@ -201,6 +201,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
         options.backend));
   }
   auto store = connect_store(options);
+  if (options.group.abandoned) await_every_rank(*store, options);
   const std::string context = fmt::format("rendezvous of rank {} of {} at {}:{}", options.rank, options.world_size,
                                           options.master_addr, options.master_port);
   try {

@@ -9,7 +9,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "loco/comm/c10d/c10d_compat.h"
 #include "loco/comm/c10d/c10d_errors.h"
@@ -92,6 +94,26 @@ std::string local_address_towards(const std::string& master_addr, int master_por
                     master_addr, std::strerror(saved_errno)));
   }
   return address;
+}
+
+void await_every_rank(c10d::Store& store, const C10dOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  store.set(fmt::format("loco/arrived/{}", options.rank), std::vector<std::uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < options.world_size; ++r) keys.push_back(fmt::format("loco/arrived/{}", r));
+  const auto deadline = Clock::now() + options.rendezvous_timeout;
+  while (!store.check(keys)) {
+    if (options.group.abandoned && options.group.abandoned()) {
+      throw PeerLost(fmt::format("rank {} of {} gave up its rendezvous: the group was abandoned (a member of its "
+                                 "quorum left before it came)",
+                                 options.rank, options.world_size));
+    }
+    if (Clock::now() > deadline) {
+      throw CommTimeout(fmt::format("rank {} of {}: not every rank came to the rendezvous within {}", options.rank,
+                                    options.world_size, seconds(options.rendezvous_timeout)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace loco::comm

@@ -12,6 +12,12 @@ namespace loco::comm {
 // Rank 0 serves the store on master_port (all interfaces); the others connect to master_addr.
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
 
+// For groups that may be abandoned (GroupOptions::abandoned: elastic quorums): every rank announces
+// itself in the store and waits, polling, until all ranks have, so that Gloo's own handshake, which
+// cannot be interrupted, only ever meets live peers. PeerLost when `abandoned` says the group is given
+// up meanwhile (a member of the quorum died before it came), CommTimeout after the rendezvous timeout.
+void await_every_rank(c10d::Store& store, const C10dOptions& options);
+
 // The local IP address whose route reaches `master_addr` (e.g. the veth inside a network namespace),
 // so that Gloo listens where the other ranks can reach it. Throws CommError if it cannot be found.
 std::string local_address_towards(const std::string& master_addr, int master_port);

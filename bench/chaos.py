@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Elastic DiLoCo under seeded faults (docs/fault-tolerance.md "Chaos runs"); run it through bench/chaos.sh.
+
+Runs the same elastic training twice on this machine: without faults, then with FAULTS faults at seeded
+exponential intervals (mean MEAN_S): kill -9 of a random rank (the launcher starts it again as a new
+member, which heals), SIGSTOP of a random rank for STOP_S seconds (it is expired, fenced out, continued,
+rejoins and heals), and at most one restart of the coordinator (SIGKILL, a replacement on the same ports
+one second later). Each run: `loco coordinator` plus `loco launch --elastic --nproc RANKS` on
+bench/configs/tiny-150k.toml and data/brown. Prints one JSON object: the faults injected, whether the
+run completed, commits and aborts, committed outer steps lost, how long survivors waited at the first
+synchronisation after each fault, heal times, goodput (fault-free wall time / chaos wall time), the
+final validation loss of both runs, and whether every member ended with the same global parameters.
+
+Bounded: each run is killed after LIMIT_S; every process it started is killed at the end. Signals go
+only to processes this script started (the launcher's children, by pid).
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--faults", type=int, default=3)
+    p.add_argument("--mean-s", type=float, default=15.0, help="mean interval between faults")
+    p.add_argument("--seeds", default="1", help="a seed, or a range A-B: one chaos run per seed, one clean run")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--ranks", type=int, default=3)
+    p.add_argument("--sync-every", type=int, default=10, help="H")
+    p.add_argument("--kinds", default="kill", help="comma-separated: kill, stop, coordinator")
+    p.add_argument("--stop-s", type=float, default=4.0, help="how long a stopped rank stays stopped")
+    p.add_argument("--min-replicas", type=int, default=2)
+    p.add_argument("--heartbeat-timeout-s", type=float, default=2.0)
+    p.add_argument("--join-window-s", type=float, default=1.0)
+    p.add_argument("--limit-s", type=float, default=900.0, help="each run is killed after this")
+    p.add_argument("--loco", default=os.environ.get("LOCO", os.path.join(ROOT, "build", "loco")))
+    p.add_argument("--keep", help="keep the runs' directories here")
+    args = p.parse_args()
+    args.kinds = args.kinds.split(",")
+    first, _, last = args.seeds.partition("-")
+    args.seeds = list(range(int(first), int(last or first) + 1))
+    for kind in args.kinds:
+        if kind not in ("kill", "stop", "coordinator"):
+            p.error(f"--kinds: '{kind}' is not kill, stop or coordinator")
+    if not os.path.exists(os.path.join(ROOT, "data", "brown", "meta.json")):
+        sys.exit("chaos: prepare data/brown first (scripts/quickstart.sh does)")
+    return args
+
+
+class Coordinator:
+    """A `loco coordinator` process; a replacement keeps the ports and the run id."""
+
+    def __init__(self, args, run_id, log, port=0, store_port=0):
+        self.log = open(log, "a")
+        self.process = subprocess.Popen(
+            [args.loco, "coordinator", "--host", "127.0.0.1", "--port", str(port), "--store-port", str(store_port),
+             "--run-id", run_id, "--min-replicas", str(args.min_replicas), "--start-replicas", str(args.ranks), "--heartbeat-timeout-s",
+             str(args.heartbeat_timeout_s), "--join-window-s", str(args.join_window_s)],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+        banner = self.process.stdout.readline()
+        found = re.search(r"127\.0\.0\.1:(\d+) .*store on port (\d+)", banner)
+        if not found:
+            sys.exit(f"chaos: the coordinator did not start: {banner!r} (log {log})")
+        self.port, self.store_port = int(found[1]), int(found[2])
+        threading.Thread(target=lambda: [self.log.write(line) for line in self.process.stdout], daemon=True).start()
+
+    def metrics(self):
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2).read().decode()
+        except OSError:
+            return None
+        counts = dict(re.findall(r'loco_membership_events_total\{kind="(\w+)"\} (\d+)', text))
+        incarnation = re.search(r"loco_coordinator_incarnation (\d+)", text)
+        return (incarnation[1] if incarnation else "?"), {k: int(v) for k, v in counts.items()}
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def rank_processes(launcher):
+    out = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
+    return sorted(int(pid) for pid in out)
+
+
+def run(args, work, name, faults, seed):
+    """One run; returns what it measured."""
+    out_dir = os.path.join(work, name)
+    run_id = f"chaos-{seed}-{name}"
+    coordinator = Coordinator(args, run_id, os.path.join(work, f"{name}.coordinator.log"))
+    environment = dict(os.environ, LOCO_COORDINATOR=f"127.0.0.1:{coordinator.port}", LOCO_RUN_ID=run_id)
+    log = open(os.path.join(work, f"{name}.log"), "w")
+    start = time.time()
+    launcher = subprocess.Popen(
+        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(faults), "--", "train",
+         "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set", f"data.dir={ROOT}/data/brown",
+         "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}", "--set", "train.batch_size=8",
+         "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set", "train.log_every=10", "--set",
+         "train.threads=1", "--set", "dist.elastic=true", "--set", "dist.algorithm=diloco", "--set",
+         "dist.backend=gloo", "--set", "dist.batch=per_replica", "--set", f"dist.replicas={args.ranks}", "--set",
+         f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120"],
+        stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
+    coordinators = [coordinator]
+    counts = {}  # per incarnation, the last counts seen
+    injected = []
+    done = threading.Event()
+
+    def inject():
+        rng = random.Random(seed)
+        coordinator_restarted = False
+        # The clock of the faults starts with training: the first quorum (start-up takes seconds here).
+        while not done.is_set():
+            seen = coordinators[-1].metrics()
+            if seen and seen[1].get("quorum", 0) > 0:
+                break
+            time.sleep(0.2)
+        while len(injected) < faults and not done.is_set():
+            if done.wait(rng.expovariate(1 / args.mean_s)):
+                return
+            kinds = [k for k in args.kinds if k != "coordinator" or not coordinator_restarted]
+            kind = rng.choice(kinds)
+            if kind == "coordinator":
+                coordinator_restarted = True
+                at = time.time()
+                old = coordinators[-1]
+                old.kill()
+                time.sleep(1.0)  # a replacement takes a moment to appear
+                coordinators.append(Coordinator(args, run_id, os.path.join(work, f"{name}.coordinator.log"),
+                                                old.port, old.store_port))
+                injected.append({"kind": kind, "time": at})
+                continue
+            ranks = rank_processes(launcher)
+            if not ranks:
+                return
+            victim = rng.choice(ranks)
+            at = time.time()
+            try:
+                os.kill(victim, signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            injected.append({"kind": kind, "time": at, "pid": victim})
+            if kind == "stop":
+                done.wait(args.stop_s)
+                try:
+                    os.kill(victim, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+
+    injector = threading.Thread(target=inject, daemon=True)
+    injector.start()
+    while launcher.poll() is None and time.time() - start < args.limit_s:
+        seen = coordinators[-1].metrics()
+        if seen:
+            counts[seen[0]] = seen[1]
+        time.sleep(0.5)
+    seen = coordinators[-1].metrics()
+    if seen:
+        counts[seen[0]] = seen[1]
+    status = launcher.poll()
+    if status is None:  # over the limit
+        os.killpg(launcher.pid, signal.SIGKILL)
+        status = launcher.wait()
+    end = time.time()
+    done.set()
+    injector.join()
+    for c in coordinators:
+        c.kill()
+    return measure(args, work, name, status, start, end, injected, counts)
+
+
+def global_hash(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    a, b = json.loads(data[8:8 + n])["outer/global"]["data_offsets"]
+    return hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest()
+
+
+def measure(args, work, name, status, start, end, injected, counts):
+    log = open(os.path.join(work, f"{name}.log")).read()
+    losses = [float(x) for x in re.findall(r"validation loss ([0-9.]+)", log)]
+    members = {}
+    for path in glob.glob(os.path.join(work, name, "members", "*", "metrics.jsonl")):
+        rows = [json.loads(line) for line in open(path) if line.strip()]
+        members[os.path.basename(os.path.dirname(path))] = rows
+    finished = {m: rows for m, rows in members.items() if rows and rows[-1]["step"] == args.steps}
+    events = [e for rows in members.values() for r in rows for e in r.get("membership_events", [])]
+    hashes = {global_hash(p) for p in glob.glob(os.path.join(work, name, "members", "*", "checkpoints",
+                                                              f"step_{args.steps}", "strategy.safetensors"))}
+    # A heal that moved a member back loses the outer steps it had committed since (none expected).
+    lost = 0
+    for e in events:
+        if e["kind"] == "heal":
+            was, now = map(int, re.search(r"step (\d+) -> (\d+)", e["detail"]).groups())
+            lost += max(0, was - now) // args.sync_every
+    expected_outer = -(-args.steps // args.sync_every)
+    outer = sorted({rows[-1].get("outer_steps") for rows in finished.values()})
+    # How long the survivors waited at their first synchronisation after each fault: the quorum wait of
+    # the first new quorum after it plus any abort before that.
+    waits = []
+    for fault in injected:
+        after = sorted((e for e in events if e["time"] > fault["time"] and e["kind"] in ("quorum", "abort")),
+                       key=lambda e: e["time"])
+        first_quorum = next((e for e in after if e["kind"] == "quorum"), None)
+        if first_quorum:
+            aborts = sum(e["seconds"] for e in after if e["kind"] == "abort" and e["time"] <= first_quorum["time"])
+            waits.append(round(first_quorum["seconds"] + aborts, 3))
+    summed = {}
+    for per_incarnation in counts.values():
+        for kind, value in per_incarnation.items():
+            summed[kind] = summed.get(kind, 0) + value
+    return {
+        "status": status, "wall_s": round(end - start, 1), "completed": status == 0 and len(finished) >= 1,
+        "members_finished": len(finished), "final_loss": round(sum(losses) / len(losses), 4) if losses else None,
+        "distinct_final_globals": len(hashes), "commits": summed.get("commit", 0), "aborts": summed.get("abort", 0),
+        "final_outer_steps": outer, "expected_outer_steps": expected_outer,
+        "lost_committed_outer_steps": lost + (max(0, expected_outer - min(outer)) if outer else expected_outer),
+        "faults": [{"kind": f["kind"], "at_s": round(f["time"] - start, 1)} for f in injected],
+        "survivor_wait_s": waits,
+        "heal_s": [e["seconds"] for e in events if e["kind"] == "heal"],
+        "rejoins": sum(1 for e in events if e["kind"] == "rejoin"),
+        "presumed_commits": sum(1 for e in events if e["kind"] == "presumed_commit"),
+    }
+
+
+def main():
+    args = parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="loco-chaos-")
+    os.makedirs(work, exist_ok=True)
+    clean = run(args, work, "clean", 0, 0)
+    results = []
+    for seed in args.seeds:
+        chaos = run(args, work, f"chaos-{seed}", args.faults, seed)
+        gap = (100 * (chaos["final_loss"] / clean["final_loss"] - 1)
+               if chaos["final_loss"] and clean["final_loss"] else None)
+        result = {
+            "benchmark": "elastic diloco under seeded faults (bench/chaos.sh)",
+            "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seed": seed, "steps": args.steps,
+            "ranks": args.ranks, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
+            "kinds": args.kinds, "fault_mean_interval_s": args.mean_s,
+            "faults_injected": [f["kind"] for f in chaos["faults"]], "fault_times_s": [f["at_s"] for f in chaos["faults"]],
+            "completed": chaos["completed"],
+            "commits": {"clean": clean["commits"], "chaos": chaos["commits"]}, "aborts": chaos["aborts"],
+            "lost_committed_outer_steps": chaos["lost_committed_outer_steps"],
+            "final_outer_steps": chaos["final_outer_steps"],
+            "survivor_wait_s": chaos["survivor_wait_s"], "heal_s": chaos["heal_s"], "rejoins": chaos["rejoins"],
+            "presumed_commits": chaos["presumed_commits"],
+            "wall_s": {"clean": clean["wall_s"], "chaos": chaos["wall_s"]},
+            "goodput": round(clean["wall_s"] / chaos["wall_s"], 3) if chaos["wall_s"] else None,
+            "final_loss": {"clean": clean["final_loss"], "chaos": chaos["final_loss"]},
+            "loss_gap_pct": round(gap, 2) if gap is not None else None,
+            "members_finished": chaos["members_finished"],
+            "members_with_identical_globals": chaos["distinct_final_globals"] == 1,
+        }
+        results.append(result)
+        print(json.dumps(result), flush=True)
+    if len(results) > 1:
+        waits = [w for r in results for w in r["survivor_wait_s"]]
+        gaps = [abs(r["loss_gap_pct"]) for r in results if r["loss_gap_pct"] is not None]
+        print(json.dumps({
+            "summary": f"{len(results)} seeded chaos runs", "seeds": args.seeds,
+            "completed": sum(r["completed"] for r in results),
+            "identical_globals": sum(r["members_with_identical_globals"] for r in results),
+            "faults_injected": sum(len(r["faults_injected"]) for r in results),
+            "lost_committed_outer_steps": sum(r["lost_committed_outer_steps"] for r in results),
+            "max_loss_gap_pct": max(gaps) if gaps else None,
+            "goodput": {"min": min(r["goodput"] for r in results),
+                        "mean": round(sum(r["goodput"] for r in results) / len(results), 3)},
+            "survivor_wait_s": {"median": sorted(waits)[len(waits) // 2], "max": max(waits)} if waits else None,
+        }), flush=True)
+    if not args.keep:
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#include "loco/elastic/membership_log.h"
+
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+namespace loco::elastic {
+
+void MembershipLog::set_quorum(std::int64_t quorum_id, std::size_t members, const std::string& member_id) {
+  quorum_id_ = quorum_id;
+  members_ = members;
+  member_id_ = member_id;
+}
+
+void MembershipLog::add(const std::string& kind, std::int64_t step, double seconds, const std::string& detail) {
+  // Milliseconds are plenty, and keep the lines short. `time` (Unix seconds, when it was logged) lets
+  // tools line events of several members and outside faults up (bench/chaos.sh).
+  const double unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  events_.push_back({{"kind", kind},
+                     {"step", step},
+                     {"seconds", std::round(seconds * 1000) / 1000},
+                     {"time", std::round(unix_s * 1000) / 1000},
+                     {"detail", detail}});
+}
+
+void MembershipLog::add_fields_to(nlohmann::json& record) {
+  record["member"] = member_id_;
+  record["quorum_id"] = quorum_id_;
+  record["quorum_members"] = members_;
+  if (!events_.empty()) record["membership_events"] = std::exchange(events_, nlohmann::json::array());
+}
+
+}  // namespace loco::elastic

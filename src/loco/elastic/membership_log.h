@@ -1,0 +1,38 @@
+// The membership fields of an elastic member's metrics lines (docs/fault-tolerance.md "Metrics"): every
+// line says which quorum the member trains in, with how many members, under which member id; the line
+// after a membership event lists it with its step and duration:
+//
+//   {"step": 48, ..., "member": "c#2", "quorum_id": 3, "quorum_members": 3,
+//    "membership_events": [{"kind": "rejoin", "step": 12, "seconds": 0, "time": 1795000000.123, "detail": "c#1 -> c#2"},
+//                          {"kind": "heal", "step": 48, "seconds": 0.05, "time": 1795000000.201,
+//                           "detail": "from a#1, 0.9 MB, step 12 -> 48"}]}
+//
+// Kinds: quorum (a new quorum; seconds: the wait for it), heal (this member adopted a donor's state),
+// abort (an outer step that was not committed; seconds: the synchronisation's time so far), rejoin (the
+// member joined again under a new id), presumed_commit (the coordinator was replaced before deciding).
+// `time`: Unix seconds when the event was logged (its end).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace loco::elastic {
+
+class MembershipLog {
+ public:
+  // The member trains in quorum `quorum_id` of `members` members as `member_id` from now on.
+  void set_quorum(std::int64_t quorum_id, std::size_t members, const std::string& member_id);
+  void add(const std::string& kind, std::int64_t step, double seconds, const std::string& detail);
+  // Adds the fields to a metrics line, and the events since the previous line.
+  void add_fields_to(nlohmann::json& record);
+
+ private:
+  std::int64_t quorum_id_ = 0;
+  std::size_t members_ = 0;
+  std::string member_id_;
+  nlohmann::json events_ = nlohmann::json::array();
+};
+
+}  // namespace loco::elastic
