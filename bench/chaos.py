@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Elastic DiLoCo under seeded faults (docs/fault-tolerance.md "Chaos runs"); run it through bench/chaos.sh.
 
-Runs the same elastic training twice on this machine: without faults, then with FAULTS faults at seeded
-exponential intervals (mean MEAN_S): kill -9 of a random rank (the launcher starts it again as a new
-member, which heals), SIGSTOP of a random rank for STOP_S seconds (it is expired, fenced out, continued,
-rejoins and heals), and at most one restart of the coordinator (SIGKILL, a replacement on the same ports
-one second later). Each run: `loco coordinator` plus `loco launch --elastic --nproc RANKS` on
-bench/configs/tiny-150k.toml and data/brown. Prints one JSON object: the faults injected, whether the
-run completed, commits and aborts, committed outer steps lost, how long survivors waited at the first
-synchronisation after each fault, heal times, goodput (fault-free wall time / chaos wall time), the
-final validation loss of both runs, and whether every member ended with the same global parameters.
+Runs the same elastic training without faults once, then once per seed with FAULTS faults at seeded
+exponential intervals (mean MEAN_S, counted from the first quorum): kill -9 of a random rank (the
+launcher starts it again as a new member, which heals), SIGSTOP of a random rank for STOP_S seconds (it is
+expired, fenced out, continued, rejoins and heals), and at most one restart of the coordinator (SIGKILL,
+a replacement on the same ports one second later). Each run: `loco launch --elastic --nproc RANKS` on
+bench/configs/tiny-150k.toml and data/brown, with a `loco coordinator` of its own (--coordinator
+separate) or the launcher's (--coordinator launcher). Prints one JSON object per seed: the faults
+injected, whether the run completed, commits and aborts (from the coordinators' logs), committed outer
+steps lost, how long survivors waited at the first synchronisation after each fault, heal times, goodput
+(fault-free wall time / chaos wall time), the final validation loss of both runs, and whether every
+member ended with the same global parameters; then a summary line when there are several seeds.
 
 Bounded: each run is killed after LIMIT_S; every process it started is killed at the end. Signals go
 only to processes this script started (the launcher's children, by pid).
@@ -29,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,6 +45,9 @@ def parse_args():
     p.add_argument("--sync-every", type=int, default=10, help="H")
     p.add_argument("--kinds", default="kill", help="comma-separated: kill, stop, coordinator")
     p.add_argument("--stop-s", type=float, default=4.0, help="how long a stopped rank stays stopped")
+    p.add_argument("--coordinator", choices=("separate", "launcher"), default="separate",
+                   help="a `loco coordinator` process of its own (it can be restarted), or the one `loco launch "
+                        "--elastic` serves, which learns of a rank's death at once")
     p.add_argument("--min-replicas", type=int, default=2)
     p.add_argument("--heartbeat-timeout-s", type=float, default=2.0)
     p.add_argument("--join-window-s", type=float, default=1.0)
@@ -52,6 +56,8 @@ def parse_args():
     p.add_argument("--keep", help="keep the runs' directories here")
     args = p.parse_args()
     args.kinds = args.kinds.split(",")
+    if args.coordinator == "launcher" and "coordinator" in args.kinds:
+        p.error("--kinds coordinator needs --coordinator separate (the launcher's coordinator dies with the launcher)")
     first, _, last = args.seeds.partition("-")
     args.seeds = list(range(int(first), int(last or first) + 1))
     for kind in args.kinds:
@@ -79,15 +85,6 @@ class Coordinator:
         self.port, self.store_port = int(found[1]), int(found[2])
         threading.Thread(target=lambda: [self.log.write(line) for line in self.process.stdout], daemon=True).start()
 
-    def metrics(self):
-        try:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2).read().decode()
-        except OSError:
-            return None
-        counts = dict(re.findall(r'loco_membership_events_total\{kind="(\w+)"\} (\d+)', text))
-        incarnation = re.search(r"loco_coordinator_incarnation (\d+)", text)
-        return (incarnation[1] if incarnation else "?"), {k: int(v) for k, v in counts.items()}
-
     def kill(self):
         if self.process.poll() is None:
             self.process.kill()
@@ -103,12 +100,21 @@ def run(args, work, name, faults, seed):
     """One run; returns what it measured."""
     out_dir = os.path.join(work, name)
     run_id = f"chaos-{seed}-{name}"
-    coordinator = Coordinator(args, run_id, os.path.join(work, f"{name}.coordinator.log"))
-    environment = dict(os.environ, LOCO_COORDINATOR=f"127.0.0.1:{coordinator.port}", LOCO_RUN_ID=run_id)
-    log = open(os.path.join(work, f"{name}.log"), "w")
+    environment = dict(os.environ, LOCO_RUN_ID=run_id)
+    coordinators = []
+    rules = []
+    if args.coordinator == "separate":
+        coordinators.append(Coordinator(args, run_id, os.path.join(work, f"{name}.coordinator.log")))
+        environment["LOCO_COORDINATOR"] = f"127.0.0.1:{coordinators[0].port}"
+    else:
+        rules = ["--min-replicas", str(args.min_replicas), "--heartbeat-timeout-s", str(args.heartbeat_timeout_s),
+                 "--join-window-s", str(args.join_window_s)]
+    log_path = os.path.join(work, f"{name}.log")
+    log = open(log_path, "w")
     start = time.time()
     launcher = subprocess.Popen(
-        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(faults), "--", "train",
+        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(faults), *rules, "--",
+         "train",
          "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set", f"data.dir={ROOT}/data/brown",
          "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}", "--set", "train.batch_size=8",
          "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set", "train.log_every=10", "--set",
@@ -116,8 +122,6 @@ def run(args, work, name, faults, seed):
          "dist.backend=gloo", "--set", "dist.batch=per_replica", "--set", f"dist.replicas={args.ranks}", "--set",
          f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120"],
         stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
-    coordinators = [coordinator]
-    counts = {}  # per incarnation, the last counts seen
     injected = []
     done = threading.Event()
 
@@ -125,10 +129,7 @@ def run(args, work, name, faults, seed):
         rng = random.Random(seed)
         coordinator_restarted = False
         # The clock of the faults starts with training: the first quorum (start-up takes seconds here).
-        while not done.is_set():
-            seen = coordinators[-1].metrics()
-            if seen and seen[1].get("quorum", 0) > 0:
-                break
+        while not done.is_set() and "elastic: quorum q1 " not in open(log_path).read():
             time.sleep(0.2)
         while len(injected) < faults and not done.is_set():
             if done.wait(rng.expovariate(1 / args.mean_s)):
@@ -165,13 +166,7 @@ def run(args, work, name, faults, seed):
     injector = threading.Thread(target=inject, daemon=True)
     injector.start()
     while launcher.poll() is None and time.time() - start < args.limit_s:
-        seen = coordinators[-1].metrics()
-        if seen:
-            counts[seen[0]] = seen[1]
         time.sleep(0.5)
-    seen = coordinators[-1].metrics()
-    if seen:
-        counts[seen[0]] = seen[1]
     status = launcher.poll()
     if status is None:  # over the limit
         os.killpg(launcher.pid, signal.SIGKILL)
@@ -181,7 +176,7 @@ def run(args, work, name, faults, seed):
     injector.join()
     for c in coordinators:
         c.kill()
-    return measure(args, work, name, status, start, end, injected, counts)
+    return measure(args, work, name, status, start, end, injected)
 
 
 def global_hash(path):
@@ -191,8 +186,12 @@ def global_hash(path):
     return hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest()
 
 
-def measure(args, work, name, status, start, end, injected, counts):
+def measure(args, work, name, status, start, end, injected):
     log = open(os.path.join(work, f"{name}.log")).read()
+    # Every coordinator of the run (a replacement appends) logs each event as a line; the launcher's, to
+    # the launcher's log.
+    separate = os.path.join(work, f"{name}.coordinator.log")
+    coordinator_log = open(separate).read() if os.path.exists(separate) else log
     losses = [float(x) for x in re.findall(r"validation loss ([0-9.]+)", log)]
     members = {}
     for path in glob.glob(os.path.join(work, name, "members", "*", "metrics.jsonl")):
@@ -220,14 +219,11 @@ def measure(args, work, name, status, start, end, injected, counts):
         if first_quorum:
             aborts = sum(e["seconds"] for e in after if e["kind"] == "abort" and e["time"] <= first_quorum["time"])
             waits.append(round(first_quorum["seconds"] + aborts, 3))
-    summed = {}
-    for per_incarnation in counts.values():
-        for kind, value in per_incarnation.items():
-            summed[kind] = summed.get(kind, 0) + value
     return {
         "status": status, "wall_s": round(end - start, 1), "completed": status == 0 and len(finished) >= 1,
         "members_finished": len(finished), "final_loss": round(sum(losses) / len(losses), 4) if losses else None,
-        "distinct_final_globals": len(hashes), "commits": summed.get("commit", 0), "aborts": summed.get("abort", 0),
+        "distinct_final_globals": len(hashes), "commits": coordinator_log.count("loco coordinator: commit "),
+        "aborts": coordinator_log.count("loco coordinator: abort "),
         "final_outer_steps": outer, "expected_outer_steps": expected_outer,
         "lost_committed_outer_steps": lost + (max(0, expected_outer - min(outer)) if outer else expected_outer),
         "faults": [{"kind": f["kind"], "at_s": round(f["time"] - start, 1)} for f in injected],
@@ -251,7 +247,7 @@ def main():
         result = {
             "benchmark": "elastic diloco under seeded faults (bench/chaos.sh)",
             "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seed": seed, "steps": args.steps,
-            "ranks": args.ranks, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
+            "ranks": args.ranks, "coordinator": args.coordinator, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
             "kinds": args.kinds, "fault_mean_interval_s": args.mean_s,
             "faults_injected": [f["kind"] for f in chaos["faults"]], "fault_times_s": [f["at_s"] for f in chaos["faults"]],
             "completed": chaos["completed"],

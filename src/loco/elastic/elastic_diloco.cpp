@@ -144,11 +144,15 @@ std::optional<membership::CommitReply> ElasticDiloco::vote(std::int64_t quorum_i
 }
 
 void ElasticDiloco::note_quorum(const membership::QuorumReply& quorum, double waited_s) {
-  const std::string id = member_.credentials().member_id;
-  if (id != member_id_ && !member_id_.empty()) {
-    log_.add("rejoin", context_.replica->step(), 0, fmt::format("{} -> {}", member_id_, id));
+  // A rejoin at a replacement coordinator may give the same id: the incarnation tells them apart.
+  const membership::Credentials now = member_.credentials();
+  if (credentials_ && (credentials_->member_id != now.member_id || credentials_->incarnation != now.incarnation)) {
+    log_.add("rejoin", context_.replica->step(), 0,
+             fmt::format("{} -> {}{}", credentials_->member_id, now.member_id,
+                         credentials_->incarnation != now.incarnation ? " (a new coordinator)" : ""));
   }
-  member_id_ = id;
+  credentials_ = now;
+  const std::string& id = now.member_id;
   if (quorum.store_prefix == last_quorum_) return;
   last_quorum_ = quorum.store_prefix;
   fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum.quorum_id, quorum.step,

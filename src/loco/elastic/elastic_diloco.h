@@ -82,7 +82,7 @@ class ElasticDiloco final : public Strategy {
   std::optional<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
   std::string last_quorum_;  // its store prefix (incarnation and id), for the log
-  std::string member_id_;    // as of the last quorum
+  std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
   MembershipLog log_;
   // The current round's data layout (note "elastic-data").
   std::uint64_t round_start_ = 0;    // C: the first window of the round
