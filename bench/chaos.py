@@ -10,8 +10,15 @@ bench/configs/tiny-150k.toml and data/brown, with a `loco coordinator` of its ow
 separate) or the launcher's (--coordinator launcher). Prints one JSON object per seed: the faults
 injected, whether the run completed, commits and aborts (from the coordinators' logs), committed outer
 steps lost, how long survivors waited at the first synchronisation after each fault, heal times, goodput
-(fault-free wall time / chaos wall time), the final validation loss of both runs, and whether every
+(kept training per second against the fault-free run's; below), the final validation loss of both runs,
+and whether every
 member ended with the same global parameters; then a summary line when there are several seeds.
+
+Goodput: the inner steps whose work a commit kept (each commit of a quorum of n members at step S keeps
+n - h rounds of H steps, h = the members that healed at S and contributed nothing), per second of the
+run's wall time, over the same for the fault-free run. Work lost to a fault (a killed member's round, the
+survivors' waits, a restarted member's start-up) lowers it; a plain wall-time ratio would not see that a
+healed member skips the steps it missed. The wall-time ratio is printed too.
 
 Bounded: each run is killed after LIMIT_S; every process it started is killed at the end. Signals go
 only to processes this script started (the launcher's children, by pid).
@@ -186,6 +193,24 @@ def global_hash(path):
     return hashlib.sha256(data[8 + n + a:8 + n + b]).hexdigest()
 
 
+def kept_member_steps(coordinator_log, events, sync_every):
+    """Inner steps whose work commits kept: per commit, (quorum members - members healed there) x H."""
+    members_of = {}
+    kept = 0
+    healed_at = {}
+    for e in events:
+        if e["kind"] == "heal":
+            healed_at[e["step"]] = healed_at.get(e["step"], 0) + 1
+    for line in coordinator_log.splitlines():
+        quorum = re.match(r"loco coordinator: quorum (q\d+) at step \d+: (.*)", line)
+        if quorum:
+            members_of[quorum[1]] = len(quorum[2].split(", "))
+        commit = re.match(r"loco coordinator: commit (q\d+) step (\d+):", line)
+        if commit and commit[1] in members_of:
+            kept += (members_of[commit[1]] - healed_at.get(int(commit[2]), 0)) * sync_every
+    return kept
+
+
 def measure(args, work, name, status, start, end, injected):
     log = open(os.path.join(work, f"{name}.log")).read()
     # Every coordinator of the run (a replacement appends) logs each event as a line; the launcher's, to
@@ -201,6 +226,7 @@ def measure(args, work, name, status, start, end, injected):
     events = [e for rows in members.values() for r in rows for e in r.get("membership_events", [])]
     hashes = {global_hash(p) for p in glob.glob(os.path.join(work, name, "members", "*", "checkpoints",
                                                               f"step_{args.steps}", "strategy.safetensors"))}
+    kept = kept_member_steps(coordinator_log, events, args.sync_every)
     # A heal that moved a member back loses the outer steps it had committed since (none expected).
     lost = 0
     for e in events:
@@ -220,7 +246,7 @@ def measure(args, work, name, status, start, end, injected):
             aborts = sum(e["seconds"] for e in after if e["kind"] == "abort" and e["time"] <= first_quorum["time"])
             waits.append(round(first_quorum["seconds"] + aborts, 3))
     return {
-        "status": status, "wall_s": round(end - start, 1), "completed": status == 0 and len(finished) >= 1,
+        "status": status, "wall_s": round(end - start, 1), "kept_member_steps": kept, "completed": status == 0 and len(finished) >= 1,
         "members_finished": len(finished), "final_loss": round(sum(losses) / len(losses), 4) if losses else None,
         "distinct_final_globals": len(hashes), "commits": coordinator_log.count("loco coordinator: commit "),
         "aborts": coordinator_log.count("loco coordinator: abort "),
@@ -257,7 +283,10 @@ def main():
             "survivor_wait_s": chaos["survivor_wait_s"], "heal_s": chaos["heal_s"], "rejoins": chaos["rejoins"],
             "presumed_commits": chaos["presumed_commits"],
             "wall_s": {"clean": clean["wall_s"], "chaos": chaos["wall_s"]},
-            "goodput": round(clean["wall_s"] / chaos["wall_s"], 3) if chaos["wall_s"] else None,
+            "kept_member_steps": {"clean": clean["kept_member_steps"], "chaos": chaos["kept_member_steps"]},
+            "goodput": round((chaos["kept_member_steps"] / chaos["wall_s"]) /
+                             (clean["kept_member_steps"] / clean["wall_s"]), 3),
+            "wall_time_ratio": round(clean["wall_s"] / chaos["wall_s"], 3),
             "final_loss": {"clean": clean["final_loss"], "chaos": chaos["final_loss"]},
             "loss_gap_pct": round(gap, 2) if gap is not None else None,
             "members_finished": chaos["members_finished"],

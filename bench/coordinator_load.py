@@ -70,14 +70,29 @@ def main():
     lock = threading.Lock()
 
     def member(index):
-        _, joined = post(port, "/v1/join", {"run_id": "load", "name": f"m{index}"})
+        try:
+            simulated_member(index)
+        except OSError:
+            if not stop.is_set():  # connection errors are expected only once the coordinator is stopped
+                raise
+
+    def simulated_member(index):
+        while True:  # as loco's member client, a join the coordinator did not accept is tried again
+            try:
+                _, joined = post(port, "/v1/join", {"run_id": "load", "name": f"m{index}"})
+                break
+            except OSError:
+                time.sleep(0.25)
         who = {"member_id": joined["member_id"], "incarnation": joined["incarnation"]}
         interval = joined["heartbeat_interval_s"]
 
         def heartbeat():
             while not stop.is_set():
                 began = time.perf_counter()
-                post(port, "/v1/heartbeat", who)
+                try:
+                    post(port, "/v1/heartbeat", who)
+                except OSError:  # counted as a slow beat; the member beats again
+                    pass
                 with lock:
                     heartbeat_times.append(time.perf_counter() - began)
                     requests[0] += 1

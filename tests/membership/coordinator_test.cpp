@@ -192,5 +192,33 @@ TEST(Coordinator, AnAbortRenewsTheQuorumId) {
   EXPECT_EQ(again->members, (Ids{"a#1", "b#1"}));
 }
 
+// Members that trained the run to its end say so when they leave; a member still behind is then told
+// the run is over instead of waiting for a quorum that can never form.
+TEST(Coordinator, AMemberBehindIsToldThatTheRunFinished) {
+  Coordinator c = make(2);
+  const auto [a, b] = quorum_of_two(c);
+  const auto late = who(c.join("run-1", "late", 2));
+  c.request_quorum(a, 300, 3);
+  c.request_quorum(b, 300, 3);
+  c.tick(3);
+  ASSERT_TRUE(c.take_quorum(a) && c.take_quorum(b));
+  c.leave(a, "finished the run", 4, /*finished=*/true);
+  c.request_quorum(late, 20, 5);
+  const auto reply = c.take_quorum(late);
+  ASSERT_TRUE(reply);
+  EXPECT_TRUE(reply->run_finished);
+  EXPECT_EQ(reply->step, 300);
+  EXPECT_EQ(reply->steps, (std::vector<std::int64_t>{20}));
+  EXPECT_EQ(reply->members, (Ids{"late#1"}));
+  // A member that leaves without finishing (killed, preempted) changes nothing of the kind.
+  Coordinator d = make(2);
+  const auto [x, y] = quorum_of_two(d);
+  const auto z = who(d.join("run-1", "z", 2));
+  d.leave(x, "process ended", 3);
+  d.request_quorum(z, 5, 4);
+  d.tick(4);
+  EXPECT_FALSE(d.take_quorum(z));
+}
+
 }  // namespace
 }  // namespace loco::membership

@@ -154,6 +154,20 @@ TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
   EXPECT_TRUE(ga == final_global("join", "c-1", kSteps)) << "a's and c's global parameters differ";
 }
 
+// A member that arrives after the others finished the run is told so and stops cleanly (exit 0) instead
+// of waiting comm.timeout_s for a quorum that cannot form.
+TEST_F(ElasticTrain, AMemberThatArrivesAfterTheRunFinishedStops) {
+  const auto coordinator_process = coordinator("over", 2);
+  auto a = member("over", "a", 24);
+  auto b = member("over", "b", 24);
+  EXPECT_EQ(a->wait(180), 0) << a->output();
+  EXPECT_EQ(b->wait(180), 0) << b->output();
+  auto c = member("over", "c", 24);
+  EXPECT_EQ(c->wait(30), 0) << c->output();
+  EXPECT_NE(c->output().find("member c#1 stops: the run was finished at step 24 by other members"),
+            std::string::npos) << c->output();
+}
+
 // A member that hangs (SIGSTOP) is expired and the others go on; continued, it finds itself fenced out,
 // rejoins as a new member, heals from the others at its next synchronisation and finishes with them.
 TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {

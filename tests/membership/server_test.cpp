@@ -29,9 +29,11 @@ ServerOptions server_options(int min_replicas, int port = 0) {
   return o;
 }
 
-MemberOptions member(const CoordinatorServer& server, const std::string& name) {
-  return {{"127.0.0.1", server.port()}, "test-run", name, 2.0, [](const std::string&) {}};
+MemberOptions member_at(int port, const std::string& name, double join_timeout_s = 60) {
+  return {{"127.0.0.1", port}, "test-run", name, 2.0, join_timeout_s, [](const std::string&) {}};
 }
+
+MemberOptions member(const CoordinatorServer& server, const std::string& name) { return member_at(server.port(), name); }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -182,6 +184,30 @@ TEST(CoordinatorServer, AnotherRunsCoordinatorAtTheAddressFencesForGood) {
   EXPECT_THROW(a.await_quorum(0, 1), MembershipError);
 }
 
+// Members may start before their coordinator: the first join keeps trying for join_timeout_s.
+TEST(CoordinatorServer, AMemberStartedBeforeItsCoordinatorJoinsWhenItComes) {
+  int port = 0;
+  {
+    CoordinatorServer probe(server_options(1));  // a port that was free a moment ago
+    port = probe.port();
+    probe.start();
+  }
+  auto joining = std::async(std::launch::async, [&] { return std::make_unique<MemberClient>(member_at(port, "a", 10)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CoordinatorServer server(server_options(1, port));
+  server.start();
+  const auto a = joining.get();
+  EXPECT_EQ(a->credentials().member_id, "a#1");
+  server.stop();
+  try {
+    MemberClient nobody(member_at(port, "b", 0.3));
+    ADD_FAILURE() << "joined a coordinator that is not there";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is `loco coordinator` running there?"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
   CoordinatorServer server(server_options(1));
   server.start();
@@ -199,7 +225,7 @@ TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
   EXPECT_EQ(post("/v1/quorum", R"({"member_id": "x#1"})")->status, 400);
   EXPECT_EQ(post("/v1/join", std::string(100 * 1024, ' '))->status, 413);  // larger than any message
   EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").size(), 0u);
-  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0, {}}), MembershipError);
+  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0, 60, {}}), MembershipError);
 }
 
 TEST(CoordinatorServer, ATakenPortIsAClearError) {

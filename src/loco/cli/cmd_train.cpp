@@ -113,7 +113,7 @@ void run_local(const TrainOptions& options) {
 void run_elastic(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
 #ifdef LOCO_HAVE_MEMBERSHIP
-  print_summary(run_elastic_member(options));
+  if (const auto summary = run_elastic_member(options)) print_summary(*summary);
 #else
   throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
                     "rebuild; docs/build.md)");

@@ -36,7 +36,7 @@ std::string member_name() {
 
 }  // namespace
 
-TrainSummary run_elastic_member(TrainOptions options) {
+std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   const RunConfig& config = options.config;
   const std::string address = environment("LOCO_COORDINATOR");
   const std::string run_id = environment("LOCO_RUN_ID");
@@ -63,7 +63,14 @@ TrainSummary run_elastic_member(TrainOptions options) {
   };
   fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {})\n", member.credentials().member_id,
              run_id, address);
-  return Trainer(options).run();
+  try {
+    TrainSummary summary = Trainer(options).run();
+    member.leave("finished the run", /*finished=*/true);
+    return summary;
+  } catch (const membership::RunFinished& e) {
+    fmt::print(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());
+    return std::nullopt;
+  }
 }
 
 }  // namespace loco::cli

@@ -3,11 +3,14 @@
 // with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
 #pragma once
 
+#include <optional>
+
 #include "loco/train/trainer.h"
 
 namespace loco::cli {
 
-// `options.config` is complete; the strategy factory and member name are filled here.
-TrainSummary run_elastic_member(TrainOptions options);
+// `options.config` is complete; the strategy factory and member name are filled here. Nullopt when other
+// members finished the run while this one was behind (it says so on stderr; not a failure).
+std::optional<TrainSummary> run_elastic_member(TrainOptions options);
 
 }  // namespace loco::cli

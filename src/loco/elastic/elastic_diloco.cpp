@@ -152,14 +152,12 @@ void ElasticDiloco::note_quorum(const membership::QuorumReply& quorum, double wa
                          credentials_->incarnation != now.incarnation ? " (a new coordinator)" : ""));
   }
   credentials_ = now;
-  const std::string& id = now.member_id;
   if (quorum.store_prefix == last_quorum_) return;
   last_quorum_ = quorum.store_prefix;
-  fmt::print(stderr, "elastic: quorum q{} at step {}: {} members ({})\n", quorum.quorum_id, quorum.step,
-             quorum.members.size(), fmt::join(quorum.members, ", "));
-  log_.set_quorum(quorum.quorum_id, quorum.members.size(), id);
-  log_.add("quorum", context_.replica->step(), waited_s,
-           fmt::format("q{}: {} members ({})", quorum.quorum_id, quorum.members.size(), fmt::join(quorum.members, ", ")));
+  const std::string members = fmt::format("{} members ({})", quorum.members.size(), fmt::join(quorum.members, ", "));
+  fmt::print(stderr, "elastic: quorum q{} at step {}: {}\n", quorum.quorum_id, quorum.step, members);
+  log_.set_quorum(quorum.quorum_id, quorum.members.size(), now.member_id);
+  log_.add("quorum", context_.replica->step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
 }
 
 bool ElasticDiloco::heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum) {

@@ -20,6 +20,11 @@ QuorumGroup::~QuorumGroup() { abandon(); }
 
 comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
   membership::QuorumReply next = member_.await_quorum(step, options_.quorum_timeout_s);
+  if (next.run_finished) {
+    throw membership::RunFinished(fmt::format("the run was finished at step {} by other members while this one was "
+                                              "at step {}; its final state is in their directories",
+                                              next.step, step));
+  }
   if (group_ && quorum_ && quorum_->store_prefix == next.store_prefix) {  // same incarnation and id
     quorum_ = std::move(next);
     return *group_;

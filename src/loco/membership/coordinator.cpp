@@ -77,13 +77,26 @@ void Coordinator::request_quorum(const Credentials& who, std::int64_t step, doub
 
 std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
   Member& m = member(who);
+  if (finished_step_ > 0 && m.waiting_since) {
+    m.waiting_since.reset();
+    m.served.reset();
+    QuorumReply finished;
+    finished.quorum_id = quorum_.id;
+    finished.incarnation = options_.incarnation;
+    finished.members = {who.member_id};
+    finished.step = finished_step_;
+    finished.steps = {m.step};
+    finished.run_finished = true;
+    return finished;
+  }
   std::optional<QuorumReply> reply = std::move(m.served);
   m.served.reset();
   return reply;
 }
 
-void Coordinator::leave(const Credentials& who, const std::string& reason, double now) {
-  member(who);
+void Coordinator::leave(const Credentials& who, const std::string& reason, double now, bool finished) {
+  const Member& m = member(who);
+  if (finished) finished_step_ = std::max(finished_step_, m.step);
   remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason), now);
 }
 

@@ -50,6 +50,9 @@ struct QuorumReply {
   std::string store_prefix;          // "loco/{incarnation}/q{quorum_id}/": the process group's keys
   std::int64_t step = 0;             // the furthest step of its members: a member behind it catches up
   std::vector<std::int64_t> steps;   // each member's step when it asked, in rank order
+  // The run is over: a member finished it at `step` while this one was behind. This reply has only the
+  // asking member and no group; the member stops (its state is behind the finished members').
+  bool run_finished = false;
 };
 
 struct CommitReply {
@@ -80,7 +83,8 @@ class Coordinator {
   void request_quorum(const Credentials& who, std::int64_t step, double now);
   // The quorum formed for the member's request, once; nullopt while it waits.
   std::optional<QuorumReply> take_quorum(const Credentials& who);
-  void leave(const Credentials& who, const std::string& reason, double now);
+  // `finished`: the member trained the run to its end; members still behind are told so from then on.
+  void leave(const Credentials& who, const std::string& reason, double now, bool finished = false);
 
   // Phase one of a synchronisation (commit_rules.h): the member's vote for the outer step after `step`
   // steps in quorum `quorum_id`. MembershipError(stale_quorum) when that is not the member's current
@@ -137,6 +141,7 @@ class Coordinator {
   Quorum quorum_;
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id
+  std::int64_t finished_step_ = 0;  // > 0: a member finished the run at this step
   std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;
   std::map<std::string, std::int64_t> event_counts_;

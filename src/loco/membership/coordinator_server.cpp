@@ -173,7 +173,7 @@ struct CoordinatorServer::Impl {
     http.Post("/v1/leave", [this](const httplib::Request& req, httplib::Response& res) {
       reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
         const Credentials who = credentials(body);
-        coordinator.leave(who, field<std::string>(body, "reason"), now());
+        coordinator.leave(who, field<std::string>(body, "reason"), now(), body.value("finished", false));
         return nlohmann::json::object();
       });
     });

@@ -64,7 +64,18 @@ struct MemberClient::Shared {
 };
 
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
-  heartbeat_interval_s_ = join();
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.join_timeout_s));
+  while (true) {
+    try {
+      heartbeat_interval_s_ = join();
+      break;
+    } catch (const MembershipError& e) {
+      // Not there yet (started after this member), or too busy to accept the connection: try again.
+      if (e.refusal() != Refusal::unavailable || Clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
   heartbeat_ = std::thread([this] { heartbeat_until_stopped(); });
 }
 
@@ -210,7 +221,7 @@ CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool o
   return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision", false));
 }
 
-void MemberClient::leave(const std::string& reason) {
+void MemberClient::leave(const std::string& reason, bool finished) {
   if (left_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -221,6 +232,7 @@ void MemberClient::leave(const std::string& reason) {
   if (fenced()) return;  // the coordinator no longer knows this member
   nlohmann::json message = to_json(credentials());
   message["reason"] = reason;
+  message["finished"] = finished;
   post(options_.coordinator, "/v1/leave", message, options_.request_timeout_s);
 }
 

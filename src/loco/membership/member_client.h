@@ -41,6 +41,8 @@ struct MemberOptions {
   std::string run_id;
   std::string name;             // letters, digits, '.', '_', '-' (e.g. host-rank)
   double request_timeout_s = 5;  // one HTTP request, quorum long polls aside
+  // How long the first join keeps trying while no coordinator answers (members may start before it).
+  double join_timeout_s = 60;
   // Where the client says what happened to its membership (rejoins); stderr when empty.
   std::function<void(const std::string&)> log;
 };
@@ -48,7 +50,8 @@ struct MemberOptions {
 class MemberClient {
  public:
   // Joins and starts heartbeating at the interval the coordinator asks for. MembershipError when the
-  // coordinator refuses (another run's id, a bad name) or does not answer (Refusal::unavailable).
+  // coordinator refuses (another run's id, a bad name) or does not answer within join_timeout_s
+  // (Refusal::unavailable).
   explicit MemberClient(MemberOptions options);
   // Stops heartbeating and leaves (best effort: the coordinator expires a silent member anyway).
   ~MemberClient();
@@ -81,7 +84,9 @@ class MemberClient {
   // Set when the run refused this member for good (another run's coordinator answers at the address).
   std::optional<std::string> fenced() const;
 
-  void leave(const std::string& reason);
+  // `finished`: this member trained the run to its end (the coordinator then tells members that are
+  // still behind that the run is over).
+  void leave(const std::string& reason, bool finished = false);
 
  private:
   // Joins (again): new credentials, store port and heartbeat interval.

@@ -24,4 +24,11 @@ class MembershipError : public Error {
   Refusal refusal_;
 };
 
+// Other members finished the run while this one was behind (QuorumReply::run_finished): nothing is left
+// to synchronise with, and the run's final state is theirs. Not a failure of the run.
+class RunFinished : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace loco::membership

@@ -88,7 +88,8 @@ nlohmann::json to_json(const QuorumReply& reply) {
           {"rank", reply.rank},
           {"store_prefix", reply.store_prefix},
           {"step", reply.step},
-          {"steps", reply.steps}};
+          {"steps", reply.steps},
+          {"run_finished", reply.run_finished}};
 }
 
 nlohmann::json to_json(const CommitReply& reply) {
@@ -124,6 +125,11 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
   reply.store_prefix = field<std::string>(message, "store_prefix");
   reply.step = field<std::int64_t>(message, "step");
   reply.members = string_list(message, "members");
+  const auto finished = message.find("run_finished");  // absent from older coordinators: false
+  if (finished != message.end()) {
+    if (!finished->is_boolean()) throw MembershipError(Refusal::malformed, "field 'run_finished' is not a boolean");
+    reply.run_finished = finished->get<bool>();
+  }
   const auto steps = message.find("steps");
   if (steps == message.end() || !steps->is_array() || steps->size() != reply.members.size()) {
     throw MembershipError(Refusal::malformed, "field 'steps' is missing or not one integer per member");
