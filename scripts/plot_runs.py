@@ -47,12 +47,19 @@ def membership_marks(rows):
 
 
 def marks_script(marks, x_index):
-    lines = []
+    """gnuplot lines marking the events; events at the same x share one line and one label."""
+    kinds_at = {}
     for m in marks:
-        x, kind = m[x_index], m[2]
-        colour = EVENT_COLOURS.get(kind, "#000000")
+        kinds = kinds_at.setdefault(m[x_index], [])
+        if m[2] not in kinds:
+            kinds.append(m[2])
+    lines = []
+    for x, kinds in sorted(kinds_at.items()):
+        main = next((k for k in kinds if k != "quorum"), kinds[0])  # the line takes the notable kind's colour
+        colour = EVENT_COLOURS.get(main, "#000000")
         lines.append(f"set arrow from {x}, graph 0 to {x}, graph 1 nohead dt 2 lc rgb '{colour}'")
-        lines.append(f"set label '{kind}' at {x}, graph 0.97 rotate by 90 right font ',8' tc rgb '{colour}'")
+        lines.append(f"set label '{', '.join(kinds)}' at {x}, graph 0.97 rotate by 90 right font ',8' "
+                     f"tc rgb '{colour}'")
     return lines
 
 
