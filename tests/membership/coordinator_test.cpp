@@ -210,6 +210,17 @@ TEST(Coordinator, AMemberBehindIsToldThatTheRunFinished) {
   EXPECT_EQ(reply->step, 300);
   EXPECT_EQ(reply->steps, (std::vector<std::int64_t>{20}));
   EXPECT_EQ(reply->members, (Ids{"late#1"}));
+  // Two members behind together form no quorum any more: both are told.
+  const auto late2 = who(c.join("run-1", "late", 6));
+  const auto late3 = who(c.join("run-1", "later", 6));
+  c.request_quorum(late2, 40, 7);
+  c.request_quorum(late3, 40, 7);
+  c.tick(7);
+  for (const auto& m : {late2, late3}) {
+    const auto told = c.take_quorum(m);
+    ASSERT_TRUE(told);
+    EXPECT_TRUE(told->run_finished);
+  }
   // A member that leaves without finishing (killed, preempted) changes nothing of the kind.
   Coordinator d = make(2);
   const auto [x, y] = quorum_of_two(d);

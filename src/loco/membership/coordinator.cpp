@@ -77,7 +77,7 @@ void Coordinator::request_quorum(const Credentials& who, std::int64_t step, doub
 
 std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
   Member& m = member(who);
-  if (finished_step_ > 0 && m.waiting_since) {
+  if (finished_step_ > 0 && (m.waiting_since || m.served)) {
     m.waiting_since.reset();
     m.served.reset();
     QuorumReply finished;
@@ -184,7 +184,7 @@ double Coordinator::tick(double now) {
   }
   decide_synchronisations(now);  // before a new quorum: votes of a broken one abort now
   const QuorumDecision decision = decide_quorum(states(), quorum_, now, rules);
-  if (decision.form) {
+  if (decision.form && finished_step_ == 0) {  // once the run is finished, nothing is left to synchronise
     const std::int64_t before = quorum_.id;
     quorum_ = next_quorum(quorum_, decision.members, renew_quorum_);
     renew_quorum_ = false;
