@@ -22,12 +22,13 @@
 
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/quorum_group.h"
+#include "loco/util/seconds_since.h"
 
 namespace {
 
-const auto kStart = std::chrono::steady_clock::now();
+const auto kStart = loco::SteadyClock::now();
 
-double seconds_since_start() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count(); }
+double seconds_since_start() { return loco::seconds_since(kStart); }
 
 }  // namespace
 

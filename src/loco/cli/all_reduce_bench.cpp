@@ -11,6 +11,7 @@
 #include "loco/comm/quantized_all_reduce.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::cli {
 
@@ -118,7 +119,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
         } else {
           comm::quantized_all_reduce(group, work, *codec, comm::ReduceOp::sum, comm::kGroupTimeout, options.round_bytes);
         }
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        const double seconds = seconds_since(start);
         const comm::CommStats after = group.stats();
         op_cost = {after.bytes_sent - before.bytes_sent, after.bytes_recv - before.bytes_recv,
                    after.operations - before.operations, 0, after.emulated_s - before.emulated_s};

@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/data/prepare.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::cli {
 
@@ -32,9 +32,9 @@ void run_prepare(const PrepareArgs& args) {
   data::PrepareOptions options = args.options;
   options.inputs.assign(args.inputs.begin(), args.inputs.end());
 
-  auto start = std::chrono::steady_clock::now();
+  const auto start = SteadyClock::now();
   data::PrepareSummary summary = data::prepare_dataset(options);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = seconds_since(start);
 
   std::uint64_t tokens = summary.train_tokens + summary.val_tokens;
   fmt::print("prepared {}\n", options.out_dir.string());

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::comm {
 
@@ -56,7 +57,7 @@ class AccountedWork final : public Work {
     } catch (...) {
       error_ = std::current_exception();
     }
-    record_blocked_(std::chrono::duration<double>(Clock::now() - entered).count());
+    record_blocked_(seconds_since(entered));
     done_ = true;
     if (error_) std::rethrow_exception(error_);
   }
