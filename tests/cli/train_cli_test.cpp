@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -115,6 +116,17 @@ TEST_F(TrainCli, ConfigErrorsNameTheProblem) {
   expect_error(run_loco({"train", "--config", config("bad3").string(), "--set", "model.vocab_size=50"}), 2,
                "vocabulary mismatch");
   expect_error(run_loco({"train"}), 2, "--config");
+}
+
+// LOCO_FAULT (train/fault_injection.h) is a test and chaos aid; a value it does not know is refused
+// before training starts, not ignored.
+TEST_F(TrainCli, AMalformedFaultInjectionIsRefused) {
+  for (const char* value : {"donating:EXPLODE", "exchanging:CORRUPT", "0:KILL", "soon:KILL", "12"}) {
+    ::setenv("LOCO_FAULT", value, 1);
+    const auto r = run_loco({"train", "--config", config("fault").string()});
+    ::unsetenv("LOCO_FAULT");
+    expect_error(r, 2, std::string("LOCO_FAULT=") + value + " is not [NAME@]WHEN:ACTION");
+  }
 }
 
 TEST_F(TrainCli, MissingDataAndUnwritableOutputAreReported) {

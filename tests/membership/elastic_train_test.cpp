@@ -1,9 +1,11 @@
 // `loco train` with dist.elastic = true, as a user runs it (docs/fault-tolerance.md "Elastic DiLoCo"):
-// a coordinator and member processes on a tiny byte-level corpus. A member killed mid-run
-// (LOCO_FAULT=STEP:KILL) leaves the others to finish in a quorum of two; a member started late heals
-// from a live one and finishes with them; a stopped member is fenced out, then rejoins and heals; the run
-// survives a restart of its coordinator; `loco launch --elastic` restarts a killed rank, which heals.
-// Every member that finishes ends with bit-identical global parameters.
+// a coordinator and member processes on a tiny byte-level corpus. A member killed mid-run or inside the
+// all-reduce (LOCO_FAULT) leaves the others to finish in a quorum of two; a member started late heals
+// from a live one and finishes with them, also when its donor dies while sending (another donor takes
+// over) or a chunk of the state is corrupted on its way (refused and sent again); a stopped member is
+// fenced out, then rejoins and heals; the run survives a restart of its coordinator; `loco launch
+// --elastic` restarts a killed rank, which heals. Every member that finishes ends with bit-identical
+// global parameters.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -104,17 +106,26 @@ class ElasticTrain : public ::testing::Test {
     return found;
   }
 
+  void survivors_finish(const std::string& run, const std::string& fault);
+
+  static constexpr int kLateJoinSteps = 400;  // long enough that the late member arrives before the others finish
+  struct LateJoin {
+    std::unique_ptr<test::ChildProcess> coordinator, a, b, c;
+  };
+  LateJoin late_member_joins(const std::string& run, const std::string& a_fault);
+
   static test::ScratchDir* dir_;
   std::string address_;
   int store_port_ = 0;
 };
 test::ScratchDir* ElasticTrain::dir_ = nullptr;
 
-TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) {
-  const auto coordinator_process = coordinator("kill", 3);
-  auto a = member("kill", "a", 24);
-  auto b = member("kill", "b", 24);
-  auto c = member("kill", "c", 24, "10:KILL");  // mid-round: rounds end at steps 4, 8, 12, ...
+// Three members; c fails with `fault`; a and b finish in a quorum of two without losing an outer step.
+void ElasticTrain::survivors_finish(const std::string& run, const std::string& fault) {
+  const auto coordinator_process = coordinator(run, 3);
+  auto a = member(run, "a", 24);
+  auto b = member(run, "b", 24);
+  auto c = member(run, "c", 24, fault);
   EXPECT_EQ(a->wait(180), 0) << a->output();
   EXPECT_EQ(b->wait(180), 0) << b->output();
   EXPECT_EQ(c->wait(30), 128 + 9) << c->output();
@@ -123,35 +134,83 @@ TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) {
   EXPECT_NE(a->output().find("2 members (a#1, b#1)"), std::string::npos) << a->output();
   // Its metrics say so: the quorums it trained in, and the last line's membership.
   nlohmann::json last;
-  const auto quorums = events("kill", "a-1", "quorum", &last);
+  const auto quorums = events(run, "a-1", "quorum", &last);
   ASSERT_GE(quorums.size(), 2u);
   EXPECT_EQ(quorums.back().at("detail").get<std::string>().find("2 members (a#1, b#1)"), 4u) << quorums.back();
   EXPECT_EQ(last.at("quorum_members"), 2) << last;
   EXPECT_EQ(last.at("member"), "a#1") << last;
   EXPECT_EQ(last.at("outer_steps"), 6) << last;  // 24 steps, H = 4: none lost
-  const std::string ga = final_global("kill", "a-1", 24), gb = final_global("kill", "b-1", 24);
+  const std::string ga = final_global(run, "a-1", 24), gb = final_global(run, "b-1", 24);
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
 }
 
+// Killed mid-round: rounds end at steps 4, 8, 12, ...
+TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) { survivors_finish("kill", "10:KILL"); }
+
+// Killed at its first outer exchange, while a and b are already inside the all-reduce with it: that
+// outer step aborts and is retried by the two.
+TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilledInsideTheAllReduce) {
+  survivors_finish("exchange", "exchanging:KILL");
+}
+
+// a and b train; c starts once they are at step 12 and heals at their next synchronisation. a, the first
+// donor (the lowest-ranked up-to-date member), gets `a_fault` as LOCO_FAULT.
+ElasticTrain::LateJoin ElasticTrain::late_member_joins(const std::string& run, const std::string& a_fault) {
+  LateJoin members;
+  members.coordinator = coordinator(run, 2);
+  members.a = member(run, "a", kLateJoinSteps, a_fault);
+  members.b = member(run, "b", kLateJoinSteps);
+  EXPECT_TRUE(members.a->wait_for(std::regex("step 12/400"), 120)) << members.a->output();
+  members.c = member(run, "c", kLateJoinSteps);
+  return members;
+}
+
 TEST_F(ElasticTrain, ALateMemberHealsAndFinishesWithTheOthers) {
-  const auto coordinator_process = coordinator("join", 2);
-  constexpr int kSteps = 400;  // long enough that the late member arrives before the others finish
-  auto a = member("join", "a", kSteps);
-  auto b = member("join", "b", kSteps);
-  ASSERT_TRUE(a->wait_for(std::regex("step 12/400"), 120)) << a->output();
-  auto c = member("join", "c", kSteps);
-  for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
-  EXPECT_TRUE(std::regex_search(c->output(), std::regex("healed from (a|b)#1"))) << c->output();
-  EXPECT_NE(a->output().find("3 members (a#1, b#1, c#1)"), std::string::npos) << a->output();
+  const LateJoin run = late_member_joins("join", "");
+  for (auto* m : {run.a.get(), run.b.get(), run.c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_NE(run.c->output().find("healed from a#1"), std::string::npos) << run.c->output();
+  EXPECT_NE(run.a->output().find("3 members (a#1, b#1, c#1)"), std::string::npos) << run.a->output();
   const auto heals = events("join", "c-1", "heal");
   ASSERT_EQ(heals.size(), 1u);
-  EXPECT_TRUE(std::regex_search(heals[0].at("detail").get<std::string>(), std::regex("^from (a|b)#1, .* MB, step 0 -> ")))
+  EXPECT_TRUE(std::regex_search(heals[0].at("detail").get<std::string>(), std::regex("^from a#1, .* MB, step 0 -> ")))
       << heals[0];
-  const std::string ga = final_global("join", "a-1", kSteps);
+  const std::string ga = final_global("join", "a-1", kLateJoinSteps);
   EXPECT_FALSE(ga.empty());
-  EXPECT_TRUE(ga == final_global("join", "b-1", kSteps)) << "a's and b's global parameters differ";
-  EXPECT_TRUE(ga == final_global("join", "c-1", kSteps)) << "a's and c's global parameters differ";
+  EXPECT_TRUE(ga == final_global("join", "b-1", kLateJoinSteps)) << "a's and b's global parameters differ";
+  EXPECT_TRUE(ga == final_global("join", "c-1", kLateJoinSteps)) << "a's and c's global parameters differ";
+}
+
+// The donor dies while it sends its state: the next quorum has another donor, and the joiner heals from it.
+TEST_F(ElasticTrain, WhenTheDonorDiesTheJoinerHealsFromAnother) {
+  const LateJoin run = late_member_joins("donor", "donating:KILL");
+  EXPECT_EQ(run.a->wait(300), 128 + 9) << run.a->output();
+  for (auto* m : {run.b.get(), run.c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_NE(run.c->output().find("healed from b#1"), std::string::npos) << run.c->output();
+  EXPECT_EQ(run.c->output().find("healed from a#1"), std::string::npos) << run.c->output();
+  EXPECT_EQ(events("donor", "c-1", "heal").size(), 1u);
+  EXPECT_NE(run.b->output().find("2 members (b#1, c#1)"), std::string::npos) << run.b->output();
+  const std::string gb = final_global("donor", "b-1", kLateJoinSteps);
+  EXPECT_FALSE(gb.empty());
+  EXPECT_TRUE(gb == final_global("donor", "c-1", kLateJoinSteps)) << "b's and c's global parameters differ";
+}
+
+// A chunk of the state leaves the donor with a byte flipped: the receivers refuse it (SHA-256), the donor
+// sends that chunk again, and the joiner heals once, from the intact bytes.
+TEST_F(ElasticTrain, ACorruptedStateChunkIsRefusedAndSentAgain) {
+  const LateJoin run = late_member_joins("corrupt", "donating:CORRUPT");
+  for (auto* m : {run.a.get(), run.b.get(), run.c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_NE(run.c->output().find("elastic: chunk 1 of 1 (bytes 0.."), std::string::npos) << run.c->output();
+  EXPECT_NE(run.c->output().find("of the state from a#1 does not match its SHA-256; refused, asking for it again "
+                                 "(try 2 of 3)"),
+            std::string::npos)
+      << run.c->output();
+  EXPECT_NE(run.a->output().find("member(s) refused chunk 1 of 1"), std::string::npos) << run.a->output();
+  EXPECT_EQ(events("corrupt", "c-1", "heal").size(), 1u);
+  const std::string ga = final_global("corrupt", "a-1", kLateJoinSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("corrupt", "b-1", kLateJoinSteps)) << "a's and b's global parameters differ";
+  EXPECT_TRUE(ga == final_global("corrupt", "c-1", kLateJoinSteps)) << "a's and c's global parameters differ";
 }
 
 // A member that arrives after the others finished the run is told so and stops cleanly (exit 0) instead

@@ -7,11 +7,12 @@
 
 #include "loco/algo/diloco.h"
 #include "loco/algo/outer_state_io.h"
-#include "loco/algo/replica_hash.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/comm/comm_error.h"
 #include "loco/config/algorithms.h"
+#include "loco/elastic/state_digest.h"
 #include "loco/elastic/state_transfer.h"
+#include "loco/membership/heal_rules.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
@@ -30,7 +31,8 @@ ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const
       member_(member),
       windows_per_step_(windows_per_step),
       vote_timeout_s_(vote_timeout_s),
-      codec_(exchange_codec(exchange.codec, exchange.block_size)) {
+      codec_(exchange_codec(exchange.codec, exchange.block_size)),
+      fault_(FaultInjection::from_environment()) {
   LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
 }
 
@@ -69,15 +71,16 @@ void ElasticDiloco::synchronise(std::int64_t step) {
         start_round(*quorum, now);
         return;
       }
-      healed = heal_behind_members(group, *quorum) || healed;
+      healed = heal(group, *quorum) || healed;
       const std::int64_t at = context_.replica->step();
+      if (fault_) fault_->at(FaultMoment::exchanging);
       // Δ from this member's parameters now (after a heal: the donor's, which then counts nothing).
       torch::Tensor mean = outer_->pseudo_gradient(parameters_->read());
       const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
       OuterNesterov next(outer_->global().clone(), config_.outer_lr, config_.outer_momentum);
       next.load(outer_->global().clone(), outer_->momentum_buffer().clone());
       if (contributed > 0) next.step(mean);
-      const std::string hash = fmt::format("{:016x}", tensor_hash(next.global()));
+      const std::string hash = outer_state_digest(next.global(), next.momentum_buffer());
       const std::optional<membership::CommitReply> decision = vote(quorum->quorum_id, at, hash);
       if (!decision) {
         groups_.abandon();
@@ -160,17 +163,42 @@ void ElasticDiloco::note_quorum(const membership::QuorumReply& quorum, double wa
   log_.add("quorum", context_.replica->step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
 }
 
-bool ElasticDiloco::heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum) {
+bool ElasticDiloco::heal(comm::Group& group, const membership::QuorumReply& quorum) {
   const auto& steps = quorum.steps;
-  const auto donor = std::find(steps.begin(), steps.end(), quorum.step) - steps.begin();
-  const bool anyone_behind = std::any_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s < quorum.step; });
-  if (!anyone_behind) return false;
-  const std::string sender = quorum.members[static_cast<std::size_t>(donor)];
+  if (std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; })) return false;
+  // Every member's outer state digest (64 hex digits), in rank order.
+  const std::string mine = outer_state_digest(outer_->global(), outer_->momentum_buffer());
+  const auto digest_length = static_cast<std::int64_t>(mine.size());
+  torch::Tensor all = torch::empty({group.size() * digest_length}, torch::kUInt8);
+  group.all_gather(torch::from_blob(const_cast<char*>(mine.data()), {digest_length}, torch::kUInt8).clone(), all);
+  std::vector<std::string> digests;
+  for (int r = 0; r < group.size(); ++r) {
+    digests.emplace_back(reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>()) + r * digest_length,
+                         static_cast<std::size_t>(digest_length));
+  }
+  const membership::HealPlan plan = membership::plan_heal(steps, digests);
+  const std::string sender = quorum.members[static_cast<std::size_t>(plan.donor)];
   const auto started = SteadyClock::now();
   std::string state;
-  if (group.rank() == donor) state = context_.replica->encode();
-  broadcast_bytes(group, state, static_cast<int>(donor), sender);
-  if (steps[static_cast<std::size_t>(group.rank())] >= quorum.step) return false;
+  StateTransferOptions options;
+  if (group.rank() == plan.donor) {
+    state = context_.replica->encode();
+    options.before_sending = [this](std::int64_t chunk, torch::Tensor& outgoing) {
+      if (chunk == 0 && fault_ && fault_->at(FaultMoment::donating)) outgoing.data_ptr<std::uint8_t>()[0] ^= 0xff;
+    };
+  }
+  transfer_state(group, state, plan.donor, sender, options);
+  if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return false;
+  // The bytes arrived intact; whether they hold the canonical outer state is checked before anything of
+  // them is applied (a donor that is wrong, or lies).
+  const LoadedCheckpoint received = decode_replica_snapshot(state, "member " + sender);
+  const std::string digest =
+      outer_state_digest(received.strategy.at("outer/global"), received.strategy.at("outer/momentum"));
+  if (digest != plan.canonical_hash) {
+    throw comm::CommError(fmt::format("the state from {} holds an outer state whose SHA-256 is {}, not the canonical "
+                                      "{}; it is not applied",
+                                      sender, digest.substr(0, 16), plan.canonical_hash.substr(0, 16)));
+  }
   const std::int64_t was = context_.replica->step();
   context_.replica->adopt(state, "member " + sender);
   const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,

@@ -5,12 +5,15 @@
 //   Δ   = θ_g − θ_m                               once; kept across retries (θ_m does not change)
 //   loop:
 //     q   = the quorum at this step                QuorumGroup::join_quorum (a new group when q is new)
-//     heal: if a member's step is behind q's      the lowest-ranked up-to-date member broadcasts its whole
-//                                                 replica state (note "elastic-heal"); the behind ones adopt
+//     heal: if a member's step is behind q's      the members' SHA-256 of (θ_g, b) are gathered; the
+//                                                 lowest-ranked up-to-date member holding the most common
+//                                                 one sends its whole replica state in checked chunks
+//                                                 (note "elastic-heal", state_transfer.h); the members
+//                                                 behind or unlike it check it against that hash, adopt
 //                                                 it and contribute weight 0 this time
 //     Δ̄   = Σ w_m·Δ_m / Σ w_m over q              on a scratch copy (an abandoned all-reduce may still write)
 //     θ_g' , b' = Nesterov(θ_g, b, Δ̄)             on copies (OuterNesterov)
-//     vote(ok, hash(θ_g'))                         commit: θ_g ← θ_g', b ← b', θ_m ← θ_g; members whose hash
+//     vote(ok, SHA-256(θ_g', b'))                  commit: θ_g ← θ_g', b ← b', θ_m ← θ_g; members whose hash
 //                                                 differs take θ_g, b from the lowest-ranked canonical one
 //                                                 abort, or a failed collective: nothing applied; retry
 //                                                 coordinator replaced before deciding: presumed commit
@@ -30,6 +33,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/elastic/membership_log.h"
 #include "loco/elastic/quorum_group.h"
+#include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
 
 namespace loco::elastic {
@@ -61,8 +65,10 @@ class ElasticDiloco final : public Strategy {
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
   // Logs a quorum the member did not train in before (and a rejoin, when its member id changed).
   void note_quorum(const membership::QuorumReply& quorum, double waited_s);
-  // Heals the quorum's members that are behind; true when this member was one of them.
-  bool heal_behind_members(comm::Group& group, const membership::QuorumReply& quorum);
+  // When a member of the quorum is behind: every member's outer state digest is gathered, and the
+  // members behind or unlike the canonical state adopt the donor's (membership/heal_rules.h); true when
+  // this member was one of them.
+  bool heal(comm::Group& group, const membership::QuorumReply& quorum);
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
   void share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum, const membership::CommitReply& decision);
   // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part.
@@ -78,6 +84,7 @@ class ElasticDiloco final : public Strategy {
   std::uint64_t windows_per_step_;
   double vote_timeout_s_;
   std::unique_ptr<comm::Codec> codec_;
+  std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
   std::optional<ParameterFragment> parameters_;
   std::optional<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;

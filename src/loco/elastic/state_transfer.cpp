@@ -2,33 +2,106 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "loco/comm/comm_error.h"
-#include "loco/util/fs.h"
+#include "loco/membership/sha256.h"
 
 namespace loco::elastic {
+namespace {
 
-void broadcast_bytes(comm::Group& group, std::string& bytes, int root, const std::string& sender) {
+using membership::Sha256Digest;
+constexpr std::int64_t kDigestBytes = 32;
+
+Sha256Digest digest_of(const void* data, std::int64_t size) {
+  return membership::Sha256().update(data, static_cast<std::size_t>(size)).digest();
+}
+
+Sha256Digest digest_at(const torch::Tensor& digests, std::int64_t index) {
+  Sha256Digest out;
+  std::memcpy(out.data(), digests.data_ptr<std::uint8_t>() + index * kDigestBytes, kDigestBytes);
+  return out;
+}
+
+}  // namespace
+
+void transfer_state(comm::Group& group, std::string& bytes, int root, const std::string& sender,
+                    const StateTransferOptions& options) {
   const bool sending = group.rank() == root;
-  // Header: size, then the CRC-32 as a number (crc32_hex is 8 hex digits).
-  torch::Tensor header = torch::zeros({2}, torch::kInt64);
+  torch::Tensor header = torch::zeros({3}, torch::kInt64);
   if (sending) {
-    header[0] = static_cast<std::int64_t>(bytes.size());
-    header[1] = static_cast<std::int64_t>(std::stoull(crc32_hex(bytes), nullptr, 16));
+    const auto size = static_cast<std::int64_t>(bytes.size());
+    header[0] = size;
+    header[1] = options.chunk_bytes;
+    header[2] = (size + options.chunk_bytes - 1) / options.chunk_bytes;
   }
   group.broadcast(header, root);
-  const std::int64_t size = header[0].item<std::int64_t>();
-  torch::Tensor payload = torch::empty({size}, torch::kUInt8);
-  if (sending && size > 0) std::memcpy(payload.data_ptr(), bytes.data(), static_cast<std::size_t>(size));
-  group.broadcast(payload, root);
+  const std::int64_t size = header[0].item<std::int64_t>(), chunk_bytes = header[1].item<std::int64_t>(),
+                     chunks = header[2].item<std::int64_t>();
+  if (size < 0 || chunk_bytes <= 0 || chunks != (size + chunk_bytes - 1) / chunk_bytes) {
+    throw comm::CommError(fmt::format("the state header from {} is malformed (size {}, chunk {}, {} chunks); nothing "
+                                      "is applied",
+                                      sender, size, chunk_bytes, chunks));
+  }
+  // Digest 0: the whole state; digest 1 + i: chunk i.
+  torch::Tensor digests = torch::zeros({(chunks + 1) * kDigestBytes}, torch::kUInt8);
+  const auto chunk_span = [&](std::int64_t i) {
+    const std::int64_t begin = i * chunk_bytes;
+    return std::make_pair(begin, std::min(size, begin + chunk_bytes) - begin);
+  };
+  if (sending) {
+    const auto put = [&](std::int64_t index, const Sha256Digest& d) {
+      std::memcpy(digests.data_ptr<std::uint8_t>() + index * kDigestBytes, d.data(), kDigestBytes);
+    };
+    put(0, digest_of(bytes.data(), size));
+    for (std::int64_t i = 0; i < chunks; ++i) {
+      const auto [begin, length] = chunk_span(i);
+      put(1 + i, digest_of(bytes.data() + begin, length));
+    }
+  }
+  group.broadcast(digests, root);
+
+  std::string received(sending ? 0 : static_cast<std::size_t>(size), '\0');
+  torch::Tensor bad = torch::zeros({1}, torch::kInt64);
+  for (std::int64_t i = 0; i < chunks; ++i) {
+    const auto [begin, length] = chunk_span(i);
+    for (int attempt = 1;; ++attempt) {
+      torch::Tensor chunk;
+      if (sending) {
+        chunk = torch::empty({length}, torch::kUInt8);
+        std::memcpy(chunk.data_ptr(), bytes.data() + begin, static_cast<std::size_t>(length));
+        if (options.before_sending) options.before_sending(i, chunk);
+      } else {
+        chunk = torch::from_blob(received.data() + begin, {length}, torch::kUInt8);
+      }
+      group.broadcast(chunk, root);
+      const bool intact = sending || digest_of(chunk.data_ptr(), length) == digest_at(digests, 1 + i);
+      bad.fill_(intact ? 0 : 1);
+      group.all_reduce(bad);
+      const std::int64_t failed = bad.item<std::int64_t>();
+      if (failed == 0) break;
+      const std::string what = fmt::format("chunk {} of {} (bytes {}..{}) of the state from {}", i + 1, chunks, begin,
+                                           begin + length, sender);
+      if (attempt >= options.tries_per_chunk) {
+        throw comm::CommError(fmt::format("{} did not arrive intact in {} tries; the state is not applied", what,
+                                          attempt));
+      }
+      if (!intact) {
+        fmt::print(stderr, "elastic: {} does not match its SHA-256; refused, asking for it again (try {} of {})\n",
+                   what, attempt + 1, options.tries_per_chunk);
+      } else if (sending) {
+        fmt::print(stderr, "elastic: {} member(s) refused {}; sending it again\n", failed, what);
+      }
+    }
+  }
   if (sending) return;
-  bytes.assign(static_cast<const char*>(payload.data_ptr()), static_cast<std::size_t>(size));
-  if (static_cast<std::int64_t>(std::stoull(crc32_hex(bytes), nullptr, 16)) != header[1].item<std::int64_t>()) {
-    throw comm::CommError(fmt::format("the state received from {} ({} bytes) does not match its CRC-32; it is "
-                                      "not applied",
+  if (digest_of(received.data(), size) != digest_at(digests, 0)) {
+    throw comm::CommError(fmt::format("the state from {} ({} bytes) does not match its SHA-256 although every chunk "
+                                      "did; it is not applied",
                                       sender, size));
   }
+  bytes = std::move(received);
 }
 
 }  // namespace loco::elastic

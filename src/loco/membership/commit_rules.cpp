@@ -16,6 +16,21 @@ const char* outcome_name(Outcome outcome) {
   return "unknown";
 }
 
+std::string most_common_hash(const std::vector<std::string>& hashes) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& hash : hashes) ++counts[hash];
+  // The first hash to reach the top count is the lowest-ranked member's among the tied ones.
+  std::string canonical;
+  std::size_t best = 0;
+  for (const auto& hash : hashes) {
+    if (counts[hash] > best) {
+      best = counts[hash];
+      canonical = hash;
+    }
+  }
+  return canonical;
+}
+
 CommitDecision decide_commit(const std::vector<std::string>& members, const std::vector<Vote>& votes, bool broken,
                              int min_replicas) {
   CommitDecision decision;
@@ -40,18 +55,12 @@ CommitDecision decide_commit(const std::vector<std::string>& members, const std:
     decision.reason = fmt::format("{} of {} votes", votes.size(), members.size());
     return decision;
   }
-  // Counts per hash; `members` is in rank order, so the first hash to reach the top count is the
-  // lowest-ranked member's among the tied ones.
-  std::map<std::string, std::size_t> counts;
-  for (const auto& vote : votes) ++counts[vote.hash];
-  std::size_t best = 0;
+  std::vector<std::string> hashes;  // in rank order
   for (const auto& member : members) {
     const auto vote = std::find_if(votes.begin(), votes.end(), [&](const Vote& v) { return v.member == member; });
-    if (vote != votes.end() && counts[vote->hash] > best) {
-      best = counts[vote->hash];
-      decision.canonical_hash = vote->hash;
-    }
+    if (vote != votes.end()) hashes.push_back(vote->hash);
   }
+  decision.canonical_hash = most_common_hash(hashes);
   for (const auto& vote : votes) {
     if (vote.hash != decision.canonical_hash) decision.outliers.push_back(vote.member);
   }

@@ -33,4 +33,8 @@ CommitDecision decide_commit(const std::vector<std::string>& members, const std:
 
 const char* outcome_name(Outcome outcome);
 
+// The canonical one of `hashes` (in rank order): the most common; ties go to the lowest-ranked member's.
+// Empty for no hashes.
+std::string most_common_hash(const std::vector<std::string>& hashes);
+
 }  // namespace loco::membership

@@ -18,21 +18,42 @@ std::unique_ptr<FaultInjection> FaultInjection::from_environment() {
   const std::string member = at == std::string::npos ? "" : whole.substr(0, at);
   const std::string text = at == std::string::npos ? whole : whole.substr(at + 1);
   const auto colon = text.find(':');
+  const std::string when = text.substr(0, colon);
   const std::string kind = colon == std::string::npos ? "" : text.substr(colon + 1);
-  char* end = nullptr;
-  const long long step = std::strtoll(text.c_str(), &end, 10);
-  if (colon == std::string::npos || end != text.c_str() + colon || step < 1 || (kind != "KILL" && kind != "STOP")) {
-    throw ConfigError(fmt::format("LOCO_FAULT={} is not [NAME@]STEP:KILL or [NAME@]STEP:STOP (for example "
-                                  "LOCO_FAULT=12:KILL or LOCO_FAULT=rank-2@12:STOP)",
+  std::optional<std::int64_t> step;
+  std::optional<FaultMoment> moment;
+  if (when == "exchanging") {
+    moment = FaultMoment::exchanging;
+  } else if (when == "donating") {
+    moment = FaultMoment::donating;
+  } else {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(when.c_str(), &end, 10);
+    if (!when.empty() && *end == '\0' && parsed >= 1) step = parsed;
+  }
+  const bool known_kind = kind == "KILL" || kind == "STOP" || (kind == "CORRUPT" && moment == FaultMoment::donating);
+  if (colon == std::string::npos || (!step && !moment) || !known_kind) {
+    throw ConfigError(fmt::format("LOCO_FAULT={} is not [NAME@]WHEN:ACTION with WHEN a step number, exchanging or "
+                                  "donating and ACTION KILL or STOP (or donating:CORRUPT); for example "
+                                  "LOCO_FAULT=12:KILL, LOCO_FAULT=rank-2@12:STOP or LOCO_FAULT=a@donating:KILL",
                                   whole));
   }
   const char* name = std::getenv("LOCO_MEMBER_NAME");
   if (!member.empty() && member != (name ? name : "")) return nullptr;
-  return std::unique_ptr<FaultInjection>(new FaultInjection(step, kind == "KILL" ? SIGKILL : SIGSTOP));
+  const Action action = kind == "KILL" ? Action::kill : kind == "STOP" ? Action::stop : Action::corrupt;
+  return std::unique_ptr<FaultInjection>(new FaultInjection(step, moment, action));
 }
 
 void FaultInjection::after_step(std::int64_t step) const {
-  if (step == step_) std::raise(signal_);
+  if (step_ == step) std::raise(action_ == Action::kill ? SIGKILL : SIGSTOP);
+}
+
+bool FaultInjection::at(FaultMoment moment) {
+  if (moment_ != moment || fired_) return false;
+  fired_ = true;
+  if (action_ == Action::corrupt) return true;
+  std::raise(action_ == Action::kill ? SIGKILL : SIGSTOP);
+  return false;
 }
 
 }  // namespace loco

@@ -1,0 +1,30 @@
+#include "loco/membership/heal_rules.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "loco/membership/commit_rules.h"
+
+namespace loco::membership {
+
+HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes) {
+  if (steps.empty() || steps.size() != hashes.size()) {
+    throw std::invalid_argument("plan_heal needs one step and one hash per member");
+  }
+  const std::int64_t furthest = *std::max_element(steps.begin(), steps.end());
+  std::vector<std::string> up_to_date;
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    if (steps[r] == furthest) up_to_date.push_back(hashes[r]);
+  }
+  HealPlan plan;
+  plan.canonical_hash = most_common_hash(up_to_date);
+  plan.donor = -1;
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    const bool canonical = steps[r] == furthest && hashes[r] == plan.canonical_hash;
+    if (canonical && plan.donor < 0) plan.donor = static_cast<int>(r);
+    if (!canonical) plan.receivers.push_back(static_cast<int>(r));
+  }
+  return plan;
+}
+
+}  // namespace loco::membership

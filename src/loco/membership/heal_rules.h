@@ -1,0 +1,23 @@
+// Who sends a state and who adopts it when a quorum's members are not alike (docs/fault-tolerance.md
+// "Healing"). The members at the quorum's furthest step are up to date; among them the most common state
+// hash is canonical (ties: the lowest-ranked member's, as for commits, commit_rules.h), and the
+// lowest-ranked member holding it donates. Members behind, and up-to-date members whose hash differs,
+// adopt the donor's state and check it against the canonical hash. Pure logic, tested without a network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loco::membership {
+
+struct HealPlan {
+  int donor = 0;               // rank of the member that sends its state
+  std::string canonical_hash;  // what the received state's hash must be
+  std::vector<int> receivers;  // ranks that adopt it, ascending; empty: nobody needs a state
+};
+
+// `steps` and `hashes`: each member's step and state hash, in rank order (the same length, not empty).
+HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes);
+
+}  // namespace loco::membership
