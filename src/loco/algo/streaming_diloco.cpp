@@ -16,7 +16,7 @@ StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeCo
       context_(context),
       link_(*context.group, *context.clock),
       codec_(exchange_codec(exchange.codec, exchange.block_size)),
-      background_(std::make_unique<BackgroundExchange>()) {}
+      background_(std::make_unique<SerialWorker>()) {}
 
 std::string StreamingDiloco::describe() const {
   return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={} M={}",
@@ -42,7 +42,7 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t apply_after) {
   Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
              std::make_shared<double>(0), link_.start_time()};
   comm::Group& group = *context_.group;
-  // The job is the group's only user while it runs (BackgroundExchange), as charged_seconds needs.
+  // The job is the group's only user while it runs (SerialWorker), as charged_seconds needs.
   x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), emulated = x.emulated_s]() mutable {
     *emulated = LinkTimeline::charged_seconds(group, [&] { replica_mean(group, delta, codec); });
   });

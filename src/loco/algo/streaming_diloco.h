@@ -6,7 +6,7 @@
 //                  own θ_g,p and Nesterov buffer b_p (OuterNesterov).
 //   schedule       fragment p sends after steps t with t mod H = p·⌊H/P'⌋ (P' fragments in all),
 //                  so some fragment syncs every H/P' steps and peak traffic drops by ~P'.
-//   at step t      Δ_p = θ_g,p − θ_m,p is quantised and averaged in the background (BackgroundExchange,
+//   at step t      Δ_p = θ_g,p − θ_m,p is quantised and averaged in the background (SerialWorker,
 //                  replica_mean: fp32 accumulation, no per-hop re-quantisation) while τ more inner
 //                  steps run; after step t + τ:
 //                      θ̃_p   = θ_g,p − η·(Δ_p + μ·b_p),  b_p ← μ·b_p + Δ_p     (OuterNesterov::step)
@@ -23,7 +23,7 @@
 #include <optional>
 #include <vector>
 
-#include "loco/algo/background_exchange.h"
+#include "loco/util/serial_worker.h"
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
@@ -68,7 +68,7 @@ class StreamingDiloco final : public Strategy {
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::deque<Exchange> in_flight_;
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.
-  std::unique_ptr<BackgroundExchange> background_;
+  std::unique_ptr<SerialWorker> background_;
 };
 
 }  // namespace loco

@@ -191,9 +191,13 @@ bool ElasticDiloco::heal(comm::Group& group, const membership::QuorumReply& quor
   if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return false;
   // The bytes arrived intact; whether they hold the canonical outer state is checked before anything of
   // them is applied (a donor that is wrong, or lies).
-  const LoadedCheckpoint received = decode_replica_snapshot(state, "member " + sender);
-  const std::string digest =
-      outer_state_digest(received.strategy.at("outer/global"), received.strategy.at("outer/momentum"));
+  std::string digest;
+  try {
+    const LoadedCheckpoint received = decode_replica_snapshot(state, "member " + sender);
+    digest = outer_state_digest(received.strategy.at("outer/global"), received.strategy.at("outer/momentum"));
+  } catch (const CheckpointError& e) {  // intact bytes that are not a state: the donor's fault, not this member's
+    throw comm::CommError(fmt::format("the state from {} cannot be read ({}); it is not applied", sender, e.what()));
+  }
   if (digest != plan.canonical_hash) {
     throw comm::CommError(fmt::format("the state from {} holds an outer state whose SHA-256 is {}, not the canonical "
                                       "{}; it is not applied",
