@@ -4,8 +4,9 @@
 // from a live one and finishes with them, also when its donor dies while sending (another donor takes
 // over) or a chunk of the state is corrupted on its way (refused and sent again); a stopped member is
 // fenced out, then rejoins and heals; the run survives a restart of its coordinator; `loco launch
-// --elastic` restarts a killed rank, which heals. Every member that finishes ends with bit-identical
-// global parameters.
+// --elastic` restarts a killed rank, which heals; replicas as threads of one process (dist.backend = local)
+// leave, return and stall as dist.churn says. Every member that finishes ends with bit-identical global
+// parameters.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -292,6 +293,35 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == final_global("restart", "b-1", kSteps)) << "a's and b's global parameters differ";
   EXPECT_TRUE(ga == final_global("restart", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+// dist.backend = "local" with dist.churn: three replicas as threads of one process, each a member of a
+// coordinator the process serves. Replica 2 leaves at step 10 and returns (as a new member, healing) when
+// the run reaches step 30; replica 1 stalls for 2 s at step 60 (no heartbeats), is given up, rejoins by
+// itself and heals. No committed outer step is lost and the three end with bit-identical globals.
+TEST_F(ElasticTrain, SimulatedChurnInOneProcess) {
+  constexpr int kSteps = 400;
+  test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                            "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2", "--set",
+                            "train.out_dir=" + (*dir_ / "churn").string(), "--set",
+                            "train.steps=" + std::to_string(kSteps)});
+  EXPECT_EQ(train.wait(300), 0) << train.output();
+  const std::string out = train.output();
+  for (const std::string& expected :
+       {"churn: replica 2 leaves after step 10", "churn: replica 2 returns at step 3",
+        "churn: replica 1 stalls for 2 s after step 60 (no heartbeats)", "rejoined as replica-1#2",
+        "2 members (replica-0#1, replica-1#1)"}) {
+    EXPECT_NE(out.find(expected), std::string::npos) << expected << "\n" << out;
+  }
+  EXPECT_EQ(events("churn", "replica-2-2", "heal").size(), 1u);
+  EXPECT_EQ(events("churn", "replica-1-1", "heal").size(), 1u);
+  nlohmann::json last;
+  events("churn", "replica-0-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;  // H = 4: every outer step committed
+  const std::string g0 = final_global("churn", "replica-0-1", kSteps);
+  EXPECT_FALSE(g0.empty());
+  EXPECT_TRUE(g0 == final_global("churn", "replica-1-1", kSteps)) << "replicas 0 and 1 differ";
+  EXPECT_TRUE(g0 == final_global("churn", "replica-2-2", kSteps)) << "replica 0 and the returned replica 2 differ";
 }
 
 // `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank

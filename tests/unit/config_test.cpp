@@ -5,6 +5,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
+#include "loco/config/churn_schedule.h"
 #include "loco/config/load_config.h"
 #include "loco/util/error.h"
 #include "support/test_support.h"
@@ -203,7 +204,7 @@ TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
   EXPECT_EQ(c.exchange().codec, "bf16");
 }
 
-TEST(Config, ElasticRunsNeedProcessesPerReplicaBatchesAndADilocoFamilyAlgorithm) {
+TEST(Config, ElasticRunsNeedPerReplicaBatchesAndADilocoFamilyAlgorithm) {
   ScratchDir dir;
   const std::vector<std::string> elastic = {"dist.elastic=true", "dist.algorithm=diloco", "dist.backend=gloo",
                                             "dist.batch=per_replica", "dist.replicas=2"};
@@ -214,13 +215,65 @@ TEST(Config, ElasticRunsNeedProcessesPerReplicaBatchesAndADilocoFamilyAlgorithm)
     return config_error(dir, kValidConfig, overrides);
   };
   EXPECT_NE(with("dist.algorithm=streaming").find("diloco or localsgd"), std::string::npos);
-  EXPECT_NE(with("dist.backend=local").find("loco coordinator"), std::string::npos);
+  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // replicas as threads, with a coordinator in the process
+                auto o = elastic;
+                o.push_back("dist.backend=local");
+                return o;
+              }()).dist.elastic);
   EXPECT_NE(with("dist.batch=split").find("per_replica"), std::string::npos);
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
                 auto o = elastic;
                 o.push_back("dist.algorithm=localsgd");
                 return o;
               }()).dist.elastic);
+}
+
+// dist.churn (config/churn_schedule.h): simulated faults of an elastic run of replica threads.
+TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
+  const auto events = parse_churn_schedule(" 2@40:leave, 1@60:stall=2.5,2@80:return ", 3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].replica, 2);
+  EXPECT_EQ(events[0].step, 40);
+  EXPECT_EQ(events[0].kind, ChurnEvent::Kind::leave);
+  EXPECT_EQ(events[1].kind, ChurnEvent::Kind::stall);
+  EXPECT_DOUBLE_EQ(events[1].seconds, 2.5);
+  EXPECT_EQ(events[2].kind, ChurnEvent::Kind::rejoin);
+  const auto of_two = churn_events_of(parse_churn_schedule("2@80:return,2@40:leave,2@80:leave,2@90:return", 3), 2);
+  ASSERT_EQ(of_two.size(), 4u);  // by step; at step 80 the return (ending the leave at 40) comes first
+  EXPECT_EQ(of_two[0].step, 40);
+  EXPECT_EQ(of_two[1].kind, ChurnEvent::Kind::rejoin);
+  EXPECT_EQ(of_two[1].step, 80);
+  EXPECT_EQ(of_two[2].kind, ChurnEvent::Kind::leave);
+  EXPECT_EQ(of_two[3].step, 90);
+  EXPECT_TRUE(parse_churn_schedule("", 3).empty());
+
+  const auto error = [](const std::string& text) {
+    try {
+      parse_churn_schedule(text, 3);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("2@40:explode").find("'2@40:explode' is not an event; write R@S:leave"), std::string::npos);
+  EXPECT_NE(error("3@40:leave").find("names replica 3, but dist.replicas is 3"), std::string::npos);
+  EXPECT_NE(error("1@0:leave").find("steps count from 1"), std::string::npos);
+  EXPECT_NE(error("1@5:stall=0").find("positive number of seconds"), std::string::npos);
+  EXPECT_NE(error("1@50:return").find("replica 1 at step 50 returns, but it has not left"), std::string::npos);
+  EXPECT_NE(error("1@50:leave,1@60:stall=1").find("stalls, but it left earlier"), std::string::npos);
+
+  ScratchDir dir;
+  const std::vector<std::string> local = {"dist.elastic=true", "dist.algorithm=diloco", "dist.batch=per_replica",
+                                          "dist.replicas=3", "dist.churn=2@4:leave"};
+  EXPECT_EQ(load_text(dir, kValidConfig, local).dist.churn, "2@4:leave");
+  auto with = [&](const std::string& change) {
+    std::vector<std::string> overrides = local;
+    overrides.push_back(change);
+    return config_error(dir, kValidConfig, overrides);
+  };
+  EXPECT_NE(with("dist.backend=gloo").find("dist.churn simulates faults"), std::string::npos);
+  EXPECT_NE(with("dist.elastic=false").find("needs dist.elastic = true"), std::string::npos);
+  EXPECT_NE(with("dist.churn=5@4:leave").find("names replica 5"), std::string::npos);
 }
 
 }  // namespace

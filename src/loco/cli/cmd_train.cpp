@@ -2,7 +2,8 @@
 //
 // dist.backend = "local" runs dist.replicas replicas as threads of this process; "gloo" and "nccl"
 // run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun);
-// dist.elastic = true runs this process as one member of an elastic run (cli/train_elastic.h).
+// dist.elastic = true runs this process as one member of an elastic run (cli/train_elastic.h), or with
+// dist.backend = "local" every replica as a thread that is a member (cli/train_local_elastic.h).
 #include <fmt/format.h>
 
 #include "loco/algo/make_strategy.h"
@@ -10,6 +11,7 @@
 #include "loco/cli/usage.h"
 #ifdef LOCO_HAVE_MEMBERSHIP
 #include "loco/cli/train_elastic.h"
+#include "loco/cli/train_local_elastic.h"
 #endif
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
@@ -113,6 +115,7 @@ void run_local(const TrainOptions& options) {
 void run_elastic(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
 #ifdef LOCO_HAVE_MEMBERSHIP
+  if (options.config.dist.backend == "local") return print_summary(run_local_elastic(options));
   if (const auto summary = run_elastic_member(options)) print_summary(*summary);
 #else
   throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "

@@ -36,22 +36,12 @@ std::string member_name() {
 
 }  // namespace
 
-std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
+std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
+                                            const std::string& backend, const MemberStepHook& after_step) {
   const RunConfig& config = options.config;
-  const std::string address = environment("LOCO_COORDINATOR");
-  const std::string run_id = environment("LOCO_RUN_ID");
-  if (address.empty() || run_id.empty()) {
-    throw ConfigError(
-        "dist.elastic = true: set LOCO_COORDINATOR=host:port and LOCO_RUN_ID to the run's coordinator (start it "
-        "with `loco coordinator --run-id ID`; docs/fault-tolerance.md)");
-  }
-  membership::MemberOptions member_options;
-  member_options.coordinator = membership::parse_coordinator_address(address, "LOCO_COORDINATOR");
-  member_options.run_id = run_id;
-  member_options.name = member_name();
   membership::MemberClient member(member_options);
   elastic::QuorumGroupOptions group_options;
-  group_options.backend = config.dist.backend;
+  group_options.backend = backend;
   group_options.group.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
   group_options.quorum_timeout_s = config.comm.timeout_s;
   elastic::QuorumGroup groups(member, group_options);
@@ -61,8 +51,9 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   options.make_strategy = [&groups, &member](const RunConfig& c, const ReplicaContext& context) {
     return elastic::make_elastic_strategy(c, context, groups, member);
   };
-  fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {})\n", member.credentials().member_id,
-             run_id, address);
+  if (after_step) options.after_step = [&after_step, &member](std::int64_t step) { after_step(step, member); };
+  fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {}:{})\n", member.credentials().member_id,
+             member_options.run_id, member_options.coordinator.host, member_options.coordinator.port);
   try {
     TrainSummary summary = Trainer(options).run();
     member.leave("finished the run", /*finished=*/true);
@@ -71,6 +62,23 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
     fmt::print(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());
     return std::nullopt;
   }
+}
+
+std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
+  const std::string address = environment("LOCO_COORDINATOR");
+  const std::string run_id = environment("LOCO_RUN_ID");
+  if (address.empty() || run_id.empty()) {
+    throw ConfigError(
+        "dist.elastic = true: set LOCO_COORDINATOR=host:port and LOCO_RUN_ID to the run's coordinator (start it "
+        "with `loco coordinator --run-id ID`), or use dist.backend = \"local\" for replicas as threads of this "
+        "process (docs/fault-tolerance.md)");
+  }
+  membership::MemberOptions member_options;
+  member_options.coordinator = membership::parse_coordinator_address(address, "LOCO_COORDINATOR");
+  member_options.run_id = run_id;
+  member_options.name = member_name();
+  const std::string backend = options.config.dist.backend;
+  return train_as_member(std::move(options), member_options, backend);
 }
 
 }  // namespace loco::cli

@@ -3,14 +3,25 @@
 // with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
 #pragma once
 
+#include <functional>
 #include <optional>
 
+#include "loco/membership/member_client.h"
 #include "loco/train/trainer.h"
 
 namespace loco::cli {
 
-// `options.config` is complete; the strategy factory and member name are filled here. Nullopt when other
-// members finished the run while this one was behind (it says so on stderr; not a failure).
+// Called after each optimizer step with the member's client (simulated stalls pause its heartbeats).
+using MemberStepHook = std::function<void(std::int64_t step, membership::MemberClient& member)>;
+
+// Joins as `member_options` says and trains `options` (complete config) with groups of `backend` ("gloo"
+// or "nccl"); fills the strategy factory and the member's directory name. Nullopt when other members
+// finished the run while this one was behind (it says so on stderr; not a failure).
+std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
+                                            const std::string& backend, const MemberStepHook& after_step = {});
+
+// The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
+// (or host-pid).
 std::optional<TrainSummary> run_elastic_member(TrainOptions options);
 
 }  // namespace loco::cli

@@ -10,6 +10,7 @@
 #include <toml.hpp>
 
 #include "loco/config/algorithms.h"
+#include "loco/config/churn_schedule.h"
 #include "loco/config/config_keys.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
@@ -185,9 +186,9 @@ void validate_elastic(const RunConfig& c) {
     reject(fmt::format("dist.elastic = true works with dist.algorithm diloco or localsgd so far, not {}",
                        c.dist.algorithm));
   }
-  if (c.dist.backend == "local") {
-    reject("dist.elastic = true runs each replica as a process of its own that joins the run's coordinator: set "
-           "dist.backend = \"gloo\" (or nccl) and start `loco coordinator`");
+  if (c.dist.backend == "local" && c.dist.replicas < 1) {
+    reject("dist.elastic = true with dist.backend = \"local\" runs dist.replicas replicas as threads: set "
+           "dist.replicas to 1 or more");
   }
   if (c.dist.batch != "per_replica") {
     reject("dist.elastic = true needs dist.batch = \"per_replica\": the number of replicas changes during the run, "
@@ -249,6 +250,13 @@ void validate_dist(const RunConfig& c) {
   }
   if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
   if (d.elastic) validate_elastic(c);
+  if (!d.churn.empty()) {
+    if (!d.elastic || d.backend != "local") {
+      reject("dist.churn simulates faults among the replica threads of one elastic run: it needs dist.elastic = true "
+             "and dist.backend = \"local\" (processes take LOCO_FAULT instead: docs/fault-tolerance.md)");
+    }
+    parse_churn_schedule(d.churn, d.replicas);
+  }
   if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1) {
     reject("simulated replicas (dist.backend = \"local\") run on the CPU; use train.device = \"cpu\", or one "
            "process per GPU with dist.backend = \"nccl\" and loco launch");

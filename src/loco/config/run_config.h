@@ -67,6 +67,7 @@ struct DistConfig {
   std::string batch = "split";     // split: train.batch_size is the global batch | per_replica
   bool check_sync = false;         // hash the global parameters on every replica after each outer step
   bool elastic = false;            // members join and leave through a coordinator (docs/fault-tolerance.md)
+  std::string churn;               // elastic + local: simulated faults (config/churn_schedule.h); "": none
 };
 
 struct DdpConfig {

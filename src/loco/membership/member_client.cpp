@@ -61,6 +61,7 @@ struct MemberClient::Shared {
   int store_port = 0;
   int rejoins = 0;
   std::optional<MembershipError> fence;
+  Clock::time_point silent_until{};  // pause_heartbeats
 };
 
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
@@ -131,6 +132,10 @@ void MemberClient::say(const std::string& line) const {
 void MemberClient::heartbeat_until_stopped() {
   std::unique_lock<std::mutex> lock(shared_->mutex);
   while (!stopping_ && !shared_->fence) {
+    if (Clock::now() < shared_->silent_until) {
+      shared_->changed.wait_until(lock, shared_->silent_until, [this] { return stopping_.load(); });
+      continue;
+    }
     const Credentials who = shared_->credentials;
     lock.unlock();
     try {
@@ -144,6 +149,12 @@ void MemberClient::heartbeat_until_stopped() {
     shared_->changed.wait_for(lock, std::chrono::duration<double>(heartbeat_interval_s_),
                               [this] { return stopping_.load(); });
   }
+}
+
+void MemberClient::pause_heartbeats(double seconds) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->silent_until =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void MemberClient::rejoin_after(const MembershipError& refusal) {

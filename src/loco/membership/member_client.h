@@ -87,6 +87,8 @@ class MemberClient {
   // `finished`: this member trained the run to its end (the coordinator then tells members that are
   // still behind that the run is over).
   void leave(const std::string& reason, bool finished = false);
+  // Sends no heartbeat for `seconds`, as a stopped process would not: simulated hangs (dist.churn stalls).
+  void pause_heartbeats(double seconds);
 
  private:
   // Joins (again): new credentials, store port and heartbeat interval.

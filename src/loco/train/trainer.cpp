@@ -170,6 +170,7 @@ TrainSummary Trainer::run() {
     if (fault) fault->after_step(s.step);
     if (s.log_due()) log(result);
     if (s.checkpoint_due()) save();
+    if (s.options.after_step) s.options.after_step(s.step);
   }
   if (!s.quiet) s.progress->finish();
   return summarise();

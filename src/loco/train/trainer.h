@@ -11,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -41,6 +42,9 @@ struct TrainOptions {
   comm::Group* group = nullptr;                    // the run's replicas; nullptr: a single replica
   StrategyFactory make_strategy = nullptr;         // empty: a single replica (dist.algorithm = "none")
   std::string member_name = {};                    // dist.elastic: this member's directory OUT_DIR/members/NAME
+  // Called after each optimizer step (once it is logged and saved) with the step count; may throw to end
+  // the run (simulated churn: cli/train_local_elastic.h).
+  std::function<void(std::int64_t step)> after_step = {};
 };
 
 class Trainer {

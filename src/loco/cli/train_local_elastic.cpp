@@ -1,0 +1,166 @@
+#include "loco/cli/train_local_elastic.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "loco/cli/train_elastic.h"
+#include "loco/comm/c10d/store_server.h"
+#include "loco/config/churn_schedule.h"
+#include "loco/membership/coordinator_server.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+namespace {
+
+// The coordinator's rules for replicas on one machine: a stalled replica is given up after 1 s without
+// heartbeats, and the others wait at most 0.5 s for a replica that is late at a synchronisation. Any
+// replica may go on alone (min_replicas 1); the first quorum waits for all of them.
+constexpr double kHeartbeatTimeoutS = 1.0;
+constexpr double kJoinWindowS = 0.5;
+
+// Thrown from the step hook of a replica whose schedule says it leaves now; caught by its thread.
+struct ReplicaLeaves {};
+
+// What the replica threads share: how far the run has got, and who still trains.
+class Progress {
+ public:
+  void reached(std::int64_t step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    furthest_ = std::max(furthest_, step);
+    changed_.notify_all();
+  }
+  void starts() { change([this] { ++training_; }); }
+  void stops(bool finished) {
+    change([this, finished] {
+      --training_;
+      finished_ = finished_ || finished;
+    });
+  }
+  // Waits until some replica reached `step`; false (at once) when the run finished or nobody trains.
+  bool await_step(std::int64_t step) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return furthest_ >= step || finished_ || training_ == 0; });
+    return furthest_ >= step && !finished_;
+  }
+  std::int64_t furthest() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return furthest_;
+  }
+
+ private:
+  template <typename F>
+  void change(F f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    f();
+    changed_.notify_all();
+  }
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::int64_t furthest_ = 0;
+  int training_ = 0;
+  bool finished_ = false;
+};
+
+// Replica `r`: trains as member "replica-r", takes its schedule's stalls and leaves from the step hook,
+// and after a leave waits for its return, then joins again as a new member (which heals).
+std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, const std::vector<ChurnEvent>& events,
+                                        const membership::MemberOptions& coordinator, Progress& progress) {
+  const auto say = [r](const std::string& what) { fmt::print(stderr, "churn: replica {} {}\n", r, what); };
+  std::size_t next = 0;  // the first event not taken yet
+  const MemberStepHook take_events = [&](std::int64_t step, membership::MemberClient& member) {
+    progress.reached(step);
+    while (next < events.size() && events[next].kind != ChurnEvent::Kind::rejoin && events[next].step <= step) {
+      const ChurnEvent& e = events[next++];
+      if (e.kind == ChurnEvent::Kind::leave) {
+        say(fmt::format("leaves after step {}", step));
+        throw ReplicaLeaves{};
+      }
+      say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
+      member.pause_heartbeats(e.seconds);
+      std::this_thread::sleep_for(std::chrono::duration<double>(e.seconds));
+      say("continues");
+    }
+  };
+  membership::MemberOptions member_options = coordinator;
+  member_options.name = fmt::format("replica-{}", r);
+  TrainOptions mine = options;
+  mine.quiet = options.quiet || r != 0;  // one progress line per step is enough
+  while (true) {
+    progress.starts();
+    try {
+      std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", take_events);
+      progress.stops(/*finished=*/true);
+      return summary;
+    } catch (const ReplicaLeaves&) {
+      progress.stops(/*finished=*/false);
+    } catch (...) {
+      progress.stops(/*finished=*/false);
+      throw;
+    }
+    if (next >= events.size()) return std::nullopt;  // gone for good
+    const ChurnEvent& back = events[next++];          // a return (parse_churn_schedule checked the order)
+    if (!progress.await_step(back.step)) {
+      say(fmt::format("does not return at step {}: the run finished, or no replica is left to reach it", back.step));
+      return std::nullopt;
+    }
+    say(fmt::format("returns at step {} as a new member", progress.furthest()));
+  }
+}
+
+}  // namespace
+
+TrainSummary run_local_elastic(const TrainOptions& options) {
+  const RunConfig& config = options.config;
+  const int replicas = static_cast<int>(config.dist.replicas);
+  const std::vector<ChurnEvent> schedule = parse_churn_schedule(config.dist.churn, config.dist.replicas);
+  const comm::StoreServer store(0);
+  membership::ServerOptions server_options;
+  server_options.host = "127.0.0.1";
+  server_options.port = 0;
+  server_options.store_port = store.port();
+  server_options.coordinator.run_id = fmt::format("local-{}", ::getpid());
+  server_options.coordinator.incarnation = membership::new_incarnation();
+  server_options.coordinator.rules.min_replicas = 1;
+  server_options.coordinator.rules.start_replicas = replicas;
+  server_options.coordinator.rules.heartbeat_timeout_s = kHeartbeatTimeoutS;
+  server_options.coordinator.rules.join_window_s = kJoinWindowS;
+  server_options.log = [](const std::string&) {};  // the members log what matters to a run
+  membership::CoordinatorServer server(server_options);
+  server.start();
+  membership::MemberOptions coordinator;
+  coordinator.coordinator = {"127.0.0.1", server.port()};
+  coordinator.run_id = server_options.coordinator.run_id;
+
+  Progress progress;
+  std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < replicas; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        summaries[static_cast<std::size_t>(r)] =
+            run_replica(r, options, churn_events_of(schedule, r), coordinator, progress);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  server.stop();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (const auto& s : summaries) {
+    if (s) return *s;
+  }
+  throw Error("no replica finished the run: every replica left (dist.churn) before the last step");
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,37 @@
+// Simulated churn (docs/fault-tolerance.md "Simulated churn"): the faults of an elastic run whose
+// replicas are threads of one process (dist.elastic = true, dist.backend = "local"), written in
+// dist.churn as events separated by commas:
+//
+//   R@S:leave      replica R leaves the run right after its optimizer step S (it tells the coordinator)
+//   R@T:return     replica R, gone since its last leave, joins again as a new member once some replica has
+//                  reached step T, and heals from the others at their next synchronisation
+//   R@S:stall=K    replica R stops for K seconds right after step S, heartbeats too (a hang: the others
+//                  go on without it once its heartbeat expires; it then rejoins by itself and heals)
+//
+// for example "2@40:leave, 2@80:return, 1@60:stall=3". Replicas count from 0. A replica that healed past
+// an event's step S takes it after its first step past S. Pure data and parsing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loco {
+
+struct ChurnEvent {
+  enum class Kind { leave, rejoin, stall };
+  int replica = 0;
+  std::int64_t step = 0;
+  Kind kind = Kind::leave;
+  double seconds = 0;  // stall only
+};
+
+// The events in the order given; ConfigError naming the event, the expected forms and what is wrong: a
+// malformed event, a replica outside [0, replicas), a step < 1, a return without an earlier leave of the
+// same replica (or a second leave before its return), a stall while the replica is gone.
+std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas);
+
+// Replica `replica`'s events, by step (a return at T comes after the leave it ends).
+std::vector<ChurnEvent> churn_events_of(const std::vector<ChurnEvent>& schedule, int replica);
+
+}  // namespace loco
