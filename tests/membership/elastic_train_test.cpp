@@ -77,7 +77,8 @@ class ElasticTrain : public ::testing::Test {
 
   // The bytes of the global parameters a member ended with (its final checkpoint's strategy state; the
   // safetensors layout read by hand: this test binary has no libtorch).
-  std::string final_global(const std::string& run, const std::string& member_dir, int steps) {
+  std::string final_global(const std::string& run, const std::string& member_dir, int steps,
+                           const std::string& tensor = "outer/global") {
     const fs::path file = *dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) /
                           "strategy.safetensors";
     std::ifstream in(file, std::ios::binary);
@@ -86,7 +87,7 @@ class ElasticTrain : public ::testing::Test {
     std::uint64_t header_length = 0;
     for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
     const auto header = nlohmann::json::parse(bytes.substr(8, header_length));
-    const auto offsets = header.at("outer/global").at("data_offsets");
+    const auto offsets = header.at(tensor).at("data_offsets");
     const std::size_t begin = 8 + header_length + offsets[0].get<std::size_t>();
     return bytes.substr(begin, offsets[1].get<std::size_t>() - offsets[0].get<std::size_t>());
   }
@@ -108,6 +109,8 @@ class ElasticTrain : public ::testing::Test {
   }
 
   void survivors_finish(const std::string& run, const std::string& fault);
+  void simulated_churn(const std::string& run, const std::vector<std::string>& settings, int outer_steps,
+                       const std::vector<std::string>& tensors);
 
   static constexpr int kLateJoinSteps = 400;  // long enough that the late member arrives before the others finish
   struct LateJoin {
@@ -298,13 +301,20 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
 // dist.backend = "local" with dist.churn: three replicas as threads of one process, each a member of a
 // coordinator the process serves. Replica 2 leaves at step 10 and returns (as a new member, healing) when
 // the run reaches step 30; replica 1 stalls for 2 s at step 60 (no heartbeats), is given up, rejoins by
-// itself and heals. No committed outer step is lost and the three end with bit-identical globals.
-TEST_F(ElasticTrain, SimulatedChurnInOneProcess) {
+// itself and heals. No committed outer step is lost and the three end with bit-identical globals
+// (`tensors`: the names of the global parameters in a checkpoint).
+void ElasticTrain::simulated_churn(const std::string& run, const std::vector<std::string>& settings,
+                                   int outer_steps, const std::vector<std::string>& tensors) {
   constexpr int kSteps = 400;
-  test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
-                            "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2", "--set",
-                            "train.out_dir=" + (*dir_ / "churn").string(), "--set",
-                            "train.steps=" + std::to_string(kSteps)});
+  std::vector<std::string> args = {LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                                   "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2", "--set",
+                                   "train.out_dir=" + (*dir_ / run).string(), "--set",
+                                   "train.steps=" + std::to_string(kSteps)};
+  for (const auto& setting : settings) {
+    args.push_back("--set");
+    args.push_back(setting);
+  }
+  test::ChildProcess train(args);
   EXPECT_EQ(train.wait(300), 0) << train.output();
   const std::string out = train.output();
   for (const std::string& expected :
@@ -313,15 +323,28 @@ TEST_F(ElasticTrain, SimulatedChurnInOneProcess) {
         "2 members (replica-0#1, replica-1#1)"}) {
     EXPECT_NE(out.find(expected), std::string::npos) << expected << "\n" << out;
   }
-  EXPECT_EQ(events("churn", "replica-2-2", "heal").size(), 1u);
-  EXPECT_EQ(events("churn", "replica-1-1", "heal").size(), 1u);
+  EXPECT_EQ(events(run, "replica-2-2", "heal").size(), 1u);
+  EXPECT_EQ(events(run, "replica-1-1", "heal").size(), 1u);
   nlohmann::json last;
-  events("churn", "replica-0-1", "quorum", &last);
-  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;  // H = 4: every outer step committed
-  const std::string g0 = final_global("churn", "replica-0-1", kSteps);
-  EXPECT_FALSE(g0.empty());
-  EXPECT_TRUE(g0 == final_global("churn", "replica-1-1", kSteps)) << "replicas 0 and 1 differ";
-  EXPECT_TRUE(g0 == final_global("churn", "replica-2-2", kSteps)) << "replica 0 and the returned replica 2 differ";
+  events(run, "replica-0-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), outer_steps) << last;  // every outer step committed
+  for (const std::string& tensor : tensors) {
+    const std::string g0 = final_global(run, "replica-0-1", kSteps, tensor);
+    EXPECT_FALSE(g0.empty()) << tensor;
+    EXPECT_TRUE(g0 == final_global(run, "replica-1-1", kSteps, tensor)) << "replicas 0 and 1 differ in " << tensor;
+    EXPECT_TRUE(g0 == final_global(run, "replica-2-2", kSteps, tensor))
+        << "replica 0 and the returned replica 2 differ in " << tensor;
+  }
+}
+
+TEST_F(ElasticTrain, SimulatedChurnInOneProcess) { simulated_churn("churn", {}, 400 / 4, {"outer/global"}); }
+
+// Streaming DiLoCo without overlap: two fragments in turn (H = 4: one synchronises every 2 steps), each
+// outer step committed in two phases like DiLoCo's.
+TEST_F(ElasticTrain, StreamingDilocoUnderSimulatedChurn) {
+  simulated_churn("streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2",
+                                "streaming.overlap=0"},
+                  400 / 2, {"outer/0/global", "outer/1/global"});
 }
 
 // `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank

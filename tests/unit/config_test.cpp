@@ -214,7 +214,14 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndADilocoFamilyAlgorithm) {
     overrides.push_back(change);
     return config_error(dir, kValidConfig, overrides);
   };
-  EXPECT_NE(with("dist.algorithm=streaming").find("diloco or localsgd"), std::string::npos);
+  EXPECT_NE(with("dist.algorithm=noloco").find("diloco, localsgd or streaming"), std::string::npos);
+  EXPECT_NE(with("dist.algorithm=streaming").find("streaming.overlap = 0"), std::string::npos);
+  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
+                auto o = elastic;
+                o.push_back("dist.algorithm=streaming");
+                o.push_back("streaming.overlap=0");
+                return o;
+              }()).dist.elastic);
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // replicas as threads, with a coordinator in the process
                 auto o = elastic;
                 o.push_back("dist.backend=local");

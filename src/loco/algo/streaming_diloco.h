@@ -23,12 +23,12 @@
 #include <optional>
 #include <vector>
 
-#include "loco/util/serial_worker.h"
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/train/strategy.h"
+#include "loco/util/serial_worker.h"
 
 namespace loco {
 

@@ -46,8 +46,9 @@ std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64
                                                                            : ChurnEvent::Kind::stall;
     if (e.kind == ChurnEvent::Kind::stall) e.seconds = std::stod(m[4]);
     if (e.replica >= replicas) {
-      throw ConfigError(fmt::format("dist.churn: '{}' names replica {}, but dist.replicas is {} (replicas count from 0)",
-                                    item, e.replica, replicas));
+      throw ConfigError(fmt::format(
+          "dist.churn: '{}' names replica {}, but dist.replicas is {} (replicas count from 0)", item, e.replica,
+          replicas));
     }
     if (e.step < 1) throw ConfigError(fmt::format("dist.churn: '{}': steps count from 1", item));
     if (e.kind == ChurnEvent::Kind::stall && !(e.seconds > 0)) {

@@ -182,9 +182,14 @@ void require_sync_every(const char* key, std::int64_t h) {
 // Note "elastic-data" (elastic/elastic_diloco.h): members come and go, so each trains on its own batch.
 void validate_elastic(const RunConfig& c) {
   const Algorithm algorithm = algorithm_named(c.dist.algorithm);
-  if (algorithm != Algorithm::diloco && algorithm != Algorithm::localsgd) {
-    reject(fmt::format("dist.elastic = true works with dist.algorithm diloco or localsgd so far, not {}",
+  if (algorithm != Algorithm::diloco && algorithm != Algorithm::localsgd && algorithm != Algorithm::streaming) {
+    reject(fmt::format("dist.elastic = true works with dist.algorithm diloco, localsgd or streaming so far, not {}",
                        c.dist.algorithm));
+  }
+  if (algorithm == Algorithm::streaming && c.streaming.overlap != 0) {
+    reject(fmt::format("dist.elastic = true with streaming needs streaming.overlap = 0 (it is {}): overlapped "
+                       "exchanges are not elastic yet; each fragment's exchange then blocks like DiLoCo's",
+                       c.streaming.overlap));
   }
   if (c.dist.backend == "local" && c.dist.replicas < 1) {
     reject("dist.elastic = true with dist.backend = \"local\" runs dist.replicas replicas as threads: set "

@@ -20,12 +20,14 @@
 namespace loco::elastic {
 
 ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange,
-                             SyncSchedule schedule, const ReplicaContext& context, QuorumGroup& groups,
-                             membership::MemberClient& member, std::uint64_t windows_per_step, double vote_timeout_s)
+                             SyncPoints points, FragmentLayout layout, const ReplicaContext& context,
+                             QuorumGroup& groups, membership::MemberClient& member, std::uint64_t windows_per_step,
+                             double vote_timeout_s)
     : name_(std::move(name)),
       config_(config),
       exchange_(exchange),
-      schedule_(schedule),
+      points_(std::move(points)),
+      layout_(std::move(layout)),
       context_(context),
       groups_(groups),
       member_(member),
@@ -38,20 +40,21 @@ ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const
 
 std::string ElasticDiloco::describe() const {
   return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {} codec={} member {}", name_, config_.outer_lr,
-                     config_.outer_momentum, schedule_.describe(), exchange_.codec,
+                     config_.outer_momentum, points_.describe(), exchange_.codec,
                      member_.credentials().member_id);
 }
 
-void ElasticDiloco::attach(Llama&, const FlatParameters& parameters) {
-  parameters_.emplace(whole_model(parameters));
-  outer_.emplace(parameters_->read(), config_.outer_lr, config_.outer_momentum);
+void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
+  fragments_ = layout_(model, parameters);
+  LOCO_CHECK(fragments_.size() == points_.fragments(), "the synchronisation points expect another number of fragments");
+  for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
   // The first quorum: the run starts (every member at step 0), or this member joins a run in progress and
   // heals at the others' next synchronisation.
   synchronise(context_.replica->step());
 }
 
 void ElasticDiloco::after_step(std::int64_t step) {
-  if (schedule_.due(step)) synchronise(step);
+  if (!points_.due(step).empty()) synchronise(step);
 }
 
 void ElasticDiloco::synchronise(std::int64_t step) {
@@ -73,14 +76,26 @@ void ElasticDiloco::synchronise(std::int64_t step) {
       }
       healed = heal(group, *quorum) || healed;
       const std::int64_t at = context_.replica->step();
+      const std::vector<std::size_t> due = points_.due(at);  // members only meet at synchronisation points
+      LOCO_CHECK(!due.empty(), fmt::format("elastic: no fragment is due at step {}", at));
       if (fault_) fault_->at(FaultMoment::exchanging);
-      // Δ from this member's parameters now (after a heal: the donor's, which then counts nothing).
-      torch::Tensor mean = outer_->pseudo_gradient(parameters_->read());
+      // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
+      // counts nothing), in one exchange.
+      std::vector<torch::Tensor> deltas;
+      for (const std::size_t p : due) deltas.push_back(outer_[p].pseudo_gradient(fragments_[p].read()));
+      torch::Tensor mean = torch::cat(deltas);
       const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
-      OuterNesterov next(outer_->global().clone(), config_.outer_lr, config_.outer_momentum);
-      next.load(outer_->global().clone(), outer_->momentum_buffer().clone());
-      if (contributed > 0) next.step(mean);
-      const std::string hash = outer_state_digest(next.global(), next.momentum_buffer());
+      std::vector<std::optional<OuterNesterov>> next(outer_.size());
+      std::int64_t offset = 0;
+      for (std::size_t i = 0; i < due.size(); ++i) {
+        OuterNesterov& candidate = next[due[i]].emplace(outer_[due[i]].global().clone(), config_.outer_lr,
+                                                        config_.outer_momentum);
+        candidate.load(outer_[due[i]].global().clone(), outer_[due[i]].momentum_buffer().clone());
+        if (contributed > 0) candidate.step(mean.narrow(0, offset, deltas[i].numel()));
+        offset += deltas[i].numel();
+      }
+      const std::string hash = outer_state_digest(
+          outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
       const std::optional<membership::CommitReply> decision = vote(quorum->quorum_id, at, hash);
       if (!decision) {
         groups_.abandon();
@@ -92,11 +107,11 @@ void ElasticDiloco::synchronise(std::int64_t step) {
         log_.add("abort", at, seconds_since(started), decision->reason);
         continue;
       }
-      outer_->load(next.global(), next.momentum_buffer());
+      for (const std::size_t p : due) outer_[p].load(next[p]->global(), next[p]->momentum_buffer());
       if (!decision->outliers.empty()) share_canonical_state(group, *quorum, *decision);
-      parameters_->write(outer_->global());
+      for (const std::size_t p : due) fragments_[p].write(outer_[p].global());
       ++outer_steps_;
-      schedule_.synced(at);
+      points_.synced(at);
       start_round(*quorum, at);
       return;
     } catch (const comm::CommError& e) {
@@ -167,7 +182,7 @@ bool ElasticDiloco::heal(comm::Group& group, const membership::QuorumReply& quor
   const auto& steps = quorum.steps;
   if (std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; })) return false;
   // Every member's outer state digest (64 hex digits), in rank order.
-  const std::string mine = outer_state_digest(outer_->global(), outer_->momentum_buffer());
+  const std::string mine = outer_state_digest(state_tensors());
   const auto digest_length = static_cast<std::int64_t>(mine.size());
   torch::Tensor all = torch::empty({group.size() * digest_length}, torch::kUInt8);
   group.all_gather(torch::from_blob(const_cast<char*>(mine.data()), {digest_length}, torch::kUInt8).clone(), all);
@@ -194,7 +209,9 @@ bool ElasticDiloco::heal(comm::Group& group, const membership::QuorumReply& quor
   std::string digest;
   try {
     const LoadedCheckpoint received = decode_replica_snapshot(state, "member " + sender);
-    digest = outer_state_digest(received.strategy.at("outer/global"), received.strategy.at("outer/momentum"));
+    NamedTensors theirs;
+    for (const auto& [name, tensor] : state_tensors()) theirs.emplace_back(name, received.strategy.at(name));
+    digest = outer_state_digest(theirs);
   } catch (const CheckpointError& e) {  // intact bytes that are not a state: the donor's fault, not this member's
     throw comm::CommError(fmt::format("the state from {} cannot be read ({}); it is not applied", sender, e.what()));
   }
@@ -219,16 +236,18 @@ void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::
                             quorum.members[static_cast<std::size_t>(canonical)])) {
     ++canonical;
   }
-  torch::Tensor global = outer_->global().clone(), momentum = outer_->momentum_buffer().clone();
-  group.broadcast(global, canonical);
-  group.broadcast(momentum, canonical);
-  outer_->load(global, momentum);
+  for (OuterNesterov& outer : outer_) {
+    torch::Tensor global = outer.global().clone(), momentum = outer.momentum_buffer().clone();
+    group.broadcast(global, canonical);
+    group.broadcast(momentum, canonical);
+    outer.load(global, momentum);
+  }
 }
 
 void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int64_t step) {
   round_start_ += round_members_ * round_windows_;
   round_members_ = quorum.members.size();
-  const std::int64_t until = std::min(schedule_.next(), context_.total_steps);
+  const std::int64_t until = std::min(points_.next_after(step), context_.total_steps);
   round_windows_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
   context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * round_windows_);
 }
@@ -239,26 +258,46 @@ void ElasticDiloco::add_log_fields(nlohmann::json& record) {
 }
 
 void ElasticDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
-  with_values(*parameters_, outer_->global(), evaluate);
+  std::vector<torch::Tensor> local;
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    local.push_back(fragments_[p].read());
+    fragments_[p].write(outer_[p].global());
+  }
+  evaluate();
+  for (std::size_t p = 0; p < fragments_.size(); ++p) fragments_[p].write(local[p]);
+}
+
+// The names of the non-elastic strategies: "outer/global" for the whole model, "outer/P/global" per fragment.
+NamedTensors ElasticDiloco::outer_state(const std::function<const OuterNesterov&(std::size_t)>& outer) const {
+  NamedTensors out;
+  for (std::size_t p = 0; p < outer_.size(); ++p) {
+    const std::string prefix = outer_.size() == 1 ? "outer/" : fmt::format("outer/{}/", p);
+    out.emplace_back(prefix + "global", outer(p).global());
+    out.emplace_back(prefix + "momentum", outer(p).momentum_buffer());
+  }
+  return out;
 }
 
 NamedTensors ElasticDiloco::state_tensors() const {
-  return {{"outer/global", outer_->global()}, {"outer/momentum", outer_->momentum_buffer()}};
+  return outer_state([this](std::size_t p) -> const OuterNesterov& { return outer_[p]; });
 }
 
 nlohmann::json ElasticDiloco::state_json() const {
   return {{"outer_steps", outer_steps_},
-          {"next_sync", schedule_.next()},
+          {"next_sync", points_.saved_next()},
           {"round_start", round_start_},
           {"round_members", round_members_},
           {"round_windows", round_windows_}};
 }
 
 void ElasticDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
-  outer_->load(saved_outer_tensor(tensors, "outer/global", outer_->global()).clone(),
-               saved_outer_tensor(tensors, "outer/momentum", outer_->momentum_buffer()).clone());
+  const NamedTensors names = state_tensors();
+  for (std::size_t p = 0; p < outer_.size(); ++p) {
+    outer_[p].load(saved_outer_tensor(tensors, names[2 * p].first, outer_[p].global()).clone(),
+                   saved_outer_tensor(tensors, names[2 * p + 1].first, outer_[p].momentum_buffer()).clone());
+  }
   outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
-  schedule_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+  points_.restore_next(saved_outer_integer(json, "next_sync", tensors));
   round_start_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_start", tensors));
   round_members_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_members", tensors));
   round_windows_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_windows", tensors));
@@ -268,20 +307,39 @@ std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const R
                                                 QuorumGroup& groups, membership::MemberClient& member) {
   const auto windows_per_step = static_cast<std::uint64_t>(config.replica_batch());
   const double vote_timeout_s = config.comm.timeout_s;
+  const FragmentLayout whole = [](Llama&, const FlatParameters& p) {
+    return std::vector<ParameterFragment>{whole_model(p)};
+  };
   switch (algorithm_named(config.dist.algorithm)) {
     case Algorithm::diloco:
       return std::make_unique<ElasticDiloco>("diloco", config.diloco, config.exchange(),
-                                             SyncSchedule(config.diloco.sync_every, context.total_steps), context,
-                                             groups, member, windows_per_step, vote_timeout_s);
+                                             SyncPoints(SyncSchedule(config.diloco.sync_every, context.total_steps)),
+                                             whole, context, groups, member, windows_per_step, vote_timeout_s);
     case Algorithm::localsgd: {
-      return std::make_unique<ElasticDiloco>(
-          "localsgd", local_sgd_as_diloco(config.localsgd), config.exchange(),
-          SyncSchedule(config.localsgd.sync_every, config.localsgd.qsr_alpha, config.optim, context.total_steps),
-          context, groups, member, windows_per_step, vote_timeout_s);
+      const SyncSchedule schedule(config.localsgd.sync_every, config.localsgd.qsr_alpha, config.optim,
+                                  context.total_steps);
+      return std::make_unique<ElasticDiloco>("localsgd", local_sgd_as_diloco(config.localsgd), config.exchange(),
+                                             SyncPoints(schedule), whole, context, groups, member, windows_per_step,
+                                             vote_timeout_s);
+    }
+    case Algorithm::streaming: {
+      // Without overlap (config checks streaming.overlap = 0): fragments in turn, each an outer step.
+      const StreamingConfig s = config.streaming;
+      DilocoConfig outer;
+      outer.outer_lr = s.outer_lr;
+      outer.outer_momentum = s.outer_momentum;
+      const auto fragments = static_cast<std::size_t>(s.fragments + (s.embeddings_fragment ? 1 : 0));
+      const FragmentLayout blocks = [s](Llama& model, const FlatParameters& p) {
+        return block_fragments(p, static_cast<std::int64_t>(model->model->layers->size()), s.fragments,
+                               s.assignment == "strided", s.embeddings_fragment);
+      };
+      return std::make_unique<ElasticDiloco>("streaming", outer, config.exchange(),
+                                             SyncPoints(fragments, s.sync_every, context.total_steps), blocks, context,
+                                             groups, member, windows_per_step, vote_timeout_s);
     }
     default:
-      throw ConfigError(fmt::format("dist.elastic = true works with dist.algorithm diloco or localsgd so far, not "
-                                    "{}",
+      throw ConfigError(fmt::format("dist.elastic = true works with dist.algorithm diloco, localsgd or streaming so "
+                                    "far, not {}",
                                     config.dist.algorithm));
   }
 }

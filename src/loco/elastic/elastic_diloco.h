@@ -1,8 +1,10 @@
-// Elastic DiLoCo and Local SGD (docs/fault-tolerance.md "Elastic DiLoCo"): the outer step of
-// algo/diloco.h (ALGORITHMS.md §1, §6) over whichever members form the quorum at each synchronisation,
-// committed in two phases, with members that are behind healed from a live one. One synchronisation:
+// Elastic DiLoCo, Local SGD and Streaming DiLoCo without overlap (docs/fault-tolerance.md "Elastic
+// DiLoCo"): the outer step of algo/diloco.h (ALGORITHMS.md §1, §6; per fragment for Streaming, §4 with
+// τ = 0) over whichever members form the quorum at each synchronisation, committed in two phases, with
+// members that are behind healed from a live one. One synchronisation, of the fragments F due at this
+// step (sync_points.h: the whole model for DiLoCo and Local SGD, fragments in turn for Streaming):
 //
-//   Δ   = θ_g − θ_m                               once; kept across retries (θ_m does not change)
+//   Δ_p = θ_g,p − θ_m,p for p in F                once; kept across retries (θ_m does not change)
 //   loop:
 //     q   = the quorum at this step                QuorumGroup::join_quorum (a new group when q is new)
 //     heal: if a member's step is behind q's      the members' SHA-256 of (θ_g, b) are gathered; the
@@ -11,10 +13,12 @@
 //                                                 (note "elastic-heal", state_transfer.h); the members
 //                                                 behind or unlike it check it against that hash, adopt
 //                                                 it and contribute weight 0 this time
-//     Δ̄   = Σ w_m·Δ_m / Σ w_m over q              on a scratch copy (an abandoned all-reduce may still write)
-//     θ_g' , b' = Nesterov(θ_g, b, Δ̄)             on copies (OuterNesterov)
-//     vote(ok, SHA-256(θ_g', b'))                  commit: θ_g ← θ_g', b ← b', θ_m ← θ_g; members whose hash
-//                                                 differs take θ_g, b from the lowest-ranked canonical one
+//     Δ̄_p = Σ w_m·Δ_m,p / Σ w_m over q            one exchange for all of F, on a scratch copy (an
+//                                                 abandoned all-reduce may still write)
+//     θ_g,p' , b_p' = Nesterov(θ_g,p, b_p, Δ̄_p)    on copies (OuterNesterov)
+//     vote(ok, SHA-256 of every (θ_g', b'))        commit: θ_g,p ← θ_g,p', b_p ← b_p', θ_m,p ← θ_g,p; members
+//                                                 whose hash differs take θ_g, b from the lowest-ranked
+//                                                 canonical one
 //                                                 abort, or a failed collective: nothing applied; retry
 //                                                 coordinator replaced before deciding: presumed commit
 //
@@ -29,24 +33,27 @@
 
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
-#include "loco/algo/sync_schedule.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/elastic/membership_log.h"
 #include "loco/elastic/quorum_group.h"
+#include "loco/elastic/sync_points.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
 
 namespace loco::elastic {
 
+// The fragments of a model the outer step works on (whole_model, or block_fragments for Streaming).
+using FragmentLayout = std::function<std::vector<ParameterFragment>(Llama& model, const FlatParameters& parameters)>;
+
 class ElasticDiloco final : public Strategy {
  public:
-  // `name`: "diloco" or "localsgd" (logs). `context.replica` must be set (the trainer's state);
-  // `context.group` is unused: the groups are the quorums'.
-  // `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the longest a
-  // vote waits for the others'.
-  ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncSchedule schedule,
-                const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                std::uint64_t windows_per_step, double vote_timeout_s);
+  // `name`: "diloco", "localsgd" or "streaming" (logs). `points` must expect as many fragments as `layout`
+  // makes. `context.replica` must be set (the trainer's state); `context.group` is unused: the groups are
+  // the quorums'. `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the
+  // longest a vote waits for the others'.
+  ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncPoints points,
+                FragmentLayout layout, const ReplicaContext& context, QuorumGroup& groups,
+                membership::MemberClient& member, std::uint64_t windows_per_step, double vote_timeout_s);
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
@@ -58,8 +65,11 @@ class ElasticDiloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
-  // Joins the quorum at `step` and, unless the run is only starting, commits one outer step with it.
+  // Joins the quorum at `step` and, unless the run is only starting, commits one outer step of the
+  // fragments due then with it.
   void synchronise(std::int64_t step);
+  // Every fragment's (θ_g, b) as checkpoints name them, taken from `outer` (a candidate or the current).
+  NamedTensors outer_state(const std::function<const OuterNesterov&(std::size_t)>& outer) const;
   // Phase one and two for this member's candidate `hash`; nullopt when the vote was refused and nothing
   // was committed (retry with the next quorum).
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
@@ -77,7 +87,8 @@ class ElasticDiloco final : public Strategy {
   std::string name_;
   DilocoConfig config_;
   ExchangeConfig exchange_;
-  SyncSchedule schedule_;
+  SyncPoints points_;
+  FragmentLayout layout_;
   ReplicaContext context_;
   QuorumGroup& groups_;
   membership::MemberClient& member_;
@@ -85,8 +96,8 @@ class ElasticDiloco final : public Strategy {
   double vote_timeout_s_;
   std::unique_ptr<comm::Codec> codec_;
   std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
-  std::optional<ParameterFragment> parameters_;
-  std::optional<OuterNesterov> outer_;
+  std::vector<ParameterFragment> fragments_;
+  std::vector<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
   std::string last_quorum_;  // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
@@ -97,7 +108,8 @@ class ElasticDiloco final : public Strategy {
   std::uint64_t round_windows_ = 0;  // w: windows per member
 };
 
-// The elastic strategy of a config's dist.algorithm (diloco or localsgd); ConfigError for the others.
+// The elastic strategy of a config's dist.algorithm (diloco, localsgd, or streaming with overlap 0);
+// ConfigError for the others.
 std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const ReplicaContext& context,
                                                 QuorumGroup& groups, membership::MemberClient& member);
 

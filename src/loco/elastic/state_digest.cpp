@@ -4,10 +4,10 @@
 
 namespace loco::elastic {
 
-std::string outer_state_digest(const torch::Tensor& global, const torch::Tensor& momentum) {
+std::string outer_state_digest(const NamedTensors& outer_state) {
   membership::Sha256 hash;
-  for (const torch::Tensor& t : {global, momentum}) {
-    const torch::Tensor host = t.to(torch::kCPU).contiguous();
+  for (const auto& [name, tensor] : outer_state) {
+    const torch::Tensor host = tensor.to(torch::kCPU).contiguous();
     hash.update(host.data_ptr(), host.numel() * host.element_size());
   }
   return membership::to_hex(hash.digest());
