@@ -50,6 +50,17 @@ void with_values(ParameterFragment& fragment, const torch::Tensor& values, const
   fragment.write(own);
 }
 
+void with_values(std::vector<ParameterFragment>& fragments, const std::vector<torch::Tensor>& values,
+                 const std::function<void()>& fn) {
+  std::vector<torch::Tensor> own;
+  for (std::size_t p = 0; p < fragments.size(); ++p) {
+    own.push_back(fragments[p].read());
+    fragments[p].write(values[p]);
+  }
+  fn();
+  for (std::size_t p = 0; p < fragments.size(); ++p) fragments[p].write(own[p]);
+}
+
 namespace {
 
 // The transformer block a parameter belongs to ("model.layers.{i}.…"), or -1.

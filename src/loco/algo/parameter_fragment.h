@@ -38,6 +38,9 @@ class ParameterFragment {
 // Runs `fn` with the fragment's parameters set to `values`, then puts the previous ones back (to
 // evaluate the global parameters of a replica that trains its own).
 void with_values(ParameterFragment& fragment, const torch::Tensor& values, const std::function<void()>& fn);
+// The same for several fragments at once (`values[p]` for fragment p).
+void with_values(std::vector<ParameterFragment>& fragments, const std::vector<torch::Tensor>& values,
+                 const std::function<void()>& fn);
 
 // One fragment with every parameter.
 ParameterFragment whole_model(const FlatParameters& parameters);

@@ -94,13 +94,9 @@ void StreamingDiloco::after_step(std::int64_t step) {
 }
 
 void StreamingDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
-  std::vector<torch::Tensor> local;
-  for (std::size_t p = 0; p < fragments_.size(); ++p) {
-    local.push_back(fragments_[p].read());
-    fragments_[p].write(outer_[p].global());
-  }
-  evaluate();
-  for (std::size_t p = 0; p < fragments_.size(); ++p) fragments_[p].write(local[p]);
+  std::vector<torch::Tensor> globals;
+  for (const OuterNesterov& outer : outer_) globals.push_back(outer.global());
+  with_values(fragments_, globals, evaluate);
 }
 
 // A checkpoint taken while exchanges are in flight saves their averaged Δ (waiting for them does not

@@ -258,13 +258,9 @@ void ElasticDiloco::add_log_fields(nlohmann::json& record) {
 }
 
 void ElasticDiloco::with_evaluation_parameters(const std::function<void()>& evaluate) {
-  std::vector<torch::Tensor> local;
-  for (std::size_t p = 0; p < fragments_.size(); ++p) {
-    local.push_back(fragments_[p].read());
-    fragments_[p].write(outer_[p].global());
-  }
-  evaluate();
-  for (std::size_t p = 0; p < fragments_.size(); ++p) fragments_[p].write(local[p]);
+  std::vector<torch::Tensor> globals;
+  for (const OuterNesterov& outer : outer_) globals.push_back(outer.global());
+  with_values(fragments_, globals, evaluate);
 }
 
 // The names of the non-elastic strategies: "outer/global" for the whole model, "outer/P/global" per fragment.
