@@ -34,6 +34,9 @@ struct ReplicaLeaves {};
 // What the replica threads share: how far the run has got, and who still trains.
 class Progress {
  public:
+  // Every replica counts as training from the start, so that a replica that leaves before the others'
+  // threads are under way does not find the run empty.
+  explicit Progress(int replicas) : training_(replicas) {}
   void reached(std::int64_t step) {
     std::lock_guard<std::mutex> lock(mutex_);
     furthest_ = std::max(furthest_, step);
@@ -67,7 +70,7 @@ class Progress {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::int64_t furthest_ = 0;
-  int training_ = 0;
+  int training_;
   bool finished_ = false;
 };
 
@@ -95,8 +98,8 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
   member_options.name = fmt::format("replica-{}", r);
   TrainOptions mine = options;
   mine.quiet = options.quiet || r != 0;  // one progress line per step is enough
-  while (true) {
-    progress.starts();
+  for (bool first = true;; first = false) {
+    if (!first) progress.starts();
     try {
       std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", take_events);
       progress.stops(/*finished=*/true);
@@ -141,7 +144,7 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   coordinator.coordinator = {"127.0.0.1", server.port()};
   coordinator.run_id = server_options.coordinator.run_id;
 
-  Progress progress;
+  Progress progress(replicas);
   std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
   std::vector<std::thread> threads;
