@@ -4,7 +4,7 @@
 // members that are behind healed from a live one. One synchronisation, of the fragments F due at this
 // step (sync_points.h: the whole model for DiLoCo and Local SGD, fragments in turn for Streaming):
 //
-//   Δ_p = θ_g,p − θ_m,p for p in F                once; kept across retries (θ_m does not change)
+//   Δ_p = θ_g,p − θ_m,p for p in F                the same at every retry (θ_m does not change meanwhile)
 //   loop:
 //     q   = the quorum at this step                QuorumGroup::join_quorum (a new group when q is new)
 //     heal: if a member's step is behind q's      the members' SHA-256 of (θ_g, b) are gathered; the
