@@ -5,8 +5,9 @@
 // over) or a chunk of the state is corrupted on its way (refused and sent again); a stopped member is
 // fenced out, then rejoins and heals; the run survives a restart of its coordinator; `loco launch
 // --elastic` restarts a killed rank, which heals; replicas as threads of one process (dist.backend = local)
-// leave, return and stall as dist.churn says. Every member that finishes ends with bit-identical global
-// parameters.
+// leave, return and stall as dist.churn says. Elastic data parallel (a quorum and a vote every step) goes
+// through a kill and simulated churn too. Every member that finishes ends with bit-identical global
+// parameters (data parallel: bit-identical models).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -49,7 +50,8 @@ class ElasticTrain : public ::testing::Test {
 
   // A member process of run `run` named `name`, with `fault` as LOCO_FAULT ("" for none).
   std::unique_ptr<test::ChildProcess> member(const std::string& run, const std::string& name, int steps,
-                                             const std::string& fault = "") {
+                                             const std::string& fault = "",
+                                             const std::vector<std::string>& settings = {}) {
     std::vector<std::string> args = {"/usr/bin/env", "LOCO_COORDINATOR=" + address_, "LOCO_RUN_ID=" + run,
                                      "LOCO_MEMBER_NAME=" + name};
     // A member that waits for a quorum that never comes gives up after comm.timeout_s.
@@ -59,6 +61,10 @@ class ElasticTrain : public ::testing::Test {
           std::string("--set"), "train.out_dir=" + (*dir_ / run).string(), std::string("--set"),
           "train.steps=" + std::to_string(steps), std::string("--set"), std::string("comm.timeout_s=60")}) {
       args.push_back(a);
+    }
+    for (const std::string& setting : settings) {
+      args.push_back("--set");
+      args.push_back(setting);
     }
     return std::make_unique<test::ChildProcess>(args);
   }
@@ -75,14 +81,20 @@ class ElasticTrain : public ::testing::Test {
     return path;
   }
 
+  // The bytes of a file of a member's final checkpoint.
+  std::string final_file(const std::string& run, const std::string& member_dir, int steps, const std::string& name) {
+    std::ifstream in(*dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) / name,
+                     std::ios::binary);
+    return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+  }
+
   // The bytes of the global parameters a member ended with (its final checkpoint's strategy state; the
-  // safetensors layout read by hand: this test binary has no libtorch).
+  // safetensors layout read by hand: this test binary has no libtorch). Data parallel members (`tensor`
+  // empty): their whole model file.
   std::string final_global(const std::string& run, const std::string& member_dir, int steps,
                            const std::string& tensor = "outer/global") {
-    const fs::path file = *dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) /
-                          "strategy.safetensors";
-    std::ifstream in(file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (tensor.empty()) return final_file(run, member_dir, steps, "model.safetensors");
+    const std::string bytes = final_file(run, member_dir, steps, "strategy.safetensors");
     if (bytes.size() < 8) return "";
     std::uint64_t header_length = 0;
     for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
@@ -108,9 +120,18 @@ class ElasticTrain : public ::testing::Test {
     return found;
   }
 
-  void survivors_finish(const std::string& run, const std::string& fault);
-  void simulated_churn(const std::string& run, const std::vector<std::string>& settings, int outer_steps,
-                       const std::vector<std::string>& tensors);
+  // How a test checks an algorithm's members: `settings` choose it; the last metrics line's `counter` counts
+  // the committed synchronisations; `tensors` name the global parameters in a checkpoint ("" for the whole
+  // model, data parallel).
+  struct Checks {
+    std::vector<std::string> settings;
+    std::string counter = "outer_steps";
+    std::vector<std::string> tensors = {"outer/global"};
+  };
+  static Checks data_parallel() { return {{"dist.algorithm=ddp"}, "commits", {""}}; }
+  void survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
+                        int synchronisations);
+  void simulated_churn(const std::string& run, const Checks& checks, int synchronisations);
 
   static constexpr int kLateJoinSteps = 400;  // long enough that the late member arrives before the others finish
   struct LateJoin {
@@ -125,11 +146,12 @@ class ElasticTrain : public ::testing::Test {
 test::ScratchDir* ElasticTrain::dir_ = nullptr;
 
 // Three members; c fails with `fault`; a and b finish in a quorum of two without losing an outer step.
-void ElasticTrain::survivors_finish(const std::string& run, const std::string& fault) {
+void ElasticTrain::survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
+                                    int synchronisations) {
   const auto coordinator_process = coordinator(run, 3);
-  auto a = member(run, "a", 24);
-  auto b = member(run, "b", 24);
-  auto c = member(run, "c", 24, fault);
+  auto a = member(run, "a", 24, "", checks.settings);
+  auto b = member(run, "b", 24, "", checks.settings);
+  auto c = member(run, "c", 24, fault, checks.settings);
   EXPECT_EQ(a->wait(180), 0) << a->output();
   EXPECT_EQ(b->wait(180), 0) << b->output();
   EXPECT_EQ(c->wait(30), 128 + 9) << c->output();
@@ -143,19 +165,32 @@ void ElasticTrain::survivors_finish(const std::string& run, const std::string& f
   EXPECT_EQ(quorums.back().at("detail").get<std::string>().find("2 members (a#1, b#1)"), 4u) << quorums.back();
   EXPECT_EQ(last.at("quorum_members"), 2) << last;
   EXPECT_EQ(last.at("member"), "a#1") << last;
-  EXPECT_EQ(last.at("outer_steps"), 6) << last;  // 24 steps, H = 4: none lost
-  const std::string ga = final_global(run, "a-1", 24), gb = final_global(run, "b-1", 24);
-  EXPECT_FALSE(ga.empty());
-  EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
+  EXPECT_EQ(last.at(checks.counter), synchronisations) << last;  // none lost
+  for (const std::string& tensor : checks.tensors) {
+    const std::string ga = final_global(run, "a-1", 24, tensor), gb = final_global(run, "b-1", 24, tensor);
+    EXPECT_FALSE(ga.empty());
+    EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
+  }
 }
 
 // Killed mid-round: rounds end at steps 4, 8, 12, ...
-TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) { survivors_finish("kill", "10:KILL"); }
+TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilled) { survivors_finish("kill", "10:KILL", Checks{}, 24 / 4); }
 
 // Killed at its first outer exchange, while a and b are already inside the all-reduce with it: that
 // outer step aborts and is retried by the two.
 TEST_F(ElasticTrain, SurvivorsFinishAfterAMemberIsKilledInsideTheAllReduce) {
-  survivors_finish("exchange", "exchanging:KILL");
+  survivors_finish("exchange", "exchanging:KILL", Checks{}, 24 / 4);
+}
+
+// Data parallel, a quorum and a vote every step: c is killed inside its first gradient exchange, the two
+// others retry that step without it and commit all 24.
+TEST_F(ElasticTrain, DataParallelSurvivorsFinishAfterAMemberIsKilledInsideTheAllReduce) {
+  survivors_finish("ddp-exchange", "exchanging:KILL", data_parallel(), 24);
+}
+
+// Killed between two steps: the survivors' next quorum leaves it out.
+TEST_F(ElasticTrain, DataParallelSurvivorsFinishAfterAMemberIsKilled) {
+  survivors_finish("ddp-kill", "10:KILL", data_parallel(), 24);
 }
 
 // a and b train; c starts once they are at step 12 and heals at their next synchronisation. a, the first
@@ -303,14 +338,13 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
 // the run reaches step 30; replica 1 stalls for 2 s at step 60 (no heartbeats), is given up, rejoins by
 // itself and heals. No committed outer step is lost and the three end with bit-identical globals
 // (`tensors`: the names of the global parameters in a checkpoint).
-void ElasticTrain::simulated_churn(const std::string& run, const std::vector<std::string>& settings,
-                                   int outer_steps, const std::vector<std::string>& tensors) {
+void ElasticTrain::simulated_churn(const std::string& run, const Checks& checks, int synchronisations) {
   constexpr int kSteps = 400;
   std::vector<std::string> args = {LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
                                    "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2", "--set",
                                    "train.out_dir=" + (*dir_ / run).string(), "--set",
                                    "train.steps=" + std::to_string(kSteps)};
-  for (const auto& setting : settings) {
+  for (const auto& setting : checks.settings) {
     args.push_back("--set");
     args.push_back(setting);
   }
@@ -327,8 +361,8 @@ void ElasticTrain::simulated_churn(const std::string& run, const std::vector<std
   EXPECT_EQ(events(run, "replica-1-1", "heal").size(), 1u);
   nlohmann::json last;
   events(run, "replica-0-1", "quorum", &last);
-  EXPECT_EQ(last.at("outer_steps"), outer_steps) << last;  // every outer step committed
-  for (const std::string& tensor : tensors) {
+  EXPECT_EQ(last.at(checks.counter), synchronisations) << last;  // every synchronisation committed
+  for (const std::string& tensor : checks.tensors) {
     const std::string g0 = final_global(run, "replica-0-1", kSteps, tensor);
     EXPECT_FALSE(g0.empty()) << tensor;
     EXPECT_TRUE(g0 == final_global(run, "replica-1-1", kSteps, tensor)) << "replicas 0 and 1 differ in " << tensor;
@@ -337,15 +371,21 @@ void ElasticTrain::simulated_churn(const std::string& run, const std::vector<std
   }
 }
 
-TEST_F(ElasticTrain, SimulatedChurnInOneProcess) { simulated_churn("churn", {}, 400 / 4, {"outer/global"}); }
+TEST_F(ElasticTrain, SimulatedChurnInOneProcess) { simulated_churn("churn", Checks{}, 400 / 4); }
 
 // Streaming DiLoCo without overlap: two fragments in turn (H = 4: one synchronises every 2 steps), each
 // outer step committed in two phases like DiLoCo's.
 TEST_F(ElasticTrain, StreamingDilocoUnderSimulatedChurn) {
-  simulated_churn("streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2",
-                                "streaming.overlap=0"},
-                  400 / 2, {"outer/0/global", "outer/1/global"});
+  simulated_churn("streaming",
+                  {{"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2", "streaming.overlap=0"},
+                   "outer_steps",
+                   {"outer/0/global", "outer/1/global"}},
+                  400 / 2);
 }
+
+// Data parallel: every step committed, and the three end with bit-identical models (a returning replica
+// heals before its first gradient counts; the stalled one heals in the middle of a step).
+TEST_F(ElasticTrain, DataParallelUnderSimulatedChurn) { simulated_churn("ddp-churn", data_parallel(), 400); }
 
 // `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank
 // again as a new member, which heals and finishes with the others.

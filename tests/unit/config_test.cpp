@@ -204,7 +204,7 @@ TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
   EXPECT_EQ(c.exchange().codec, "bf16");
 }
 
-TEST(Config, ElasticRunsNeedPerReplicaBatchesAndADilocoFamilyAlgorithm) {
+TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
   ScratchDir dir;
   const std::vector<std::string> elastic = {"dist.elastic=true", "dist.algorithm=diloco", "dist.backend=gloo",
                                             "dist.batch=per_replica", "dist.replicas=2"};
@@ -214,7 +214,7 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndADilocoFamilyAlgorithm) {
     overrides.push_back(change);
     return config_error(dir, kValidConfig, overrides);
   };
-  EXPECT_NE(with("dist.algorithm=noloco").find("diloco, localsgd or streaming"), std::string::npos);
+  EXPECT_NE(with("dist.algorithm=noloco").find("diloco, localsgd, streaming or ddp"), std::string::npos);
   EXPECT_NE(with("dist.algorithm=streaming").find("streaming.overlap = 0"), std::string::npos);
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
                 auto o = elastic;
@@ -231,6 +231,11 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndADilocoFamilyAlgorithm) {
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
                 auto o = elastic;
                 o.push_back("dist.algorithm=localsgd");
+                return o;
+              }()).dist.elastic);
+  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // a quorum and a vote every step
+                auto o = elastic;
+                o.push_back("dist.algorithm=ddp");
                 return o;
               }()).dist.elastic);
 }

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "loco/elastic/elastic_diloco.h"
+#include "loco/elastic/make_elastic_strategy.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {

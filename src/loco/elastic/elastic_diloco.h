@@ -34,10 +34,8 @@
 #include "loco/algo/outer_nesterov.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/comm/codecs/codec.h"
-#include "loco/elastic/membership_log.h"
-#include "loco/elastic/quorum_group.h"
+#include "loco/elastic/elastic_member.h"
 #include "loco/elastic/sync_points.h"
-#include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
 
 namespace loco::elastic {
@@ -70,15 +68,6 @@ class ElasticDiloco final : public Strategy {
   void synchronise(std::int64_t step);
   // Every fragment's (θ_g, b) as checkpoints name them, taken from `outer` (a candidate or the current).
   NamedTensors outer_state(const std::function<const OuterNesterov&(std::size_t)>& outer) const;
-  // Phase one and two for this member's candidate `hash`; nullopt when the vote was refused and nothing
-  // was committed (retry with the next quorum).
-  std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
-  // Logs a quorum the member did not train in before (and a rejoin, when its member id changed).
-  void note_quorum(const membership::QuorumReply& quorum, double waited_s);
-  // When a member of the quorum is behind: every member's outer state digest is gathered, and the
-  // members behind or unlike the canonical state adopt the donor's (membership/heal_rules.h); true when
-  // this member was one of them.
-  bool heal(comm::Group& group, const membership::QuorumReply& quorum);
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
   void share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum, const membership::CommitReply& decision);
   // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part.
@@ -90,27 +79,16 @@ class ElasticDiloco final : public Strategy {
   SyncPoints points_;
   FragmentLayout layout_;
   ReplicaContext context_;
-  QuorumGroup& groups_;
-  membership::MemberClient& member_;
+  ElasticMember member_;
   std::uint64_t windows_per_step_;
-  double vote_timeout_s_;
   std::unique_ptr<comm::Codec> codec_;
-  std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
   std::vector<ParameterFragment> fragments_;
   std::vector<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
-  std::string last_quorum_;  // its store prefix (incarnation and id), for the log
-  std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
-  MembershipLog log_;
   // The current round's data layout (note "elastic-data").
   std::uint64_t round_start_ = 0;    // C: the first window of the round
   std::uint64_t round_members_ = 0;  // n
   std::uint64_t round_windows_ = 0;  // w: windows per member
 };
-
-// The elastic strategy of a config's dist.algorithm (diloco, localsgd, or streaming with overlap 0);
-// ConfigError for the others.
-std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const ReplicaContext& context,
-                                                QuorumGroup& groups, membership::MemberClient& member);
 
 }  // namespace loco::elastic

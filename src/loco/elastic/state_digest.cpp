@@ -4,9 +4,9 @@
 
 namespace loco::elastic {
 
-std::string outer_state_digest(const NamedTensors& outer_state) {
+std::string state_digest(const NamedTensors& tensors) {
   membership::Sha256 hash;
-  for (const auto& [name, tensor] : outer_state) {
+  for (const auto& [name, tensor] : tensors) {
     const torch::Tensor host = tensor.to(torch::kCPU).contiguous();
     hash.update(host.data_ptr(), host.numel() * host.element_size());
   }

@@ -1,8 +1,8 @@
-// The hash of an elastic member's outer state, θ_g and the outer momentum b of every fragment, that
-// members vote on after an outer step (commit_rules.h) and check a healing transfer against
-// (heal_rules.h): SHA-256 over the tensors' bytes in order (names are not hashed), as 64 hex digits.
-// After a commit every member of the quorum holds the same (θ_g, b); their inner parameters and AdamW
-// moments differ, which is why only these are compared.
+// The hash elastic members compare (commit_rules.h, heal_rules.h): SHA-256 over the tensors' bytes in
+// order (names are not hashed), as 64 hex digits. DiLoCo-style members compare their outer state, θ_g and
+// the outer momentum b of every fragment (after a commit every member of the quorum holds the same; their
+// inner parameters and AdamW moments differ); data parallel members compare their parameters, which are
+// all alike.
 #pragma once
 
 #include <string>
@@ -11,6 +11,6 @@
 
 namespace loco::elastic {
 
-std::string outer_state_digest(const NamedTensors& outer_state);
+std::string state_digest(const NamedTensors& tensors);
 
 }  // namespace loco::elastic

@@ -70,7 +70,10 @@ std::int64_t InnerOptimizer::steps_taken() const {
 }
 
 void InnerOptimizer::load_state(const SafetensorsContent& content, std::int64_t steps_taken) {
-  if (steps_taken == 0) return;
+  if (steps_taken == 0) {  // a state from before the first step: no moments (drop any this optimizer has)
+    adamw_->state().clear();
+    return;
+  }
   torch::NoGradGuard no_grad;
   for (std::size_t g = 0; g < flat_.groups(); ++g) {
     auto state = std::make_unique<torch::optim::AdamWParamState>();

@@ -50,7 +50,8 @@ class Strategy {
   virtual void attach(Llama& model, const FlatParameters& parameters) {}
   // A micro-batch's backward is next; `last` when it is the step's last (data parallel waits for it).
   virtual void before_backward(bool last) {}
-  // Gradients of the whole step are in place; data parallel averages them here.
+  // Gradients of the whole step are in place; data parallel averages them here (elastic data parallel
+  // may also replace the replica's state here, step included: the trainer reads the step afterwards).
   virtual void after_backward() {}
   // The inner optimizer has stepped (`step` steps done); DiLoCo-style strategies sync here.
   virtual void after_step(std::int64_t step) {}

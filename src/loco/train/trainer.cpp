@@ -277,8 +277,6 @@ Trainer::StepResult Trainer::train_step() {
   const RunConfig& config = s.config;
   if (s.profiler) s.profiler->before_step(s.step + 1);
   StepResult result;
-  result.lr = learning_rate(config.optim, s.step, config.train.steps);
-  s.optimizer->set_lr(result.lr);
   s.optimizer->zero_grad();
   const std::int64_t accumulation = config.accumulation_steps();
   for (std::int64_t m = 0; m < accumulation; ++m) {
@@ -302,6 +300,9 @@ Trainer::StepResult Trainer::train_step() {
                             config.optim.lr, config.train.out_dir));
   }
   s.strategy->after_backward();
+  // After after_backward: an elastic data parallel member that adopted another's state there has its step.
+  result.lr = learning_rate(config.optim, s.step, config.train.steps);
+  s.optimizer->set_lr(result.lr);
   result.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
   s.optimizer->step();
   ++s.step;

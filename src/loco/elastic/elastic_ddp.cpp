@@ -1,0 +1,137 @@
+#include "loco/elastic/elastic_ddp.h"
+
+#include <fmt/format.h>
+
+#include "loco/algo/outer_state_io.h"
+#include "loco/algo/replica_mean.h"
+#include "loco/comm/comm_error.h"
+#include "loco/elastic/state_digest.h"
+#include "loco/model/weights.h"
+#include "loco/train/replica_state.h"
+#include "loco/util/seconds_since.h"
+
+namespace loco::elastic {
+
+ElasticDdp::ElasticDdp(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
+                       std::uint64_t windows_per_step, double vote_timeout_s)
+    : context_(context), member_(context, groups, member, vote_timeout_s), windows_per_step_(windows_per_step) {}
+
+std::string ElasticDdp::describe() const {
+  return fmt::format("ddp (elastic): fp32 gradient mean over the quorum every step, in one exchange, member {}",
+                     member_.member_id());
+}
+
+void ElasticDdp::attach(Llama& model, const FlatParameters& parameters) {
+  model_ = &model;
+  parameters_ = &parameters;
+  torch::NoGradGuard no_grad;
+  const auto started = SteadyClock::now();
+  // The first quorum: the run starts (every member at step 0), or this member joins a run in progress
+  // and takes a live member's state before it computes its first gradient.
+  while (true) {
+    const std::int64_t step = context_.replica->step();
+    std::optional<membership::QuorumReply> quorum;
+    try {
+      comm::Group& group = member_.join(step);
+      quorum = member_.quorum();
+      if (quorum->step == 0) {
+        start_round(*quorum);
+      } else {
+        replaced_ = member_.heal(group, model_parameters(model), SnapshotSection::model).this_member;
+      }
+      return;
+    } catch (const comm::CommError& e) {
+      member_.give_up(quorum, step, e.what(), seconds_since(started));
+    }
+  }
+}
+
+void ElasticDdp::after_backward() {
+  torch::NoGradGuard no_grad;
+  const auto started = SteadyClock::now();
+  while (true) {
+    const std::int64_t step = context_.replica->step() + 1;  // the step being taken (after a heal: the donor's)
+    std::optional<membership::QuorumReply> quorum;
+    try {
+      comm::Group& group = member_.join(step);
+      quorum = member_.quorum();
+      const HealOutcome healed = member_.heal(group, model_parameters(*model_), SnapshotSection::model);
+      replaced_ = replaced_ || healed.this_member;
+      if (healed.anyone) continue;  // a member that had only just started computes its gradient meanwhile
+      member_.before_exchange();
+      torch::Tensor mean = gradients();
+      replica_mean(group, mean, nullptr, replaced_ ? 0.0 : 1.0);
+      const std::optional<membership::CommitReply> decision =
+          member_.vote(quorum->quorum_id, step, candidate_hash(mean));
+      if (!decision) {
+        member_.abandon();
+        continue;
+      }
+      if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+        fmt::print(stderr, "elastic: step {} aborted ({}); retrying with the next quorum\n", step, decision->reason);
+        member_.log().add("abort", step, seconds_since(started), decision->reason);
+        continue;
+      }
+      if (!decision->outliers.empty()) {
+        member_.heal(group, model_parameters(*model_), SnapshotSection::model, /*check_alike=*/true);
+      }
+      set_gradients(mean);
+      ++commits_;
+      replaced_ = false;
+      start_round(*quorum);
+      return;
+    } catch (const comm::CommError& e) {
+      // A member failed or stopped during the exchange: the gradient is kept for the next quorum.
+      member_.give_up(quorum, step, e.what(), seconds_since(started));
+    }
+  }
+}
+
+torch::Tensor ElasticDdp::gradients() const {
+  std::vector<torch::Tensor> parts;
+  for (std::size_t g = 0; g < parameters_->groups(); ++g) {
+    parts.push_back(parameters_->buffer(g).grad().to(torch::kCPU, torch::kFloat32));
+  }
+  return torch::cat(parts);  // a copy: an abandoned all-reduce may still write into it
+}
+
+void ElasticDdp::set_gradients(const torch::Tensor& flat) {
+  std::int64_t offset = 0;
+  for (std::size_t g = 0; g < parameters_->groups(); ++g) {
+    torch::Tensor gradient = parameters_->buffer(g).grad();
+    gradient.copy_(flat.narrow(0, offset, gradient.numel()));
+    offset += gradient.numel();
+  }
+}
+
+std::string ElasticDdp::candidate_hash(const torch::Tensor& mean) const {
+  NamedTensors hashed;
+  for (std::size_t g = 0; g < parameters_->groups(); ++g) {
+    hashed.emplace_back(fmt::format("parameters/{}", g), parameters_->buffer(g));
+  }
+  hashed.emplace_back("mean_gradient", mean);
+  return state_digest(hashed);
+}
+
+void ElasticDdp::start_round(const membership::QuorumReply& quorum) {
+  round_start_ += round_members_ * windows_per_step_;
+  round_members_ = quorum.members.size();
+  context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * windows_per_step_);
+}
+
+void ElasticDdp::add_log_fields(nlohmann::json& record) {
+  record["commits"] = commits_;
+  member_.log().add_fields_to(record);
+}
+
+nlohmann::json ElasticDdp::state_json() const {
+  return {{"commits", commits_}, {"round_start", round_start_}, {"round_members", round_members_}};
+}
+
+void ElasticDdp::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
+  commits_ = saved_outer_integer(json, "commits", tensors);
+  round_start_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_start", tensors));
+  round_members_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_members", tensors));
+}
+
+}  // namespace loco::elastic

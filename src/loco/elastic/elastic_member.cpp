@@ -1,0 +1,155 @@
+#include "loco/elastic/elastic_member.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "loco/comm/comm_error.h"
+#include "loco/elastic/state_digest.h"
+#include "loco/elastic/state_transfer.h"
+#include "loco/membership/heal_rules.h"
+#include "loco/train/replica_state.h"
+#include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
+
+namespace loco::elastic {
+
+ElasticMember::ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
+                             double vote_timeout_s)
+    : context_(context),
+      groups_(groups),
+      member_(member),
+      vote_timeout_s_(vote_timeout_s),
+      fault_(FaultInjection::from_environment()) {
+  LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
+}
+
+comm::Group& ElasticMember::join(std::int64_t step) {
+  const auto asked = SteadyClock::now();
+  comm::Group& group = groups_.join_quorum(step);
+  note_quorum(groups_.quorum(), seconds_since(asked));
+  return group;
+}
+
+void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double waited_s) {
+  // A rejoin at a replacement coordinator may give the same id: the incarnation tells them apart.
+  const membership::Credentials now = member_.credentials();
+  if (credentials_ && (credentials_->member_id != now.member_id || credentials_->incarnation != now.incarnation)) {
+    log_.add("rejoin", context_.replica->step(), 0,
+             fmt::format("{} -> {}{}", credentials_->member_id, now.member_id,
+                         credentials_->incarnation != now.incarnation ? " (a new coordinator)" : ""));
+  }
+  credentials_ = now;
+  if (quorum.store_prefix == last_quorum_) return;
+  last_quorum_ = quorum.store_prefix;
+  const std::string members = fmt::format("{} members ({})", quorum.members.size(), fmt::join(quorum.members, ", "));
+  fmt::print(stderr, "elastic: quorum q{} at step {}: {}\n", quorum.quorum_id, quorum.step, members);
+  log_.set_quorum(quorum.quorum_id, quorum.members.size(), now.member_id);
+  log_.add("quorum", context_.replica->step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
+}
+
+HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section,
+                                bool check_alike) {
+  const membership::QuorumReply& quorum = groups_.quorum();
+  const auto& steps = quorum.steps;
+  const bool in_step = std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; });
+  if (in_step && !check_alike) return {};
+  // Every member's digest (64 hex digits), in rank order.
+  const std::string mine = state_digest(compared);
+  const auto digest_length = static_cast<std::int64_t>(mine.size());
+  torch::Tensor all = torch::empty({group.size() * digest_length}, torch::kUInt8);
+  group.all_gather(torch::from_blob(const_cast<char*>(mine.data()), {digest_length}, torch::kUInt8).clone(), all);
+  std::vector<std::string> digests;
+  for (int r = 0; r < group.size(); ++r) {
+    digests.emplace_back(reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>()) + r * digest_length,
+                         static_cast<std::size_t>(digest_length));
+  }
+  const membership::HealPlan plan = membership::plan_heal(steps, digests);
+  if (plan.receivers.empty()) return {};
+  const std::string sender = quorum.members[static_cast<std::size_t>(plan.donor)];
+  const auto started = SteadyClock::now();
+  std::string state;
+  StateTransferOptions options;
+  if (group.rank() == plan.donor) {
+    state = context_.replica->encode();
+    options.before_sending = [this](std::int64_t chunk, torch::Tensor& outgoing) {
+      if (chunk == 0 && fault_ && fault_->at(FaultMoment::donating)) outgoing.data_ptr<std::uint8_t>()[0] ^= 0xff;
+    };
+  }
+  transfer_state(group, state, plan.donor, sender, options);
+  if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return {true, false};
+  // The bytes arrived intact; whether they hold the canonical state is checked before anything of them
+  // is applied (a donor that is wrong, or lies).
+  std::string digest;
+  try {
+    const LoadedCheckpoint received = decode_replica_snapshot(state, "member " + sender);
+    const SafetensorsContent& part = section == SnapshotSection::model ? received.model : received.strategy;
+    NamedTensors theirs;
+    for (const auto& [name, tensor] : compared) theirs.emplace_back(name, part.at(name));
+    digest = state_digest(theirs);
+  } catch (const CheckpointError& e) {  // intact bytes that are not a state: the donor's fault, not this member's
+    throw comm::CommError(fmt::format("the state from {} cannot be read ({}); it is not applied", sender, e.what()));
+  }
+  if (digest != plan.canonical_hash) {
+    throw comm::CommError(fmt::format("the state from {} holds a state whose SHA-256 is {}, not the canonical {}; "
+                                      "it is not applied",
+                                      sender, digest.substr(0, 16), plan.canonical_hash.substr(0, 16)));
+  }
+  const std::int64_t was = context_.replica->step();
+  context_.replica->adopt(state, "member " + sender);
+  const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,
+                                         context_.replica->step());
+  fmt::print(stderr, "elastic: healed {}\n", detail);
+  log_.add("heal", context_.replica->step(), seconds_since(started), detail);
+  return {true, true};
+}
+
+std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_id, std::int64_t step,
+                                                          const std::string& hash) {
+  try {
+    return member_.vote(quorum_id, step, true, hash, vote_timeout_s_);
+  } catch (const membership::MembershipError& e) {
+    switch (e.refusal()) {
+      case membership::Refusal::stale_incarnation:
+        // Note "presumed-commit": the coordinator was replaced before its decision reached this member.
+        // This member's exchange succeeded, so every member whose exchange succeeded holds the same
+        // candidate; the decision could only have been to commit it, or an abort because a member failed,
+        // whose members retry and are healed (they are behind) at the next synchronisation. The hash vote
+        // there finds any member that differs.
+        fmt::print(stderr, "elastic: the coordinator was replaced before deciding the synchronisation at step {}; "
+                           "presumed committed (checked by the next synchronisation's vote)\n", step);
+        log_.add("presumed_commit", step, 0, e.what());
+        return membership::CommitReply{membership::Outcome::commit, hash, false, {}, ""};
+      case membership::Refusal::unknown_member:
+      case membership::Refusal::stale_quorum:
+        // This member was expired or expelled (its quorum broke), or the quorum was superseded: nothing
+        // was committed with this vote.
+        fmt::print(stderr, "elastic: vote for the synchronisation at step {} refused ({}); retrying with the next "
+                           "quorum\n", step, e.what());
+        log_.add("abort", step, 0, e.what());
+        return std::nullopt;
+      default:
+        throw;
+    }
+  }
+}
+
+void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,
+                            const std::string& why, double seconds) {
+  fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
+  log_.add("abort", step, seconds, why);
+  if (quorum) {
+    try {
+      member_.vote(quorum->quorum_id, step, false, "", vote_timeout_s_);
+    } catch (const membership::MembershipError&) {
+    }
+  }
+  groups_.abandon();
+}
+
+void ElasticMember::before_exchange() {
+  if (fault_) fault_->at(FaultMoment::exchanging);
+}
+
+}  // namespace loco::elastic

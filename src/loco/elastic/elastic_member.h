@@ -1,0 +1,76 @@
+// What every elastic strategy does with the run's membership at a synchronisation (docs/fault-tolerance.md
+// "Elastic DiLoCo", "Elastic data parallel"): join the quorum, heal the members that are behind or unlike
+// the canonical state, vote in two phases, and give a synchronisation up cleanly when a collective fails.
+// ElasticDiloco (an outer step every H steps) and ElasticDdp (a gradient mean every step) differ only in
+// what they exchange, which part of the replica state they compare, and what a heal means for them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "loco/elastic/membership_log.h"
+#include "loco/elastic/quorum_group.h"
+#include "loco/io/safetensors.h"
+#include "loco/train/fault_injection.h"
+#include "loco/train/strategy.h"
+
+namespace loco::elastic {
+
+// Where the compared tensors sit in a replica snapshot (train/replica_state.h): the model's parameters
+// (data parallel) or the strategy's outer state (DiLoCo).
+enum class SnapshotSection { model, strategy };
+
+struct HealOutcome {
+  bool anyone = false;       // some member of the quorum adopted another's state
+  bool this_member = false;  // this member did
+};
+
+class ElasticMember {
+ public:
+  // `context.replica` must be set (the trainer's state); `vote_timeout_s`: the longest a vote waits for
+  // the others'.
+  ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
+                double vote_timeout_s);
+
+  // Waits for the quorum of the synchronisation this member reports as `step` and returns its group;
+  // logs a quorum it did not train in before (and a rejoin, when its member id changed).
+  comm::Group& join(std::int64_t step);
+  const membership::QuorumReply& quorum() const { return groups_.quorum(); }
+  // Gives up the current group after a failed collective or a refused vote (buried; the next join builds one).
+  void abandon() { groups_.abandon(); }
+
+  // When a member of the quorum reported a step behind the others' (or always, with `check_alike`): every
+  // member's SHA-256 of `compared` (its tensors now, named as in `section` of a snapshot) is gathered; the
+  // members behind or unlike the canonical state adopt the donor's whole replica state after checking it
+  // (membership/heal_rules.h, note "elastic-heal"). CommError when the transfer or the check fails.
+  HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section, bool check_alike = false);
+
+  // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
+  // refused and nothing was committed (abandon, then retry with the next quorum).
+  std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
+  // A synchronisation at `step` failed (`why`) after `seconds`: logged, and a vote against it is sent for
+  // `quorum` (if any) so that the others learn at once (a refusal only means the run moved on); the group
+  // is abandoned.
+  void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why,
+               double seconds);
+
+  // LOCO_FAULT=exchanging:... fires here (tests, chaos runs).
+  void before_exchange();
+  MembershipLog& log() { return log_; }
+  std::string member_id() const { return member_.credentials().member_id; }
+
+ private:
+  void note_quorum(const membership::QuorumReply& quorum, double waited_s);
+
+  ReplicaContext context_;
+  QuorumGroup& groups_;
+  membership::MemberClient& member_;
+  double vote_timeout_s_;
+  std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
+  std::string last_quorum_;                // its store prefix (incarnation and id), for the log
+  std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
+  MembershipLog log_;
+};
+
+}  // namespace loco::elastic
