@@ -7,7 +7,7 @@ Reads RUN_DIR/metrics.jsonl of each run (one curve per run, labelled by the dire
 draws a 2x2 PNG with gnuplot (Debian's gnuplot-nox): loss and eval loss against tokens and against
 elapsed seconds. The membership events of an elastic member (its RUN_DIR is
 OUT_DIR/members/NAME-n; docs/fault-tolerance.md "Metrics") are marked by dashed vertical lines at the
-line that reports them, labelled with their kind (heal, abort, rejoin, presumed_commit, and quorum
+line that reports them, labelled with their kind (heal, abort, rejoin, presumed_commit, skip, and quorum
 changes after the first). Standard library only.
 """
 import json
@@ -32,7 +32,7 @@ def read_metrics(run_dir):
 
 
 EVENT_COLOURS = {"heal": "#2ca02c", "abort": "#d62728", "rejoin": "#9467bd", "presumed_commit": "#ff7f0e",
-                 "quorum": "#7f7f7f"}
+                 "skip": "#8c564b", "quorum": "#7f7f7f"}
 
 
 def membership_marks(rows):

@@ -6,8 +6,9 @@
 // fenced out, then rejoins and heals; the run survives a restart of its coordinator; `loco launch
 // --elastic` restarts a killed rank, which heals; replicas as threads of one process (dist.backend = local)
 // leave, return and stall as dist.churn says. Elastic data parallel (a quorum and a vote every step) goes
-// through a kill and simulated churn too. Every member that finishes ends with bit-identical global
-// parameters (data parallel: bit-identical models).
+// through a kill and simulated churn too, and so does NoLoCo (groups drawn from each quorum, no vote).
+// Every member that finishes ends with bit-identical global parameters (data parallel: bit-identical
+// models; NoLoCo's replicas differ by design).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -123,12 +124,14 @@ class ElasticTrain : public ::testing::Test {
   // How a test checks an algorithm's members: `settings` choose it; the last metrics line's `counter` counts
   // the committed synchronisations; `tensors` name the global parameters in a checkpoint ("" for the whole
   // model, data parallel).
+  // NoLoCo's replicas differ by design: `tensors` empty, nothing compared.
   struct Checks {
     std::vector<std::string> settings;
     std::string counter = "outer_steps";
     std::vector<std::string> tensors = {"outer/global"};
   };
   static Checks data_parallel() { return {{"dist.algorithm=ddp"}, "commits", {""}}; }
+  static Checks noloco() { return {{"dist.algorithm=noloco", "noloco.sync_every=4"}, "outer_steps", {}}; }
   void survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
                         int synchronisations);
   void simulated_churn(const std::string& run, const Checks& checks, int synchronisations);
@@ -191,6 +194,13 @@ TEST_F(ElasticTrain, DataParallelSurvivorsFinishAfterAMemberIsKilledInsideTheAll
 // Killed between two steps: the survivors' next quorum leaves it out.
 TEST_F(ElasticTrain, DataParallelSurvivorsFinishAfterAMemberIsKilled) {
   survivors_finish("ddp-kill", "10:KILL", data_parallel(), 24);
+}
+
+// NoLoCo: three members average as one group of three; c is killed inside its first exchange, so a and b
+// skip that round (nothing applied) and average as a pair in the 5 others.
+TEST_F(ElasticTrain, NolocoMembersSkipTheRoundOfAMemberKilledInsideTheExchange) {
+  survivors_finish("noloco-exchange", "exchanging:KILL", noloco(), 24 / 4 - 1);
+  for (const std::string& m : {"a-1", "b-1"}) EXPECT_EQ(events("noloco-exchange", m, "skip").size(), 1u) << m;
 }
 
 // a and b train; c starts once they are at step 12 and heals at their next synchronisation. a, the first
@@ -386,6 +396,10 @@ TEST_F(ElasticTrain, StreamingDilocoUnderSimulatedChurn) {
 // Data parallel: every step committed, and the three end with bit-identical models (a returning replica
 // heals before its first gradient counts; the stalled one heals in the middle of a step).
 TEST_F(ElasticTrain, DataParallelUnderSimulatedChurn) { simulated_churn("ddp-churn", data_parallel(), 400); }
+
+// NoLoCo: replica 0 averages in every round (in a three, or a pair while a replica is gone or heals); the
+// returning and the stalled replica heal from an up-to-date one and go on with their own states.
+TEST_F(ElasticTrain, NolocoUnderSimulatedChurn) { simulated_churn("noloco-churn", noloco(), 400 / 4); }
 
 // `loco launch --elastic` serves the coordinator, tells it at once when a rank dies, and starts the rank
 // again as a new member, which heals and finishes with the others.

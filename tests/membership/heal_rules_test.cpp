@@ -41,6 +41,16 @@ TEST(HealRules, AnUpToDateOutlierAdoptsTheCommonState) {
   EXPECT_EQ(plan.receivers, (Ranks{0, 3}));
 }
 
+// NoLoCo's replicas differ by design: only the member behind adopts a state, from the lowest-ranked
+// up-to-date member (every hash is as common as the others).
+TEST(HealRules, WhenReplicasDifferOnlyMembersBehindAdopt) {
+  const auto plan = plan_heal({8, 8, 0, 8}, {"x", "y", "z", "w"}, ReplicasAlike::no);
+  EXPECT_EQ(plan.donor, 0);
+  EXPECT_EQ(plan.canonical_hash, "x");
+  EXPECT_EQ(plan.receivers, (Ranks{2}));
+  EXPECT_TRUE(plan_heal({8, 8}, {"x", "y"}, ReplicasAlike::no).receivers.empty());
+}
+
 TEST(HealRules, ATieGoesToTheLowestRankedMember) {
   const auto plan = plan_heal({8, 8, 0}, {"x", "y", "z"});
   EXPECT_EQ(plan.donor, 0);

@@ -214,7 +214,10 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
     overrides.push_back(change);
     return config_error(dir, kValidConfig, overrides);
   };
-  EXPECT_NE(with("dist.algorithm=noloco").find("diloco, localsgd, streaming or ddp"), std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.elastic=true", "dist.algorithm=none", "dist.backend=gloo",
+                                             "dist.batch=per_replica", "dist.replicas=1"})
+                .find("diloco, localsgd, streaming, noloco or ddp"),
+            std::string::npos);
   EXPECT_NE(with("dist.algorithm=streaming").find("streaming.overlap = 0"), std::string::npos);
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
                 auto o = elastic;
@@ -236,6 +239,11 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // a quorum and a vote every step
                 auto o = elastic;
                 o.push_back("dist.algorithm=ddp");
+                return o;
+              }()).dist.elastic);
+  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // pairs drawn from each quorum
+                auto o = elastic;
+                o.push_back("dist.algorithm=noloco");
                 return o;
               }()).dist.elastic);
 }

@@ -7,6 +7,31 @@
 
 namespace loco {
 
+torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members) {
+  const int me = group.rank();
+  std::vector<torch::Tensor> theirs(members.size());
+  std::vector<comm::WorkHandle> work;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (members[k] == me) continue;
+    theirs[k] = torch::empty_like(mine);
+    work.push_back(group.send_async(mine, members[k]));
+    work.push_back(group.recv_async(theirs[k], members[k]));
+  }
+  for (auto& w : work) w->wait();
+  torch::Tensor mean = torch::zeros_like(mine);
+  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
+  return mean.div_(static_cast<double>(members.size()));
+}
+
+void noloco_outer_step(const NolocoConfig& config, const torch::Tensor& mean, torch::Tensor& slow,
+                       torch::Tensor& momentum) {
+  const std::int64_t n = slow.numel();
+  const torch::Tensor mean_progress = mean.narrow(0, 0, n);  // mean_G(θ − φ)
+  const torch::Tensor mean_slow = mean.narrow(0, n, n);      // mean_G(φ)
+  momentum.mul_(config.momentum).add_(mean_progress, config.beta).add_(mean_slow - slow, config.gamma);
+  slow.add_(momentum);
+}
+
 Noloco::Noloco(const NolocoConfig& config, SyncSchedule schedule, const ReplicaContext& context)
     : config_(config), schedule_(schedule), context_(context), link_(*context.group, *context.clock) {}
 
@@ -29,29 +54,12 @@ void Noloco::after_step(std::int64_t step) {
 void Noloco::sync(std::int64_t step) {
   torch::NoGradGuard no_grad;
   comm::Group& group = *context_.group;
-  const int me = group.rank();
-  const auto members = group_of(replica_groups(context_.seed, outer_steps_, group.size()), me);
-  const std::int64_t n = slow_.numel();
-  // (θ − φ, φ) of this replica, and the same of every other member.
-  torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
-  std::vector<torch::Tensor> theirs(members.size());
-  link_.exchange_and_wait([&] {
-    std::vector<comm::WorkHandle> work;
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      if (members[k] == me) continue;
-      theirs[k] = torch::empty_like(mine);
-      work.push_back(group.send_async(mine, members[k]));
-      work.push_back(group.recv_async(theirs[k], members[k]));
-    }
-    for (auto& w : work) w->wait();
-  });
-  torch::Tensor mean = torch::zeros_like(mine);
-  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
-  mean.div_(static_cast<double>(members.size()));
-  const torch::Tensor mean_progress = mean.narrow(0, 0, n);  // mean_G(θ − φ)
-  const torch::Tensor mean_slow = mean.narrow(0, n, n);      // mean_G(φ)
-  momentum_.mul_(config_.momentum).add_(mean_progress, config_.beta).add_(mean_slow - slow_, config_.gamma);
-  slow_.add_(momentum_);
+  const auto members = group_of(replica_groups(context_.seed, outer_steps_, group.size()), group.rank());
+  // (θ − φ, φ) of this replica, averaged with every other member's.
+  const torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
+  torch::Tensor mean;
+  link_.exchange_and_wait([&] { mean = group_mean(group, mine, members); });
+  noloco_outer_step(config_, mean, slow_, momentum_);
   parameters_->write(slow_);
   ++outer_steps_;
   schedule_.synced(step);

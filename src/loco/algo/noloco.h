@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/parameter_fragment.h"
@@ -19,6 +20,15 @@
 #include "loco/train/strategy.h"
 
 namespace loco {
+
+// The mean over `members` (ranks of `group`, ascending, holding this rank) of each member's `mine`:
+// sent to and received from every other member, point to point, and summed in rank order so that every
+// member computes the same bytes.
+torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members);
+
+// The update above from `mean` = mean_G of (θ − φ, φ) concatenated: `momentum` and `slow` in place.
+void noloco_outer_step(const NolocoConfig& config, const torch::Tensor& mean, torch::Tensor& slow,
+                       torch::Tensor& momentum);
 
 class Noloco final : public Strategy {
  public:

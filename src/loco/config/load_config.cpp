@@ -182,10 +182,9 @@ void require_sync_every(const char* key, std::int64_t h) {
 // Note "elastic-data" (elastic/elastic_diloco.h): members come and go, so each trains on its own batch.
 void validate_elastic(const RunConfig& c) {
   const Algorithm algorithm = algorithm_named(c.dist.algorithm);
-  if (algorithm != Algorithm::diloco && algorithm != Algorithm::localsgd && algorithm != Algorithm::streaming &&
-      algorithm != Algorithm::ddp) {
-    reject(fmt::format("dist.elastic = true works with dist.algorithm diloco, localsgd, streaming or ddp so far, not "
-                       "{}",
+  if (algorithm == Algorithm::none) {
+    reject(fmt::format("dist.elastic = true needs an algorithm that exchanges (diloco, localsgd, streaming, noloco or "
+                       "ddp), not {}",
                        c.dist.algorithm));
   }
   if (algorithm == Algorithm::streaming && c.streaming.overlap != 0) {

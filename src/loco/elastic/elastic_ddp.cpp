@@ -57,7 +57,7 @@ void ElasticDdp::after_backward() {
       quorum = member_.quorum();
       const HealOutcome healed = member_.heal(group, model_parameters(*model_), SnapshotSection::model);
       replaced_ = replaced_ || healed.this_member;
-      if (healed.anyone) continue;  // a member that had only just started computes its gradient meanwhile
+      if (healed.anyone()) continue;  // a member that had only just started computes its gradient meanwhile
       member_.before_exchange();
       torch::Tensor mean = gradients();
       replica_mean(group, mean, nullptr, replaced_ ? 0.0 : 1.0);
@@ -114,9 +114,7 @@ std::string ElasticDdp::candidate_hash(const torch::Tensor& mean) const {
 }
 
 void ElasticDdp::start_round(const membership::QuorumReply& quorum) {
-  round_start_ += round_members_ * windows_per_step_;
-  round_members_ = quorum.members.size();
-  context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * windows_per_step_);
+  context_.replica->seek_data(rounds_.start(quorum.members.size(), quorum.rank, windows_per_step_));
 }
 
 void ElasticDdp::add_log_fields(nlohmann::json& record) {
@@ -125,13 +123,14 @@ void ElasticDdp::add_log_fields(nlohmann::json& record) {
 }
 
 nlohmann::json ElasticDdp::state_json() const {
-  return {{"commits", commits_}, {"round_start", round_start_}, {"round_members", round_members_}};
+  nlohmann::json json = {{"commits", commits_}};
+  rounds_.save_to(json);
+  return json;
 }
 
 void ElasticDdp::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
   commits_ = saved_outer_integer(json, "commits", tensors);
-  round_start_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_start", tensors));
-  round_members_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_members", tensors));
+  rounds_.load_from(json, tensors);
 }
 
 }  // namespace loco::elastic

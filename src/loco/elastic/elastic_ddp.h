@@ -25,14 +25,15 @@
 // algo/ddp.h there are no buckets and no overlap with backward: the gradient is exchanged in one piece
 // once the quorum is known.
 //
-// Data (note "elastic-data"): a round is one step. The quorum that commits step S+1 lays out step S+2:
-// member r of n reads windows [C + r·w, C + (r+1)·w) with w = its batch, and the commit advances C by n·w.
-// A member that heals trains on its donor's windows for its first step, which therefore counts nothing.
+// Data (note "elastic-data", round_layout.h): a round is one step, w = this member's batch. The quorum that
+// commits step S+1 lays out step S+2. A member that heals trains on its donor's windows for its first
+// step, which therefore counts nothing.
 #pragma once
 
 #include <memory>
 
 #include "loco/elastic/elastic_member.h"
+#include "loco/elastic/round_layout.h"
 #include "loco/train/strategy.h"
 
 namespace loco::elastic {
@@ -68,9 +69,7 @@ class ElasticDdp final : public Strategy {
   const FlatParameters* parameters_ = nullptr;
   bool replaced_ = false;  // this member's state was replaced since its gradient was computed: weight 0
   std::int64_t commits_ = 0;
-  // The data layout (note "elastic-data").
-  std::uint64_t round_start_ = 0;    // C: the first window of the next step
-  std::uint64_t round_members_ = 0;  // n
+  RoundLayout rounds_;  // note "elastic-data": a round is one step
 };
 
 }  // namespace loco::elastic

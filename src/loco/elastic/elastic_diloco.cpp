@@ -126,11 +126,9 @@ void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::
 }
 
 void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int64_t step) {
-  round_start_ += round_members_ * round_windows_;
-  round_members_ = quorum.members.size();
   const std::int64_t until = std::min(points_.next_after(step), context_.total_steps);
-  round_windows_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
-  context_.replica->seek_data(round_start_ + static_cast<std::uint64_t>(quorum.rank) * round_windows_);
+  const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
+  context_.replica->seek_data(rounds_.start(quorum.members.size(), quorum.rank, windows));
 }
 
 void ElasticDiloco::add_log_fields(nlohmann::json& record) {
@@ -160,11 +158,9 @@ NamedTensors ElasticDiloco::state_tensors() const {
 }
 
 nlohmann::json ElasticDiloco::state_json() const {
-  return {{"outer_steps", outer_steps_},
-          {"next_sync", points_.saved_next()},
-          {"round_start", round_start_},
-          {"round_members", round_members_},
-          {"round_windows", round_windows_}};
+  nlohmann::json json = {{"outer_steps", outer_steps_}, {"next_sync", points_.saved_next()}};
+  rounds_.save_to(json);
+  return json;
 }
 
 void ElasticDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
@@ -175,9 +171,7 @@ void ElasticDiloco::load_state(const SafetensorsContent& tensors, const nlohmann
   }
   outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
   points_.restore_next(saved_outer_integer(json, "next_sync", tensors));
-  round_start_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_start", tensors));
-  round_members_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_members", tensors));
-  round_windows_ = static_cast<std::uint64_t>(saved_outer_integer(json, "round_windows", tensors));
+  rounds_.load_from(json, tensors);
 }
 
 }  // namespace loco::elastic

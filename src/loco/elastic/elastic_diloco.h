@@ -22,10 +22,9 @@
 //                                                 abort, or a failed collective: nothing applied; retry
 //                                                 coordinator replaced before deciding: presumed commit
 //
-// Data (note "elastic-data"): all members read one global order of windows. A round (the inner steps
-// between two synchronisations) lays its members out by rank: member r of n reads windows
-// [C + r·w, C + (r+1)·w) with w = the round's steps × this member's batch; a commit advances C by n·w.
-// Windows of a member lost mid-round are skipped, never trained twice in an epoch.
+// Data (note "elastic-data", round_layout.h): a round is the inner steps between two synchronisations,
+// w = the round's steps × this member's batch. Windows of a member lost mid-round are skipped, never
+// trained twice in an epoch.
 #pragma once
 
 #include <memory>
@@ -35,6 +34,7 @@
 #include "loco/algo/parameter_fragment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/elastic/elastic_member.h"
+#include "loco/elastic/round_layout.h"
 #include "loco/elastic/sync_points.h"
 #include "loco/train/strategy.h"
 
@@ -85,10 +85,7 @@ class ElasticDiloco final : public Strategy {
   std::vector<ParameterFragment> fragments_;
   std::vector<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
-  // The current round's data layout (note "elastic-data").
-  std::uint64_t round_start_ = 0;    // C: the first window of the round
-  std::uint64_t round_members_ = 0;  // n
-  std::uint64_t round_windows_ = 0;  // w: windows per member
+  RoundLayout rounds_;  // note "elastic-data"
 };
 
 }  // namespace loco::elastic

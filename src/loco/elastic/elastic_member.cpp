@@ -8,7 +8,6 @@
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
 #include "loco/elastic/state_transfer.h"
-#include "loco/membership/heal_rules.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
@@ -16,11 +15,12 @@
 namespace loco::elastic {
 
 ElasticMember::ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                             double vote_timeout_s)
+                             double vote_timeout_s, membership::ReplicasAlike alike)
     : context_(context),
       groups_(groups),
       member_(member),
       vote_timeout_s_(vote_timeout_s),
+      alike_(alike),
       fault_(FaultInjection::from_environment()) {
   LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
 }
@@ -65,7 +65,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
     digests.emplace_back(reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>()) + r * digest_length,
                          static_cast<std::size_t>(digest_length));
   }
-  const membership::HealPlan plan = membership::plan_heal(steps, digests);
+  const membership::HealPlan plan = membership::plan_heal(steps, digests, alike_);
   if (plan.receivers.empty()) return {};
   const std::string sender = quorum.members[static_cast<std::size_t>(plan.donor)];
   const auto started = SteadyClock::now();
@@ -78,7 +78,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
     };
   }
   transfer_state(group, state, plan.donor, sender, options);
-  if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return {true, false};
+  if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return {plan.receivers, false};
   // The bytes arrived intact; whether they hold the canonical state is checked before anything of them
   // is applied (a donor that is wrong, or lies).
   std::string digest;
@@ -102,7 +102,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
                                          context_.replica->step());
   fmt::print(stderr, "elastic: healed {}\n", detail);
   log_.add("heal", context_.replica->step(), seconds_since(started), detail);
-  return {true, true};
+  return {plan.receivers, true};
 }
 
 std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_id, std::int64_t step,
@@ -139,6 +139,10 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
                             const std::string& why, double seconds) {
   fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
   log_.add("abort", step, seconds, why);
+  report_failure(quorum, step);
+}
+
+void ElasticMember::report_failure(const std::optional<membership::QuorumReply>& quorum, std::int64_t step) {
   if (quorum) {
     try {
       member_.vote(quorum->quorum_id, step, false, "", vote_timeout_s_);

@@ -8,10 +8,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loco/elastic/membership_log.h"
 #include "loco/elastic/quorum_group.h"
 #include "loco/io/safetensors.h"
+#include "loco/membership/heal_rules.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
 
@@ -22,16 +24,17 @@ namespace loco::elastic {
 enum class SnapshotSection { model, strategy };
 
 struct HealOutcome {
-  bool anyone = false;       // some member of the quorum adopted another's state
-  bool this_member = false;  // this member did
+  std::vector<int> receivers;  // the ranks that adopted another's state, ascending
+  bool this_member = false;    // this member did
+  bool anyone() const { return !receivers.empty(); }
 };
 
 class ElasticMember {
  public:
   // `context.replica` must be set (the trainer's state); `vote_timeout_s`: the longest a vote waits for
-  // the others'.
+  // the others'; `alike`: whether up-to-date members hold the same state (not NoLoCo's).
   ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                double vote_timeout_s);
+                double vote_timeout_s, membership::ReplicasAlike alike = membership::ReplicasAlike::yes);
 
   // Waits for the quorum of the synchronisation this member reports as `step` and returns its group;
   // logs a quorum it did not train in before (and a rejoin, when its member id changed).
@@ -42,18 +45,22 @@ class ElasticMember {
 
   // When a member of the quorum reported a step behind the others' (or always, with `check_alike`): every
   // member's SHA-256 of `compared` (its tensors now, named as in `section` of a snapshot) is gathered; the
-  // members behind or unlike the canonical state adopt the donor's whole replica state after checking it
-  // (membership/heal_rules.h, note "elastic-heal"). CommError when the transfer or the check fails.
+  // members behind (and, when replicas are alike, those unlike the canonical state) adopt the donor's
+  // whole replica state after checking it (membership/heal_rules.h, note "elastic-heal"). CommError when
+  // the transfer or the check fails.
   HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section, bool check_alike = false);
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
   // refused and nothing was committed (abandon, then retry with the next quorum).
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
-  // A synchronisation at `step` failed (`why`) after `seconds`: logged, and a vote against it is sent for
-  // `quorum` (if any) so that the others learn at once (a refusal only means the run moved on); the group
-  // is abandoned.
+  // A synchronisation at `step` failed (`why`) after `seconds` and is retried with the next quorum: logged,
+  // then reported (report_failure).
   void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why,
                double seconds);
+  // A vote against the synchronisation at `step` is sent for `quorum` (if any), so that the coordinator
+  // aborts it and the others learn at once, and its next quorum takes a new id (a refusal only means the run
+  // moved on); the group is abandoned.
+  void report_failure(const std::optional<membership::QuorumReply>& quorum, std::int64_t step);
 
   // LOCO_FAULT=exchanging:... fires here (tests, chaos runs).
   void before_exchange();
@@ -67,6 +74,7 @@ class ElasticMember {
   QuorumGroup& groups_;
   membership::MemberClient& member_;
   double vote_timeout_s_;
+  membership::ReplicasAlike alike_;
   std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum

@@ -6,6 +6,7 @@
 #include "loco/config/algorithms.h"
 #include "loco/elastic/elastic_ddp.h"
 #include "loco/elastic/elastic_diloco.h"
+#include "loco/elastic/elastic_noloco.h"
 #include "loco/util/error.h"
 
 namespace loco::elastic {
@@ -44,11 +45,14 @@ std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const R
                                              SyncPoints(fragments, s.sync_every, context.total_steps), blocks, context,
                                              groups, member, windows_per_step, vote_timeout_s);
     }
+    case Algorithm::noloco:
+      return std::make_unique<ElasticNoloco>(config.noloco, SyncSchedule(config.noloco.sync_every, context.total_steps),
+                                             context, groups, member, windows_per_step, vote_timeout_s);
     case Algorithm::ddp:
       return std::make_unique<ElasticDdp>(context, groups, member, windows_per_step, vote_timeout_s);
     default:
-      throw ConfigError(fmt::format("dist.elastic = true works with dist.algorithm diloco, localsgd, streaming or "
-                                    "ddp so far, not {}",
+      throw ConfigError(fmt::format("dist.elastic = true works with dist.algorithm diloco, localsgd, streaming, "
+                                    "noloco or ddp, not {}",
                                     config.dist.algorithm));
   }
 }

@@ -1,5 +1,6 @@
 // The elastic strategy of a config's dist.algorithm (docs/fault-tolerance.md): ElasticDiloco for diloco,
-// localsgd and streaming with overlap 0, ElasticDdp for ddp; ConfigError for the others.
+// localsgd and streaming with overlap 0, ElasticNoloco for noloco, ElasticDdp for ddp; ConfigError for
+// the others (none: the config refuses them first).
 #pragma once
 
 #include <memory>

@@ -9,7 +9,8 @@
 //
 // Kinds: quorum (a new quorum; seconds: the wait for it), heal (this member adopted a donor's state),
 // abort (an outer step that was not committed; seconds: the synchronisation's time so far), rejoin (the
-// member joined again under a new id), presumed_commit (the coordinator was replaced before deciding).
+// member joined again under a new id), presumed_commit (the coordinator was replaced before deciding),
+// skip (NoLoCo: this member's group exchange failed, so it did not average that round).
 // `time`: Unix seconds when the event was logged (its end).
 #pragma once
 

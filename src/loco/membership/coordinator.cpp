@@ -192,7 +192,11 @@ double Coordinator::tick(double now) {
     std::vector<std::int64_t> steps;
     for (const auto& id : quorum_.members) steps.push_back(members_.at(id).step);
     const std::int64_t step = *std::max_element(steps.begin(), steps.end());
-    record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
+    if (quorum_.id != before) {
+      record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
+    } else {  // the same members again (every step for data parallel): counted, not news for the log
+      ++event_counts_["quorum"];
+    }
     for (std::size_t rank = 0; rank < quorum_.members.size(); ++rank) {
       Member& m = members_.at(quorum_.members[rank]);
       m.waiting_since.reset();

@@ -7,7 +7,8 @@
 
 namespace loco::membership {
 
-HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes) {
+HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes,
+                   ReplicasAlike alike) {
   if (steps.empty() || steps.size() != hashes.size()) {
     throw std::invalid_argument("plan_heal needs one step and one hash per member");
   }
@@ -22,7 +23,8 @@ HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std
   for (std::size_t r = 0; r < steps.size(); ++r) {
     const bool canonical = steps[r] == furthest && hashes[r] == plan.canonical_hash;
     if (canonical && plan.donor < 0) plan.donor = static_cast<int>(r);
-    if (!canonical) plan.receivers.push_back(static_cast<int>(r));
+    const bool behind = steps[r] != furthest;
+    if (behind || (!canonical && alike == ReplicasAlike::yes)) plan.receivers.push_back(static_cast<int>(r));
   }
   return plan;
 }

@@ -2,7 +2,8 @@
 // "Healing"). The members at the quorum's furthest step are up to date; among them the most common state
 // hash is canonical (ties: the lowest-ranked member's, as for commits, commit_rules.h), and the
 // lowest-ranked member holding it donates. Members behind, and up-to-date members whose hash differs,
-// adopt the donor's state and check it against the canonical hash. Pure logic, tested without a network.
+// adopt the donor's state and check it against the canonical hash (for NoLoCo, whose replicas differ, only
+// the members behind). Pure logic, tested without a network.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,12 @@ struct HealPlan {
   std::vector<int> receivers;  // ranks that adopt it, ascending; empty: nobody needs a state
 };
 
+// Whether up-to-date members should hold the same state: they do after a DiLoCo commit or a data parallel
+// step; NoLoCo's replicas differ by design, so there only members behind adopt a state.
+enum class ReplicasAlike { yes, no };
+
 // `steps` and `hashes`: each member's step and state hash, in rank order (the same length, not empty).
-HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes);
+HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes,
+                   ReplicasAlike alike = ReplicasAlike::yes);
 
 }  // namespace loco::membership
