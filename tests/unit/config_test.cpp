@@ -249,8 +249,53 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
 }
 
 // dist.churn (config/churn_schedule.h): simulated faults of an elastic run of replica threads.
+// random:SEED[:FAULTS] draws a schedule that the explicit form's checks accept, portably (pinned), within
+// the run's steps, never with every replica gone at once, and with as many faults as asked when there is
+// room; the explicit form it prints parses back to the same events.
+TEST(Config, RandomChurnSchedulesAreSeededAndSound) {
+  const auto drawn = parse_churn_schedule("random:7:4", 3, 200);
+  EXPECT_EQ(format_churn_schedule(drawn), "0@51:stall=3, 1@63:leave, 2@89:stall=5, 1@95:return, 0@160:stall=2");
+  EXPECT_EQ(format_churn_schedule(parse_churn_schedule(format_churn_schedule(drawn), 3, 200)),
+            format_churn_schedule(drawn));
+  EXPECT_EQ(parse_churn_schedule("random:7", 3, 200).size(), parse_churn_schedule("random:7:3", 3, 200).size());
+  EXPECT_NE(format_churn_schedule(parse_churn_schedule("random:8:4", 3, 200)), format_churn_schedule(drawn));
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    for (const std::int64_t replicas : {1, 2, 4}) {
+      const auto events = parse_churn_schedule(fmt::format("random:{}:3", seed), replicas, 100);
+      std::int64_t faults = 0, gone = 0;
+      for (const ChurnEvent& e : events) {  // by step; at one step returns are not known to come first
+        EXPECT_GE(e.step, 1);
+        EXPECT_LE(e.step, 99);
+        faults += e.kind == ChurnEvent::Kind::rejoin ? 0 : 1;
+      }
+      for (std::int64_t step = 1; step < 100; ++step) {  // replicas gone after `step`
+        gone = 0;
+        for (std::int64_t r = 0; r < replicas; ++r) {
+          bool away = false;
+          for (const ChurnEvent& e : churn_events_of(events, static_cast<int>(r))) {
+            if (e.step > step) break;
+            if (e.kind == ChurnEvent::Kind::leave) away = true;
+            if (e.kind == ChurnEvent::Kind::rejoin && e.step <= step) away = false;
+          }
+          gone += away ? 1 : 0;
+        }
+        EXPECT_LT(gone, replicas) << "seed " << seed << ": every replica gone after step " << step;
+      }
+      if (replicas > 1) EXPECT_EQ(faults, 3) << "seed " << seed << ", " << replicas << " replicas";
+    }
+  }
+  EXPECT_TRUE(parse_churn_schedule("random:7:4", 3, 2).empty());  // no room
+  std::string refused;
+  try {
+    parse_churn_schedule("random:x", 3, 100);
+  } catch (const ConfigError& e) {
+    refused = e.what();
+  }
+  EXPECT_NE(refused.find("write random:SEED or random:SEED:FAULTS"), std::string::npos) << refused;
+}
+
 TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
-  const auto events = parse_churn_schedule(" 2@40:leave, 1@60:stall=2.5,2@80:return ", 3);
+  const auto events = parse_churn_schedule(" 2@40:leave, 1@60:stall=2.5,2@80:return ", 3, 100);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].replica, 2);
   EXPECT_EQ(events[0].step, 40);
@@ -258,18 +303,18 @@ TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
   EXPECT_EQ(events[1].kind, ChurnEvent::Kind::stall);
   EXPECT_DOUBLE_EQ(events[1].seconds, 2.5);
   EXPECT_EQ(events[2].kind, ChurnEvent::Kind::rejoin);
-  const auto of_two = churn_events_of(parse_churn_schedule("2@80:return,2@40:leave,2@80:leave,2@90:return", 3), 2);
+  const auto of_two = churn_events_of(parse_churn_schedule("2@80:return,2@40:leave,2@80:leave,2@90:return", 3, 100), 2);
   ASSERT_EQ(of_two.size(), 4u);  // by step; at step 80 the return (ending the leave at 40) comes first
   EXPECT_EQ(of_two[0].step, 40);
   EXPECT_EQ(of_two[1].kind, ChurnEvent::Kind::rejoin);
   EXPECT_EQ(of_two[1].step, 80);
   EXPECT_EQ(of_two[2].kind, ChurnEvent::Kind::leave);
   EXPECT_EQ(of_two[3].step, 90);
-  EXPECT_TRUE(parse_churn_schedule("", 3).empty());
+  EXPECT_TRUE(parse_churn_schedule("", 3, 100).empty());
 
   const auto error = [](const std::string& text) {
     try {
-      parse_churn_schedule(text, 3);
+      parse_churn_schedule(text, 3, 100);
     } catch (const ConfigError& e) {
       return std::string(e.what());
     }

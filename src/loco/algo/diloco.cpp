@@ -7,7 +7,7 @@
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_hash.h"
 #include "loco/algo/replica_mean.h"
-#include "loco/data/shuffle.h"
+#include "loco/util/portable_random.h"
 
 namespace loco {
 
@@ -59,10 +59,10 @@ void Diloco::after_step(std::int64_t step) {
 
 bool Diloco::dropped(std::int64_t outer_step) const {
   if (config_.drop_rate <= 0) return false;
-  std::mt19937_64 rng(data::mix_seed(data::mix_seed(context_.seed, static_cast<std::uint64_t>(outer_step)),
+  std::mt19937_64 rng(mix_seed(mix_seed(context_.seed, static_cast<std::uint64_t>(outer_step)),
                                      static_cast<std::uint64_t>(context_.group->rank())));
   constexpr std::uint64_t kResolution = std::uint64_t{1} << 53;
-  return static_cast<double>(data::uniform_below(rng, kResolution)) / kResolution < config_.drop_rate;
+  return static_cast<double>(uniform_below(rng, kResolution)) / kResolution < config_.drop_rate;
 }
 
 void Diloco::sync(std::int64_t step) {

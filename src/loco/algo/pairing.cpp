@@ -10,7 +10,7 @@ namespace loco {
 std::vector<std::vector<int>> replica_groups(std::uint64_t seed, std::int64_t outer_step, int replicas) {
   LOCO_CHECK(replicas >= 1, "{} replicas", replicas);
   if (replicas == 1) return {{0}};
-  std::mt19937_64 rng(data::mix_seed(seed, static_cast<std::uint64_t>(outer_step)));
+  std::mt19937_64 rng(mix_seed(seed, static_cast<std::uint64_t>(outer_step)));
   const auto perm = data::random_permutation(static_cast<std::uint64_t>(replicas), rng);
   const int half = replicas / 2;
   std::vector<std::vector<int>> groups;

@@ -125,7 +125,11 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
 TrainSummary run_local_elastic(const TrainOptions& options) {
   const RunConfig& config = options.config;
   const int replicas = static_cast<int>(config.dist.replicas);
-  const std::vector<ChurnEvent> schedule = parse_churn_schedule(config.dist.churn, config.dist.replicas);
+  const std::vector<ChurnEvent> schedule =
+      parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
+  if (config.dist.churn.find('@') == std::string::npos && !schedule.empty()) {  // random: say what was drawn
+    fmt::print(stderr, "churn: {} drew {}\n", config.dist.churn, format_churn_schedule(schedule));
+  }
   const comm::StoreServer store(0);
   membership::ServerOptions server_options;
   server_options.host = "127.0.0.1";

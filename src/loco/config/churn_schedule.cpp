@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "loco/util/error.h"
+#include "loco/util/portable_random.h"
 
 namespace loco {
 namespace {
@@ -28,9 +29,66 @@ std::vector<std::string> split_events(const std::string& text) {
   return out;
 }
 
-}  // namespace
+// The faults of "random:SEED[:FAULTS]" (churn_schedule.h), by step.
+std::vector<ChurnEvent> random_churn(std::uint64_t seed, std::int64_t faults, std::int64_t replicas,
+                                     std::int64_t steps) {
+  std::vector<ChurnEvent> events;
+  if (steps < 3 || replicas < 1) return events;  // no step with room for a fault and its return
+  std::mt19937_64 rng(mix_seed(seed, 0x636875726e));  // "churn"
+  struct Absence {
+    std::int64_t replica, from, to;  // gone after step `from`, back at step `to`
+  };
+  std::vector<Absence> absences;
+  const auto has_event_at = [&](std::int64_t r, std::int64_t step) {
+    return std::any_of(events.begin(), events.end(), [&](const ChurnEvent& e) { return e.replica == r && e.step == step; });
+  };
+  const auto gone_during = [&](std::int64_t r, std::int64_t from, std::int64_t to) {  // any absence meeting [from, to]
+    return std::any_of(absences.begin(), absences.end(),
+                       [&](const Absence& a) { return a.replica == r && a.from <= to && from <= a.to; });
+  };
+  for (std::int64_t f = 0; f < faults; ++f) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const auto r = static_cast<std::int64_t>(uniform_below(rng, static_cast<std::uint64_t>(replicas)));
+      const auto step = 1 + static_cast<std::int64_t>(uniform_below(rng, static_cast<std::uint64_t>(steps - 2)));
+      const bool stall = uniform_below(rng, 2) == 0;
+      if (stall) {
+        const double seconds = 1.0 + static_cast<double>(uniform_below(rng, 5));
+        if (has_event_at(r, step) || gone_during(r, step, step)) continue;
+        events.push_back({static_cast<int>(r), step, ChurnEvent::Kind::stall, seconds});
+        break;
+      }
+      const auto back = step + 1 + static_cast<std::int64_t>(uniform_below(rng, static_cast<std::uint64_t>(steps - 1 - step)));
+      const bool stalls_meanwhile = std::any_of(events.begin(), events.end(), [&](const ChurnEvent& e) {
+        return e.replica == r && e.step >= step && e.step <= back;
+      });
+      std::int64_t others_gone = 0;  // absences of other replicas meeting this one (an upper bound at any step)
+      for (const Absence& a : absences) others_gone += a.replica != r && a.from <= back && step <= a.to ? 1 : 0;
+      if (stalls_meanwhile || gone_during(r, step, back) || others_gone + 1 >= replicas) continue;
+      absences.push_back({r, step, back});
+      events.push_back({static_cast<int>(r), step, ChurnEvent::Kind::leave, 0});
+      events.push_back({static_cast<int>(r), back, ChurnEvent::Kind::rejoin, 0});
+      break;
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const ChurnEvent& a, const ChurnEvent& b) {
+    return a.step != b.step ? a.step < b.step : a.replica < b.replica;
+  });
+  return events;
+}
 
-std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas) {
+std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t replicas, std::int64_t steps) {
+  static const std::regex random_form(R"(random:([0-9]{1,19})(:([0-9]{1,4}))?)");
+  std::smatch m;
+  const auto first = text.find_first_not_of(" \t");
+  const std::string trimmed = first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(" \t") - first + 1);
+  if (std::regex_match(trimmed, m, random_form)) {
+    return random_churn(std::stoull(m[1]), m[3].matched ? std::stoll(m[3]) : replicas, replicas, steps);
+  }
+  if (trimmed.rfind("random", 0) == 0) {
+    throw ConfigError(fmt::format("dist.churn: '{}' is not a random schedule; write random:SEED or "
+                                  "random:SEED:FAULTS (e.g. random:7:4)",
+                                  trimmed));
+  }
   static const std::regex form(R"(([0-9]{1,6})@([0-9]{1,12}):(leave|return|stall=([0-9]+(\.[0-9]*)?)))");
   std::vector<ChurnEvent> events;
   for (const std::string& item : split_events(text)) {
@@ -56,6 +114,13 @@ std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64
     }
     events.push_back(e);
   }
+  return events;
+}
+
+}  // namespace
+
+std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas, std::int64_t steps) {
+  const std::vector<ChurnEvent> events = parse_events(text, replicas, steps);
   // Each replica's story must make sense in step order: present → leave → return → present ...
   for (std::int64_t r = 0; r < replicas; ++r) {
     bool gone = false;
@@ -72,6 +137,18 @@ std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64
     }
   }
   return events;
+}
+
+std::string format_churn_schedule(const std::vector<ChurnEvent>& events) {
+  std::string out;
+  for (const ChurnEvent& e : events) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{}@{}:", e.replica, e.step);
+    out += e.kind == ChurnEvent::Kind::leave    ? std::string("leave")
+           : e.kind == ChurnEvent::Kind::rejoin ? std::string("return")
+                                                : fmt::format("stall={}", e.seconds);
+  }
+  return out;
 }
 
 std::vector<ChurnEvent> churn_events_of(const std::vector<ChurnEvent>& schedule, int replica) {

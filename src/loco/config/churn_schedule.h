@@ -9,7 +9,16 @@
 //                  go on without it once its heartbeat expires; it then rejoins by itself and heals)
 //
 // for example "2@40:leave, 2@80:return, 1@60:stall=3". Replicas count from 0. A replica that healed past
-// an event's step S takes it after its first step past S. Pure data and parsing.
+// an event's step S takes it after its first step past S. Or seeded random faults:
+//
+//   random:SEED[:FAULTS]   FAULTS faults (default: one per replica) drawn from SEED: each picks a replica and
+//                          a step uniformly, then with even odds a stall of 1–5 s or a leave with a return
+//                          at a later step; a fault that would clash with the schedule so far (two events of a
+//                          replica at one step, a stall while gone, overlapping absences, every replica gone at
+//                          once) is drawn again (up to 100 times, then left out). Portable: the same schedule
+//                          on every platform (util/portable_random.h).
+//
+// Pure data and parsing.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +35,15 @@ struct ChurnEvent {
   double seconds = 0;  // stall only
 };
 
-// The events in the order given; ConfigError naming the event, the expected forms and what is wrong: a
-// malformed event, a replica outside [0, replicas), a step < 1, a return without an earlier leave of the
-// same replica (or a second leave before its return), a stall while the replica is gone.
-std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas);
+// The events in the order given (random: by step), for a run of `steps` steps; ConfigError naming the
+// event, the expected forms and what is wrong: a malformed event, a replica outside [0, replicas), a step
+// < 1, a return without an earlier leave of the same replica (or a second leave before its return), a
+// stall while the replica is gone.
+std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas, std::int64_t steps);
+
+// The events in the explicit form ("2@40:leave, 2@80:return, 1@60:stall=3"), which parses back to them:
+// what a random schedule drew, to print, edit or replay.
+std::string format_churn_schedule(const std::vector<ChurnEvent>& events);
 
 // Replica `replica`'s events, by step (a return at T comes after the leave it ends).
 std::vector<ChurnEvent> churn_events_of(const std::vector<ChurnEvent>& schedule, int replica);

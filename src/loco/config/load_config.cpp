@@ -261,7 +261,7 @@ void validate_dist(const RunConfig& c) {
       reject("dist.churn simulates faults among the replica threads of one elastic run: it needs dist.elastic = true "
              "and dist.backend = \"local\" (processes take LOCO_FAULT instead: docs/fault-tolerance.md)");
     }
-    parse_churn_schedule(d.churn, d.replicas);
+    parse_churn_schedule(d.churn, d.replicas, c.train.steps);
   }
   if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1) {
     reject("simulated replicas (dist.backend = \"local\") run on the CPU; use train.device = \"cpu\", or one "
