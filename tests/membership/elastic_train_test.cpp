@@ -421,5 +421,35 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
   EXPECT_TRUE(g0 == final_global("launch", "rank-2-2", kSteps)) << "rank 0 and the restarted rank 2 differ";
 }
 
+// The ranks of `loco launch --elastic` play a dist.churn schedule as the threads do: rank 2 kills itself
+// after step 10 (kill -9; the launcher reports it and starts it again), its second process waits for the
+// run to reach step 30 and joins as a new member, which heals; rank 1 stalls for 2 s after step 60, is
+// expired, rejoins by itself and heals. Bit-identical globals at the end, every outer step committed.
+TEST_F(ElasticTrain, LaunchPlaysAChurnScheduleOnItsRanks) {
+  constexpr int kSteps = 400;
+  test::ChildProcess launch({LOCO_BINARY, "launch", "--elastic", "--nproc", "3", "--max-restarts", "1",
+                             "--heartbeat-timeout-s", "1", "--join-window-s", "0.5", "--", "train", "--config",
+                             config().string(), "--set", "train.out_dir=" + (*dir_ / "launch-churn").string(), "--set",
+                             "train.steps=" + std::to_string(kSteps), "--set", "comm.timeout_s=60", "--set",
+                             "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2"});
+  EXPECT_EQ(launch.wait(300), 0) << launch.output();
+  const std::string out = launch.output();
+  for (const std::string& expected :
+       {"[rank 2] churn: replica 2 leaves after step 10", "rank 2 was killed by SIGKILL; starting it again",
+        "[rank 2] churn: replica 2 returns at step 30 as a new member",
+        "[rank 1] churn: replica 1 stalls for 2 s after step 60 (no heartbeats)", "rejoined as rank-1#2"}) {
+    EXPECT_NE(out.find(expected), std::string::npos) << expected << "\n" << out;
+  }
+  EXPECT_EQ(events("launch-churn", "rank-2-2", "heal").size(), 1u);
+  EXPECT_EQ(events("launch-churn", "rank-1-1", "heal").size(), 1u);
+  nlohmann::json last;
+  events("launch-churn", "rank-0-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+  const std::string g0 = final_global("launch-churn", "rank-0-1", kSteps);
+  EXPECT_FALSE(g0.empty());
+  EXPECT_TRUE(g0 == final_global("launch-churn", "rank-1-1", kSteps)) << "ranks 0 and 1 differ";
+  EXPECT_TRUE(g0 == final_global("launch-churn", "rank-2-2", kSteps)) << "rank 0 and the returned rank 2 differ";
+}
+
 }  // namespace
 }  // namespace loco

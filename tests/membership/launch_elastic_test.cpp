@@ -1,6 +1,6 @@
 // `loco launch --elastic` with a plain command as the ranks (no training): failed ranks start again as
-// new members up to --max-restarts, the others go on, and the ranks find the launcher's coordinator in
-// their environment.
+// new members up to --max-restarts, the others go on, and the ranks find the launcher's coordinator (and
+// which of their rank's processes they are) in their environment.
 #include <gtest/gtest.h>
 
 #include "support/test_support.h"
@@ -13,7 +13,7 @@ std::vector<std::string> launch(const test::ScratchDir& dir, int max_restarts) {
   const std::string marker = (dir / "failed-once").string();
   return {"launch", "--elastic", "--nproc", "2", "--max-restarts", std::to_string(max_restarts), "--", "sh", "-c",
           "if [ \"$LOCO_MEMBER_NAME\" = rank-1 ] && [ ! -f " + marker + " ]; then touch " + marker +
-              "; exit 3; fi; echo \"ok $LOCO_MEMBER_NAME $LOCO_RUN_ID $LOCO_COORDINATOR\""};
+              "; exit 3; fi; echo \"ok $LOCO_MEMBER_NAME start $LOCO_RANK_START $LOCO_RUN_ID $LOCO_COORDINATOR\""};
 }
 
 TEST(LaunchElastic, AFailedRankStartsAgainAsANewMember) {
@@ -23,8 +23,9 @@ TEST(LaunchElastic, AFailedRankStartsAgainAsANewMember) {
   EXPECT_NE(r.output.find("rank 1 exited with status 3; starting it again as a new member (restart 1 of 1)"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("[rank 1] ok rank-1 run-"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("[rank 0] ok rank-0 run-"), std::string::npos) << r.output;
+  // A rank's n-th process is told n (a dist.churn schedule tells its lives apart by it).
+  EXPECT_NE(r.output.find("[rank 1] ok rank-1 start 2 run-"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] ok rank-0 start 1 run-"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("127.0.0.1:"), std::string::npos) << r.output;  // the launcher's coordinator
 }
 

@@ -4,10 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
+#include "loco/cli/churn_player.h"
+#include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::cli {
 
@@ -64,6 +71,37 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   }
 }
 
+namespace {
+
+// The replica a rank of `loco launch --elastic` is (LOCO_MEMBER_NAME=rank-R), for dist.churn.
+int churn_replica(const RunConfig& config) {
+  const std::string name = environment("LOCO_MEMBER_NAME");
+  const auto replica = name.rfind("rank-", 0) == 0 ? parse_whole_number(name.substr(5)) : std::nullopt;
+  if (!replica || *replica < 0 || *replica >= static_cast<double>(config.dist.replicas)) {
+    throw ConfigError(fmt::format("dist.churn in processes plays the schedule of rank R of `loco launch --elastic` "
+                                  "(LOCO_MEMBER_NAME=rank-R, R < dist.replicas = {}), not of member '{}'; run the "
+                                  "ranks with loco launch --elastic --nproc {} --max-restarts N (N: the leaves), or "
+                                  "use dist.backend = \"local\"",
+                                  config.dist.replicas, name, config.dist.replicas));
+  }
+  return static_cast<int>(*replica);
+}
+
+// Waits until the run reaches `step` (a scheduled return): false when it finished first.
+bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int64_t step) {
+  while (true) {
+    try {
+      const membership::RunProgress progress = membership::run_progress(coordinator, 5);
+      if (progress.finished) return false;
+      if (progress.furthest_step >= step) return true;
+    } catch (const membership::MembershipError&) {  // a coordinator being replaced: ask again
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
 std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   const std::string address = environment("LOCO_COORDINATOR");
   const std::string run_id = environment("LOCO_RUN_ID");
@@ -78,7 +116,30 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   member_options.run_id = run_id;
   member_options.name = member_name();
   const std::string backend = options.config.dist.backend;
-  return train_as_member(std::move(options), member_options, backend);
+  const RunConfig& config = options.config;
+  if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend);
+  // dist.churn: this rank's n-th process plays its schedule from its n-th life on; a leave is a kill -9
+  // (the launcher reports it and starts the rank again), a return waits for the run to reach its step.
+  const int replica = churn_replica(config);
+  const std::vector<ChurnEvent> schedule =
+      parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
+  ChurnPlayer player(replica, churn_events_of(schedule, replica), [] {
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  });
+  const auto start = parse_whole_number(environment("LOCO_RANK_START"));
+  const int life = start && *start > 1 ? static_cast<int>(*start) : 1;
+  if (replica == 0 && life == 1) say_what_was_drawn(config.dist.churn, schedule);
+  player.skip_lives(life - 1);
+  if (player.gone()) {
+    const std::optional<std::int64_t> back = player.take_return();
+    if (!back || !await_run_step(member_options.coordinator, *back)) {
+      player.say(back ? "does not return: the run finished first" : "has left the run for good");
+      return std::nullopt;
+    }
+    player.say(fmt::format("returns at step {} as a new member", *back));
+  }
+  return train_as_member(std::move(options), member_options, backend, player.hook());
 }
 
 }  // namespace loco::cli

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "loco/cli/churn_player.h"
 #include "loco/cli/train_elastic.h"
 #include "loco/comm/c10d/store_server.h"
 #include "loco/config/churn_schedule.h"
@@ -78,21 +79,11 @@ class Progress {
 // and after a leave waits for its return, then joins again as a new member (which heals).
 std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, const std::vector<ChurnEvent>& events,
                                         const membership::MemberOptions& coordinator, Progress& progress) {
-  const auto say = [r](const std::string& what) { fmt::print(stderr, "churn: replica {} {}\n", r, what); };
-  std::size_t next = 0;  // the first event not taken yet
-  const MemberStepHook take_events = [&](std::int64_t step, membership::MemberClient& member) {
+  ChurnPlayer player(r, events, [] { throw ReplicaLeaves{}; });
+  const MemberStepHook take_events = [&progress, play = player.hook()](std::int64_t step,
+                                                                       membership::MemberClient& member) {
     progress.reached(step);
-    while (next < events.size() && events[next].kind != ChurnEvent::Kind::rejoin && events[next].step <= step) {
-      const ChurnEvent& e = events[next++];
-      if (e.kind == ChurnEvent::Kind::leave) {
-        say(fmt::format("leaves after step {}", step));
-        throw ReplicaLeaves{};
-      }
-      say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
-      member.pause_heartbeats(e.seconds);
-      std::this_thread::sleep_for(std::chrono::duration<double>(e.seconds));
-      say("continues");
-    }
+    play(step, member);
   };
   membership::MemberOptions member_options = coordinator;
   member_options.name = fmt::format("replica-{}", r);
@@ -110,13 +101,13 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
       progress.stops(/*finished=*/false);
       throw;
     }
-    if (next >= events.size()) return std::nullopt;  // gone for good
-    const ChurnEvent& back = events[next++];          // a return (parse_churn_schedule checked the order)
-    if (!progress.await_step(back.step)) {
-      say(fmt::format("does not return at step {}: the run finished, or no replica is left to reach it", back.step));
+    const std::optional<std::int64_t> back = player.take_return();
+    if (!back) return std::nullopt;  // gone for good
+    if (!progress.await_step(*back)) {
+      player.say(fmt::format("does not return at step {}: the run finished, or no replica is left to reach it", *back));
       return std::nullopt;
     }
-    say(fmt::format("returns at step {} as a new member", progress.furthest()));
+    player.say(fmt::format("returns at step {} as a new member", progress.furthest()));
   }
 }
 
@@ -127,9 +118,7 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   const int replicas = static_cast<int>(config.dist.replicas);
   const std::vector<ChurnEvent> schedule =
       parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
-  if (config.dist.churn.find('@') == std::string::npos && !schedule.empty()) {  // random: say what was drawn
-    fmt::print(stderr, "churn: {} drew {}\n", config.dist.churn, format_churn_schedule(schedule));
-  }
+  say_what_was_drawn(config.dist.churn, schedule);
   const comm::StoreServer store(0);
   membership::ServerOptions server_options;
   server_options.host = "127.0.0.1";

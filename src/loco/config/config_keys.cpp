@@ -111,7 +111,8 @@ std::vector<ConfigKey> make_keys() {
            "replicas join and leave at any time through a coordinator: LOCO_COORDINATOR's, or with backend local "
            "one in this process (diloco, localsgd, streaming with overlap 0)"),
       bind("dist", "churn", &R::dist, &Dist::churn,
-           "elastic + local: simulated faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT)"),
+           "elastic: scheduled faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT) or "
+           "\"random:SEED[:FAULTS]\""),
       bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
       bind("ddp", "first_bucket_mb", &R::ddp, &Ddp::first_bucket_mb, "cap of the first bucket in MiB"),
       bind("ddp", "overlap", &R::ddp, &Ddp::overlap,

@@ -257,9 +257,9 @@ void validate_dist(const RunConfig& c) {
   if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
   if (d.elastic) validate_elastic(c);
   if (!d.churn.empty()) {
-    if (!d.elastic || d.backend != "local") {
-      reject("dist.churn simulates faults among the replica threads of one elastic run: it needs dist.elastic = true "
-             "and dist.backend = \"local\" (processes take LOCO_FAULT instead: docs/fault-tolerance.md)");
+    if (!d.elastic) {
+      reject("dist.churn schedules faults of an elastic run's replicas (threads with dist.backend = \"local\", or the "
+             "ranks of loco launch --elastic): it needs dist.elastic = true");
     }
     parse_churn_schedule(d.churn, d.replicas, c.train.steps);
   }

@@ -36,8 +36,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The variables every rank gets; they replace any the launcher inherited.
-constexpr const char* kRankVariables[] = {"RANK",        "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                                          "MASTER_ADDR", "MASTER_PORT"};
+constexpr const char* kRankVariables[] = {"RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
+                                          "MASTER_ADDR", "MASTER_PORT", "LOCO_MEMBER_NAME", "LOCO_RANK_START"};
 // The shell's "command not found"; a rank that cannot exec its program exits with it.
 constexpr int kCannotRun = 127;
 // A rank writing without newlines is passed on in pieces of this size rather than held in memory.
@@ -275,7 +275,7 @@ struct ExecPlan {
   std::string cannot_run;  // the start of the message when exec fails
 };
 
-ExecPlan plan_rank(const LaunchOptions& o, int local_rank, int port) {
+ExecPlan plan_rank(const LaunchOptions& o, int local_rank, int port, int start) {
   ExecPlan plan{o.program, o.argv, {}, fmt::format("loco launch: cannot run '{}': ", o.argv[0])};
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view entry(*e);
@@ -292,7 +292,10 @@ ExecPlan plan_rank(const LaunchOptions& o, int local_rank, int port) {
   set("MASTER_ADDR", o.master_addr);
   set("MASTER_PORT", port);
   for (const auto& variable : o.environment) plan.env.push_back(variable);
-  if (o.max_restarts >= 0) set("LOCO_MEMBER_NAME", fmt::format("rank-{}", o.node_rank * o.nproc + local_rank));
+  if (o.max_restarts >= 0) {
+    set("LOCO_MEMBER_NAME", fmt::format("rank-{}", o.node_rank * o.nproc + local_rank));
+    set("LOCO_RANK_START", start);
+  }
   return plan;
 }
 
@@ -411,7 +414,7 @@ class Supervisor {
     const int dev_null = dev_null_.get();
     r.rank = options_.node_rank * options_.nproc + local_rank;
     ++r.starts;
-    ExecPlan plan = plan_rank(options_, local_rank, port_);
+    ExecPlan plan = plan_rank(options_, local_rank, port_, r.starts);
     std::vector<char*> argv = c_strings(plan.args), envp = c_strings(plan.env);
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw_io(fmt::format("create a pipe for rank {}", r.rank));

@@ -21,7 +21,8 @@
 // processes left in their groups get the same treatment, so that nothing outlives the run.
 // Elastic runs (max_restarts >= 0; docs/fault-tolerance.md) are different: a failed rank does not stop
 // the others; it is started again, as a new process (a new member of the run), up to max_restarts times
-// in all, and each rank gets LOCO_MEMBER_NAME=rank-R.
+// in all, and each rank gets LOCO_MEMBER_NAME=rank-R and LOCO_RANK_START=n (its n-th process: a
+// dist.churn schedule tells the lives of a rank apart by it).
 #pragma once
 
 #include <functional>

@@ -236,7 +236,11 @@ nlohmann::json Coordinator::status(double now) const {
   }
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : events_) events.push_back({{"time_s", e.time}, {"kind", e.kind}, {"detail", e.detail}});
+  std::int64_t furthest = finished_step_;
+  for (const auto& [id, m] : members_) furthest = std::max(furthest, m.step);
   return {{"run_id", options_.run_id},
+          {"furthest_step", furthest},
+          {"finished", finished_step_ > 0},
           {"incarnation", options_.incarnation},
           {"time_s", now},
           {"rules",

@@ -1,0 +1,53 @@
+#include "loco/cli/churn_player.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+namespace loco::cli {
+
+void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& schedule) {
+  if (spec.find('@') == std::string::npos && !schedule.empty()) {
+    fmt::print(stderr, "churn: {} drew {}\n", spec, format_churn_schedule(schedule));
+  }
+}
+
+ChurnPlayer::ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::function<void()> leave)
+    : replica_(replica), events_(std::move(events)), leave_(std::move(leave)) {}
+
+void ChurnPlayer::say(const std::string& what) const { fmt::print(stderr, "churn: replica {} {}\n", replica_, what); }
+
+void ChurnPlayer::skip_lives(int lives) {
+  for (int life = 0; life < lives && next_ < events_.size(); ++next_) {
+    if (events_[next_].kind == ChurnEvent::Kind::leave) {
+      ++life;
+      gone_ = true;
+    }
+  }
+}
+
+std::optional<std::int64_t> ChurnPlayer::take_return() {
+  if (!gone_ || next_ >= events_.size()) return std::nullopt;
+  gone_ = false;
+  return events_[next_++].step;  // a return: parse_churn_schedule checked the order
+}
+
+MemberStepHook ChurnPlayer::hook() {
+  return [this](std::int64_t step, membership::MemberClient& member) {
+    while (next_ < events_.size() && events_[next_].kind != ChurnEvent::Kind::rejoin && events_[next_].step <= step) {
+      const ChurnEvent& e = events_[next_++];
+      if (e.kind == ChurnEvent::Kind::leave) {
+        say(fmt::format("leaves after step {}", step));
+        gone_ = true;
+        leave_();
+      }
+      say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
+      member.pause_heartbeats(e.seconds);
+      std::this_thread::sleep_for(std::chrono::duration<double>(e.seconds));
+      say("continues");
+    }
+  };
+}
+
+}  // namespace loco::cli
