@@ -14,6 +14,11 @@ steps lost, how long survivors waited at the first synchronisation after each fa
 and whether every
 member ended with the same global parameters; then a summary line when there are several seeds.
 
+With --churn the ranks play a dist.churn schedule instead (docs/fault-tolerance.md "Simulated churn": the
+same schedule that replicas as threads of one process take with dist.backend=local): 'random' plays
+random:SEED:FAULTS for each seed, anything else is the schedule itself. Its leaves are kill -9s, its stalls
+pause a rank's heartbeats and training; the faults are then counted from the ranks' logs, without times.
+
 Goodput: the inner steps whose work a commit kept (each commit of a quorum of n members at step S keeps
 n - h rounds of H steps, h = the members that healed at S and contributed nothing), per second of the
 run's wall time, over the same for the fault-free run. Work lost to a fault (a killed member's round, the
@@ -51,6 +56,8 @@ def parse_args():
     p.add_argument("--ranks", type=int, default=3)
     p.add_argument("--sync-every", type=int, default=10, help="H")
     p.add_argument("--kinds", default="kill", help="comma-separated: kill, stop, coordinator")
+    p.add_argument("--churn", help="instead of faults by time: a dist.churn schedule the ranks play (explicit, or "
+                                    "'random' for random:SEED:FAULTS per seed; docs/fault-tolerance.md)")
     p.add_argument("--stop-s", type=float, default=4.0, help="how long a stopped rank stays stopped")
     p.add_argument("--coordinator", choices=("separate", "launcher"), default="separate",
                    help="a `loco coordinator` process of its own (it can be restarted), or the one `loco launch "
@@ -63,6 +70,8 @@ def parse_args():
     p.add_argument("--keep", help="keep the runs' directories here")
     args = p.parse_args()
     args.kinds = args.kinds.split(",")
+    if args.churn and args.kinds != ["kill"]:
+        p.error("--churn replaces --kinds: the schedule says which faults happen")
     if args.coordinator == "launcher" and "coordinator" in args.kinds:
         p.error("--kinds coordinator needs --coordinator separate (the launcher's coordinator dies with the launcher)")
     first, _, last = args.seeds.partition("-")
@@ -118,16 +127,20 @@ def run(args, work, name, faults, seed):
                  "--join-window-s", str(args.join_window_s)]
     log_path = os.path.join(work, f"{name}.log")
     log = open(log_path, "w")
+    # With --churn the ranks play the schedule themselves (each leave is a kill -9 the launcher restarts).
+    schedule = (f"random:{seed}:{args.faults}" if args.churn == "random" else args.churn) if args.churn and faults else ""
+    churn = ["--set", f"dist.churn={schedule}"] if schedule else []
+    restarts = faults if not schedule else 2 * args.ranks + faults
     start = time.time()
     launcher = subprocess.Popen(
-        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(faults), *rules, "--",
+        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(restarts), *rules, "--",
          "train",
          "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set", f"data.dir={ROOT}/data/brown",
          "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}", "--set", "train.batch_size=8",
          "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set", "train.log_every=10", "--set",
          "train.threads=1", "--set", "dist.elastic=true", "--set", "dist.algorithm=diloco", "--set",
          "dist.backend=gloo", "--set", "dist.batch=per_replica", "--set", f"dist.replicas={args.ranks}", "--set",
-         f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120"],
+         f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120", *churn],
         stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
     injected = []
     done = threading.Event()
@@ -170,7 +183,7 @@ def run(args, work, name, faults, seed):
                 except ProcessLookupError:
                     pass
 
-    injector = threading.Thread(target=inject, daemon=True)
+    injector = threading.Thread(target=inject if not schedule else lambda: None, daemon=True)
     injector.start()
     while launcher.poll() is None and time.time() - start < args.limit_s:
         time.sleep(0.5)
@@ -252,7 +265,9 @@ def measure(args, work, name, status, start, end, injected):
         "aborts": coordinator_log.count("loco coordinator: abort "),
         "final_outer_steps": outer, "expected_outer_steps": expected_outer,
         "lost_committed_outer_steps": lost + (max(0, expected_outer - min(outer)) if outer else expected_outer),
-        "faults": [{"kind": f["kind"], "at_s": round(f["time"] - start, 1)} for f in injected],
+        "faults": [{"kind": f["kind"], "at_s": round(f["time"] - start, 1)} for f in injected] +
+                  [{"kind": kind, "at_s": None} for kind in re.findall(r"churn: replica \d+ (leaves|stalls)", log)],
+        "schedule": (re.findall(r"churn: \S+ drew (.*)", log) or [None])[0],
         "survivor_wait_s": waits,
         "heal_s": [e["seconds"] for e in events if e["kind"] == "heal"],
         "rejoins": sum(1 for e in events if e["kind"] == "rejoin"),
@@ -276,6 +291,7 @@ def main():
             "ranks": args.ranks, "coordinator": args.coordinator, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
             "kinds": args.kinds, "fault_mean_interval_s": args.mean_s,
             "faults_injected": [f["kind"] for f in chaos["faults"]], "fault_times_s": [f["at_s"] for f in chaos["faults"]],
+            "churn_schedule": chaos["schedule"],
             "completed": chaos["completed"],
             "commits": {"clean": clean["commits"], "chaos": chaos["commits"]}, "aborts": chaos["aborts"],
             "lost_committed_outer_steps": chaos["lost_committed_outer_steps"],

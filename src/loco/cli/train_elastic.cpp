@@ -64,6 +64,12 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   try {
     TrainSummary summary = Trainer(options).run();
     member.leave("finished the run", /*finished=*/true);
+    if (summary.steps_trained == 0) {  // it joined at the last synchronisation: nothing was left to train
+      fmt::print(stderr, "loco train: member {} stops: it took the state of step {} from a member that finished the "
+                         "run; the final state is in that member's directory\n",
+                 member.credentials().member_id, summary.steps);
+      return std::nullopt;
+    }
     return summary;
   } catch (const membership::RunFinished& e) {
     fmt::print(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());

@@ -4,11 +4,9 @@
 
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_mean.h"
-#include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
 #include "loco/model/weights.h"
 #include "loco/train/replica_state.h"
-#include "loco/util/seconds_since.h"
 
 namespace loco::elastic {
 
@@ -24,67 +22,48 @@ std::string ElasticDdp::describe() const {
 void ElasticDdp::attach(Llama& model, const FlatParameters& parameters) {
   model_ = &model;
   parameters_ = &parameters;
-  torch::NoGradGuard no_grad;
-  const auto started = SteadyClock::now();
   // The first quorum: the run starts (every member at step 0), or this member joins a run in progress
   // and takes a live member's state before it computes its first gradient.
-  while (true) {
-    const std::int64_t step = context_.replica->step();
-    std::optional<membership::QuorumReply> quorum;
-    try {
-      comm::Group& group = member_.join(step);
-      quorum = member_.quorum();
-      if (quorum->step == 0) {
-        start_round(*quorum);
-      } else {
-        replaced_ = member_.heal(group, model_parameters(model), SnapshotSection::model).this_member;
-      }
-      return;
-    } catch (const comm::CommError& e) {
-      member_.give_up(quorum, step, e.what(), seconds_since(started));
+  member_.synchronise([this] { return context_.replica->step(); },
+                      [this](comm::Group& group, const membership::QuorumReply& quorum) {
+    if (quorum.step == 0) {
+      start_round(quorum);
+    } else {
+      replaced_ = member_.heal(group, model_parameters(*model_), SnapshotSection::model).this_member;
     }
-  }
+    return true;
+  });
 }
 
 void ElasticDdp::after_backward() {
-  torch::NoGradGuard no_grad;
-  const auto started = SteadyClock::now();
-  while (true) {
-    const std::int64_t step = context_.replica->step() + 1;  // the step being taken (after a heal: the donor's)
-    std::optional<membership::QuorumReply> quorum;
-    try {
-      comm::Group& group = member_.join(step);
-      quorum = member_.quorum();
-      const HealOutcome healed = member_.heal(group, model_parameters(*model_), SnapshotSection::model);
-      replaced_ = replaced_ || healed.this_member;
-      if (healed.anyone()) continue;  // a member that had only just started computes its gradient meanwhile
-      member_.before_exchange();
-      torch::Tensor mean = gradients();
-      replica_mean(group, mean, nullptr, replaced_ ? 0.0 : 1.0);
-      const std::optional<membership::CommitReply> decision =
-          member_.vote(quorum->quorum_id, step, candidate_hash(mean));
-      if (!decision) {
-        member_.abandon();
-        continue;
-      }
-      if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
-        fmt::print(stderr, "elastic: step {} aborted ({}); retrying with the next quorum\n", step, decision->reason);
-        member_.log().add("abort", step, seconds_since(started), decision->reason);
-        continue;
-      }
-      if (!decision->outliers.empty()) {
-        member_.heal(group, model_parameters(*model_), SnapshotSection::model, /*check_alike=*/true);
-      }
-      set_gradients(mean);
-      ++commits_;
-      replaced_ = false;
-      start_round(*quorum);
-      return;
-    } catch (const comm::CommError& e) {
-      // A member failed or stopped during the exchange: the gradient is kept for the next quorum.
-      member_.give_up(quorum, step, e.what(), seconds_since(started));
+  // The step being taken: after a heal, the donor's.
+  member_.synchronise([this] { return context_.replica->step() + 1; },
+                      [this](comm::Group& group, const membership::QuorumReply& quorum) {
+    const std::int64_t step = context_.replica->step() + 1;
+    const HealOutcome healed = member_.heal(group, model_parameters(*model_), SnapshotSection::model);
+    replaced_ = replaced_ || healed.this_member;
+    if (healed.anyone()) return false;  // a member that had only just started computes its gradient meanwhile
+    member_.before_exchange();
+    torch::Tensor mean = gradients();
+    replica_mean(group, mean, nullptr, replaced_ ? 0.0 : 1.0);
+    const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, step, candidate_hash(mean));
+    if (!decision) {
+      member_.abandon();
+      return false;
     }
-  }
+    if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+      member_.aborted(step, decision->reason);
+      return false;
+    }
+    if (!decision->outliers.empty()) {
+      member_.heal(group, model_parameters(*model_), SnapshotSection::model, /*check_alike=*/true);
+    }
+    set_gradients(mean);
+    ++commits_;
+    replaced_ = false;
+    start_round(quorum);
+    return true;
+  });
 }
 
 torch::Tensor ElasticDdp::gradients() const {

@@ -7,11 +7,9 @@
 #include "loco/algo/diloco.h"
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_mean.h"
-#include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
-#include "loco/util/seconds_since.h"
 
 namespace loco::elastic {
 
@@ -41,73 +39,60 @@ void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
   for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
   // The first quorum: the run starts (every member at step 0), or this member joins a run in progress and
   // heals at the others' next synchronisation.
-  synchronise(context_.replica->step());
+  synchronise();
 }
 
 void ElasticDiloco::after_step(std::int64_t step) {
-  if (!points_.due(step).empty()) synchronise(step);
+  if (!points_.due(step).empty()) synchronise();
 }
 
-void ElasticDiloco::synchronise(std::int64_t step) {
-  torch::NoGradGuard no_grad;
-  const auto started = SteadyClock::now();
+void ElasticDiloco::synchronise() {
   bool healed = false;  // this member adopted another's state during this synchronisation: weight 0
-  while (true) {
-    // A member that healed has the donor's step.
-    const std::int64_t now = context_.replica->step();
-    std::optional<membership::QuorumReply> quorum;
-    try {
-      comm::Group& group = member_.join(now);
-      quorum = member_.quorum();
-      if (quorum->step == 0) {  // the run starts: nothing to average yet
-        start_round(*quorum, now);
-        return;
-      }
-      healed = member_.heal(group, state_tensors(), SnapshotSection::strategy).this_member || healed;
-      const std::int64_t at = context_.replica->step();
-      const std::vector<std::size_t> due = points_.due(at);  // members only meet at synchronisation points
-      LOCO_CHECK(!due.empty(), fmt::format("elastic: no fragment is due at step {}", at));
-      member_.before_exchange();
-      // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
-      // counts nothing), in one exchange.
-      std::vector<torch::Tensor> deltas;
-      for (const std::size_t p : due) deltas.push_back(outer_[p].pseudo_gradient(fragments_[p].read()));
-      torch::Tensor mean = torch::cat(deltas);
-      const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
-      std::vector<std::optional<OuterNesterov>> next(outer_.size());
-      std::int64_t offset = 0;
-      for (std::size_t i = 0; i < due.size(); ++i) {
-        OuterNesterov& candidate = next[due[i]].emplace(outer_[due[i]].global().clone(), config_.outer_lr,
-                                                        config_.outer_momentum);
-        candidate.load(outer_[due[i]].global().clone(), outer_[due[i]].momentum_buffer().clone());
-        if (contributed > 0) candidate.step(mean.narrow(0, offset, deltas[i].numel()));
-        offset += deltas[i].numel();
-      }
-      const std::string hash = state_digest(
-          outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
-      const std::optional<membership::CommitReply> decision = member_.vote(quorum->quorum_id, at, hash);
-      if (!decision) {
-        member_.abandon();
-        continue;
-      }
-      if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
-        fmt::print(stderr, "elastic: outer step at step {} aborted ({}); retrying with the next quorum\n", at,
-                   decision->reason);
-        member_.log().add("abort", at, seconds_since(started), decision->reason);
-        continue;
-      }
-      for (const std::size_t p : due) outer_[p].load(next[p]->global(), next[p]->momentum_buffer());
-      if (!decision->outliers.empty()) share_canonical_state(group, *quorum, *decision);
-      for (const std::size_t p : due) fragments_[p].write(outer_[p].global());
-      ++outer_steps_;
-      points_.synced(at);
-      start_round(*quorum, at);
-      return;
-    } catch (const comm::CommError& e) {
-      // A member failed or stopped during the exchange: retry with the next quorum's group.
-      member_.give_up(quorum, context_.replica->step(), e.what(), seconds_since(started));
+  member_.synchronise([this] { return context_.replica->step(); },  // after a heal: the donor's
+                      [&](comm::Group& group, const membership::QuorumReply& quorum) {
+    if (quorum.step == 0) {  // the run starts: nothing to average yet
+      start_round(quorum, context_.replica->step());
+      return true;
     }
-  }
+    healed = member_.heal(group, state_tensors(), SnapshotSection::strategy).this_member || healed;
+    const std::int64_t at = context_.replica->step();
+    const std::vector<std::size_t> due = points_.due(at);  // members only meet at synchronisation points
+    LOCO_CHECK(!due.empty(), fmt::format("elastic: no fragment is due at step {}", at));
+    member_.before_exchange();
+    // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
+    // counts nothing), in one exchange.
+    std::vector<torch::Tensor> deltas;
+    for (const std::size_t p : due) deltas.push_back(outer_[p].pseudo_gradient(fragments_[p].read()));
+    torch::Tensor mean = torch::cat(deltas);
+    const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
+    std::vector<std::optional<OuterNesterov>> next(outer_.size());
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < due.size(); ++i) {
+      OuterNesterov& candidate =
+          next[due[i]].emplace(outer_[due[i]].global().clone(), config_.outer_lr, config_.outer_momentum);
+      candidate.load(outer_[due[i]].global().clone(), outer_[due[i]].momentum_buffer().clone());
+      if (contributed > 0) candidate.step(mean.narrow(0, offset, deltas[i].numel()));
+      offset += deltas[i].numel();
+    }
+    const std::string hash = state_digest(
+        outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
+    const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, at, hash);
+    if (!decision) {
+      member_.abandon();
+      return false;
+    }
+    if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+      member_.aborted(at, decision->reason);
+      return false;
+    }
+    for (const std::size_t p : due) outer_[p].load(next[p]->global(), next[p]->momentum_buffer());
+    if (!decision->outliers.empty()) share_canonical_state(group, quorum, *decision);
+    for (const std::size_t p : due) fragments_[p].write(outer_[p].global());
+    ++outer_steps_;
+    points_.synced(at);
+    start_round(quorum, at);
+    return true;
+  });
 }
 
 void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum,

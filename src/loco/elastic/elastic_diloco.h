@@ -63,9 +63,9 @@ class ElasticDiloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
-  // Joins the quorum at `step` and, unless the run is only starting, commits one outer step of the
-  // fragments due then with it.
-  void synchronise(std::int64_t step);
+  // Joins the quorum at this member's step and, unless the run is only starting, commits one outer step
+  // of the fragments due then with it.
+  void synchronise();
   // Every fragment's (θ_g, b) as checkpoints name them, taken from `outer` (a candidate or the current).
   NamedTensors outer_state(const std::function<const OuterNesterov&(std::size_t)>& outer) const;
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.

@@ -25,11 +25,28 @@ ElasticMember::ElasticMember(const ReplicaContext& context, QuorumGroup& groups,
   LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
 }
 
-comm::Group& ElasticMember::join(std::int64_t step) {
-  const auto asked = SteadyClock::now();
-  comm::Group& group = groups_.join_quorum(step);
-  note_quorum(groups_.quorum(), seconds_since(asked));
-  return group;
+void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
+                                const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt) {
+  torch::NoGradGuard no_grad;
+  started_ = SteadyClock::now();
+  while (true) {
+    std::optional<membership::QuorumReply> quorum;
+    try {
+      const auto asked = SteadyClock::now();
+      comm::Group& group = groups_.join_quorum(reported());
+      quorum = groups_.quorum();
+      note_quorum(*quorum, seconds_since(asked));
+      if (attempt(group, *quorum)) return;
+    } catch (const comm::CommError& e) {
+      // A member failed or stopped during an exchange or a transfer: retry with the next quorum's group.
+      give_up(quorum, reported(), e.what());
+    }
+  }
+}
+
+void ElasticMember::aborted(std::int64_t step, const std::string& reason) {
+  fmt::print(stderr, "elastic: synchronisation at step {} aborted ({}); retrying with the next quorum\n", step, reason);
+  log_.add("abort", step, seconds_since(started_), reason);
 }
 
 void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double waited_s) {
@@ -136,9 +153,9 @@ std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_i
 }
 
 void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,
-                            const std::string& why, double seconds) {
+                            const std::string& why) {
   fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
-  log_.add("abort", step, seconds, why);
+  log_.add("abort", step, seconds_since(started_), why);
   report_failure(quorum, step);
 }
 

@@ -5,6 +5,7 @@
 // what they exchange, which part of the replica state they compare, and what a heal means for them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "loco/membership/heal_rules.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::elastic {
 
@@ -36,10 +38,15 @@ class ElasticMember {
   ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
                 double vote_timeout_s, membership::ReplicasAlike alike = membership::ReplicasAlike::yes);
 
-  // Waits for the quorum of the synchronisation this member reports as `step` and returns its group;
-  // logs a quorum it did not train in before (and a rejoin, when its member id changed).
-  comm::Group& join(std::int64_t step);
-  const membership::QuorumReply& quorum() const { return groups_.quorum(); }
+  // One synchronisation, tried with one quorum after another until it is done: `attempt` gets the group
+  // and the quorum of the synchronisation this member reports as `reported()` (asked anew each time: a
+  // heal moves the member's step) and returns true when done, false to ask for the next quorum (a refused
+  // vote, an abort). A CommError gives the attempt up (give_up) and asks again. A new quorum is logged
+  // (and a rejoin, when the member id changed).
+  void synchronise(const std::function<std::int64_t()>& reported,
+                   const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt);
+  // The coordinator decided to abort the synchronisation at `step` (`reason`): logged; nothing applied.
+  void aborted(std::int64_t step, const std::string& reason);
   // Gives up the current group after a failed collective or a refused vote (buried; the next join builds one).
   void abandon() { groups_.abandon(); }
 
@@ -53,10 +60,6 @@ class ElasticMember {
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
   // refused and nothing was committed (abandon, then retry with the next quorum).
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
-  // A synchronisation at `step` failed (`why`) after `seconds` and is retried with the next quorum: logged,
-  // then reported (report_failure).
-  void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why,
-               double seconds);
   // A vote against the synchronisation at `step` is sent for `quorum` (if any), so that the coordinator
   // aborts it and the others learn at once, and its next quorum takes a new id (a refusal only means the run
   // moved on); the group is abandoned.
@@ -69,6 +72,9 @@ class ElasticMember {
 
  private:
   void note_quorum(const membership::QuorumReply& quorum, double waited_s);
+  // A synchronisation at `step` failed (`why`) and is retried with the next quorum: logged, then reported
+  // (report_failure).
+  void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why);
 
   ReplicaContext context_;
   QuorumGroup& groups_;
@@ -79,6 +85,7 @@ class ElasticMember {
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
   MembershipLog log_;
+  SteadyClock::time_point started_;  // of the current synchronisation, for the log
 };
 
 }  // namespace loco::elastic

@@ -35,36 +35,27 @@ void ElasticNoloco::attach(Llama&, const FlatParameters& parameters) {
   momentum_ = torch::zeros_like(slow_);
   // The first quorum: the run starts, or this member joins a run in progress and heals at the others'
   // next synchronisation.
-  synchronise(context_.replica->step());
+  synchronise();
 }
 
 void ElasticNoloco::after_step(std::int64_t step) {
-  if (!points_.due(step).empty()) synchronise(step);
+  if (!points_.due(step).empty()) synchronise();
 }
 
-void ElasticNoloco::synchronise(std::int64_t step) {
-  torch::NoGradGuard no_grad;
-  const auto started = SteadyClock::now();
-  while (true) {
-    const std::int64_t now = context_.replica->step();  // after a heal: the donor's
-    std::optional<membership::QuorumReply> quorum;
-    try {
-      comm::Group& group = member_.join(now);
-      quorum = member_.quorum();
-      if (quorum->step > 0) {  // at 0 the run starts: nothing to average yet
-        const HealOutcome healed = member_.heal(group, state_tensors(), SnapshotSection::strategy);
-        if (!healed.this_member) average(group, *quorum, healed.receivers, context_.replica->step());
-      }
-      const std::int64_t at = context_.replica->step();
-      if (at > 0) points_.synced(at);
-      const std::int64_t until = std::min(points_.next_after(at), context_.total_steps);
-      const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - at)) * windows_per_step_;
-      context_.replica->seek_data(rounds_.start(quorum->members.size(), quorum->rank, windows));
-      return;
-    } catch (const comm::CommError& e) {  // the group or a heal failed: nobody averaged yet, ask again
-      member_.give_up(quorum, context_.replica->step(), e.what(), seconds_since(started));
+void ElasticNoloco::synchronise() {
+  member_.synchronise([this] { return context_.replica->step(); },  // after a heal: the donor's
+                      [this](comm::Group& group, const membership::QuorumReply& quorum) {
+    if (quorum.step > 0) {  // at 0 the run starts: nothing to average yet
+      const HealOutcome healed = member_.heal(group, state_tensors(), SnapshotSection::strategy);
+      if (!healed.this_member) average(group, quorum, healed.receivers, context_.replica->step());
     }
-  }
+    const std::int64_t at = context_.replica->step();
+    if (at > 0) points_.synced(at);
+    const std::int64_t until = std::min(points_.next_after(at), context_.total_steps);
+    const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - at)) * windows_per_step_;
+    context_.replica->seek_data(rounds_.start(quorum.members.size(), quorum.rank, windows));
+    return true;
+  });
 }
 
 bool ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,

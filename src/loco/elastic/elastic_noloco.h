@@ -47,7 +47,8 @@ class ElasticNoloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
-  void synchronise(std::int64_t step);
+  // Joins the quorum at this member's step; heals if behind, else averages with its group.
+  void synchronise();
   // Averages with this member's group of the members that did not heal (`healed`: ranks); false when the
   // exchange failed and nothing was applied.
   bool average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,

@@ -394,6 +394,7 @@ TrainSummary Trainer::summarise() {
   summary.sim_wall_s = totals.at("sim_wall_s");
   summary.bytes_sent = totals.value("bytes_sent", std::uint64_t{0});
   const auto steps_run = static_cast<std::int64_t>(s.step_losses.size());
+  summary.steps_trained = steps_run;
   summary.tokens_per_s = steps_run * s.tokens_per_step() / std::max(summary.elapsed_s, 1e-9);
   return summary;
 }

@@ -25,6 +25,7 @@ namespace loco {
 
 struct TrainSummary {
   std::int64_t steps = 0;
+  std::int64_t steps_trained = 0;  // by this process (an elastic member that healed to the last step: none)
   std::int64_t tokens = 0;
   double train_loss = 0;  // loss of the last step
   EvalResult eval;        // final evaluation
