@@ -47,10 +47,7 @@ void ElasticDdp::after_backward() {
     torch::Tensor mean = gradients();
     replica_mean(group, mean, nullptr, replaced_ ? 0.0 : 1.0);
     const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, step, candidate_hash(mean));
-    if (!decision) {
-      member_.abandon();
-      return false;
-    }
+    if (!decision) return false;  // refused: nothing committed
     if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
       member_.aborted(step, decision->reason);
       return false;

@@ -77,10 +77,7 @@ void ElasticDiloco::synchronise() {
     const std::string hash = state_digest(
         outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
     const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, at, hash);
-    if (!decision) {
-      member_.abandon();
-      return false;
-    }
+    if (!decision) return false;  // refused: nothing committed
     if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
       member_.aborted(at, decision->reason);
       return false;

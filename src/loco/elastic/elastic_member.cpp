@@ -145,6 +145,7 @@ std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_i
         fmt::print(stderr, "elastic: vote for the synchronisation at step {} refused ({}); retrying with the next "
                            "quorum\n", step, e.what());
         log_.add("abort", step, 0, e.what());
+        groups_.abandon();
         return std::nullopt;
       default:
         throw;

@@ -47,8 +47,6 @@ class ElasticMember {
                    const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt);
   // The coordinator decided to abort the synchronisation at `step` (`reason`): logged; nothing applied.
   void aborted(std::int64_t step, const std::string& reason);
-  // Gives up the current group after a failed collective or a refused vote (buried; the next join builds one).
-  void abandon() { groups_.abandon(); }
 
   // When a member of the quorum reported a step behind the others' (or always, with `check_alike`): every
   // member's SHA-256 of `compared` (its tensors now, named as in `section` of a snapshot) is gathered; the
@@ -58,7 +56,7 @@ class ElasticMember {
   HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section, bool check_alike = false);
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
-  // refused and nothing was committed (abandon, then retry with the next quorum).
+  // refused and nothing was committed (the group is abandoned: retry with the next quorum).
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
   // A vote against the synchronisation at `step` is sent for `quorum` (if any), so that the coordinator
   // aborts it and the others learn at once, and its next quorum takes a new id (a refusal only means the run

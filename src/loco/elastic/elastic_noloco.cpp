@@ -58,7 +58,7 @@ void ElasticNoloco::synchronise() {
   });
 }
 
-bool ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,
+void ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,
                             std::int64_t step) {
   std::vector<int> averaging;  // ranks of the members that did not heal
   for (int r = 0; r < static_cast<int>(quorum.members.size()); ++r) {
@@ -70,7 +70,7 @@ bool ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& q
                               static_cast<int>(position))) {
     members.push_back(averaging[static_cast<std::size_t>(k)]);
   }
-  if (members.size() < 2) return false;  // alone in the quorum: nobody to average with
+  if (members.size() < 2) return;  // alone in the quorum: nobody to average with
   const auto started = SteadyClock::now();
   try {
     member_.before_exchange();
@@ -79,7 +79,6 @@ bool ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& q
     noloco_outer_step(config_, mean, slow_, momentum_);
     parameters_->write(slow_);
     ++outer_steps_;
-    return true;
   } catch (const comm::CommError& e) {
     std::vector<std::string> names;
     for (const int r : members) names.push_back(quorum.members[static_cast<std::size_t>(r)]);
@@ -87,7 +86,6 @@ bool ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& q
                        "synchronisation\n", fmt::join(names, ", "), step, e.what());
     member_.log().add("skip", step, seconds_since(started), e.what());
     member_.report_failure(quorum, step);
-    return false;
   }
 }
 

@@ -49,9 +49,9 @@ class ElasticNoloco final : public Strategy {
  private:
   // Joins the quorum at this member's step; heals if behind, else averages with its group.
   void synchronise();
-  // Averages with this member's group of the members that did not heal (`healed`: ranks); false when the
-  // exchange failed and nothing was applied.
-  bool average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,
+  // Averages with this member's group of the members that did not heal (`healed`: ranks); when the
+  // exchange fails, nothing is applied (the round is skipped).
+  void average(comm::Group& group, const membership::QuorumReply& quorum, const std::vector<int>& healed,
                std::int64_t step);
 
   NolocoConfig config_;
