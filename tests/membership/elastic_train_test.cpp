@@ -426,7 +426,9 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
 // run to reach step 30 and joins as a new member, which heals; rank 1 stalls for 2 s after step 60, is
 // expired, rejoins by itself and heals. Bit-identical globals at the end, every outer step committed.
 TEST_F(ElasticTrain, LaunchPlaysAChurnScheduleOnItsRanks) {
-  constexpr int kSteps = 400;
+  // Long enough that the two others are still training when the stalled rank comes back (with 400 steps
+  // they sometimes finished first, and it was told the run was over instead of healing).
+  constexpr int kSteps = 2400;
   test::ChildProcess launch({LOCO_BINARY, "launch", "--elastic", "--nproc", "3", "--max-restarts", "1",
                              "--heartbeat-timeout-s", "1", "--join-window-s", "0.5", "--", "train", "--config",
                              config().string(), "--set", "train.out_dir=" + (*dir_ / "launch-churn").string(), "--set",
