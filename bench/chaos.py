@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Elastic DiLoCo under seeded faults (docs/fault-tolerance.md "Chaos runs"); run it through bench/chaos.sh.
+"""Elastic DiLoCo (or data parallel, --algorithm ddp) under seeded faults (docs/fault-tolerance.md "Chaos
+runs"); run it through bench/chaos.sh.
 
 Runs the same elastic training without faults once, then once per seed with FAULTS faults at seeded
 exponential intervals (mean MEAN_S, counted from the first quorum): kill -9 of a random rank (the
@@ -55,6 +56,8 @@ def parse_args():
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--ranks", type=int, default=3)
     p.add_argument("--sync-every", type=int, default=10, help="H")
+    p.add_argument("--algorithm", choices=("diloco", "ddp"), default="diloco",
+                   help="ddp: a quorum and a commit every step (H is then 1)")
     p.add_argument("--kinds", default="kill", help="comma-separated: kill, stop, coordinator")
     p.add_argument("--churn", help="instead of faults by time: a dist.churn schedule the ranks play (explicit, or "
                                     "'random' for random:SEED:FAULTS per seed; docs/fault-tolerance.md)")
@@ -70,6 +73,8 @@ def parse_args():
     p.add_argument("--keep", help="keep the runs' directories here")
     args = p.parse_args()
     args.kinds = args.kinds.split(",")
+    if args.algorithm == "ddp":
+        args.sync_every = 1
     if args.churn and args.kinds != ["kill"]:
         p.error("--churn replaces --kinds: the schedule says which faults happen")
     if args.coordinator == "launcher" and "coordinator" in args.kinds:
@@ -138,7 +143,7 @@ def run(args, work, name, faults, seed):
          "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set", f"data.dir={ROOT}/data/brown",
          "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}", "--set", "train.batch_size=8",
          "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set", "train.log_every=10", "--set",
-         "train.threads=1", "--set", "dist.elastic=true", "--set", "dist.algorithm=diloco", "--set",
+         "train.threads=1", "--set", "dist.elastic=true", "--set", f"dist.algorithm={args.algorithm}", "--set",
          "dist.backend=gloo", "--set", "dist.batch=per_replica", "--set", f"dist.replicas={args.ranks}", "--set",
          f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120", *churn],
         stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
@@ -200,6 +205,9 @@ def run(args, work, name, faults, seed):
 
 
 def global_hash(path):
+    """SHA-256 of the global parameters in a final checkpoint: DiLoCo's outer/global, data parallel's model."""
+    if path.endswith("model.safetensors"):
+        return hashlib.sha256(open(path, "rb").read()).hexdigest()
     data = open(path, "rb").read()
     n = struct.unpack("<Q", data[:8])[0]
     a, b = json.loads(data[8:8 + n])["outer/global"]["data_offsets"]
@@ -212,8 +220,9 @@ def kept_member_steps(coordinator_log, events, sync_every):
     kept = 0
     healed_at = {}
     for e in events:
-        if e["kind"] == "heal":
-            healed_at[e["step"]] = healed_at.get(e["step"], 0) + 1
+        if e["kind"] == "heal":  # data parallel commits the step after the one a member healed to
+            step = e["step"] + (1 if sync_every == 1 else 0)
+            healed_at[step] = healed_at.get(step, 0) + 1
     for line in coordinator_log.splitlines():
         quorum = re.match(r"loco coordinator: quorum (q\d+) at step \d+: (.*)", line)
         if quorum:
@@ -238,7 +247,9 @@ def measure(args, work, name, status, start, end, injected):
     finished = {m: rows for m, rows in members.items() if rows and rows[-1]["step"] == args.steps}
     events = [e for rows in members.values() for r in rows for e in r.get("membership_events", [])]
     hashes = {global_hash(p) for p in glob.glob(os.path.join(work, name, "members", "*", "checkpoints",
-                                                              f"step_{args.steps}", "strategy.safetensors"))}
+                                                              f"step_{args.steps}",
+                                                              "model.safetensors" if args.algorithm == "ddp"
+                                                              else "strategy.safetensors"))}
     kept = kept_member_steps(coordinator_log, events, args.sync_every)
     # A heal that moved a member back loses the outer steps it had committed since (none expected).
     lost = 0
@@ -247,7 +258,7 @@ def measure(args, work, name, status, start, end, injected):
             was, now = map(int, re.search(r"step (\d+) -> (\d+)", e["detail"]).groups())
             lost += max(0, was - now) // args.sync_every
     expected_outer = -(-args.steps // args.sync_every)
-    outer = sorted({rows[-1].get("outer_steps") for rows in finished.values()})
+    outer = sorted({rows[-1].get("commits" if args.algorithm == "ddp" else "outer_steps") for rows in finished.values()})
     # How long the survivors waited at their first synchronisation after each fault: the quorum wait of
     # the first new quorum after it plus any abort before that.
     waits = []
@@ -286,7 +297,7 @@ def main():
         gap = (100 * (chaos["final_loss"] / clean["final_loss"] - 1)
                if chaos["final_loss"] and clean["final_loss"] else None)
         result = {
-            "benchmark": "elastic diloco under seeded faults (bench/chaos.sh)",
+            "benchmark": f"elastic {args.algorithm} under seeded faults (bench/chaos.sh)",
             "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seed": seed, "steps": args.steps,
             "ranks": args.ranks, "coordinator": args.coordinator, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
             "kinds": args.kinds, "fault_mean_interval_s": args.mean_s,
