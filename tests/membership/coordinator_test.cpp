@@ -2,6 +2,8 @@
 // quorums served once, expiry and leaves breaking a quorum, status and metrics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
 
@@ -72,11 +74,23 @@ TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   EXPECT_EQ(qa->step, 10);  // the furthest of its members' steps
   EXPECT_EQ(qa->steps, (std::vector<std::int64_t>{7, 10}));
   EXPECT_FALSE(c.take_quorum(a));  // once
-  // The same members at the next synchronisation point: the same quorum id.
+  // The same members at the next synchronisation point: the same quorum id, counted but not logged again
+  // (data parallel asks every step).
+  const auto quorum_events = [&](double now) {
+    const nlohmann::json events = c.status(now).at("events");
+    return std::count_if(events.begin(), events.end(), [](const nlohmann::json& e) { return e.at("kind") == "quorum"; });
+  };
+  EXPECT_EQ(quorum_events(2), 1);
   c.request_quorum(a, 20, 3);
   c.request_quorum(b, 20, 3);
   c.tick(3);
   EXPECT_EQ(c.take_quorum(a)->quorum_id, 1);
+  EXPECT_EQ(quorum_events(3), 1);
+  EXPECT_NE(c.metrics_text(3).find("loco_membership_events_total{kind=\"quorum\"} 2"), std::string::npos)
+      << c.metrics_text(3);
+  // The run's progress, public: the furthest step asked at, and not finished.
+  EXPECT_EQ(c.status(3).at("furthest_step"), 20);
+  EXPECT_EQ(c.status(3).at("finished"), false);
 }
 
 TEST(Coordinator, ASilentMemberExpiresAndBreaksItsQuorum) {
@@ -210,6 +224,8 @@ TEST(Coordinator, AMemberBehindIsToldThatTheRunFinished) {
   EXPECT_EQ(reply->step, 300);
   EXPECT_EQ(reply->steps, (std::vector<std::int64_t>{20}));
   EXPECT_EQ(reply->members, (Ids{"late#1"}));
+  EXPECT_EQ(c.status(5).at("finished"), true);  // what a scheduled return (dist.churn) waits on
+  EXPECT_EQ(c.status(5).at("furthest_step"), 300);
   // Two members behind together form no quorum any more: both are told.
   const auto late2 = who(c.join("run-1", "late", 6));
   const auto late3 = who(c.join("run-1", "later", 6));

@@ -41,6 +41,7 @@ MemberStepHook ChurnPlayer::hook() {
         say(fmt::format("leaves after step {}", step));
         gone_ = true;
         leave_();
+        return;  // not reached: leave_ throws or ends the process
       }
       say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
       member.pause_heartbeats(e.seconds);

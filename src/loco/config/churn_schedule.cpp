@@ -58,12 +58,12 @@ std::vector<ChurnEvent> random_churn(std::uint64_t seed, std::int64_t faults, st
         break;
       }
       const auto back = step + 1 + static_cast<std::int64_t>(uniform_below(rng, static_cast<std::uint64_t>(steps - 1 - step)));
-      const bool stalls_meanwhile = std::any_of(events.begin(), events.end(), [&](const ChurnEvent& e) {
-        return e.replica == r && e.step >= step && e.step <= back;
+      const bool busy_meanwhile = std::any_of(events.begin(), events.end(), [&](const ChurnEvent& e) {
+        return e.replica == r && e.step >= step && e.step <= back;  // any event of r inside [step, back]
       });
       std::int64_t others_gone = 0;  // absences of other replicas meeting this one (an upper bound at any step)
       for (const Absence& a : absences) others_gone += a.replica != r && a.from <= back && step <= a.to ? 1 : 0;
-      if (stalls_meanwhile || gone_during(r, step, back) || others_gone + 1 >= replicas) continue;
+      if (busy_meanwhile || gone_during(r, step, back) || others_gone + 1 >= replicas) continue;
       absences.push_back({r, step, back});
       events.push_back({static_cast<int>(r), step, ChurnEvent::Kind::leave, 0});
       events.push_back({static_cast<int>(r), back, ChurnEvent::Kind::rejoin, 0});

@@ -20,7 +20,7 @@ std::string ElasticDdp::describe() const {
 }
 
 void ElasticDdp::attach(Llama& model, const FlatParameters& parameters) {
-  model_ = &model;
+  named_parameters_ = model_parameters(model);  // views: they follow every update and adopted state
   parameters_ = &parameters;
   // The first quorum: the run starts (every member at step 0), or this member joins a run in progress
   // and takes a live member's state before it computes its first gradient.
@@ -29,7 +29,7 @@ void ElasticDdp::attach(Llama& model, const FlatParameters& parameters) {
     if (quorum.step == 0) {
       start_round(quorum);
     } else {
-      replaced_ = member_.heal(group, model_parameters(*model_), SnapshotSection::model).this_member;
+      replaced_ = member_.heal(group, named_parameters_, SnapshotSection::model).this_member;
     }
     return true;
   });
@@ -40,7 +40,7 @@ void ElasticDdp::after_backward() {
   member_.synchronise([this] { return context_.replica->step() + 1; },
                       [this](comm::Group& group, const membership::QuorumReply& quorum) {
     const std::int64_t step = context_.replica->step() + 1;
-    const HealOutcome healed = member_.heal(group, model_parameters(*model_), SnapshotSection::model);
+    const HealOutcome healed = member_.heal(group, named_parameters_, SnapshotSection::model);
     replaced_ = replaced_ || healed.this_member;
     if (healed.anyone()) return false;  // a member that had only just started computes its gradient meanwhile
     member_.before_exchange();
@@ -53,7 +53,7 @@ void ElasticDdp::after_backward() {
       return false;
     }
     if (!decision->outliers.empty()) {
-      member_.heal(group, model_parameters(*model_), SnapshotSection::model, /*check_alike=*/true);
+      member_.heal(group, named_parameters_, SnapshotSection::model, /*check_alike=*/true);
     }
     set_gradients(mean);
     ++commits_;

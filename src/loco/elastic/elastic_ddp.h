@@ -65,7 +65,7 @@ class ElasticDdp final : public Strategy {
   ReplicaContext context_;
   ElasticMember member_;
   std::uint64_t windows_per_step_;
-  Llama* model_ = nullptr;
+  NamedTensors named_parameters_;  // the model's parameters as a snapshot names them: what heals compare
   const FlatParameters* parameters_ = nullptr;
   bool replaced_ = false;  // this member's state was replaced since its gradient was computed: weight 0
   std::int64_t commits_ = 0;
