@@ -84,9 +84,8 @@ class ElasticTrain : public ::testing::Test {
 
   // The bytes of a file of a member's final checkpoint.
   std::string final_file(const std::string& run, const std::string& member_dir, int steps, const std::string& name) {
-    std::ifstream in(*dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) / name,
-                     std::ios::binary);
-    return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+    return test::read_text(*dir_ / run / "members" / member_dir / "checkpoints" / ("step_" + std::to_string(steps)) /
+                           name);
   }
 
   // The bytes of the global parameters a member ended with (its final checkpoint's strategy state; the
@@ -391,6 +390,52 @@ TEST_F(ElasticTrain, StreamingDilocoUnderSimulatedChurn) {
                    "outer_steps",
                    {"outer/0/global", "outer/1/global"}},
                   400 / 2);
+}
+
+// Streaming DiLoCo with overlap (τ = 1, note "elastic-overlap"): each fragment's exchange runs while the
+// next inner step does. The leave at step 10 and the stall at step 60 each break a quorum while its exchange
+// is in flight; the outer step is retried one step later with the kept pseudo-gradients and commits.
+TEST_F(ElasticTrain, StreamingDilocoWithOverlapUnderSimulatedChurn) {
+  simulated_churn("streaming-overlap",
+                  {{"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2", "streaming.overlap=1"},
+                   "outer_steps",
+                   {"outer/0/global", "outer/1/global"}},
+                  400 / 2);
+}
+
+// The same, with c killed at its first exchange while a and b already exchange in the background: they
+// learn of it when the outer step is due (one step later), retry it in a quorum of two and lose none.
+TEST_F(ElasticTrain, StreamingWithOverlapSurvivorsFinishAfterAMemberIsKilledInsideTheExchange) {
+  survivors_finish("streaming-overlap-exchange", "exchanging:KILL",
+                   {{"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2", "streaming.overlap=1"},
+                    "outer_steps",
+                    {"outer/0/global", "outer/1/global"}},
+                   24 / 2);
+  EXPECT_FALSE(events("streaming-overlap-exchange", "a-1", "abort").empty());
+}
+
+// With one member, elastic Streaming DiLoCo with overlap is Streaming DiLoCo (algo/streaming_diloco.h, tested
+// against the Python reference): the same global parameters and model to the last bit, here with τ = 2 of a
+// spacing of 4 and α = 0.25 (a mix the wrong way round, or an outer step applied a step early or late, would
+// change both), and an exchange that starts 2 steps before the end.
+TEST_F(ElasticTrain, StreamingWithOverlapOnOneMemberIsStreamingDiloco) {
+  const auto final_files = [&](const std::string& run, bool elastic) {
+    test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                              "--set", "dist.replicas=1", "--set", "dist.algorithm=streaming", "--set",
+                              "streaming.sync_every=8", "--set", "streaming.fragments=2", "--set", "streaming.overlap=2",
+                              "--set", "streaming.mix=0.25", "--set", std::string("dist.elastic=") +
+                              (elastic ? "true" : "false"), "--set", "train.steps=42", "--set",
+                              "train.out_dir=" + (*dir_ / run).string()});
+    EXPECT_EQ(train.wait(120), 0) << train.output();
+    const fs::path checkpoint = elastic ? *dir_ / run / "members" / "replica-0-1" / "checkpoints" / "step_42"
+                                        : *dir_ / run / "checkpoints" / "step_42";
+    std::string files;
+    for (const char* name : {"strategy.safetensors", "model.safetensors"}) files += test::read_text(checkpoint / name);
+    return files;
+  };
+  const std::string streaming = final_files("overlap-plain", false);
+  EXPECT_GT(streaming.size(), 1000u);
+  EXPECT_TRUE(streaming == final_files("overlap-elastic", true)) << "elastic streaming differs from streaming";
 }
 
 // Data parallel: every step committed, and the three end with bit-identical models (a returning replica

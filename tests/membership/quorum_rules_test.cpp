@@ -10,8 +10,12 @@ QuorumRules rules(int min_replicas = 1) {
   return {min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/3, /*join_window_s=*/5};
 }
 
-MemberState waiting(const std::string& id, double since, double heartbeat = 10) { return {id, heartbeat, since}; }
-MemberState busy(const std::string& id, double heartbeat = 10) { return {id, heartbeat, std::nullopt}; }
+MemberState waiting(const std::string& id, double since, double heartbeat = 10, std::int64_t step = 0) {
+  return {id, heartbeat, since, step};
+}
+MemberState busy(const std::string& id, double heartbeat = 10, std::int64_t step = 0) {
+  return {id, heartbeat, std::nullopt, step};
+}
 
 using Ids = std::vector<std::string>;
 
@@ -92,6 +96,30 @@ TEST(QuorumRules, SilentMembersDoNotCount) {
   EXPECT_FALSE(decide_quorum({waiting("a", 5, /*heartbeat=*/6)}, Quorum{}, 10, rules()).form);
   EXPECT_TRUE(is_healthy(busy("x", 7), 10, rules()));
   EXPECT_FALSE(is_healthy(busy("x", 6.99), 10, rules()));
+}
+
+// Three joiners at step 0 are a majority of the five healthy members, but a and b train at step 1000: the
+// joiners wait for them (a quorum of their own would start the run afresh), past the join window too.
+TEST(QuorumRules, MembersBehindWaitForTheMembersAheadOfThem) {
+  const Quorum previous{7, {"a", "b"}};
+  std::vector<MemberState> members = {busy("a", 10, 1000), busy("b", 10, 1000), waiting("x", 0), waiting("y", 0),
+                                      waiting("z", 0)};
+  const auto d = decide_quorum(members, previous, 10, rules(2));
+  EXPECT_FALSE(d.form);
+  EXPECT_NE(d.waiting_for.find("a member at step 1000"), std::string::npos) << d.waiting_for;
+  // A member stopped at step 500 and continued does not lead them either.
+  members[2] = waiting("x", 0, 10, 500);
+  EXPECT_FALSE(decide_quorum(members, previous, 10, rules(2)).form);
+  // Once a and b ask at their next synchronisation, everyone forms one quorum at once.
+  members[0] = waiting("a", 10, 10, 1010);
+  members[1] = waiting("b", 10, 10, 1010);
+  const auto all = decide_quorum(members, previous, 10, rules(2));
+  ASSERT_TRUE(all.form);
+  EXPECT_EQ(all.members, (Ids{"a", "b", "x", "y", "z"}));
+  // A member ahead that went silent no longer holds the others back.
+  const auto silent = decide_quorum({busy("a", 1, 1000), waiting("x", 9, 10, 10), waiting("y", 9, 10, 10)}, Quorum{},
+                                    10, rules(2));
+  EXPECT_TRUE(silent.form);
 }
 
 TEST(QuorumRules, TheIdChangesWithTheMembersOnly) {

@@ -65,6 +65,11 @@ void write_text(const fs::path& path, const std::string& text) {
   out << text;
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
+}
+
 void prepare_tiny_byte_data(const std::filesystem::path& dir) {
   std::string text;
   for (int i = 0; i < 300; ++i) text += fmt::format("the jury said {} laws are old and the city is {}. ", i % 7, i % 5);

@@ -31,6 +31,8 @@ CommandResult run_loco(const std::vector<std::string>& args);
 
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);
+// The bytes of the file at `path` ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
 
 // A small byte-level corpus prepared by `loco prepare` into DIR/data (text in DIR/text), for
 // command-line tests that train.

@@ -218,13 +218,21 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
                                              "dist.batch=per_replica", "dist.replicas=1"})
                 .find("diloco, localsgd, streaming, noloco or ddp"),
             std::string::npos);
-  EXPECT_NE(with("dist.algorithm=streaming").find("streaming.overlap = 0"), std::string::npos);
-  EXPECT_TRUE(load_text(dir, kValidConfig, [&] {
-                auto o = elastic;
-                o.push_back("dist.algorithm=streaming");
-                o.push_back("streaming.overlap=0");
-                return o;
-              }()).dist.elastic);
+  // Streaming: one overlapped exchange in flight at most (H = 100, 2 fragments: one synchronises every 50 steps).
+  for (const std::string overlap : {"0", "1", "49"}) {
+    auto o = elastic;
+    o.push_back("dist.algorithm=streaming");
+    o.push_back("streaming.overlap=" + overlap);
+    EXPECT_TRUE(load_text(dir, kValidConfig, o).dist.elastic) << overlap;
+  }
+  {
+    auto o = elastic;
+    o.push_back("dist.algorithm=streaming");
+    o.push_back("streaming.overlap=50");
+    EXPECT_NE(config_error(dir, kValidConfig, o).find("streaming.overlap (50) below the spacing of its fragments' "
+                                                      "synchronisations, streaming.sync_every / fragments = 50"),
+              std::string::npos);
+  }
   EXPECT_TRUE(load_text(dir, kValidConfig, [&] {  // replicas as threads, with a coordinator in the process
                 auto o = elastic;
                 o.push_back("dist.backend=local");

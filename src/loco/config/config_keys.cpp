@@ -109,7 +109,7 @@ std::vector<ConfigKey> make_keys() {
            "debug: compare a hash of the global parameters across replicas after every outer step"),
       bind("dist", "elastic", &R::dist, &Dist::elastic,
            "replicas join and leave at any time through a coordinator: LOCO_COORDINATOR's, or with backend local "
-           "one in this process (diloco, localsgd, streaming with overlap 0, noloco, ddp)"),
+           "one in this process (diloco, localsgd, streaming with overlap below its fragments' spacing, noloco, ddp)"),
       bind("dist", "churn", &R::dist, &Dist::churn,
            "elastic: scheduled faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT) or "
            "\"random:SEED[:FAULTS]\""),

@@ -187,10 +187,17 @@ void validate_elastic(const RunConfig& c) {
                        "ddp), not {}",
                        c.dist.algorithm));
   }
-  if (algorithm == Algorithm::streaming && c.streaming.overlap != 0) {
-    reject(fmt::format("dist.elastic = true with streaming needs streaming.overlap = 0 (it is {}): overlapped "
-                       "exchanges are not elastic yet; each fragment's exchange then blocks like DiLoCo's",
-                       c.streaming.overlap));
+  if (algorithm == Algorithm::streaming) {
+    // Note "elastic-overlap" (elastic/elastic_diloco.h): one exchange in flight at most, none at a
+    // synchronisation point.
+    const StreamingConfig& s = c.streaming;
+    const std::int64_t spacing = s.sync_every / (s.fragments + (s.embeddings_fragment ? 1 : 0));
+    if (s.overlap > 0 && s.overlap >= spacing) {
+      reject(fmt::format("dist.elastic = true with streaming needs streaming.overlap ({}) below the spacing of its "
+                         "fragments' synchronisations, streaming.sync_every / fragments = {}: an elastic member has "
+                         "one exchange in flight at most. Lower streaming.overlap, or raise streaming.sync_every",
+                         s.overlap, spacing));
+    }
   }
   if (c.dist.backend == "local" && c.dist.replicas < 1) {
     reject("dist.elastic = true with dist.backend = \"local\" runs dist.replicas replicas as threads: set "

@@ -7,6 +7,7 @@
 #include "loco/algo/diloco.h"
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_mean.h"
+#include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
@@ -14,23 +15,26 @@
 namespace loco::elastic {
 
 ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange,
-                             SyncPoints points, FragmentLayout layout, const ReplicaContext& context,
-                             QuorumGroup& groups, membership::MemberClient& member, std::uint64_t windows_per_step,
-                             double vote_timeout_s)
+                             SyncPoints points, FragmentLayout layout, OuterOverlap overlap,
+                             const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
+                             std::uint64_t windows_per_step, double vote_timeout_s)
     : name_(std::move(name)),
       config_(config),
       exchange_(exchange),
       points_(std::move(points)),
       layout_(std::move(layout)),
+      overlap_(overlap),
       context_(context),
       member_(context, groups, member, vote_timeout_s),
       windows_per_step_(windows_per_step),
-      codec_(exchange_codec(exchange.codec, exchange.block_size)) {}
+      codec_(exchange_codec(exchange.codec, exchange.block_size)),
+      background_(overlap.steps > 0 ? std::make_unique<SerialWorker>() : nullptr) {}
 
 std::string ElasticDiloco::describe() const {
-  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {} codec={} member {}", name_, config_.outer_lr,
-                     config_.outer_momentum, points_.describe(), exchange_.codec,
-                     member_.member_id());
+  const std::string overlap =
+      name_ == "streaming" ? fmt::format(" tau={} alpha={}", overlap_.steps, overlap_.mix) : std::string();
+  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {}{} codec={} member {}", name_, config_.outer_lr,
+                     config_.outer_momentum, points_.describe(), overlap, exchange_.codec, member_.member_id());
 }
 
 void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
@@ -43,7 +47,9 @@ void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
 }
 
 void ElasticDiloco::after_step(std::int64_t step) {
-  if (!points_.due(step).empty()) synchronise();
+  if (pending_ && step >= std::min(pending_->step + overlap_.steps, context_.total_steps)) finish_overlapped();
+  const std::int64_t now = context_.replica->step();  // a heal while finishing may have moved it on
+  if (last_point_ < now && !points_.due(now).empty()) synchronise();
 }
 
 void ElasticDiloco::synchronise() {
@@ -54,42 +60,104 @@ void ElasticDiloco::synchronise() {
       start_round(quorum, context_.replica->step());
       return true;
     }
-    healed = member_.heal(group, state_tensors(), SnapshotSection::strategy).this_member || healed;
+    healed = member_.heal(group, current_outer_state(), SnapshotSection::strategy).this_member || healed;
     const std::int64_t at = context_.replica->step();
-    const std::vector<std::size_t> due = points_.due(at);  // members only meet at synchronisation points
-    LOCO_CHECK(!due.empty(), fmt::format("elastic: no fragment is due at step {}", at));
     member_.before_exchange();
+    if (pending_) {  // an overlapped exchange that failed or was refused, retried now (note "elastic-overlap")
+      if (healed) pending_->weight = 0;
+      torch::Tensor mean = pending_->delta.clone();
+      const double contributed = replica_mean(group, mean, codec_.get(), pending_->weight);
+      if (!decide(group, quorum, pending_->step, at, mean, contributed, /*mix=*/true)) return false;
+      start_round(quorum, at);
+      return true;
+    }
+    LOCO_CHECK(!points_.due(at).empty(), fmt::format("elastic: no fragment is due at step {}", at));
     // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
     // counts nothing), in one exchange.
-    std::vector<torch::Tensor> deltas;
-    for (const std::size_t p : due) deltas.push_back(outer_[p].pseudo_gradient(fragments_[p].read()));
-    torch::Tensor mean = torch::cat(deltas);
-    const double contributed = replica_mean(group, mean, codec_.get(), healed ? 0.0 : 1.0);
-    std::vector<std::optional<OuterNesterov>> next(outer_.size());
-    std::int64_t offset = 0;
-    for (std::size_t i = 0; i < due.size(); ++i) {
-      OuterNesterov& candidate =
-          next[due[i]].emplace(outer_[due[i]].global().clone(), config_.outer_lr, config_.outer_momentum);
-      candidate.load(outer_[due[i]].global().clone(), outer_[due[i]].momentum_buffer().clone());
-      if (contributed > 0) candidate.step(mean.narrow(0, offset, deltas[i].numel()));
-      offset += deltas[i].numel();
+    torch::Tensor delta = pseudo_gradients(at);
+    const double weight = healed ? 0.0 : 1.0;
+    if (overlaps(at)) {
+      Pending& p = pending_.emplace();
+      p.step = at;
+      p.delta = delta;
+      p.weight = weight;
+      p.quorum = quorum;
+      p.group = &group;
+      p.mean = delta.clone();  // scratch: Δ stays as it was for a retry
+      p.contributed = std::make_shared<double>(0);
+      p.exchanged = background_->submit(
+          [&group, mean = p.mean, codec = codec_.get(), weight, contributed = p.contributed]() mutable {
+            *contributed = replica_mean(group, mean, codec, weight);
+          });
+      last_point_ = at;
+      start_round(quorum, at);
+      return true;
     }
-    const std::string hash = state_digest(
-        outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
-    const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, at, hash);
-    if (!decision) return false;  // refused: nothing committed
-    if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
-      member_.aborted(at, decision->reason);
-      return false;
-    }
-    for (const std::size_t p : due) outer_[p].load(next[p]->global(), next[p]->momentum_buffer());
-    if (!decision->outliers.empty()) share_canonical_state(group, quorum, *decision);
-    for (const std::size_t p : due) fragments_[p].write(outer_[p].global());
-    ++outer_steps_;
-    points_.synced(at);
+    const double contributed = replica_mean(group, delta, codec_.get(), weight);  // Δ is taken anew at a retry
+    if (!decide(group, quorum, at, at, delta, contributed, /*mix=*/false)) return false;
     start_round(quorum, at);
     return true;
   });
+}
+
+void ElasticDiloco::finish_overlapped() {
+  torch::NoGradGuard no_grad;
+  Pending& p = *pending_;
+  try {
+    p.exchanged.get();
+    // Every member of the quorum votes on the synchronisation point where the exchange began.
+    if (decide(*p.group, *p.quorum, p.step, p.step, p.mean, *p.contributed, /*mix=*/true)) return;
+  } catch (const comm::CommError& e) {
+    member_.give_up(p.quorum, p.step, e.what());
+  }
+  // Nothing committed: the kept Δ goes again, blocking, with the next quorum. The group was abandoned.
+  p.quorum.reset();
+  p.group = nullptr;
+  p.mean = torch::Tensor();
+  synchronise();
+}
+
+bool ElasticDiloco::decide(comm::Group& group, const membership::QuorumReply& quorum, std::int64_t point,
+                           std::int64_t vote_at, const torch::Tensor& mean, double contributed, bool mix) {
+  const std::vector<std::size_t> due = points_.due(point);
+  std::vector<std::optional<OuterNesterov>> next(outer_.size());
+  std::int64_t offset = 0;
+  for (const std::size_t p : due) {
+    OuterNesterov& candidate = next[p].emplace(outer_[p].global().clone(), config_.outer_lr, config_.outer_momentum);
+    candidate.load(outer_[p].global().clone(), outer_[p].momentum_buffer().clone());
+    const std::int64_t size = outer_[p].global().numel();
+    if (contributed > 0) candidate.step(mean.narrow(0, offset, size));
+    offset += size;
+  }
+  const std::string hash = state_digest(
+      outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
+  const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, vote_at, hash);
+  if (!decision) return false;  // refused: nothing committed
+  if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
+    member_.aborted(vote_at, decision->reason);
+    return false;
+  }
+  for (const std::size_t p : due) outer_[p].load(next[p]->global(), next[p]->momentum_buffer());
+  if (!decision->outliers.empty()) share_canonical_state(group, quorum, *decision);
+  for (const std::size_t p : due) {
+    ParameterFragment& fragment = fragments_[p];
+    if (mix) {
+      fragment.write(fragment.read().mul_(overlap_.mix).add_(outer_[p].global(), 1 - overlap_.mix));
+    } else {
+      fragment.write(outer_[p].global());
+    }
+  }
+  ++outer_steps_;
+  points_.synced(point);
+  last_point_ = std::max(last_point_, point);
+  pending_.reset();
+  return true;
+}
+
+torch::Tensor ElasticDiloco::pseudo_gradients(std::int64_t point) const {
+  std::vector<torch::Tensor> deltas;
+  for (const std::size_t p : points_.due(point)) deltas.push_back(outer_[p].pseudo_gradient(fragments_[p].read()));
+  return torch::cat(deltas);
 }
 
 void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum,
@@ -135,25 +203,45 @@ NamedTensors ElasticDiloco::outer_state(const std::function<const OuterNesterov&
   return out;
 }
 
-NamedTensors ElasticDiloco::state_tensors() const {
+NamedTensors ElasticDiloco::current_outer_state() const {
   return outer_state([this](std::size_t p) -> const OuterNesterov& { return outer_[p]; });
 }
 
+// A pending outer step travels with the state (a member that heals during its retry takes part in it, with
+// weight 0): its synchronisation point, and this member's Δ for a checkpoint.
+NamedTensors ElasticDiloco::state_tensors() const {
+  NamedTensors out = current_outer_state();
+  if (pending_) out.emplace_back("pending/delta", pending_->delta);
+  return out;
+}
+
 nlohmann::json ElasticDiloco::state_json() const {
-  nlohmann::json json = {{"outer_steps", outer_steps_}, {"next_sync", points_.saved_next()}};
+  nlohmann::json json = {{"outer_steps", outer_steps_}, {"next_sync", points_.saved_next()}, {"last_point", last_point_}};
+  if (pending_) json["pending_step"] = pending_->step;
   rounds_.save_to(json);
   return json;
 }
 
 void ElasticDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
-  const NamedTensors names = state_tensors();
+  // Heals happen in synchronise, never while an exchange is in flight.
+  LOCO_CHECK(!pending_ || !pending_->exchanged.valid(), "a state was loaded while an exchange was in flight");
+  const NamedTensors names = current_outer_state();
   for (std::size_t p = 0; p < outer_.size(); ++p) {
     outer_[p].load(saved_outer_tensor(tensors, names[2 * p].first, outer_[p].global()).clone(),
                    saved_outer_tensor(tensors, names[2 * p + 1].first, outer_[p].momentum_buffer()).clone());
   }
   outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
   points_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+  last_point_ = saved_outer_integer(json, "last_point", tensors);
   rounds_.load_from(json, tensors);
+  pending_.reset();
+  if (json.contains("pending_step")) {
+    Pending& p = pending_.emplace();
+    p.step = saved_outer_integer(json, "pending_step", tensors);
+    std::int64_t size = 0;
+    for (const std::size_t f : points_.due(p.step)) size += outer_[f].global().numel();
+    p.delta = saved_outer_tensor(tensors, "pending/delta", torch::empty({size})).clone();
+  }
 }
 
 }  // namespace loco::elastic

@@ -1,8 +1,8 @@
-// Elastic DiLoCo, Local SGD and Streaming DiLoCo without overlap (docs/fault-tolerance.md "Elastic
-// DiLoCo"): the outer step of algo/diloco.h (ALGORITHMS.md §1, §6; per fragment for Streaming, §4 with
-// τ = 0) over whichever members form the quorum at each synchronisation, committed in two phases, with
-// members that are behind healed from a live one. One synchronisation, of the fragments F due at this
-// step (sync_points.h: the whole model for DiLoCo and Local SGD, fragments in turn for Streaming):
+// Elastic DiLoCo, Local SGD and Streaming DiLoCo (docs/fault-tolerance.md "Elastic DiLoCo"): the outer
+// step of algo/diloco.h (ALGORITHMS.md §1, §6; per fragment for Streaming, §4) over whichever members form
+// the quorum at each synchronisation, committed in two phases, with members that are behind healed from a
+// live one. One synchronisation, of the fragments F due at this step t (sync_points.h: the whole model for
+// DiLoCo and Local SGD, fragments in turn for Streaming):
 //
 //   Δ_p = θ_g,p − θ_m,p for p in F                the same at every retry (θ_m does not change meanwhile)
 //   loop:
@@ -22,11 +22,28 @@
 //                                                 abort, or a failed collective: nothing applied; retry
 //                                                 coordinator replaced before deciding: presumed commit
 //
+// Note "elastic-overlap" (Streaming DiLoCo with τ > 0, §4 point 2; one fragment with τ > 0 is DiLoCo with
+// a delayed outer step): at a synchronisation point t before the last step, the quorum, the heal and Δ
+// are as above, but the exchange runs on a background thread while τ more inner steps run. After step
+// t + τ:
+//
+//     Δ̄ arrived: θ̃_p, b_p' as above, vote         commit: θ_g,p ← θ̃_p, b_p ← b_p',
+//                                                         θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p
+//     the exchange failed, the vote aborted or     retried at once, blocking, with the next quorum and the
+//     was refused                                  Δ kept from step t (a heal meanwhile gives the healed
+//                                                  member weight 0 and the donor's Δ); commit as above; the
+//                                                  data round is laid out again from t + τ
+//
+// The config keeps τ < ⌊H/P'⌋ (the spacing of synchronisation points), so at most one exchange is in
+// flight and none at a synchronisation point, where heals happen; the last step synchronises every
+// fragment without overlap, so the final θ_g holds every member's work.
+//
 // Data (note "elastic-data", round_layout.h): a round is the inner steps between two synchronisations,
 // w = the round's steps × this member's batch. Windows of a member lost mid-round are skipped, never
 // trained twice in an epoch.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -37,20 +54,28 @@
 #include "loco/elastic/round_layout.h"
 #include "loco/elastic/sync_points.h"
 #include "loco/train/strategy.h"
+#include "loco/util/serial_worker.h"
 
 namespace loco::elastic {
 
 // The fragments of a model the outer step works on (whole_model, or block_fragments for Streaming).
 using FragmentLayout = std::function<std::vector<ParameterFragment>(Llama& model, const FlatParameters& parameters)>;
 
+// Note "elastic-overlap": τ inner steps between the start of an exchange and its outer step (0: the
+// exchange blocks), and α, the weight of the member's own parameters when the outer step lands.
+struct OuterOverlap {
+  std::int64_t steps = 0;
+  double mix = 0.5;
+};
+
 class ElasticDiloco final : public Strategy {
  public:
   // `name`: "diloco", "localsgd" or "streaming" (logs). `points` must expect as many fragments as `layout`
-  // makes. `context.replica` must be set (the trainer's state); `context.group` is unused: the groups are
-  // the quorums'. `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the
-  // longest a vote waits for the others'.
+  // makes, and be spaced more than `overlap.steps` apart. `context.replica` must be set (the trainer's
+  // state); `context.group` is unused: the groups are the quorums'. `windows_per_step`: the sequences this
+  // member trains on per step; `vote_timeout_s`: the longest a vote waits for the others'.
   ElasticDiloco(std::string name, const DilocoConfig& config, const ExchangeConfig& exchange, SyncPoints points,
-                FragmentLayout layout, const ReplicaContext& context, QuorumGroup& groups,
+                FragmentLayout layout, OuterOverlap overlap, const ReplicaContext& context, QuorumGroup& groups,
                 membership::MemberClient& member, std::uint64_t windows_per_step, double vote_timeout_s);
 
   std::string describe() const override;
@@ -63,11 +88,36 @@ class ElasticDiloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
-  // Joins the quorum at this member's step and, unless the run is only starting, commits one outer step
-  // of the fragments due then with it.
+  // An outer step whose exchange started at a synchronisation point and has not been committed (note
+  // "elastic-overlap").
+  struct Pending {
+    std::int64_t step = 0;  // t: the synchronisation point; its due fragments are the ones updated
+    torch::Tensor delta;    // their Δ at t, concatenated: kept for a retry
+    double weight = 1;      // this member's weight in the mean: 0 once it healed in this synchronisation
+    // The exchange in flight (quorum empty once it failed or was given up):
+    std::optional<membership::QuorumReply> quorum;
+    comm::Group* group = nullptr;  // the quorum's, alive until the member abandons it (after this exchange)
+    torch::Tensor mean;            // scratch the background exchange averages Δ into
+    std::shared_ptr<double> contributed;  // Σ weight, set by the background exchange
+    std::future<void> exchanged;
+  };
+
+  // Joins the quorum at this member's step and, unless the run is only starting, synchronises the fragments
+  // due then with it (begun in the background with overlap), or retries the pending outer step.
   void synchronise();
+  // After step t + τ: waits for the pending exchange and commits its outer step, or retries it (synchronise).
+  void finish_overlapped();
+  // Phase two of an outer step of the fragments due at `point`, with the exchange's mean Δ̄ (`contributed`:
+  // Σ weight; 0 leaves θ_g as it was): votes as the synchronisation at step `vote_at` (where the quorum's
+  // members met), and on commit applies it (mixing θ_m with `mix`). False when nothing was committed.
+  bool decide(comm::Group& group, const membership::QuorumReply& quorum, std::int64_t point, std::int64_t vote_at,
+              const torch::Tensor& mean, double contributed, bool mix);
+  // Δ of the fragments due at `point`, from this member's parameters now, concatenated.
+  torch::Tensor pseudo_gradients(std::int64_t point) const;
+  bool overlaps(std::int64_t point) const { return overlap_.steps > 0 && point < context_.total_steps; }
   // Every fragment's (θ_g, b) as checkpoints name them, taken from `outer` (a candidate or the current).
   NamedTensors outer_state(const std::function<const OuterNesterov&(std::size_t)>& outer) const;
+  NamedTensors current_outer_state() const;
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
   void share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum, const membership::CommitReply& decision);
   // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part.
@@ -78,6 +128,7 @@ class ElasticDiloco final : public Strategy {
   ExchangeConfig exchange_;
   SyncPoints points_;
   FragmentLayout layout_;
+  OuterOverlap overlap_;
   ReplicaContext context_;
   ElasticMember member_;
   std::uint64_t windows_per_step_;
@@ -85,7 +136,11 @@ class ElasticDiloco final : public Strategy {
   std::vector<ParameterFragment> fragments_;
   std::vector<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
-  RoundLayout rounds_;  // note "elastic-data"
+  std::int64_t last_point_ = 0;  // the last synchronisation point begun or committed
+  RoundLayout rounds_;           // note "elastic-data"
+  std::optional<Pending> pending_;
+  // Last member, so destroyed first: an exchange in flight finishes (or fails) before what it writes goes.
+  std::unique_ptr<SerialWorker> background_;
 };
 
 }  // namespace loco::elastic

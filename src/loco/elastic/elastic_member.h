@@ -63,6 +63,11 @@ class ElasticMember {
   // moved on); the group is abandoned.
   void report_failure(const std::optional<membership::QuorumReply>& quorum, std::int64_t step);
 
+  // A synchronisation at `step` failed (`why`: a collective of `quorum` failed outside `synchronise`, as an
+  // overlapped exchange does) and will be retried with the next quorum: logged, then reported
+  // (report_failure).
+  void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why);
+
   // LOCO_FAULT=exchanging:... fires here (tests, chaos runs).
   void before_exchange();
   MembershipLog& log() { return log_; }
@@ -70,9 +75,6 @@ class ElasticMember {
 
  private:
   void note_quorum(const membership::QuorumReply& quorum, double waited_s);
-  // A synchronisation at `step` failed (`why`) and is retried with the next quorum: logged, then reported
-  // (report_failure).
-  void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why);
 
   ReplicaContext context_;
   QuorumGroup& groups_;

@@ -22,16 +22,18 @@ std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const R
     case Algorithm::diloco:
       return std::make_unique<ElasticDiloco>("diloco", config.diloco, config.exchange(),
                                              SyncPoints(SyncSchedule(config.diloco.sync_every, context.total_steps)),
-                                             whole, context, groups, member, windows_per_step, vote_timeout_s);
+                                             whole, OuterOverlap{}, context, groups, member, windows_per_step,
+                                             vote_timeout_s);
     case Algorithm::localsgd: {
       const SyncSchedule schedule(config.localsgd.sync_every, config.localsgd.qsr_alpha, config.optim,
                                   context.total_steps);
       return std::make_unique<ElasticDiloco>("localsgd", local_sgd_as_diloco(config.localsgd), config.exchange(),
-                                             SyncPoints(schedule), whole, context, groups, member, windows_per_step,
-                                             vote_timeout_s);
+                                             SyncPoints(schedule), whole, OuterOverlap{}, context, groups, member,
+                                             windows_per_step, vote_timeout_s);
     }
     case Algorithm::streaming: {
-      // Without overlap (config checks streaming.overlap = 0): fragments in turn, each an outer step.
+      // Fragments in turn, each an outer step; the config keeps the overlap below their spacing (note
+      // "elastic-overlap").
       const StreamingConfig s = config.streaming;
       DilocoConfig outer;
       outer.outer_lr = s.outer_lr;
@@ -42,8 +44,9 @@ std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const R
                                s.assignment == "strided", s.embeddings_fragment);
       };
       return std::make_unique<ElasticDiloco>("streaming", outer, config.exchange(),
-                                             SyncPoints(fragments, s.sync_every, context.total_steps), blocks, context,
-                                             groups, member, windows_per_step, vote_timeout_s);
+                                             SyncPoints(fragments, s.sync_every, context.total_steps), blocks,
+                                             OuterOverlap{s.overlap, s.mix}, context, groups, member, windows_per_step,
+                                             vote_timeout_s);
     }
     case Algorithm::noloco:
       return std::make_unique<ElasticNoloco>(config.noloco, SyncSchedule(config.noloco.sync_every, context.total_steps),

@@ -34,7 +34,7 @@ void SyncPoints::synced(std::int64_t step) { schedule_.synced(step); }
 
 std::string SyncPoints::describe() const {
   if (fragments_ == 1) return schedule_.describe();
-  return fmt::format("H={} fragments={} (in turn, tau=0)", every_, fragments_);
+  return fmt::format("H={} fragments={} (in turn)", every_, fragments_);
 }
 
 }  // namespace loco::elastic

@@ -1,8 +1,8 @@
 // When an elastic member synchronises and which fragments of the model that synchronisation covers
 // (elastic_diloco.h). One fragment: DiLoCo and Local SGD's schedule (algo/sync_schedule.h: every H steps
-// or the QSR, and the last step). P fragments: Streaming DiLoCo without overlap (ALGORITHMS.md §4 with
-// τ = 0): fragment p after the steps t with t mod H = p·⌊H/P⌋, and every fragment at the last step, so
-// that the final global parameters hold every member's work.
+// or the QSR, and the last step). P fragments: Streaming DiLoCo (ALGORITHMS.md §4): fragment p after the
+// steps t with t mod H = p·⌊H/P⌋, and every fragment at the last step, so that the final global
+// parameters hold every member's work.
 #pragma once
 
 #include <cstddef>

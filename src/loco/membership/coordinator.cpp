@@ -169,7 +169,7 @@ void Coordinator::remove(const std::string& id, const std::string& kind, const s
 
 std::vector<MemberState> Coordinator::states() const {
   std::vector<MemberState> out;
-  for (const auto& [id, m] : members_) out.push_back({id, m.last_heartbeat, m.waiting_since});
+  for (const auto& [id, m] : members_) out.push_back({id, m.last_heartbeat, m.waiting_since, m.step});
   return out;
 }
 

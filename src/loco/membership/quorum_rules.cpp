@@ -16,12 +16,15 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
                              const QuorumRules& rules) {
   std::vector<std::string> waiting;
   std::size_t healthy = 0;
+  std::int64_t furthest = 0, furthest_waiting = 0;
   double first_request = now, first_previous_request = std::numeric_limits<double>::infinity();
   for (const auto& member : members) {
     if (!is_healthy(member, now, rules)) continue;
     ++healthy;
+    furthest = std::max(furthest, member.step);
     if (!member.waiting_since) continue;
     waiting.push_back(member.id);
+    furthest_waiting = std::max(furthest_waiting, member.step);
     first_request = std::min(first_request, *member.waiting_since);
     if (std::find(previous.members.begin(), previous.members.end(), member.id) != previous.members.end()) {
       first_previous_request = std::min(first_previous_request, *member.waiting_since);
@@ -38,6 +41,12 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
   }
   if (2 * waiting.size() <= healthy) {
     decision.waiting_for = fmt::format("a majority: {} of {} healthy members wait", waiting.size(), healthy);
+    return decision;
+  }
+  if (furthest_waiting < furthest) {
+    decision.waiting_for = fmt::format("a member at step {} (the waiting members are at step {} at most: they wait "
+                                       "for the members ahead of them to synchronise)",
+                                       furthest, furthest_waiting);
     return decision;
   }
   const bool previous_all_back =

@@ -37,6 +37,7 @@ struct MemberState {
   std::string id;
   double last_heartbeat = 0;
   std::optional<double> waiting_since;  // asked for a quorum then, not yet given one
+  std::int64_t step = 0;                // the step it reported when it last asked for a quorum
 };
 
 struct Quorum {
