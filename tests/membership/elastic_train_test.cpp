@@ -49,10 +49,12 @@ class ElasticTrain : public ::testing::Test {
     return c;
   }
 
-  // A member process of run `run` named `name`, with `fault` as LOCO_FAULT ("" for none).
+  // A member process of run `run` named `name`, with `fault` as LOCO_FAULT ("" for none), `settings` as
+  // --set overrides and `arguments` after them.
   std::unique_ptr<test::ChildProcess> member(const std::string& run, const std::string& name, int steps,
                                              const std::string& fault = "",
-                                             const std::vector<std::string>& settings = {}) {
+                                             const std::vector<std::string>& settings = {},
+                                             const std::vector<std::string>& arguments = {}) {
     std::vector<std::string> args = {"/usr/bin/env", "LOCO_COORDINATOR=" + address_, "LOCO_RUN_ID=" + run,
                                      "LOCO_MEMBER_NAME=" + name};
     // A member that waits for a quorum that never comes gives up after comm.timeout_s.
@@ -67,6 +69,7 @@ class ElasticTrain : public ::testing::Test {
       args.push_back("--set");
       args.push_back(setting);
     }
+    args.insert(args.end(), arguments.begin(), arguments.end());
     return std::make_unique<test::ChildProcess>(args);
   }
 
@@ -342,6 +345,60 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
   EXPECT_TRUE(ga == final_global("restart", "c-1", kSteps)) << "a's and c's global parameters differ";
 }
 
+// Note "elastic-resume": a run whose members all stopped goes on from their checkpoints. Three members train
+// 24 steps with a checkpoint at step 12; three new processes resume from those step-12 checkpoints, each from
+// its own, and end with the global parameters of the uninterrupted run to the last bit (a spurious outer
+// step at the resume, or a data round laid out anew, would change them). Then only a resumes and b and c
+// start afresh: they heal from it at step 12 and the three finish together, every outer step counted once.
+TEST_F(ElasticTrain, ARunResumesFromItsMembersCheckpoints) {
+  constexpr int kSteps = 24;
+  const std::vector<std::string> settings = {"train.checkpoint_every=12"};
+  const auto resume_from = [&](const std::string& m) {
+    return std::vector<std::string>{"--resume", (*dir_ / "resume-full" / "members" / (m + "-1") / "checkpoints" /
+                                                 "step_12").string()};
+  };
+  {
+    const auto coordinator_process = coordinator("resume-full", 3);
+    auto a = member("resume-full", "a", kSteps, "", settings), b = member("resume-full", "b", kSteps, "", settings),
+         c = member("resume-full", "c", kSteps, "", settings);
+    for (auto* m : {a.get(), b.get(), c.get()}) ASSERT_EQ(m->wait(180), 0) << m->output();
+  }
+  const std::string uninterrupted = final_global("resume-full", "a-1", kSteps);
+  ASSERT_FALSE(uninterrupted.empty());
+  {
+    const auto coordinator_process = coordinator("resume-all", 3);
+    auto a = member("resume-all", "a", kSteps, "", {}, resume_from("a")),
+         b = member("resume-all", "b", kSteps, "", {}, resume_from("b")),
+         c = member("resume-all", "c", kSteps, "", {}, resume_from("c"));
+    for (auto* m : {a.get(), b.get(), c.get()}) {
+      EXPECT_EQ(m->wait(180), 0) << m->output();
+      EXPECT_NE(m->output().find("resuming after step 12"), std::string::npos) << m->output();
+    }
+  }
+  for (const std::string& m : {"a-1", "b-1", "c-1"}) {
+    EXPECT_TRUE(final_global("resume-all", m, kSteps) == uninterrupted) << m << " differs from the uninterrupted run";
+    nlohmann::json last;
+    events("resume-all", m, "quorum", &last);
+    EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << m << ": " << last;
+  }
+  {
+    const auto coordinator_process = coordinator("resume-one", 3);
+    auto a = member("resume-one", "a", kSteps, "", {}, resume_from("a")), b = member("resume-one", "b", kSteps),
+         c = member("resume-one", "c", kSteps);
+    for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(180), 0) << m->output();
+    for (auto* m : {b.get(), c.get()}) {
+      EXPECT_NE(m->output().find("healed from a#1, "), std::string::npos) << m->output();
+      EXPECT_NE(m->output().find("step 0 -> 12"), std::string::npos) << m->output();
+    }
+  }
+  const std::string ga = final_global("resume-one", "a-1", kSteps);
+  EXPECT_FALSE(ga.empty());
+  for (const std::string& m : {"b-1", "c-1"}) EXPECT_TRUE(final_global("resume-one", m, kSteps) == ga) << m;
+  nlohmann::json last;
+  events("resume-one", "b-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+}
+
 // dist.backend = "local" with dist.churn: three replicas as threads of one process, each a member of a
 // coordinator the process serves. Replica 2 leaves at step 10 and returns (as a new member, healing) when
 // the run reaches step 30; replica 1 stalls for 2 s at step 60 (no heartbeats), is given up, rejoins by
@@ -417,15 +474,19 @@ TEST_F(ElasticTrain, StreamingWithOverlapSurvivorsFinishAfterAMemberIsKilledInsi
 // With one member, elastic Streaming DiLoCo with overlap is Streaming DiLoCo (algo/streaming_diloco.h, tested
 // against the Python reference): the same global parameters and model to the last bit, here with τ = 2 of a
 // spacing of 4 and α = 0.25 (a mix the wrong way round, or an outer step applied a step early or late, would
-// change both), and an exchange that starts 2 steps before the end.
+// change both), and an exchange that starts 2 steps before the end. Resumed from its checkpoint at step 20,
+// taken while an exchange was in flight, the elastic run still ends the same (note "elastic-resume").
 TEST_F(ElasticTrain, StreamingWithOverlapOnOneMemberIsStreamingDiloco) {
-  const auto final_files = [&](const std::string& run, bool elastic) {
-    test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
-                              "--set", "dist.replicas=1", "--set", "dist.algorithm=streaming", "--set",
-                              "streaming.sync_every=8", "--set", "streaming.fragments=2", "--set", "streaming.overlap=2",
-                              "--set", "streaming.mix=0.25", "--set", std::string("dist.elastic=") +
-                              (elastic ? "true" : "false"), "--set", "train.steps=42", "--set",
-                              "train.out_dir=" + (*dir_ / run).string()});
+  const auto final_files = [&](const std::string& run, bool elastic, const std::string& resume = "") {
+    std::vector<std::string> args = {LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                                     "--set", "dist.replicas=1", "--set", "dist.algorithm=streaming", "--set",
+                                     "streaming.sync_every=8", "--set", "streaming.fragments=2", "--set",
+                                     "streaming.overlap=2", "--set", "streaming.mix=0.25", "--set",
+                                     std::string("dist.elastic=") + (elastic ? "true" : "false"), "--set",
+                                     "train.steps=42", "--set", "train.checkpoint_every=20", "--set",
+                                     "train.out_dir=" + (*dir_ / run).string()};
+    if (!resume.empty()) args.insert(args.end(), {"--resume", resume});
+    test::ChildProcess train(args);
     EXPECT_EQ(train.wait(120), 0) << train.output();
     const fs::path checkpoint = elastic ? *dir_ / run / "members" / "replica-0-1" / "checkpoints" / "step_42"
                                         : *dir_ / run / "checkpoints" / "step_42";
@@ -436,6 +497,9 @@ TEST_F(ElasticTrain, StreamingWithOverlapOnOneMemberIsStreamingDiloco) {
   const std::string streaming = final_files("overlap-plain", false);
   EXPECT_GT(streaming.size(), 1000u);
   EXPECT_TRUE(streaming == final_files("overlap-elastic", true)) << "elastic streaming differs from streaming";
+  const fs::path in_flight = *dir_ / "overlap-elastic" / "members" / "replica-0-1" / "checkpoints" / "step_20";
+  EXPECT_TRUE(streaming == final_files("overlap-resumed", true, in_flight.string()))
+      << "elastic streaming resumed at step 20 differs from streaming";
 }
 
 // Data parallel: every step committed, and the three end with bit-identical models (a returning replica

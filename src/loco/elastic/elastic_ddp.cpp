@@ -22,8 +22,12 @@ std::string ElasticDdp::describe() const {
 void ElasticDdp::attach(Llama& model, const FlatParameters& parameters) {
   named_parameters_ = model_parameters(model);  // views: they follow every update and adopted state
   parameters_ = &parameters;
-  // The first quorum: the run starts (every member at step 0), or this member joins a run in progress
-  // and takes a live member's state before it computes its first gradient.
+}
+
+// The first quorum: the run starts (every member at step 0), this member joins a run in progress and takes
+// a live member's state before it computes its first gradient, or the members resume a run from
+// checkpoints (note "elastic-resume": each goes on from its own data position).
+void ElasticDdp::begin() {
   member_.synchronise([this] { return context_.replica->step(); },
                       [this](comm::Group& group, const membership::QuorumReply& quorum) {
     if (quorum.step == 0) {

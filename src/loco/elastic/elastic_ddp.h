@@ -5,7 +5,7 @@
 //
 //   loop:
 //     q   = the quorum of step S+1                  members report S+1; one that has only just started
-//                                                   reports S, its steps done (it waits in attach())
+//                                                   reports S, its steps done (it waits in begin())
 //     heal: if a member is behind q's               the members' SHA-256 of their parameters θ are gathered;
 //                                                   the lowest-ranked up-to-date member holding the most
 //                                                   common one sends its whole replica state (θ, AdamW
@@ -48,6 +48,7 @@ class ElasticDdp final : public Strategy {
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
+  void begin() override;
   void after_backward() override;
   void add_log_fields(nlohmann::json& record) override;
   nlohmann::json state_json() const override;

@@ -41,18 +41,21 @@ void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
   fragments_ = layout_(model, parameters);
   LOCO_CHECK(fragments_.size() == points_.fragments(), "the synchronisation points expect another number of fragments");
   for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
-  // The first quorum: the run starts (every member at step 0), or this member joins a run in progress and
-  // heals at the others' next synchronisation.
-  synchronise();
 }
 
+// The first quorum: the run starts (every member at step 0), this member joins a run in progress and heals
+// at the others' next synchronisation, or the members resume a run from checkpoints (note "elastic-resume").
+void ElasticDiloco::begin() { synchronise(); }
+
 void ElasticDiloco::after_step(std::int64_t step) {
-  if (pending_ && step >= std::min(pending_->step + overlap_.steps, context_.total_steps)) finish_overlapped();
+  if (pending_ && step >= outer_step_due(pending_->step)) finish_overlapped();
   const std::int64_t now = context_.replica->step();  // a heal while finishing may have moved it on
   if (last_point_ < now && !points_.due(now).empty()) synchronise();
 }
 
 void ElasticDiloco::synchronise() {
+  const bool first = !begun_;  // the first quorum of this process (ElasticDiloco::begin)
+  begun_ = true;
   bool healed = false;  // this member adopted another's state during this synchronisation: weight 0
   member_.synchronise([this] { return context_.replica->step(); },  // after a heal: the donor's
                       [&](comm::Group& group, const membership::QuorumReply& quorum) {
@@ -62,33 +65,40 @@ void ElasticDiloco::synchronise() {
     }
     healed = member_.heal(group, current_outer_state(), SnapshotSection::strategy).this_member || healed;
     const std::int64_t at = context_.replica->step();
-    member_.before_exchange();
-    if (pending_) {  // an overlapped exchange that failed or was refused, retried now (note "elastic-overlap")
+    if (pending_) {
       if (healed) pending_->weight = 0;
+      member_.before_exchange();
+      if (at < outer_step_due(pending_->step)) {
+        // Note "elastic-resume": the members resumed from checkpoints taken while the exchange was in
+        // flight. It runs again in the background, and its outer step comes when it would have.
+        LOCO_CHECK(first, fmt::format("elastic: the outer step of step {} is retried early", pending_->step));
+        exchange_in_background(group, quorum);
+        start_round(quorum, at, /*again=*/at == last_point_);
+        return true;
+      }
+      // An overlapped exchange that failed or was refused, retried now (note "elastic-overlap").
       torch::Tensor mean = pending_->delta.clone();
       const double contributed = replica_mean(group, mean, codec_.get(), pending_->weight);
       if (!decide(group, quorum, pending_->step, at, mean, contributed, /*mix=*/true)) return false;
       start_round(quorum, at);
       return true;
     }
-    LOCO_CHECK(!points_.due(at).empty(), fmt::format("elastic: no fragment is due at step {}", at));
+    if (last_point_ >= at || points_.due(at).empty()) {
+      // Note "elastic-resume": the members resumed from checkpoints of a step whose synchronisation is done
+      // (or of no synchronisation point). The round laid out at that synchronisation is laid out again for
+      // this quorum; a round begun earlier was partly read, and the rest of it is skipped.
+      LOCO_CHECK(first, fmt::format("elastic: no fragment is due at step {}", at));
+      start_round(quorum, at, /*again=*/at == last_point_);
+      return true;
+    }
+    member_.before_exchange();
     // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
     // counts nothing), in one exchange.
     torch::Tensor delta = pseudo_gradients(at);
     const double weight = healed ? 0.0 : 1.0;
     if (overlaps(at)) {
-      Pending& p = pending_.emplace();
-      p.step = at;
-      p.delta = delta;
-      p.weight = weight;
-      p.quorum = quorum;
-      p.group = &group;
-      p.mean = delta.clone();  // scratch: Δ stays as it was for a retry
-      p.contributed = std::make_shared<double>(0);
-      p.exchanged = background_->submit(
-          [&group, mean = p.mean, codec = codec_.get(), weight, contributed = p.contributed]() mutable {
-            *contributed = replica_mean(group, mean, codec, weight);
-          });
+      pending_.emplace(Pending{at, delta, weight});
+      exchange_in_background(group, quorum);
       last_point_ = at;
       start_round(quorum, at);
       return true;
@@ -97,6 +107,18 @@ void ElasticDiloco::synchronise() {
     if (!decide(group, quorum, at, at, delta, contributed, /*mix=*/false)) return false;
     start_round(quorum, at);
     return true;
+  });
+}
+
+void ElasticDiloco::exchange_in_background(comm::Group& group, const membership::QuorumReply& quorum) {
+  Pending& p = *pending_;
+  p.quorum = quorum;
+  p.group = &group;
+  p.mean = p.delta.clone();  // scratch: Δ stays as it was for a retry
+  p.contributed = std::make_shared<double>(0);
+  p.exchanged = background_->submit([&group, mean = p.mean, codec = codec_.get(), weight = p.weight,
+                                     contributed = p.contributed]() mutable {
+    *contributed = replica_mean(group, mean, codec, weight);
   });
 }
 
@@ -175,10 +197,12 @@ void ElasticDiloco::share_canonical_state(comm::Group& group, const membership::
   }
 }
 
-void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int64_t step) {
+void ElasticDiloco::start_round(const membership::QuorumReply& quorum, std::int64_t step, bool again) {
   const std::int64_t until = std::min(points_.next_after(step), context_.total_steps);
   const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - step)) * windows_per_step_;
-  context_.replica->seek_data(rounds_.start(quorum.members.size(), quorum.rank, windows));
+  const std::size_t members = quorum.members.size();
+  context_.replica->seek_data(again ? rounds_.restart(members, quorum.rank, windows)
+                                    : rounds_.start(members, quorum.rank, windows));
 }
 
 void ElasticDiloco::add_log_fields(nlohmann::json& record) {

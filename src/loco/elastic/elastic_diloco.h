@@ -80,6 +80,7 @@ class ElasticDiloco final : public Strategy {
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
+  void begin() override;
   void after_step(std::int64_t step) override;
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
   void add_log_fields(nlohmann::json& record) override;
@@ -105,8 +106,12 @@ class ElasticDiloco final : public Strategy {
   // Joins the quorum at this member's step and, unless the run is only starting, synchronises the fragments
   // due then with it (begun in the background with overlap), or retries the pending outer step.
   void synchronise();
+  // Starts the pending outer step's exchange with `quorum` on the background thread.
+  void exchange_in_background(comm::Group& group, const membership::QuorumReply& quorum);
   // After step t + τ: waits for the pending exchange and commits its outer step, or retries it (synchronise).
   void finish_overlapped();
+  // The step after which the outer step of the exchange begun at `point` is due: t + τ, at most the last.
+  std::int64_t outer_step_due(std::int64_t point) const { return std::min(point + overlap_.steps, context_.total_steps); }
   // Phase two of an outer step of the fragments due at `point`, with the exchange's mean Δ̄ (`contributed`:
   // Σ weight; 0 leaves θ_g as it was): votes as the synchronisation at step `vote_at` (where the quorum's
   // members met), and on commit applies it (mixing θ_m with `mix`). False when nothing was committed.
@@ -120,8 +125,9 @@ class ElasticDiloco final : public Strategy {
   NamedTensors current_outer_state() const;
   // After a commit whose votes disagreed: the outliers take θ_g and b from the first canonical member.
   void share_canonical_state(comm::Group& group, const membership::QuorumReply& quorum, const membership::CommitReply& decision);
-  // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part.
-  void start_round(const membership::QuorumReply& quorum, std::int64_t step);
+  // Lays out the round that starts at `step` for `quorum` and points the data stream at this member's part
+  // (`again`: the round laid out last, anew, as nothing of it was read).
+  void start_round(const membership::QuorumReply& quorum, std::int64_t step, bool again = false);
 
   std::string name_;
   DilocoConfig config_;
@@ -137,6 +143,7 @@ class ElasticDiloco final : public Strategy {
   std::vector<OuterNesterov> outer_;
   std::int64_t outer_steps_ = 0;
   std::int64_t last_point_ = 0;  // the last synchronisation point begun or committed
+  bool begun_ = false;           // the first quorum was asked for
   RoundLayout rounds_;           // note "elastic-data"
   std::optional<Pending> pending_;
   // Last member, so destroyed first: an exchange in flight finishes (or fails) before what it writes goes.

@@ -33,10 +33,11 @@ void ElasticNoloco::attach(Llama&, const FlatParameters& parameters) {
   parameters_.emplace(whole_model(parameters));
   slow_ = parameters_->read();
   momentum_ = torch::zeros_like(slow_);
-  // The first quorum: the run starts, or this member joins a run in progress and heals at the others'
-  // next synchronisation.
-  synchronise();
 }
+
+// The first quorum: the run starts, this member joins a run in progress and heals at the others' next
+// synchronisation, or the members resume a run from checkpoints (note "elastic-resume").
+void ElasticNoloco::begin() { synchronise(); }
 
 void ElasticNoloco::after_step(std::int64_t step) {
   if (!points_.due(step).empty()) synchronise();
@@ -45,15 +46,23 @@ void ElasticNoloco::after_step(std::int64_t step) {
 void ElasticNoloco::synchronise() {
   member_.synchronise([this] { return context_.replica->step(); },  // after a heal: the donor's
                       [this](comm::Group& group, const membership::QuorumReply& quorum) {
+    bool resumed = false;  // note "elastic-resume": members resumed from checkpoints, nothing to average
     if (quorum.step > 0) {  // at 0 the run starts: nothing to average yet
       const HealOutcome healed = member_.heal(group, state_tensors(), SnapshotSection::strategy);
-      if (!healed.this_member) average(group, quorum, healed.receivers, context_.replica->step());
+      const std::int64_t step = context_.replica->step();
+      resumed = last_point_ >= step || points_.due(step).empty();
+      if (!healed.this_member && !resumed) average(group, quorum, healed.receivers, step);
     }
     const std::int64_t at = context_.replica->step();
     if (at > 0) points_.synced(at);
     const std::int64_t until = std::min(points_.next_after(at), context_.total_steps);
     const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, until - at)) * windows_per_step_;
-    context_.replica->seek_data(rounds_.start(quorum.members.size(), quorum.rank, windows));
+    const std::size_t members = quorum.members.size();
+    // A resume at a synchronisation lays its round out again (nothing of it was read); at any other step the
+    // rest of the round is skipped.
+    context_.replica->seek_data(resumed && at == last_point_ ? rounds_.restart(members, quorum.rank, windows)
+                                                             : rounds_.start(members, quorum.rank, windows));
+    last_point_ = std::max(last_point_, at);
     return true;
   });
 }
@@ -103,7 +112,7 @@ NamedTensors ElasticNoloco::state_tensors() const {
 }
 
 nlohmann::json ElasticNoloco::state_json() const {
-  nlohmann::json json = {{"outer_steps", outer_steps_}, {"next_sync", points_.saved_next()}};
+  nlohmann::json json = {{"outer_steps", outer_steps_}, {"next_sync", points_.saved_next()}, {"last_point", last_point_}};
   rounds_.save_to(json);
   return json;
 }
@@ -113,6 +122,7 @@ void ElasticNoloco::load_state(const SafetensorsContent& tensors, const nlohmann
   momentum_.copy_(saved_outer_tensor(tensors, "outer/momentum", momentum_).reshape({-1}));
   outer_steps_ = saved_outer_integer(json, "outer_steps", tensors);
   points_.restore_next(saved_outer_integer(json, "next_sync", tensors));
+  last_point_ = saved_outer_integer(json, "last_point", tensors);
   rounds_.load_from(json, tensors);
 }
 

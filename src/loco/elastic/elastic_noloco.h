@@ -39,6 +39,7 @@ class ElasticNoloco final : public Strategy {
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
+  void begin() override;
   void after_step(std::int64_t step) override;
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
   void add_log_fields(nlohmann::json& record) override;
@@ -63,6 +64,7 @@ class ElasticNoloco final : public Strategy {
   torch::Tensor slow_;      // φ_i
   torch::Tensor momentum_;  // m_i
   std::int64_t outer_steps_ = 0;  // rounds this member averaged in
+  std::int64_t last_point_ = 0;   // the last synchronisation point done (averaged, skipped or healed at)
   RoundLayout rounds_;
 };
 

@@ -6,6 +6,10 @@ namespace loco::elastic {
 
 std::uint64_t RoundLayout::start(std::size_t members, int rank, std::uint64_t windows) {
   start_ += members_ * windows_;
+  return restart(members, rank, windows);
+}
+
+std::uint64_t RoundLayout::restart(std::size_t members, int rank, std::uint64_t windows) {
   members_ = members;
   windows_ = windows;
   return start_ + static_cast<std::uint64_t>(rank) * windows_;

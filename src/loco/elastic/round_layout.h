@@ -17,6 +17,9 @@ class RoundLayout {
  public:
   // A round of `windows` windows per member begins for `members` members: the first window of member `rank`.
   std::uint64_t start(std::size_t members, int rank, std::uint64_t windows);
+  // The round laid out last, of `windows` windows per member, laid out again for `members` members, as nothing
+  // of it was read (members resumed from checkpoints taken as it began: note "elastic-resume").
+  std::uint64_t restart(std::size_t members, int rank, std::uint64_t windows);
 
   // For checkpoints and heals: added to (read from) a strategy's state.json entry.
   void save_to(nlohmann::json& json) const;

@@ -48,6 +48,9 @@ class Strategy {
   virtual std::string describe() const = 0;
   // The model's parameters are flat (note "flat-parameters") and hold the initial weights.
   virtual void attach(Llama& model, const FlatParameters& parameters) {}
+  // Once, before the first step, when the replica's state is in place (a resume's included): elastic
+  // strategies join their first quorum here, so that a resumed member reports the checkpoint's step.
+  virtual void begin() {}
   // A micro-batch's backward is next; `last` when it is the step's last (data parallel waits for it).
   virtual void before_backward(bool last) {}
   // Gradients of the whole step are in place; data parallel averages them here (elastic data parallel

@@ -242,6 +242,7 @@ void Trainer::restore() {
   s.communication.emplace(counted_before, s.group, *s.clock);
   if (s.resumed) apply(*s.resumed);
   s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
+  s.strategy->begin();
 }
 
 void Trainer::apply(const LoadedCheckpoint& checkpoint) {
