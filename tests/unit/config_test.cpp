@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "loco/comm/codecs/codec.h"
+#include "loco/config/adversary.h"
 #include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
 #include "loco/config/churn_schedule.h"
@@ -202,6 +203,49 @@ TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
   EXPECT_TRUE(c.exchange().check_sync);
   c.dist.algorithm = "diloco";
   EXPECT_EQ(c.exchange().codec, "bf16");
+}
+
+// dist.aggregation applies to outer steps; its numbers are checked; dist.adversary parses its two forms.
+TEST(Config, RobustAggregationAndASimulatedAdversary) {
+  ScratchDir dir;
+  const std::vector<std::string> diloco = {"dist.algorithm=diloco", "dist.replicas=4", "dist.batch=per_replica"};
+  auto with = [&](std::vector<std::string> changes) {
+    std::vector<std::string> overrides = diloco;
+    overrides.insert(overrides.end(), changes.begin(), changes.end());
+    return overrides;
+  };
+  EXPECT_EQ(load_text(dir, kValidConfig, with({"dist.aggregation=centered_clip"})).exchange().aggregation.rule,
+            "centered_clip");
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=mode"})).find("dist.aggregation"), std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "dist.batch=per_replica", "dist.aggregation=median"})
+                .find("needs dist.algorithm diloco, localsgd or streaming, not ddp"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.trim=0"})).find("dist.trim (0) must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.clip_radius=-1"})).find("dist.clip_radius"), std::string::npos);
+
+  const auto adversary = load_text(dir, kValidConfig, with({"dist.adversary=3@100:scale=-100"})).exchange().adversary;
+  ASSERT_TRUE(adversary.has_value());
+  EXPECT_EQ(adversary->replica, 3);
+  EXPECT_EQ(adversary->from_step, 100);
+  EXPECT_EQ(adversary->kind, AdversarySpec::Kind::scale);
+  EXPECT_DOUBLE_EQ(adversary->factor, -100);
+  EXPECT_EQ(parse_adversary("1@0:noise", 2)->kind, AdversarySpec::Kind::noise);
+  EXPECT_FALSE(parse_adversary("", 2).has_value());
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"4@10:noise", "replica 4 does not exist"}, {"1@10:scale=abc", "'abc' is not a finite number"},
+           {"1@10:scale=inf", "not a finite number"}, {"1:noise", "not understood"}, {"1@10:flip", "not understood"}}) {
+    try {
+      parse_adversary(text, 4);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << text << ": " << e.what();
+    }
+  }
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.elastic=true",
+                                             "dist.batch=per_replica", "dist.adversary=1@10:noise"})
+                .find("not dist.elastic"),
+            std::string::npos);
 }
 
 TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {

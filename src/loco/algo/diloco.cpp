@@ -4,8 +4,10 @@
 
 #include <random>
 
+#include "loco/algo/adversary.h"
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_hash.h"
+#include "loco/algo/pseudo_gradient_average.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/util/portable_random.h"
 
@@ -41,10 +43,11 @@ Diloco::Diloco(std::string name, const DilocoConfig& config, const ExchangeConfi
       codec_(exchange_codec(exchange.codec, exchange.block_size)) {}
 
 std::string Diloco::describe() const {
-  return fmt::format("{}: nesterov(pytorch) eta={} mu={} {} M={} codec={}{}{}", name_, config_.outer_lr,
+  return fmt::format("{}: nesterov(pytorch) eta={} mu={} {} M={} codec={}{}{}{}{}", name_, config_.outer_lr,
                      config_.outer_momentum, schedule_.describe(), context_.group->size(), exchange_.codec,
-                     config_.weighted ? " weighted-by-tokens" : "",
-                     config_.drop_rate > 0 ? fmt::format(" drop_rate={}", config_.drop_rate) : "");
+                     describe_aggregation(exchange_.aggregation), config_.weighted ? " weighted-by-tokens" : "",
+                     config_.drop_rate > 0 ? fmt::format(" drop_rate={}", config_.drop_rate) : "",
+                     describe_adversary(exchange_.adversary));
 }
 
 void Diloco::attach(Llama&, const FlatParameters& parameters) {
@@ -68,12 +71,17 @@ bool Diloco::dropped(std::int64_t outer_step) const {
 void Diloco::sync(std::int64_t step) {
   comm::Group& group = *context_.group;
   torch::Tensor delta = outer_->pseudo_gradient(parameters_->read());
+  corrupt_pseudo_gradient(exchange_.adversary, delta, group.rank(), step, context_.seed);
   std::optional<double> weight;
   if (config_.weighted || config_.drop_rate > 0) {
     weight = dropped(outer_steps_) ? 0.0 : (config_.weighted ? static_cast<double>(tokens_since_sync_) : 1.0);
   }
   double contributed = 0;
-  link_.exchange_and_wait([&] { contributed = replica_mean(group, delta, codec_.get(), weight); });
+  link_.exchange_and_wait([&] {
+    contributed = average_pseudo_gradients(group, delta, codec_.get(), exchange_.aggregation, weight,
+                                           fmt::format("{}: the outer step after step {}", name_, step))
+                      .weight;
+  });
   if (contributed > 0) outer_->step(delta);
   parameters_->write(outer_->global());
   ++outer_steps_;

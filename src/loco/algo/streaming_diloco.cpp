@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "loco/algo/adversary.h"
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/replica_hash.h"
+#include "loco/algo/pseudo_gradient_average.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/util/error.h"
 
@@ -19,10 +21,12 @@ StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeCo
       background_(std::make_unique<SerialWorker>()) {}
 
 std::string StreamingDiloco::describe() const {
-  return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={} M={}",
+  return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={}{} M={}",
                      config_.outer_lr, config_.outer_momentum, config_.sync_every, fragments_.size(),
                      config_.assignment, config_.embeddings_fragment ? ", embeddings separate" : "", config_.overlap,
-                     config_.mix, exchange_.codec, context_.group->size());
+                     config_.mix, exchange_.codec, describe_aggregation(exchange_.aggregation),
+                     context_.group->size()) +
+         describe_adversary(exchange_.adversary);
 }
 
 void StreamingDiloco::attach(Llama& model, const FlatParameters& parameters) {
@@ -38,13 +42,19 @@ bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
   return step > 0 && step % h == offset;
 }
 
-void StreamingDiloco::send(std::size_t fragment, std::int64_t apply_after) {
+void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t apply_after) {
   Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
-             std::make_shared<double>(0), link_.start_time()};
+             std::make_shared<double>(0), link_.start_time(), std::make_shared<double>(0)};
   comm::Group& group = *context_.group;
+  corrupt_pseudo_gradient(exchange_.adversary, x.delta, group.rank(), step, context_.seed);
   // The job is the group's only user while it runs (SerialWorker), as charged_seconds needs.
-  x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), emulated = x.emulated_s]() mutable {
-    *emulated = LinkTimeline::charged_seconds(group, [&] { replica_mean(group, delta, codec); });
+  x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), aggregation = exchange_.aggregation,
+                                emulated = x.emulated_s, contributed = x.contributed,
+                                what = fmt::format("streaming: the outer step of {} sent after step {}",
+                                                   fragments_[fragment].name(), step)]() mutable {
+    *emulated = LinkTimeline::charged_seconds(group, [&] {
+      *contributed = average_pseudo_gradients(group, delta, codec, aggregation, std::nullopt, what).weight;
+    });
   });
   in_flight_.push_back(std::move(x));
 }
@@ -56,7 +66,7 @@ void StreamingDiloco::apply_oldest(bool mix) {
   link_.occupy(x.started_at, *x.emulated_s);
   link_.wait();
   OuterNesterov& outer = outer_[x.fragment];
-  outer.step(x.delta);
+  if (*x.contributed > 0) outer.step(x.delta);
   ParameterFragment& fragment = fragments_[x.fragment];
   if (mix) {
     fragment.write(fragment.read().mul_(config_.mix).add_(outer.global(), 1 - config_.mix));
@@ -79,7 +89,7 @@ void StreamingDiloco::after_step(std::int64_t step) {
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
-      send(p, step + tau);
+      send(p, step, step + tau);
       sent_now[p] = true;
     }
   }
@@ -88,7 +98,7 @@ void StreamingDiloco::after_step(std::int64_t step) {
   while (!in_flight_.empty()) apply_oldest(tau > 0);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sent_now[p]) continue;
-    send(p, step);
+    send(p, step, step);
     apply_oldest(/*mix=*/false);
   }
 }
@@ -118,7 +128,7 @@ nlohmann::json StreamingDiloco::state_json() const {
   nlohmann::json in_flight = nlohmann::json::array();
   for (const auto& x : in_flight_) {
     in_flight.push_back({{"fragment", x.fragment}, {"apply_after", x.apply_after}, {"emulated_s", *x.emulated_s},
-                         {"started_at", x.started_at}});
+                         {"started_at", x.started_at}, {"contributed", *x.contributed}});
   }
   return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_.free_at()}};
 }
@@ -146,7 +156,9 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
         fragment, in_flight[i].at("apply_after").get<std::int64_t>(),
         saved_outer_tensor(tensors, fmt::format("in_flight/{}/delta", i), outer_[fragment].global()).clone(),
         finished.get_future(), std::make_shared<double>(in_flight[i].at("emulated_s").get<double>()),
-        in_flight[i].at("started_at").get<double>()});
+        in_flight[i].at("started_at").get<double>(),
+        // Checkpoints written before robust aggregation always applied the average.
+        std::make_shared<double>(in_flight[i].value("contributed", 1.0))});
   }
 }
 

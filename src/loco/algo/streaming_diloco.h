@@ -51,10 +51,12 @@ class StreamingDiloco final : public Strategy {
     std::future<void> done;
     std::shared_ptr<double> emulated_s;  // link time the job was charged, set by the job
     double started_at;                   // emulated time it started on the link
+    std::shared_ptr<double> contributed;  // Σ weight of the replicas in the average, set by the job (0: skip)
   };
 
   bool sends_at(std::size_t fragment, std::int64_t step) const;
-  void send(std::size_t fragment, std::int64_t apply_after);
+  // Starts fragment `fragment`'s exchange of its Δ after step `step`, to be applied after step `apply_after`.
+  void send(std::size_t fragment, std::int64_t step, std::int64_t apply_after);
   // Waits for the oldest exchange and applies it (mixing when `mix`).
   void apply_oldest(bool mix);
 

@@ -1,19 +1,12 @@
 // All-reduce with every contribution sent through a codec (ALGORITHMS.md §4 point 3; DESIGN.md §3
-// "Group"): the sum is taken in fp32 and nothing is re-quantised at each hop.
-//
-//   1. The flat tensor is cut into `size` pieces (aligned to the codec's blocks); rank r owns piece r.
-//   2. Reduce-scatter phase: every rank encodes each piece and an all-to-all delivers piece r of
-//      every rank to rank r.
-//   3. Rank r decodes the `size` encodings of its piece and sums them in fp32, in rank order. Its
-//      own piece goes through the codec too, so the result does not depend on who owns a piece.
-//      For the mean the sum is divided by `size` here.
-//   4. All-gather phase: rank r encodes the reduced piece once; a ring all-gather brings it to every rank,
-//      and every rank (r too) decodes every piece, so all ranks end with identical values.
+// "Group"): the sum is taken in fp32 and nothing is re-quantised at each hop. It is piecewise_reduce.h
+// whose reduction of a piece decodes the `size` encodings and sums them in fp32, in rank order (divided by
+// `size` here for the mean).
 //
 // Wire bytes per rank: about 2·(N−1)/N·encoded_bytes(n), the ring all-reduce's volume at the codec's
-// size; 1 + (N−1) rounds of latency. The same code runs on every backend, so LocalGroup and C10dGroup
-// produce bit-identical results. Error: each element is off by at most the sum over ranks of the
-// codec's bound on its contribution, plus the bound on re-encoding the sum (docs/codecs.md).
+// size; 1 + (N−1) rounds of latency. LocalGroup and C10dGroup produce bit-identical results. Error: each
+// element is off by at most the sum over ranks of the codec's bound on its contribution, plus the bound
+// on re-encoding the sum (docs/codecs.md).
 #pragma once
 
 #include "loco/comm/codecs/codec.h"

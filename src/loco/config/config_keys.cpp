@@ -113,6 +113,21 @@ std::vector<ConfigKey> make_keys() {
       bind("dist", "churn", &R::dist, &Dist::churn,
            "elastic: scheduled faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT) or "
            "\"random:SEED[:FAULTS]\""),
+      bind("dist", "aggregation", &R::dist, &Dist::aggregation,
+           "how the outer step of diloco, localsgd and streaming combines the replicas' pseudo-gradients "
+           "(docs/algorithms.md \"Robust aggregation\")",
+           {{"mean", "the average; one bad replica can move it anywhere"},
+            {"clip", "each clipped to the median of the replicas' norms, then averaged"},
+            {"trimmed_mean", "per coordinate, the dist.trim largest and smallest values dropped"},
+            {"median", "per coordinate"},
+            {"centered_clip", "from the median, dist.clip_iterations clipped averaging steps"}}),
+      bind("dist", "trim", &R::dist, &Dist::trim, "trimmed_mean: values dropped at each end, per coordinate"),
+      bind("dist", "clip_iterations", &R::dist, &Dist::clip_iterations, "centered_clip: iterations L"),
+      bind("dist", "clip_radius", &R::dist, &Dist::clip_radius,
+           "centered_clip: the clipping radius in units of the replicas' median distance to the median"),
+      bind("dist", "adversary", &R::dist, &Dist::adversary,
+           "simulate a bad replica: \"R@S:scale=F\" (replica R sends F times its pseudo-gradient after step S; "
+           "F = -1 flips it) or \"R@S:noise\" (noise of the same norm); \"\": none"),
       bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
       bind("ddp", "first_bucket_mb", &R::ddp, &Ddp::first_bucket_mb, "cap of the first bucket in MiB"),
       bind("ddp", "overlap", &R::ddp, &Ddp::overlap,

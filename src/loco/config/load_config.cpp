@@ -10,6 +10,7 @@
 #include <toml.hpp>
 
 #include "loco/config/algorithms.h"
+#include "loco/config/adversary.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/config/config_keys.h"
 #include "loco/util/error.h"
@@ -262,6 +263,25 @@ void validate_dist(const RunConfig& c) {
     reject("noloco.momentum must lie in [0, 1); noloco.beta and noloco.gamma must be positive");
   }
   if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
+  const bool outer_step = algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd ||
+                          algorithm == Algorithm::streaming;
+  if (d.aggregation != "mean" && !outer_step) {
+    reject(fmt::format("dist.aggregation = \"{}\" combines the pseudo-gradients of an outer step: it needs "
+                       "dist.algorithm diloco, localsgd or streaming, not {}",
+                       d.aggregation, d.algorithm));
+  }
+  if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
+  if (d.clip_iterations < 1) reject(fmt::format("dist.clip_iterations ({}) must be at least 1", d.clip_iterations));
+  if (!(d.clip_radius > 0) || !std::isfinite(d.clip_radius)) {
+    reject(fmt::format("dist.clip_radius ({}) must be a positive number", d.clip_radius));
+  }
+  if (!d.adversary.empty()) {
+    parse_adversary(d.adversary, d.replicas);
+    if (!outer_step || d.elastic) {
+      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming with a "
+             "fixed set of replicas (not dist.elastic)");
+    }
+  }
   if (d.elastic) validate_elastic(c);
   if (!d.churn.empty()) {
     if (!d.elastic) {
@@ -288,7 +308,9 @@ std::int64_t RunConfig::global_batch() const {
 
 ExchangeConfig RunConfig::exchange() const {
   const bool streaming_run = algorithm_named(dist.algorithm) == Algorithm::streaming;
-  return {streaming_run ? streaming.codec : comm.codec, comm.block_size, dist.check_sync};
+  return {streaming_run ? streaming.codec : comm.codec, comm.block_size, dist.check_sync,
+          {dist.aggregation, dist.trim, dist.clip_iterations, dist.clip_radius},
+          parse_adversary(dist.adversary, dist.replicas)};
 }
 
 void apply_override(RunConfig& config, const std::string& assignment) {

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "loco/config/adversary.h"
 
 namespace loco {
 
@@ -68,6 +71,12 @@ struct DistConfig {
   bool check_sync = false;         // hash the global parameters on every replica after each outer step
   bool elastic = false;            // members join and leave through a coordinator (docs/fault-tolerance.md)
   std::string churn;               // elastic + local: simulated faults (config/churn_schedule.h); "": none
+  std::string adversary;           // a simulated bad replica (config/adversary.h); "": none
+  // How the DiLoCo family combines the replicas' pseudo-gradients (algo/robust_aggregation.h).
+  std::string aggregation = "mean";  // mean | clip | trimmed_mean | median | centered_clip
+  std::int64_t trim = 1;             // trimmed_mean: values dropped at each end, per coordinate
+  std::int64_t clip_iterations = 20;  // centered_clip: L
+  double clip_radius = 1.0;          // centered_clip: τ in units of the median distance to the median
 };
 
 struct DdpConfig {
@@ -119,10 +128,20 @@ struct CommConfig {
 
 // The settings every strategy that exchanges parameters shares, gathered from their keys (no defaults
 // of its own): the codec (comm.codec; streaming.codec for streaming), comm.block_size, dist.check_sync.
+// The rule that takes the place of the mean of the pseudo-gradients (algo/robust_aggregation.h).
+struct AggregationConfig {
+  std::string rule = "mean";     // mean | clip | trimmed_mean | median | centered_clip
+  std::int64_t trim = 1;         // b of trimmed_mean
+  std::int64_t iterations = 20;  // L of centered_clip
+  double radius = 1.0;           // ρ of centered_clip: τ in units of the median distance to the start
+};
+
 struct ExchangeConfig {
   std::string codec;
   std::int64_t block_size = 0;
   bool check_sync = false;
+  AggregationConfig aggregation;
+  std::optional<AdversarySpec> adversary;  // dist.adversary: a simulated bad replica
 };
 
 struct RunConfig {

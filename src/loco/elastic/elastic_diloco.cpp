@@ -6,6 +6,7 @@
 
 #include "loco/algo/diloco.h"
 #include "loco/algo/outer_state_io.h"
+#include "loco/algo/pseudo_gradient_average.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
@@ -33,8 +34,9 @@ ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const
 std::string ElasticDiloco::describe() const {
   const std::string overlap =
       name_ == "streaming" ? fmt::format(" tau={} alpha={}", overlap_.steps, overlap_.mix) : std::string();
-  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {}{} codec={} member {}", name_, config_.outer_lr,
-                     config_.outer_momentum, points_.describe(), overlap, exchange_.codec, member_.member_id());
+  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {}{} codec={}{} member {}", name_,
+                     config_.outer_lr, config_.outer_momentum, points_.describe(), overlap, exchange_.codec,
+                     describe_aggregation(exchange_.aggregation), member_.member_id());
 }
 
 void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
@@ -78,7 +80,7 @@ void ElasticDiloco::synchronise() {
       }
       // An overlapped exchange that failed or was refused, retried now (note "elastic-overlap").
       torch::Tensor mean = pending_->delta.clone();
-      const double contributed = replica_mean(group, mean, codec_.get(), pending_->weight);
+      const double contributed = average(group, mean, pending_->weight, pending_->step);
       if (!decide(group, quorum, pending_->step, at, mean, contributed, /*mix=*/true)) return false;
       start_round(quorum, at);
       return true;
@@ -103,7 +105,7 @@ void ElasticDiloco::synchronise() {
       start_round(quorum, at);
       return true;
     }
-    const double contributed = replica_mean(group, delta, codec_.get(), weight);  // Δ is taken anew at a retry
+    const double contributed = average(group, delta, weight, at);  // Δ is taken anew at a retry
     if (!decide(group, quorum, at, at, delta, contributed, /*mix=*/false)) return false;
     start_round(quorum, at);
     return true;
@@ -116,9 +118,9 @@ void ElasticDiloco::exchange_in_background(comm::Group& group, const membership:
   p.group = &group;
   p.mean = p.delta.clone();  // scratch: Δ stays as it was for a retry
   p.contributed = std::make_shared<double>(0);
-  p.exchanged = background_->submit([&group, mean = p.mean, codec = codec_.get(), weight = p.weight,
+  p.exchanged = background_->submit([this, &group, mean = p.mean, weight = p.weight, point = p.step,
                                      contributed = p.contributed]() mutable {
-    *contributed = replica_mean(group, mean, codec, weight);
+    *contributed = average(group, mean, weight, point);
   });
 }
 
@@ -174,6 +176,12 @@ bool ElasticDiloco::decide(comm::Group& group, const membership::QuorumReply& qu
   last_point_ = std::max(last_point_, point);
   pending_.reset();
   return true;
+}
+
+double ElasticDiloco::average(comm::Group& group, torch::Tensor& delta, double weight, std::int64_t point) const {
+  return average_pseudo_gradients(group, delta, codec_.get(), exchange_.aggregation, weight,
+                                  fmt::format("elastic {}: the outer step of step {}", name_, point))
+      .weight;
 }
 
 torch::Tensor ElasticDiloco::pseudo_gradients(std::int64_t point) const {

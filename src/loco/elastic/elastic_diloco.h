@@ -117,6 +117,9 @@ class ElasticDiloco final : public Strategy {
   // members met), and on commit applies it (mixing θ_m with `mix`). False when nothing was committed.
   bool decide(comm::Group& group, const membership::QuorumReply& quorum, std::int64_t point, std::int64_t vote_at,
               const torch::Tensor& mean, double contributed, bool mix);
+  // Replaces `delta` (the due fragments' Δ of the synchronisation at `point`) by the average over the group
+  // (dist.aggregation), this member counting `weight`; returns Σ weight of the members in it (0: skip).
+  double average(comm::Group& group, torch::Tensor& delta, double weight, std::int64_t point) const;
   // Δ of the fragments due at `point`, from this member's parameters now, concatenated.
   torch::Tensor pseudo_gradients(std::int64_t point) const;
   bool overlaps(std::int64_t point) const { return overlap_.steps > 0 && point < context_.total_steps; }

@@ -1,0 +1,42 @@
+// A reduction done piece by piece where every rank's values meet (ALGORITHMS.md §4 point 3 and §11), the
+// pattern of quantized_all_reduce.h with the reduction of a piece left to the caller:
+//
+//   1. The flat tensor is cut into `size` pieces (aligned to the codec's blocks); rank r owns piece r.
+//   2. Reduce-scatter phase: every rank encodes each piece and an all-to-all delivers piece r of every
+//      rank to rank r.
+//   3. Rank r reduces the `size` encoded contributions to its piece (`reduce`) into float32 values. Its own
+//      contribution goes through the codec too, so the result does not depend on who owns a piece.
+//   4. All-gather phase: rank r encodes its reduced piece once; a ring all-gather brings it to every rank,
+//      and every rank (r too) decodes every piece, so all ranks end with identical values.
+//
+// Wire bytes per rank: about 2·(N−1)/N·encoded_bytes(n), the ring all-reduce's volume at the codec's size;
+// 1 + (N−1) rounds of latency, and whatever the reduction itself exchanges. The same code runs on every
+// backend, so LocalGroup and C10dGroup give bit-identical results.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "loco/comm/codecs/codec.h"
+#include "loco/comm/group.h"
+
+namespace loco::comm {
+
+// What rank r holds of its piece after the reduce-scatter phase.
+struct PieceContributions {
+  const std::uint8_t* bytes = nullptr;  // `count` encodings, in rank order, `piece_bytes` bytes each
+  int count = 0;
+  std::int64_t piece_bytes = 0;
+  std::int64_t values = 0;  // values in the piece
+};
+
+// Writes the piece's `values` reduced float32 values to `out` (zeroed before). It runs between the two
+// phases on every rank; a collective it starts must be started by every rank alike.
+using PieceReduce = std::function<void(const PieceContributions& contributions, float* out)>;
+
+// In place on a float32 tensor (any device; the codec runs on the host). round_bytes > 0 paces the
+// reduce-scatter phase (note "paced-exchange", quantized_all_reduce.h).
+void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, const PieceReduce& reduce,
+                      Timeout timeout = kGroupTimeout, std::int64_t round_bytes = 0);
+
+}  // namespace loco::comm
