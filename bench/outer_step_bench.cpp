@@ -3,6 +3,7 @@
 // H inner steps per sync: outer / (H·inner + outer).
 //
 //   build/loco_outer_step_bench [CONFIG.toml] [--replicas M] [--batch B] [--seq T] [--repeats R] [--every H]
+//                               [--set KEY=VALUE ...]   (e.g. --set dist.aggregation=clip)
 //
 // CONFIG defaults to configs/llama-125m.toml (the model section is what matters). Replicas are
 // threads with a LocalGroup (one intra-op thread each), so M > 1 also counts the in-process
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   std::string config_file = "configs/llama-125m.toml";
   int replicas = 1, repeats = 3;
   std::int64_t batch = 1, seq = 256, every = 100;
+  std::vector<std::string> overrides;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : throw std::runtime_error(a + " needs a value"); };
@@ -54,12 +56,15 @@ int main(int argc, char** argv) {
     else if (a == "--seq") seq = std::stoll(next());
     else if (a == "--repeats") repeats = std::stoi(next());
     else if (a == "--every") every = std::stoll(next());
+    else if (a == "--set") overrides.push_back(next());
     else config_file = a;
   }
-  loco::RunConfig config = loco::load_run_config(
-      config_file, {"dist.algorithm=diloco", "diloco.sync_every=1", fmt::format("dist.replicas={}", replicas),
-                    "train.device=cpu", "train.autocast=none", "dist.batch=per_replica",
-                    fmt::format("data.seq_len={}", seq), "model.max_position_embeddings=0"});
+  std::vector<std::string> settings = {"dist.algorithm=diloco", "diloco.sync_every=1",
+                                       fmt::format("dist.replicas={}", replicas), "train.device=cpu",
+                                       "train.autocast=none", "dist.batch=per_replica",
+                                       fmt::format("data.seq_len={}", seq), "model.max_position_embeddings=0"};
+  settings.insert(settings.end(), overrides.begin(), overrides.end());
+  loco::RunConfig config = loco::load_run_config(config_file, settings);
   torch::set_num_threads(1);
   nlohmann::json result;
   loco::comm::run_local_replicas(replicas, [&](loco::comm::Group& group) {
@@ -91,6 +96,7 @@ int main(int argc, char** argv) {
               {"threads_per_replica", 1},
               {"parameters", model->num_parameters()},
               {"replicas", replicas},
+              {"aggregation", config.dist.aggregation},
               {"outer_step_s", outer_s},
               {"inner_step_s", inner_s},
               {"inner_batch", fmt::format("{} x {} tokens", batch, seq)},

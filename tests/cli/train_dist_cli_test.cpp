@@ -106,6 +106,8 @@ TEST_F(TrainDistCli, LocalAndGlooReplicasTrainTheSame) {
       {"diloco", {"dist.algorithm=diloco", "diloco.sync_every=3"}},
       {"streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.overlap=1"}},
       {"noloco", {"dist.algorithm=noloco", "noloco.sync_every=3"}},
+      // A robust rule: pieces all-to-all, norms all-reduced, pieces all-gathered (algo/pseudo_gradient_average.h).
+      {"centered-clip", {"dist.algorithm=diloco", "diloco.sync_every=3", "dist.aggregation=centered_clip"}},
   };
   for (const auto& [name, sets] : cases) {
     auto local_sets = sets;
@@ -123,6 +125,24 @@ TEST_F(TrainDistCli, LocalAndGlooReplicasTrainTheSame) {
 
 // ALGORITHMS.md §9 with N parameters of b = 4 bytes: ring all-reduce 2·N·b·(M−1)/M per sync for
 // data parallel (every step) and DiLoCo (every H steps); NoLoCo 2·N·b to its partner per sync.
+// Replica 3 sends 100 times its pseudo-gradient from step 6 on (dist.adversary): the mean is thrown far off,
+// clip and centered_clip end near the run without it (docs/algorithms.md "Robust aggregation").
+TEST_F(TrainDistCli, RobustRulesHoldOffAReplicaThatSendsAHundredTimesItsPseudoGradient) {
+  const auto final_eval = [&](const std::string& run, const std::string& rule, const std::string& adversary) {
+    const auto r = train(run, {"dist.algorithm=diloco", "dist.replicas=4", "diloco.sync_every=3", "train.steps=30",
+                               "dist.aggregation=" + rule, "dist.adversary=" + adversary});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (!adversary.empty()) EXPECT_NE(r.output.find("adversary=replica 3 after step 6: scale=100"), std::string::npos);
+    return metrics(*dir_ / run).back().value("eval_loss", -1.0);
+  };
+  const double clean = final_eval("robust-clean", "mean", "");
+  ASSERT_GT(clean, 0);
+  EXPECT_GT(final_eval("robust-mean", "mean", "3@6:scale=100"), 2 * clean);
+  for (const std::string rule : {"clip", "centered_clip"}) {
+    EXPECT_NEAR(final_eval("robust-" + rule, rule, "3@6:scale=100"), clean, 0.1 * clean) << rule;
+  }
+}
+
 TEST_F(TrainDistCli, BytesPerSyncFollowTheTrafficFormulas) {
   struct Case {
     std::string name;
