@@ -4,14 +4,19 @@
     bench/coordinator_load.py [--members 32] [--seconds 30] [--round-s 2] [--loco build/loco]
 
 Starts `loco coordinator` and MEMBERS simulated members in this process, each speaking the protocol as
-`loco train` does: a heartbeat every heartbeat_interval_s (0.1 s) from a thread of its own, and every
-ROUND_S seconds a quorum request (long poll) and a commit vote, like one outer step. After SECONDS prints
+`loco train` does: it joins by challenge and answer under the run's secret and signs every message with its
+session's key (src/loco/membership/authentication.h), heartbeats every heartbeat_interval_s (0.1 s) from a
+thread of its own, and every ROUND_S seconds asks for a quorum (long poll) and votes, like one outer step.
+After SECONDS prints
 one JSON line: the coordinator's CPU time (user + system, from /proc) per second of wall time, its peak
 resident memory, the requests the members sent, the quorums and commits the coordinator logged, and the
 99th percentile of a heartbeat's round trip. Standard library only.
 """
 import argparse
+import hashlib
+import hmac
 import http.client
+import itertools
 import json
 import os
 import platform
@@ -22,11 +27,21 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECRET = "coordinator-load-benchmark-secret"
 
 
-def post(port, path, body, timeout=15):
+def mac(key, *fields):
+    """HMAC-SHA256 of the fields joined by newlines, as authentication.h computes it."""
+    return hmac.new(key.encode(), "\n".join(str(f) for f in fields).encode(), hashlib.sha256).hexdigest()
+
+
+def post(port, path, body, timeout=15, key=None):
+    text = json.dumps(body)
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["X-Loco-Mac"] = mac(key, "request", path, text)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    connection.request("POST", path, text, headers)
     reply = connection.getresponse()
     data = reply.read()
     connection.close()
@@ -52,7 +67,7 @@ def main():
     coordinator = subprocess.Popen(
         [args.loco, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id", "load", "--min-replicas", "1",
          "--start-replicas", str(args.members), "--heartbeat-timeout-s", "3", "--join-window-s", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, LOCO_RUN_SECRET=SECRET))
     banner = coordinator.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", banner)[1])
     events = {"quorum": 0, "commit": 0, "abort": 0}
@@ -77,20 +92,33 @@ def main():
                 raise
 
     def simulated_member(index):
+        name = f"m{index}"
         while True:  # as loco's member client, a join the coordinator did not accept is tried again
             try:
-                _, joined = post(port, "/v1/join", {"run_id": "load", "name": f"m{index}"})
+                _, challenge = post(port, "/v1/challenge", {})
+                nonce, stamp = challenge["nonce"], int(time.time())
+                _, joined = post(port, "/v1/join", {"run_id": "load", "name": name, "nonce": nonce, "timestamp": stamp,
+                                                    "mac": mac(SECRET, "loco-join", "load", name, nonce, stamp)})
                 break
             except OSError:
                 time.sleep(0.25)
-        who = {"member_id": joined["member_id"], "incarnation": joined["incarnation"]}
+        key = mac(SECRET, "loco-session", joined["member_id"], joined["incarnation"], nonce)
+        numbers = itertools.count(1)  # the session's sequence numbers, shared by both threads
+        numbers_lock = threading.Lock()
+
+        def signed(path, body, timeout=15):
+            with numbers_lock:
+                seq = next(numbers)
+            return post(port, path, {**body, "member_id": joined["member_id"], "incarnation": joined["incarnation"],
+                                     "seq": seq}, timeout, key)
+
         interval = joined["heartbeat_interval_s"]
 
         def heartbeat():
             while not stop.is_set():
                 began = time.perf_counter()
                 try:
-                    post(port, "/v1/heartbeat", who)
+                    signed("/v1/heartbeat", {})
                 except OSError:  # counted as a slow beat; the member beats again
                     pass
                 with lock:
@@ -102,7 +130,7 @@ def main():
         step = 0
         while not stop.is_set():
             while True:
-                status, quorum = post(port, "/v1/quorum", {**who, "step": step, "wait_s": 5})
+                status, quorum = signed("/v1/quorum", {"step": step, "wait_s": 5})
                 with lock:
                     requests[0] += 1
                 if status == 200 or stop.is_set():
@@ -111,8 +139,8 @@ def main():
                 return
             if step > 0:
                 while True:
-                    status, _ = post(port, "/v1/commit", {**who, "quorum_id": quorum["quorum_id"], "step": step,
-                                                          "ok": True, "hash": f"h{step}", "wait_s": 5})
+                    status, _ = signed("/v1/commit", {"quorum_id": quorum["quorum_id"], "step": step, "ok": True,
+                                                      "hash": f"h{step}", "wait_s": 5})
                     with lock:
                         requests[0] += 1
                     if status == 200 or stop.is_set():

@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 worker=$build/tests/loco_elastic_worker
 [ -x "$worker" ] || { echo "elastic_recovery: build $worker first (scripts/test.sh builds it)" >&2; exit 2; }
 work=$(mktemp -d)
+export LOCO_RUN_SECRET=elastic-recovery-benchmark-secret  # the coordinator's and the members' (docs/security.md)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 for ((r = 1; r <= repeats; r++)); do
   "$build/loco" coordinator --host 127.0.0.1 --port 0 --run-id bench --min-replicas 2 --start-replicas 3 \

@@ -22,6 +22,7 @@
 
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/quorum_group.h"
+#include "loco/membership/run_secret.h"
 #include "loco/util/seconds_since.h"
 
 namespace {
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
     member_options.coordinator = loco::membership::parse_coordinator_address(coordinator, "--coordinator");
     member_options.run_id = run_id;
     member_options.name = name;
+    member_options.secret = loco::membership::run_secret_from_environment().value_or("");
     loco::membership::MemberClient member(member_options);
     loco::elastic::QuorumGroupOptions options;
     options.group.timeout = std::chrono::seconds(10);  // what an abandoned group's destruction may take

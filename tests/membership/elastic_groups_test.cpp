@@ -14,7 +14,9 @@
 #include <sstream>
 #include <thread>
 
+#include "loco/membership/authentication.h"
 #include "support/child_process.h"
+#include "support/test_support.h"
 
 namespace loco {
 namespace {
@@ -39,6 +41,7 @@ std::map<int, Round> completed_rounds(const std::string& output) {
 }
 
 void survivors_go_on(const char* fault) {
+  const std::string secret = test::use_test_run_secret();
   test::ChildProcess coordinator({LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id",
                                   "elastic", "--min-replicas", "2", "--start-replicas", "3", "--heartbeat-timeout-s", "1",
                                   "--join-window-s", "0.5"});
@@ -74,8 +77,9 @@ void survivors_go_on(const char* fault) {
   EXPECT_EQ(completed_rounds(c->output()).size(), static_cast<std::size_t>(kFaultRound - 1)) << c->output();
   // The coordinator saw c go silent (its heartbeat thread died or stopped with it).
   httplib::Client client("127.0.0.1", std::stoi((*banner)[1]));
+  const httplib::Headers token = {{membership::kStatusTokenHeader, membership::status_token(secret, "elastic")}};
   const auto c_expired = [&] {
-    const auto status = nlohmann::json::parse(client.Get("/status")->body);
+    const auto status = nlohmann::json::parse(client.Get("/status", token)->body);
     for (const auto& e : status.at("events")) {
       if (e.at("kind") == "expire" && e.at("detail").get<std::string>().rfind("c#1", 0) == 0) return true;
     }
@@ -85,7 +89,7 @@ void survivors_go_on(const char* fault) {
   while (!c_expired() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(c_expired()) << client.Get("/status")->body;
+  EXPECT_TRUE(c_expired()) << client.Get("/status", token)->body;
 }
 
 TEST(ElasticGroups, SurvivorsGoOnAfterAKill) { survivors_go_on("--die-at"); }
@@ -95,6 +99,7 @@ TEST(ElasticGroups, SurvivorsGoOnAfterAKill) { survivors_go_on("--die-at"); }
 // rendezvous, give the rendezvous up when the coordinator says the quorum broke (not after the rendezvous
 // timeout of 20 s) and finish in a group of two.
 TEST(ElasticGroups, SurvivorsGiveUpARendezvousWithAMemberThatDied) {
+  test::use_test_run_secret();
   test::ChildProcess coordinator({LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id",
                                   "elastic", "--min-replicas", "2", "--start-replicas", "4", "--heartbeat-timeout-s", "1",
                                   "--join-window-s", "0.5"});

@@ -18,6 +18,7 @@
 #include <regex>
 #include <thread>
 
+#include "loco/membership/authentication.h"
 #include "support/child_process.h"
 #include "support/test_support.h"
 
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 class ElasticTrain : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    secret_ = test::use_test_run_secret();
     dir_ = new test::ScratchDir();
     test::prepare_tiny_byte_data(dir_->path());
   }
@@ -145,10 +147,12 @@ class ElasticTrain : public ::testing::Test {
   LateJoin late_member_joins(const std::string& run, const std::string& a_fault);
 
   static test::ScratchDir* dir_;
+  static std::string secret_;
   std::string address_;
   int store_port_ = 0;
 };
 test::ScratchDir* ElasticTrain::dir_ = nullptr;
+std::string ElasticTrain::secret_;
 
 // Three members; c fails with `fault`; a and b finish in a quorum of two without losing an outer step.
 void ElasticTrain::survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
@@ -292,7 +296,7 @@ TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
   const auto started = std::chrono::steady_clock::now();
   bool expired = false;
   while (!expired && std::chrono::steady_clock::now() - started < std::chrono::seconds(60)) {
-    const auto reply = status.Get("/status");
+    const auto reply = status.Get("/status", {{membership::kStatusTokenHeader, membership::status_token(secret_, "stop")}});
     expired = reply && reply->body.find("\"c#1\"") == std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -9,6 +9,7 @@
 #include <future>
 #include <thread>
 
+#include "loco/membership/authentication.h"
 #include "loco/membership/coordinator_server.h"
 #include "loco/membership/member_client.h"
 
@@ -18,22 +19,44 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Ids = std::vector<std::string>;
 
+const std::string kSecret = "the-test-run-secret";
+
 ServerOptions server_options(int min_replicas, int port = 0) {
   ServerOptions o;
   o.host = "127.0.0.1";
   o.port = port;
   o.coordinator = {{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/1.0, /*join_window_s=*/0.5}, "test-run",
                     new_incarnation(), {}};
+  o.secret = kSecret;
   o.heartbeat_interval_s = 0.05;
   o.log = [](const std::string&) {};
   return o;
 }
 
-MemberOptions member_at(int port, const std::string& name, double join_timeout_s = 60) {
-  return {{"127.0.0.1", port}, "test-run", name, 2.0, join_timeout_s, [](const std::string&) {}};
+MemberOptions member_at(int port, const std::string& name, double join_timeout_s = 60,
+                        const std::string& secret = kSecret) {
+  return {{"127.0.0.1", port}, "test-run", secret, name, 2.0, join_timeout_s, [](const std::string&) {}};
 }
 
 MemberOptions member(const CoordinatorServer& server, const std::string& name) { return member_at(server.port(), name); }
+
+// A join made by hand (authentication.h): a challenge, then its answer with the run's secret. Returns the
+// join's body, so that a test can send it again.
+nlohmann::json join_by_hand(httplib::Client& raw, const std::string& name, int expected_status = 200) {
+  const std::string nonce =
+      nlohmann::json::parse(raw.Post("/v1/challenge", "{}", "application/json")->body).at("nonce");
+  const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const nlohmann::json join = {{"run_id", "test-run"}, {"name", name}, {"nonce", nonce}, {"timestamp", stamp},
+                               {"mac", join_mac(kSecret, "test-run", name, nonce, stamp)}};
+  EXPECT_EQ(raw.Post("/v1/join", join.dump(), "application/json")->status, expected_status);
+  return join;
+}
+
+// The run's whole status (with the status token).
+nlohmann::json full_status(httplib::Client& raw) {
+  return nlohmann::json::parse(raw.Get("/status", {{kStatusTokenHeader, status_token(kSecret, "test-run")}})->body);
+}
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -84,7 +107,7 @@ TEST(CoordinatorServer, ASilentMemberIsLeftBehindAfterTheHeartbeatTimeout) {
   server.start();
   // A member that joined and then stopped: it never heartbeats.
   httplib::Client raw("127.0.0.1", server.port());
-  ASSERT_EQ(raw.Post("/v1/join", R"({"run_id": "test-run", "name": "stopped"})", "application/json")->status, 200);
+  join_by_hand(raw, "stopped");
   MemberClient a(member(server, "a"));
   const auto start = Clock::now();
   const QuorumReply q = a.await_quorum(0, 10);  // 1 of 2 healthy members is no majority until "stopped" expires
@@ -92,7 +115,7 @@ TEST(CoordinatorServer, ASilentMemberIsLeftBehindAfterTheHeartbeatTimeout) {
   EXPECT_EQ(q.members, (Ids{"a#1"}));
   EXPECT_GT(waited, 0.5);  // it had to expire first (heartbeat timeout 1 s)
   EXPECT_LT(waited, 8.0);  // and nothing else held it (a long poll lasts up to 5 s)
-  const auto status = nlohmann::json::parse(raw.Get("/status")->body);
+  const auto status = full_status(raw);
   bool expired = false;
   for (const auto& e : status.at("events")) expired |= e.at("kind") == "expire" && e.at("detail").get<std::string>().rfind("stopped#1", 0) == 0;
   EXPECT_TRUE(expired) << status.dump(2);
@@ -218,14 +241,79 @@ TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
   EXPECT_EQ(nlohmann::json::parse(malformed->body).at("refusal"), "malformed");
   EXPECT_EQ(post("/v1/join", R"({"run_id": "test-run"})")->status, 400);  // no name
   EXPECT_EQ(post("/v1/join", R"({"run_id": 7, "name": "x"})")->status, 400);
-  auto stranger = post("/v1/join", R"({"run_id": "other-run", "name": "x"})");
+  auto stranger = post("/v1/join", R"({"run_id": "other-run", "name": "x", "nonce": "00", "timestamp": 0, "mac": ""})");
   EXPECT_EQ(stranger->status, 403);
   EXPECT_NE(stranger->body.find("other-run"), std::string::npos);
   EXPECT_EQ(post("/v1/heartbeat", R"({"member_id": "x#1", "incarnation": 1})")->status, 409);
   EXPECT_EQ(post("/v1/quorum", R"({"member_id": "x#1"})")->status, 400);
   EXPECT_EQ(post("/v1/join", std::string(100 * 1024, ' '))->status, 413);  // larger than any message
-  EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").size(), 0u);
-  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", "x", 2.0, 60, {}}), MembershipError);
+  EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").at("joined"), 0);
+  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", kSecret, "x", 2.0, 60, {}}),
+               MembershipError);
+}
+
+// Without the run's secret nothing gets in (docs/security.md): a member with another secret is refused at its
+// join and told which variable to fix; a join replayed is refused; messages with a member's credentials but
+// without its session's MAC change nothing; /status and / show members only to the status token.
+TEST(CoordinatorServer, OnlyHoldersOfTheSecretTakePart) {
+  CoordinatorServer server(server_options(1));
+  server.start();
+  try {
+    MemberClient stranger(member_at(server.port(), "x", 5, "another-secret-entirely"));
+    ADD_FAILURE() << "joined without the run's secret";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::unauthenticated) << e.what();
+    EXPECT_NE(std::string(e.what()).find("LOCO_RUN_SECRET_FILE"), std::string::npos) << e.what();
+  }
+  MemberClient a(member(server, "a"));
+  httplib::Client raw("127.0.0.1", server.port());
+  auto post = [&](const std::string& path, const nlohmann::json& body, const httplib::Headers& headers = {}) {
+    return raw.Post(path, headers, body.dump(), "application/json");
+  };
+  const nlohmann::json join = join_by_hand(raw, "b");
+  const auto replayed = post("/v1/join", join);
+  EXPECT_EQ(replayed->status, 401);
+  EXPECT_NE(replayed->body.find("answers no challenge"), std::string::npos) << replayed->body;
+  // a#1's credentials, without (or with a forged) session MAC: refused, a stays in the run.
+  const Credentials who = a.credentials();
+  const nlohmann::json leave = {{"member_id", who.member_id}, {"incarnation", who.incarnation}, {"seq", 999},
+                                {"reason", "forged"}};
+  EXPECT_EQ(post("/v1/leave", leave)->status, 401);
+  const std::string forged_key =
+      session_key("another-secret-entirely", who.member_id, who.incarnation, join.at("nonce").get<std::string>());
+  EXPECT_EQ(post("/v1/leave", leave, {{kMacHeader, request_mac(forged_key, "/v1/leave", leave.dump())}})->status, 401);
+  EXPECT_EQ(raw.Get("/status")->body.find("a#1"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").at("joined"), 2);
+  EXPECT_EQ(full_status(raw).at("members").at(0).at("id"), "a#1");
+  EXPECT_EQ(raw.Get("/")->body.find("a#1"), std::string::npos);
+  EXPECT_NE(raw.Get("/?token=" + status_token(kSecret, "test-run"))->body.find("a#1"), std::string::npos);
+  // a goes on: once b (which never heartbeats) expires, a quorum of a alone forms.
+  EXPECT_EQ(a.await_quorum(0, 10).members, Ids{"a#1"});
+}
+
+// A coordinator that does not hold the secret cannot pass for the run's: its answer to the join is not
+// signed with it, and the member refuses to go on.
+TEST(CoordinatorServer, AMemberRefusesACoordinatorWithoutTheSecret) {
+  httplib::Server fake;
+  fake.Post("/v1/challenge", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"nonce": "00"})", "application/json");
+  });
+  fake.Post("/v1/join", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"member_id": "a#1", "incarnation": 5, "heartbeat_interval_s": 0.1,
+                        "heartbeat_timeout_s": 1, "store_port": 0})",
+                    "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { fake.listen_after_bind(); });
+  try {
+    MemberClient a(member_at(port, "a", 5));
+    ADD_FAILURE() << "joined a coordinator that does not hold the secret";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::unauthenticated) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not signed with the run's secret"), std::string::npos) << e.what();
+  }
+  fake.stop();
+  serving.join();
 }
 
 TEST(CoordinatorServer, ATakenPortIsAClearError) {

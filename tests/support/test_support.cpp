@@ -70,6 +70,13 @@ std::string read_text(const fs::path& path) {
   return {(std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()};
 }
 
+std::string use_test_run_secret() {
+  static const std::string secret = "loco-tests-run-secret";
+  ::setenv("LOCO_RUN_SECRET", secret.c_str(), 1);
+  ::unsetenv("LOCO_RUN_SECRET_FILE");
+  return secret;
+}
+
 void prepare_tiny_byte_data(const std::filesystem::path& dir) {
   std::string text;
   for (int i = 0; i < 300; ++i) text += fmt::format("the jury said {} laws are old and the city is {}. ", i % 7, i % 5);

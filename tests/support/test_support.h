@@ -34,6 +34,10 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 // The bytes of the file at `path` ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& path);
 
+// Sets LOCO_RUN_SECRET in this process's environment (and clears LOCO_RUN_SECRET_FILE), so that the
+// coordinators and members a test starts share a run secret (docs/security.md); returns it.
+std::string use_test_run_secret();
+
 // A small byte-level corpus prepared by `loco prepare` into DIR/data (text in DIR/text), for
 // command-line tests that train.
 void prepare_tiny_byte_data(const std::filesystem::path& dir);

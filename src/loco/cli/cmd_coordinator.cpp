@@ -1,9 +1,9 @@
-// loco coordinator [--host H] [--port P] [--store-port S] [--run-id ID] [--min-replicas N]
-//                  [--start-replicas N] [--heartbeat-timeout-s S] [--join-window-s S]
+// loco coordinator [--host H] [--port P] [--store-port S] [--run-id ID] [--secret-file FILE]
+//                  [--min-replicas N] [--start-replicas N] [--heartbeat-timeout-s S] [--join-window-s S]
 //
 // Serves a run's membership (src/loco/membership/coordinator_server.h; docs/fault-tolerance.md) and the
 // run's only rendezvous store (comm/c10d/store_server.h) until SIGINT or SIGTERM. Replicas find it
-// through LOCO_COORDINATOR=host:port and LOCO_RUN_ID.
+// through LOCO_COORDINATOR=host:port and LOCO_RUN_ID, and prove the run's secret (docs/security.md).
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "loco/cli/usage.h"
 #include "loco/comm/c10d/store_server.h"
 #include "loco/membership/coordinator_server.h"
+#include "loco/membership/run_secret.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -30,8 +32,25 @@ struct CoordinatorArgs {
   int port = 29400;
   int store_port = 0;
   std::string run_id;
+  std::string secret_file;
   membership::QuorumRules rules;
 };
+
+// --secret-file (created with a new secret when it does not exist), else LOCO_RUN_SECRET_FILE or
+// LOCO_RUN_SECRET; a run without a secret is refused, naming the ways to give one.
+std::string coordinator_secret(const std::string& secret_file) {
+  if (!secret_file.empty()) {
+    if (std::filesystem::exists(secret_file)) return membership::read_secret_file(secret_file, "--secret-file");
+    const std::string secret = membership::create_secret_file(secret_file);
+    fmt::print(stderr, "loco coordinator: wrote a new run secret to {} (readable by you only); give it to the "
+                       "members: LOCO_RUN_SECRET_FILE={}\n", secret_file, secret_file);
+    return secret;
+  }
+  if (auto secret = membership::run_secret_from_environment()) return *secret;
+  throw ConfigError("loco coordinator needs the run's secret, which members must prove to join: --secret-file FILE "
+                    "(a new secret is written there if FILE does not exist), or LOCO_RUN_SECRET_FILE / "
+                    "LOCO_RUN_SECRET (docs/security.md)");
+}
 
 std::string random_run_id() {
   std::random_device device;
@@ -56,6 +75,7 @@ void run_coordinator(const CoordinatorArgs& args) {
       !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
   options.coordinator.rules = args.rules;
   options.coordinator.incarnation = membership::new_incarnation();
+  options.secret = coordinator_secret(args.secret_file);
   const comm::StoreServer store(args.store_port);
   options.store_port = store.port();
   membership::CoordinatorServer server(options);
@@ -105,6 +125,9 @@ void add_coordinator_command(CLI::App& app) {
       ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
+  cmd->add_option("--secret-file", args->secret_file,
+                  "The run's secret, which members prove to join (created with a new one if missing; default: "
+                  "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)");
   add_quorum_rule_options(cmd, args->rules, "");
   cmd->add_option("--start-replicas", args->rules.start_replicas,
                   "members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")

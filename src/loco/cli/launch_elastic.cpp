@@ -8,6 +8,7 @@
 
 #include "loco/comm/c10d/store_server.h"
 #include "loco/membership/coordinator_server.h"
+#include "loco/membership/run_secret.h"
 
 namespace loco::cli {
 
@@ -31,12 +32,17 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   server_options.coordinator.incarnation = membership::new_incarnation();
   server_options.coordinator.rules = elastic.rules;
   server_options.coordinator.rules.start_replicas = options.nproc;
+  // The secret the environment gives (the ranks inherit it), or a fresh one given to the ranks in theirs
+  // (docs/security.md).
+  const std::optional<std::string> given_secret = membership::run_secret_from_environment();
+  server_options.secret = given_secret ? *given_secret : membership::new_run_secret();
   membership::CoordinatorServer server(server_options);
   server.start();
   fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{} (status http://127.0.0.1:{}/)\n",
              run_id, server.port(), server.port());
   options.environment = {fmt::format("LOCO_COORDINATOR=127.0.0.1:{}", server.port()),
                          fmt::format("LOCO_RUN_ID={}", run_id)};
+  if (!given_secret) options.environment.push_back(fmt::format("LOCO_RUN_SECRET={}", server_options.secret));
   // A rank's n-th process joins as "rank-R#n": the coordinator hears of its death without waiting for
   // its heartbeat to expire.
   options.on_rank_failed = [&server](int rank, int start, const std::string& how) {

@@ -13,6 +13,7 @@
 #include "loco/cli/churn_player.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
+#include "loco/membership/run_secret.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
@@ -121,6 +122,13 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   member_options.coordinator = membership::parse_coordinator_address(address, "LOCO_COORDINATOR");
   member_options.run_id = run_id;
   member_options.name = member_name();
+  const std::optional<std::string> secret = membership::run_secret_from_environment();
+  if (!secret) {
+    throw ConfigError("dist.elastic = true: the member needs the run's secret to join: set LOCO_RUN_SECRET_FILE to "
+                      "the file given to `loco coordinator --secret-file` (or LOCO_RUN_SECRET to the secret itself); "
+                      "`loco launch --elastic` gives its ranks one (docs/security.md)");
+  }
+  member_options.secret = *secret;
   const std::string backend = options.config.dist.backend;
   const RunConfig& config = options.config;
   if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend);

@@ -15,6 +15,7 @@
 #include "loco/comm/c10d/store_server.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/membership/coordinator_server.h"
+#include "loco/membership/run_secret.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -131,11 +132,13 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   server_options.coordinator.rules.heartbeat_timeout_s = kHeartbeatTimeoutS;
   server_options.coordinator.rules.join_window_s = kJoinWindowS;
   server_options.log = [](const std::string&) {};  // the members log what matters to a run
+  server_options.secret = membership::new_run_secret();  // a run of this process's own
   membership::CoordinatorServer server(server_options);
   server.start();
   membership::MemberOptions coordinator;
   coordinator.coordinator = {"127.0.0.1", server.port()};
   coordinator.run_id = server_options.coordinator.run_id;
+  coordinator.secret = server_options.secret;
 
   Progress progress(replicas);
   std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));

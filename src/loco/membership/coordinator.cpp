@@ -26,12 +26,16 @@ bool plain_name(const std::string& name) {
 
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
 
-JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now) {
+void Coordinator::require_run(const std::string& run_id) const {
   if (run_id != options_.run_id) {
     throw MembershipError(Refusal::wrong_run, fmt::format("run id '{}' is not this coordinator's run; start the "
                                                           "replica with this run's LOCO_RUN_ID",
                                                           run_id));
   }
+}
+
+JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now) {
+  require_run(run_id);
   if (!plain_name(name)) {
     throw MembershipError(Refusal::malformed, fmt::format("member name '{}' must be 1 to 64 letters, digits, '.', "
                                                           "'_' or '-'",
@@ -45,7 +49,15 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
   return {id, options_.incarnation};
 }
 
-Coordinator::Member& Coordinator::member(const Credentials& who) {
+std::vector<std::string> Coordinator::former_members(const std::vector<std::string>& ids) const {
+  std::vector<std::string> gone;
+  for (const std::string& id : ids) {
+    if (members_.count(id) == 0) gone.push_back(id);
+  }
+  return gone;
+}
+
+void Coordinator::require_member(const Credentials& who) const {
   if (who.incarnation != options_.incarnation) {
     throw MembershipError(Refusal::stale_incarnation,
                           fmt::format("member {} joined coordinator incarnation {}, this is incarnation {} (the "
@@ -58,7 +70,11 @@ Coordinator::Member& Coordinator::member(const Credentials& who) {
                                                                "heartbeat expired): rejoin as a new member",
                                                                who.member_id));
   }
-  return found->second;
+}
+
+Coordinator::Member& Coordinator::member(const Credentials& who) {
+  require_member(who);
+  return members_.at(who.member_id);
 }
 
 HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now) {

@@ -76,7 +76,14 @@ class Coordinator {
   explicit Coordinator(CoordinatorOptions options);
 
   // MembershipError(wrong_run) for another run's id.
+  void require_run(const std::string& run_id) const;
+  // MembershipError(wrong_run) for another run's id. The server admits only members that proved the run's
+  // secret (authentication.h).
   JoinReply join(const std::string& run_id, const std::string& name, double now);
+  // MembershipError(stale_incarnation / unknown_member) unless `who` is a current member.
+  void require_member(const Credentials& who) const;
+  // Those of `ids` that are no longer members (they left or expired).
+  std::vector<std::string> former_members(const std::vector<std::string>& ids) const;
   // The others throw MembershipError(stale_incarnation / unknown_member) for refused credentials.
   HeartbeatReply heartbeat(const Credentials& who, double now);
   // Marks the member waiting at its synchronisation point after `step` steps (repeats keep the first time).

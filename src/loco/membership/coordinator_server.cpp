@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "loco/membership/authentication.h"
 #include "loco/membership/membership_error.h"
 #include "loco/membership/wire.h"
 
@@ -30,11 +31,44 @@ int http_status(Refusal refusal) {
     case Refusal::stale_quorum: return 409;
     case Refusal::unknown_member: return 410;
     case Refusal::unavailable: return 503;
+    case Refusal::unauthenticated: return 401;
   }
   return 500;
 }
 
+// What anyone may read of a run (no member ids, heartbeats or events): its progress and counts.
+nlohmann::json public_status(const nlohmann::json& status) {
+  nlohmann::json out = status;
+  const nlohmann::json& members = status.at("members");
+  std::size_t healthy = 0, waiting = 0;
+  for (const auto& m : members) {
+    healthy += m.at("healthy").get<bool>() ? 1 : 0;
+    waiting += m.at("waiting_s").is_null() ? 0 : 1;
+  }
+  out["members"] = {{"joined", members.size()}, {"healthy", healthy}, {"waiting", waiting}};
+  out["quorum"] = {{"id", status.at("quorum").at("id")},
+                   {"size", status.at("quorum").at("members").size()},
+                   {"broken", status.at("quorum").at("broken")}};
+  out.erase("events");
+  out["hidden"] = "members and events: send the run's status token (X-Loco-Token, or ?token=; docs/security.md)";
+  return out;
+}
+
 std::string status_page(const nlohmann::json& status) {
+  if (status.contains("hidden")) {
+    const nlohmann::json& members = status.at("members");
+    return fmt::format(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
+        "<title>loco run {0}</title></head><body><h1>loco run {0}</h1>"
+        "<p>coordinator incarnation {1}; quorum q{2} of {3} members; {4} members joined, {5} healthy, {6} waiting; "
+        "furthest step {7}{8}</p><p>Members and events are shown to holders of the run's secret: open "
+        "<code>/?token=TOKEN</code> (docs/security.md)</p></body></html>\n",
+        status.at("run_id").get<std::string>(), status.at("incarnation").get<std::uint64_t>(),
+        status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("size").get<std::size_t>(),
+        members.at("joined").get<std::size_t>(), members.at("healthy").get<std::size_t>(),
+        members.at("waiting").get<std::size_t>(), status.at("furthest_step").get<std::int64_t>(),
+        status.at("finished").get<bool>() ? " (finished)" : "");
+  }
   std::string rows;
   for (const auto& m : status.at("members")) {
     rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{}</td></tr>\n",
@@ -72,6 +106,7 @@ std::uint64_t new_incarnation() {
 struct CoordinatorServer::Impl {
   ServerOptions options;
   Coordinator coordinator;
+  Authenticator authenticator;  // guarded by mutex, as coordinator
   httplib::Server http;
   int port = 0;
   const Clock::time_point started = Clock::now();
@@ -82,7 +117,12 @@ struct CoordinatorServer::Impl {
   std::atomic<bool> served_out{false};  // serve() has returned
   std::thread ticker, server_thread;
 
-  explicit Impl(ServerOptions o) : options(with_logs(std::move(o))), coordinator(options.coordinator) {}
+  explicit Impl(ServerOptions o)
+      : options(with_logs(std::move(o))),
+        coordinator(options.coordinator),
+        authenticator(options.secret, options.coordinator.run_id, options.coordinator.incarnation) {
+    LOCO_CHECK(!options.secret.empty(), "a coordinator needs the run's secret");
+  }
 
   // stderr unless told otherwise; every event of the coordinator (joins, expiries, quorums, decisions) is
   // a line of the log.
@@ -98,28 +138,79 @@ struct CoordinatorServer::Impl {
 
   double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
-  // Runs `handle` on the parsed body under the lock; a refusal becomes its status and a log line.
-  void reply(const httplib::Request& request, httplib::Response& response,
-             const std::function<nlohmann::json(const nlohmann::json&, std::unique_lock<std::mutex>&)>& handle) {
+  // What a handler works with: the lock on the coordinator, the answer's status, and the session key that
+  // signs the answer (authentication.h).
+  struct Context {
+    std::unique_lock<std::mutex>& lock;
+    int status = 200;
+    std::optional<std::string> key;
+    std::uint64_t seq = 0;
+  };
+  using Handler = std::function<nlohmann::json(const nlohmann::json&, Context&)>;
+
+  // Runs `handle` on the parsed body under the lock. A member's message (`from_member`) proves its session
+  // first (the credentials must be current, then the MAC and the sequence number), and the answer carries
+  // the coordinator's MAC. A refusal becomes its status and a log line; nothing of it is applied.
+  void reply(const httplib::Request& request, httplib::Response& response, bool from_member, const Handler& handle) {
+    std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
+    Context context{lock};
+    std::string body;
     try {
-      const nlohmann::json body = parse_message(request.body);
-      std::unique_lock<std::mutex> lock(mutex);
-      const nlohmann::json out = handle(body, lock);
-      lock.unlock();
-      changed.notify_all();
-      response.set_content(out.dump(), "application/json");
+      const nlohmann::json message = parse_message(request.body);
+      lock.lock();
+      if (from_member) {
+        const Credentials who = credentials(message);
+        coordinator.require_member(who);  // a stale or unknown member rejoins: no MAC to check first
+        const auto seq = field<std::uint64_t>(message, "seq");
+        authenticator.check_request(who.member_id, request.path, request.body, seq,
+                                    request.get_header_value(kMacHeader));
+        context.key = authenticator.key_of(who.member_id);
+        context.seq = seq;
+      }
+      body = handle(message, context).dump();
     } catch (const MembershipError& e) {
       options.log(fmt::format("loco coordinator: refused {} from {}: {}", request.path, request.remote_addr, e.what()));
-      response.status = http_status(e.refusal());
-      response.set_content(refusal_message(e).dump(), "application/json");
+      context.status = http_status(e.refusal());
+      body = refusal_message(e).dump();
     }
+    if (lock.owns_lock()) lock.unlock();
+    changed.notify_all();
+    response.status = context.status;
+    if (context.key) response.set_header(kMacHeader, reply_mac(*context.key, request.path, context.seq, context.status, body));
+    response.set_content(body, "application/json");
+  }
+
+  // GET /status and / in full for holders of the status token; aggregate numbers for anyone else.
+  nlohmann::json visible_status(const httplib::Request& request) {
+    std::string token = request.get_header_value(kStatusTokenHeader);
+    if (token.empty() && request.has_param("token")) token = request.get_param_value("token");
+    std::lock_guard<std::mutex> lock(mutex);
+    const nlohmann::json status = coordinator.status(now());
+    return authenticator.status_token_ok(token) ? status : public_status(status);
+  }
+
+  double wall_now() const {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
 
   void routes() {
+    http.Post("/v1/challenge", [this](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, false, [this](const nlohmann::json&, Context&) {
+        return nlohmann::json{{"nonce", authenticator.challenge(now())}};
+      });
+    });
     http.Post("/v1/join", [this](const httplib::Request& req, httplib::Response& res) {
-      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
-        const JoinReply joined =
-            coordinator.join(field<std::string>(body, "run_id"), field<std::string>(body, "name"), now());
+      reply(req, res, false, [this](const nlohmann::json& body, Context& context) {
+        const auto run_id = field<std::string>(body, "run_id");
+        coordinator.require_run(run_id);  // another run's member is told so, and stops trying
+        const auto name = field<std::string>(body, "name"), nonce = field<std::string>(body, "nonce");
+        authenticator.admit(name, nonce, field<std::int64_t>(body, "timestamp"), field<std::string>(body, "mac"),
+                            wall_now(), now());
+        const JoinReply joined = coordinator.join(run_id, name, now());
+        for (const std::string& gone : coordinator.former_members(authenticator.members())) {
+          authenticator.close_session(gone);
+        }
+        context.key = authenticator.open_session(joined.member_id, nonce);
         return nlohmann::json{{"member_id", joined.member_id},
                               {"incarnation", joined.incarnation},
                               {"heartbeat_interval_s", options.heartbeat_interval_s},
@@ -128,13 +219,13 @@ struct CoordinatorServer::Impl {
       });
     });
     http.Post("/v1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
-      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
+      reply(req, res, true, [this](const nlohmann::json& body, Context&) {
         const HeartbeatReply beat = coordinator.heartbeat(credentials(body), now());
         return nlohmann::json{{"quorum_id", beat.quorum_id}, {"quorum_broken", beat.quorum_broken}};
       });
     });
     http.Post("/v1/quorum", [this](const httplib::Request& req, httplib::Response& res) {
-      reply(req, res, [this, &res](const nlohmann::json& body, std::unique_lock<std::mutex>& lock) {
+      reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
         const Credentials who = credentials(body);
         const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
         coordinator.request_quorum(who, field<std::int64_t>(body, "step"), now());
@@ -144,14 +235,14 @@ struct CoordinatorServer::Impl {
           coordinator.tick(now());
           if (auto formed = coordinator.take_quorum(who)) return to_json(*formed);
           if (stopping || Clock::now() >= deadline) break;
-          changed.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+          changed.wait_until(context.lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
         }
-        res.status = 202;
+        context.status = 202;
         return nlohmann::json{{"waiting_for", coordinator.waiting_for(now())}};
       });
     });
     http.Post("/v1/commit", [this](const httplib::Request& req, httplib::Response& res) {
-      reply(req, res, [this, &res](const nlohmann::json& body, std::unique_lock<std::mutex>& lock) {
+      reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
         const Credentials who = credentials(body);
         const auto quorum_id = field<std::int64_t>(body, "quorum_id");
         const auto step = field<std::int64_t>(body, "step");
@@ -164,30 +255,29 @@ struct CoordinatorServer::Impl {
           coordinator.tick(now());
           if (auto decided = coordinator.take_decision(who, quorum_id, step)) return to_json(*decided);
           if (stopping || Clock::now() >= deadline) break;
-          changed.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+          changed.wait_until(context.lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
         }
-        res.status = 202;
+        context.status = 202;
         return nlohmann::json{{"waiting_for", "the other members' votes"}};
       });
     });
     http.Post("/v1/leave", [this](const httplib::Request& req, httplib::Response& res) {
-      reply(req, res, [this](const nlohmann::json& body, std::unique_lock<std::mutex>&) {
+      reply(req, res, true, [this](const nlohmann::json& body, Context&) {
         const Credentials who = credentials(body);
         coordinator.leave(who, field<std::string>(body, "reason"), now(), body.value("finished", false));
+        authenticator.close_session(who.member_id);
         return nlohmann::json::object();
       });
     });
-    http.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mutex);
-      res.set_content(coordinator.status(now()).dump(2) + "\n", "application/json");
+    http.Get("/status", [this](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(visible_status(req).dump(2) + "\n", "application/json");
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mutex);
       res.set_content(coordinator.metrics_text(now()), "text/plain; version=0.0.4");
     });
-    http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mutex);
-      res.set_content(status_page(coordinator.status(now())), "text/html; charset=utf-8");
+    http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(status_page(visible_status(req)), "text/html; charset=utf-8");
     });
   }
 

@@ -31,6 +31,7 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 29400;  // 0: any free port (see port())
   CoordinatorOptions coordinator;
+  std::string secret;  // the run's (run_secret.h): members prove it to join; required
   double heartbeat_interval_s = 0.1;  // what members are told to use
   double max_wait_s = 10;             // longest a quorum request is held before 202
   int store_port = 0;                 // the run's store on this host (comm/c10d/store_server.h); 0: none

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "loco/membership/authentication.h"
 #include "loco/membership/wire.h"
 #include "loco/util/parse_number.h"
 
@@ -20,24 +21,43 @@ using Clock = std::chrono::steady_clock;
 struct Answer {
   int status = 0;
   nlohmann::json body;
+  std::string text;  // the body as it came, and its MAC (authentication.h)
+  std::string mac;
 };
 
 // One request on a fresh connection (a connection per call keeps the heartbeat thread and the training
-// thread apart). Refusals throw their MembershipError; no answer at all is Refusal::unavailable.
-Answer post(const CoordinatorAddress& at, const std::string& path, const nlohmann::json& message, double timeout_s) {
+// thread apart), with `mac` as its X-Loco-Mac unless empty. Refusals throw their MembershipError; no answer
+// at all is Refusal::unavailable.
+Answer post(const CoordinatorAddress& at, const std::string& path, const std::string& body, const std::string& mac,
+            double timeout_s) {
   httplib::Client client(at.host, at.port);
   const auto timeout = std::chrono::duration<double>(timeout_s);
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   client.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  const auto result = client.Post(path, message.dump(), "application/json");
+  httplib::Headers headers;
+  if (!mac.empty()) headers.emplace(kMacHeader, mac);
+  const auto result = client.Post(path, headers, body, "application/json");
   if (!result) {
     throw MembershipError(Refusal::unavailable, fmt::format("no answer from the coordinator at {}:{} ({}); is "
                                                             "`loco coordinator` running there?",
                                                             at.host, at.port, httplib::to_string(result.error())));
   }
   if (result->status != 200 && result->status != 202) throw refusal_from(result->status, result->body);
-  return {result->status, parse_message(result->body)};
+  return {result->status, parse_message(result->body), result->body, result->get_header_value(kMacHeader)};
+}
+
+// An answer that does not carry the coordinator's MAC under the session key came from someone who does not
+// hold the run's secret: nothing of it is used.
+void require_signed(const Answer& answer, const CoordinatorAddress& at, const std::string& key,
+                    const std::string& path, std::uint64_t seq) {
+  if (!same_mac(answer.mac, reply_mac(key, path, seq, answer.status, answer.text))) {
+    throw MembershipError(Refusal::unauthenticated,
+                          fmt::format("the answer to {} from {}:{} is not signed with the run's secret: it does not "
+                                      "come from this run's coordinator, or the member's secret is not the "
+                                      "coordinator's (LOCO_RUN_SECRET_FILE, LOCO_RUN_SECRET)",
+                                      path, at.host, at.port));
+  }
 }
 
 }  // namespace
@@ -77,6 +97,8 @@ struct MemberClient::Shared {
   mutable std::mutex mutex;
   std::condition_variable changed;  // stopping, a rejoin or a fence
   Credentials credentials;
+  std::string session_key;  // of these credentials (authentication.h)
+  std::uint64_t next_seq = 1;
   int store_port = 0;
   int rejoins = 0;
   std::optional<MembershipError> fence;
@@ -108,15 +130,49 @@ MemberClient::~MemberClient() {
 }
 
 double MemberClient::join() {
-  const Answer joined = post(options_.coordinator, "/v1/join", {{"run_id", options_.run_id}, {"name", options_.name}},
-                             options_.request_timeout_s);
+  // Challenge–response (authentication.h): the secret never crosses the wire.
+  const Answer challenge = post(options_.coordinator, "/v1/challenge", "{}", "", options_.request_timeout_s);
+  const std::string nonce = field<std::string>(challenge.body, "nonce");
+  const auto timestamp = static_cast<std::int64_t>(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const nlohmann::json request = {{"run_id", options_.run_id},
+                                  {"name", options_.name},
+                                  {"nonce", nonce},
+                                  {"timestamp", timestamp},
+                                  {"mac", join_mac(options_.secret, options_.run_id, options_.name, nonce, timestamp)}};
+  const Answer joined = post(options_.coordinator, "/v1/join", request.dump(), "", options_.request_timeout_s);
   const Credentials credentials = membership::credentials(joined.body);
+  const std::string key = session_key(options_.secret, credentials.member_id, credentials.incarnation, nonce);
+  require_signed(joined, options_.coordinator, key, "/v1/join", 0);
   const int store_port = static_cast<int>(field<std::int64_t>(joined.body, "store_port"));
   const double interval_s = std::clamp(field<double>(joined.body, "heartbeat_interval_s"), 0.01, 10.0);
   std::lock_guard<std::mutex> lock(shared_->mutex);
   shared_->credentials = credentials;
+  shared_->session_key = key;
+  shared_->next_seq = 1;
   shared_->store_port = store_port;
   return interval_s;
+}
+
+MemberClient::Session MemberClient::session() const {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  return {shared_->credentials, shared_->session_key};
+}
+
+MemberClient::Reply MemberClient::post_signed(const std::string& path, nlohmann::json message, const Session& as,
+                                              double timeout_s) {
+  std::uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    // A session's numbers count up from 1; an old session's requests are refused before their number counts.
+    seq = as.key == shared_->session_key ? shared_->next_seq++ : 1;
+  }
+  message.update(to_json(as.credentials));
+  message["seq"] = seq;
+  const std::string body = message.dump();
+  Answer answer = post(options_.coordinator, path, body, request_mac(as.key, path, body), timeout_s);
+  require_signed(answer, options_.coordinator, as.key, path, seq);
+  return {answer.status, std::move(answer.body)};
 }
 
 Credentials MemberClient::credentials() const {
@@ -155,10 +211,10 @@ void MemberClient::heartbeat_until_stopped() {
       shared_->changed.wait_until(lock, shared_->silent_until, [this] { return stopping_.load(); });
       continue;
     }
-    const Credentials who = shared_->credentials;
+    const Session as{shared_->credentials, shared_->session_key};
     lock.unlock();
     try {
-      const Answer beat = post(options_.coordinator, "/v1/heartbeat", to_json(who), options_.request_timeout_s);
+      const Reply beat = post_signed("/v1/heartbeat", nlohmann::json::object(), as, options_.request_timeout_s);
       quorum_broken_ = field<bool>(beat.body, "quorum_broken");
     } catch (const MembershipError& e) {
       // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
@@ -203,13 +259,14 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::string last_reason = "no answer yet";
   int generation = -1;  // the membership whose credentials the request carries
+  Session as;
   while (true) {
     {
       std::lock_guard<std::mutex> lock(shared_->mutex);
       if (shared_->fence) throw *shared_->fence;
       // A request of the old membership keeps its credentials, so that the coordinator refuses it.
       if (generation < 0 || retry_as_new_member) {
-        request.update(to_json(shared_->credentials));
+        as = {shared_->credentials, shared_->session_key};
         generation = shared_->rejoins;
       }
     }
@@ -217,7 +274,7 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
     if (left <= 0) break;
     request["wait_s"] = std::min(left, 5.0);
     try {
-      const Answer answer = post(options_.coordinator, path, request, std::min(left, 5.0) + options_.request_timeout_s);
+      const Reply answer = post_signed(path, request, as, std::min(left, 5.0) + options_.request_timeout_s);
       if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {
@@ -260,10 +317,7 @@ void MemberClient::leave(const std::string& reason, bool finished) {
   shared_->changed.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (fenced()) return;  // the coordinator no longer knows this member
-  nlohmann::json message = to_json(credentials());
-  message["reason"] = reason;
-  message["finished"] = finished;
-  post(options_.coordinator, "/v1/leave", message, options_.request_timeout_s);
+  post_signed("/v1/leave", {{"reason", reason}, {"finished", finished}}, session(), options_.request_timeout_s);
 }
 
 }  // namespace loco::membership

@@ -10,7 +10,8 @@
 // under the new id; a vote of the old membership is refused (the caller decides what its outer step
 // became). Only another run's coordinator fences it for good (fenced()).
 //
-// Where the coordinator is: LOCO_COORDINATOR=host:port and the run's id LOCO_RUN_ID (docs/fault-tolerance.md).
+// Where the coordinator is: LOCO_COORDINATOR=host:port and the run's id LOCO_RUN_ID (docs/fault-tolerance.md);
+// the run's secret proves the member belongs to the run (authentication.h, docs/security.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,7 @@ CoordinatorAddress parse_coordinator_address(const std::string& text, const std:
 struct MemberOptions {
   CoordinatorAddress coordinator;
   std::string run_id;
+  std::string secret;           // the run's (run_secret.h): proves membership, never sent
   std::string name;             // letters, digits, '.', '_', '-' (e.g. host-rank)
   double request_timeout_s = 5;  // one HTTP request, quorum long polls aside
   // How long the first join keeps trying while no coordinator answers (members may start before it).
@@ -100,8 +102,24 @@ class MemberClient {
   void pause_heartbeats(double seconds);
 
  private:
-  // Joins (again): new credentials, store port and heartbeat interval.
+  // A membership and its session key (authentication.h).
+  struct Session {
+    Credentials credentials;
+    std::string key;
+  };
+  struct Reply {
+    int status = 0;  // 200, or 202: not yet (a long poll's answer)
+    nlohmann::json body;
+  };
+
+  // Joins (again), proving the run's secret: new credentials, session key, store port and heartbeat
+  // interval. MembershipError(unauthenticated) when the coordinator refuses the proof, or its answer is
+  // not signed with the secret.
   double join();
+  Session session() const;
+  // Posts `message` to `path` as member `as` (its credentials, the session's next sequence number and MAC)
+  // and checks that the answer is signed with the session key.
+  Reply post_signed(const std::string& path, nlohmann::json message, const Session& as, double timeout_s);
   void heartbeat_until_stopped();
   // After a heartbeat's refusal of the credentials: joins again; a join the run refuses fences the member
   // for good, one that finds no coordinator is tried again at the next heartbeat.

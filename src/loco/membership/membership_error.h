@@ -13,6 +13,7 @@ enum class Refusal {
   stale_incarnation,  // the coordinator restarted since this member joined: rejoin: 409
   stale_quorum,       // a vote for a quorum that is no longer the run's: ask for a quorum again: 409
   unavailable,        // no coordinator answered (client side only)
+  unauthenticated,    // no proof of the run's secret, a wrong MAC or a replayed message: 401
 };
 
 class MembershipError : public Error {

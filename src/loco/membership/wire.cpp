@@ -43,6 +43,7 @@ const char* refusal_name(Refusal refusal) {
     case Refusal::stale_incarnation: return "stale_incarnation";
     case Refusal::stale_quorum: return "stale_quorum";
     case Refusal::unavailable: return "unavailable";
+    case Refusal::unauthenticated: return "unauthenticated";
   }
   return "unknown";
 }
@@ -156,7 +157,7 @@ MembershipError refusal_from(int http_status, const std::string& body) {
                                : fmt::format("HTTP status {}", http_status);
   const std::string kind = message.is_object() ? message.value("refusal", "") : "";
   for (Refusal r : {Refusal::malformed, Refusal::wrong_run, Refusal::unknown_member, Refusal::stale_incarnation,
-                    Refusal::stale_quorum}) {
+                    Refusal::stale_quorum, Refusal::unauthenticated}) {
     if (kind == refusal_name(r)) return MembershipError(r, what);
   }
   return MembershipError(Refusal::unavailable, what);
