@@ -46,6 +46,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECRET = "chaos-benchmark-run-secret"  # the run's secret, for the coordinators and the ranks (docs/security.md)
 
 
 def parse_args():
@@ -98,7 +99,7 @@ class Coordinator:
             [args.loco, "coordinator", "--host", "127.0.0.1", "--port", str(port), "--store-port", str(store_port),
              "--run-id", run_id, "--min-replicas", str(args.min_replicas), "--start-replicas", str(args.ranks), "--heartbeat-timeout-s",
              str(args.heartbeat_timeout_s), "--join-window-s", str(args.join_window_s)],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=dict(os.environ, LOCO_RUN_SECRET=SECRET))
         banner = self.process.stdout.readline()
         found = re.search(r"127\.0\.0\.1:(\d+) .*store on port (\d+)", banner)
         if not found:
@@ -121,7 +122,7 @@ def run(args, work, name, faults, seed):
     """One run; returns what it measured."""
     out_dir = os.path.join(work, name)
     run_id = f"chaos-{seed}-{name}"
-    environment = dict(os.environ, LOCO_RUN_ID=run_id)
+    environment = dict(os.environ, LOCO_RUN_ID=run_id, LOCO_RUN_SECRET=SECRET)
     coordinators = []
     rules = []
     if args.coordinator == "separate":

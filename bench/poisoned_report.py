@@ -75,7 +75,7 @@ def main():
                     for line in open(metrics):
                         row = json.loads(line)
                         if "eval_loss" in row:
-                            f.write(f"{row['tokens']} {row['eval_loss']}\n")
+                            f.write(f"{row['tokens'] / 1e6} {row['eval_loss']}\n")
                 series.append(f"'{data}' using 1:2 with linespoints {style} ps 0.8 lw 1.5 title '{label}'")
             if series:
                 panels.append(f"set title '{rule}'\nplot " + ", ".join(series))
@@ -83,8 +83,8 @@ def main():
             "set terminal pngcairo size 1600,450", f"set output '{chart}'",
             f"set multiplot layout 1,{len(panels)} title 'DiLoCo, 4 replicas on Brown; replica 3 turns bad after "
             "step 100 (loss of the global parameters, validation)'",
-            "set grid", "set key top right font ',8'", "set format x '%.1s%c'", "set xlabel 'tokens'",
-            "set ylabel 'validation loss (nats/token)'", "set yrange [4:10]", *panels, "unset multiplot"])
+            "set termoption noenhanced", "set grid", "set key top right font ',8'", "set xlabel 'tokens (millions)'",
+            "set ylabel 'validation loss (nats/token)'", "set yrange [6.2:8.6]", *panels, "unset multiplot"])
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True)
             print(f"\nchart: {chart}")

@@ -40,6 +40,33 @@ std::pair<Credentials, Credentials> quorum_of_two(Coordinator& c) {
   return {a, b};
 }
 
+// A member whose pseudo-gradients a majority of a synchronisation's members rejected (NaN or Inf) in
+// max_rejections synchronisations is removed and its name barred; one member's word counts for nothing, so a
+// liar cannot remove another.
+TEST(Coordinator, AMemberRejectedByTheMajorityRepeatedlyIsRemovedAndBarred) {
+  CoordinatorOptions options{{1, 0, 3, 5}, "run-1", 77, /*max_rejections=*/2, {}};
+  Coordinator c(options);
+  const auto a = who(c.join("run-1", "a", 0)), b = who(c.join("run-1", "b", 0)), x = who(c.join("run-1", "x", 0));
+  for (const auto& m : {a, b, x}) c.request_quorum(m, 5, 1);
+  c.tick(1);
+  for (const auto& m : {a, b, x}) ASSERT_TRUE(c.take_quorum(m));
+  const Ids by_majority = {x.member_id}, none = {};
+  const auto synchronise = [&](std::int64_t step, const Ids& a_says, const Ids& b_says, const Ids& x_says) {
+    c.vote(x, 1, step, true, "h", 2, x_says);
+    c.vote(a, 1, step, true, "h", 2, a_says);
+    c.vote(b, 1, step, true, "h", 2, b_says);
+  };
+  synchronise(10, by_majority, by_majority, {a.member_id});  // x rejected once; x's word against a counts nothing
+  synchronise(20, by_majority, none, {a.member_id});         // one member's word: not counted
+  EXPECT_TRUE(c.status(3).dump().find("\"x#1\"") != std::string::npos);
+  synchronise(30, by_majority, by_majority, {a.member_id});  // the second: removed
+  expect_refusal([&] { c.heartbeat(x, 3); }, Refusal::unknown_member, "x#1");
+  EXPECT_TRUE(c.heartbeat(a, 3).quorum_broken);
+  expect_refusal([&] { c.join("run-1", "x", 4); }, Refusal::barred, "member name 'x' was removed");
+  c.heartbeat(a, 4);  // a, the liar's target, is still a member
+  EXPECT_NE(c.status(4).dump().find("expel"), std::string::npos);
+}
+
 TEST(Coordinator, JoinsGetUniqueIdsAndStrangersAreRefused) {
   Coordinator c = make();
   const JoinReply a1 = c.join("run-1", "host-0", 0);

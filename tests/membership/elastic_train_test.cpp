@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -504,6 +506,36 @@ TEST_F(ElasticTrain, StreamingWithOverlapOnOneMemberIsStreamingDiloco) {
   const fs::path in_flight = *dir_ / "overlap-elastic" / "members" / "replica-0-1" / "checkpoints" / "step_20";
   EXPECT_TRUE(streaming == final_files("overlap-resumed", true, in_flight.string()))
       << "elastic streaming resumed at step 20 differs from streaming";
+}
+
+// A replica that sends NaN from step 8 on (dist.adversary) is left out of every median and reported with
+// the votes; after its third rejected synchronisation the coordinator removes it and bars its name, and the
+// two others finish with every outer step committed and bit-identical global parameters.
+TEST_F(ElasticTrain, AReplicaSendingNaNIsRemovedAfterThreeRejections) {
+  constexpr int kSteps = 60;
+  test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                            "--set", "dist.aggregation=median", "--set", "dist.adversary=2@8:nan", "--set",
+                            "train.steps=" + std::to_string(kSteps), "--set",
+                            "train.out_dir=" + (*dir_ / "nan").string()});
+  EXPECT_EQ(train.wait(300), 0) << train.output();
+  const std::string out = train.output();
+  EXPECT_NE(out.find("the pseudo-gradient of replica(s) 2 held NaN or Inf; left out of the median"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("replica 2 was removed from the run: member name 'replica-2' was removed from this run: its "
+                     "pseudo-gradients held NaN or Inf in 3 synchronisations"),
+            std::string::npos)
+      << out;
+  nlohmann::json last;
+  events("nan", "replica-0-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+  const std::string g0 = final_global("nan", "replica-0-1", kSteps);
+  EXPECT_FALSE(g0.empty());
+  EXPECT_TRUE(g0 == final_global("nan", "replica-1-1", kSteps)) << "replicas 0 and 1 differ";
+  for (std::size_t i = 0; i + 4 <= g0.size(); i += 4) {  // no NaN reached the global parameters (float32)
+    float value = 0;
+    std::memcpy(&value, g0.data() + i, 4);
+    ASSERT_TRUE(std::isfinite(value)) << "value " << i / 4;
+  }
 }
 
 // Data parallel: every step committed, and the three end with bit-identical models (a returning replica

@@ -242,9 +242,13 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << text << ": " << e.what();
     }
   }
-  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.elastic=true",
-                                             "dist.batch=per_replica", "dist.adversary=1@10:noise"})
-                .find("not dist.elastic"),
+  EXPECT_EQ(parse_adversary("1@5:nan", 2)->kind, AdversarySpec::Kind::nan);
+  EXPECT_TRUE(load_text(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.elastic=true",
+                                            "dist.batch=per_replica", "dist.adversary=1@10:nan"})
+                  .dist.elastic);
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "dist.batch=per_replica",
+                                             "dist.adversary=1@10:noise"})
+                .find("in the outer step of diloco, localsgd or streaming"),
             std::string::npos);
 }
 

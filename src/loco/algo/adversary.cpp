@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "loco/util/portable_random.h"
 
 namespace loco {
@@ -16,6 +18,10 @@ void corrupt_pseudo_gradient(const std::optional<AdversarySpec>& adversary, torc
     delta.mul_(adversary->factor);
     return;
   }
+  if (adversary->kind == AdversarySpec::Kind::nan) {
+    delta.fill_(std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   auto generator = at::detail::createCPUGenerator(mix_seed(seed, static_cast<std::uint64_t>(step)));
   const torch::Tensor noise = torch::randn(delta.sizes(), generator, delta.options().device(torch::kCPU));
   const double norm = delta.norm().item<double>(), noise_norm = noise.norm().item<double>();
@@ -24,8 +30,9 @@ void corrupt_pseudo_gradient(const std::optional<AdversarySpec>& adversary, torc
 
 std::string describe_adversary(const std::optional<AdversarySpec>& adversary) {
   if (!adversary) return "";
-  const std::string what =
-      adversary->kind == AdversarySpec::Kind::noise ? "noise" : fmt::format("scale={}", adversary->factor);
+  const std::string what = adversary->kind == AdversarySpec::Kind::scale ? fmt::format("scale={}", adversary->factor)
+                           : adversary->kind == AdversarySpec::Kind::noise ? "noise"
+                                                                            : "nan";
   return fmt::format(" adversary=replica {} after step {}: {}", adversary->replica, adversary->from_step, what);
 }
 

@@ -13,8 +13,8 @@
 namespace loco {
 
 // `delta`, the pseudo-gradient replica `rank` sends for the outer step after step `step`, as the adversary
-// makes it: F·Δ, or Gaussian noise of Δ's norm seeded by (`seed`, step); unchanged for other replicas and
-// earlier steps.
+// makes it: F·Δ, Gaussian noise of Δ's norm seeded by (`seed`, step), or NaN; unchanged for other replicas
+// and earlier steps. Elastic members pass the spec's own replica as `rank` (only the adversary holds one).
 void corrupt_pseudo_gradient(const std::optional<AdversarySpec>& adversary, torch::Tensor& delta, int rank,
                              std::int64_t step, std::uint64_t seed);
 

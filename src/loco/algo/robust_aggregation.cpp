@@ -22,7 +22,7 @@ double median_of(std::vector<double> values) {
 
 // ‖row_i‖₂ of whole vectors: this piece's sums of squares, completed over the other pieces.
 std::vector<double> whole_norms(const torch::Tensor& rows, const SumOverPieces& sum_over_pieces) {
-  torch::Tensor squares = rows.to(torch::kFloat64).square().sum(1);
+  torch::Tensor squares = rows.square().sum(1, /*keepdim=*/false, torch::kFloat64);
   sum_over_pieces(squares);
   std::vector<double> norms;
   for (std::int64_t i = 0; i < squares.numel(); ++i) norms.push_back(std::sqrt(squares[i].item<double>()));
@@ -58,23 +58,25 @@ torch::Tensor trimmed_mean(const torch::Tensor& rows, std::int64_t trim) {
   return sorted_columns(rows).narrow(0, b, m - 2 * b).to(torch::kFloat64).mean(0).to(torch::kFloat32);
 }
 
+// In float32, with the sums of squares in float64: each of the L steps reads the (M, n) values about four
+// times (the differences, their squares, the clipped sum as one matrix product).
 torch::Tensor centered_clip(const torch::Tensor& rows, const AggregationConfig& config,
                             const SumOverPieces& sum_over_pieces) {
-  const auto m = static_cast<double>(rows.size(0));
-  torch::Tensor v = coordinate_median(rows).to(torch::kFloat64);
-  const torch::Tensor values = rows.to(torch::kFloat64);
-  const double tau = config.radius * median_of(whole_norms(values - v, sum_over_pieces));
+  const auto m = rows.size(0);
+  torch::Tensor v = coordinate_median(rows);
+  torch::Tensor differences = rows - v;
+  const double tau = config.radius * median_of(whole_norms(differences, sum_over_pieces));
+  torch::Tensor factors = torch::empty({1, m}, torch::kFloat32);
   for (std::int64_t iteration = 0; iteration < config.iterations; ++iteration) {
-    const torch::Tensor differences = values - v;
+    if (iteration > 0) torch::sub_out(differences, rows, v);
     const std::vector<double> distances = whole_norms(differences, sum_over_pieces);
-    torch::Tensor step = torch::zeros_like(v);
-    for (std::int64_t i = 0; i < rows.size(0); ++i) {
+    for (std::int64_t i = 0; i < m; ++i) {
       const double d = distances[static_cast<std::size_t>(i)];
-      step.add_(differences[i], d > tau ? tau / d : 1.0);
+      factors[0][i] = static_cast<float>((d > tau ? tau / d : 1.0) / static_cast<double>(m));
     }
-    v.add_(step, 1 / m);
+    v.add_(factors.mm(differences).squeeze(0));
   }
-  return v.to(torch::kFloat32);
+  return v;
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ struct CoordinatorArgs {
   std::string run_id;
   std::string secret_file;
   membership::QuorumRules rules;
+  int max_rejections = membership::CoordinatorOptions{}.max_rejections;
 };
 
 // --secret-file (created with a new secret when it does not exist), else LOCO_RUN_SECRET_FILE or
@@ -74,6 +75,7 @@ void run_coordinator(const CoordinatorArgs& args) {
   options.coordinator.run_id =
       !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
   options.coordinator.rules = args.rules;
+  options.coordinator.max_rejections = args.max_rejections;
   options.coordinator.incarnation = membership::new_incarnation();
   options.secret = coordinator_secret(args.secret_file);
   const comm::StoreServer store(args.store_port);
@@ -128,7 +130,7 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--secret-file", args->secret_file,
                   "The run's secret, which members prove to join (created with a new one if missing; default: "
                   "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)");
-  add_quorum_rule_options(cmd, args->rules, "");
+  add_quorum_rule_options(cmd, args->rules, args->max_rejections, "");
   cmd->add_option("--start-replicas", args->rules.start_replicas,
                   "members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")
       ->check(whole_number_at_least(0))

@@ -86,7 +86,7 @@ void add_launch_command(CLI::App& app) {
                   "--elastic: failed ranks started again, in all")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
-  add_quorum_rule_options(cmd, args->elastic_options.rules, "--elastic: ");
+  add_quorum_rule_options(cmd, args->elastic_options.rules, args->elastic_options.max_rejections, "--elastic: ");
   cmd->add_option("command", *command,
                   "After --: a loco subcommand with its arguments (runs this binary), or a program on PATH");
   cmd->allow_extras();

@@ -32,6 +32,7 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   server_options.coordinator.incarnation = membership::new_incarnation();
   server_options.coordinator.rules = elastic.rules;
   server_options.coordinator.rules.start_replicas = options.nproc;
+  server_options.coordinator.max_rejections = elastic.max_rejections;
   // The secret the environment gives (the ranks inherit it), or a fresh one given to the ranks in theirs
   // (docs/security.md).
   const std::optional<std::string> given_secret = membership::run_secret_from_environment();

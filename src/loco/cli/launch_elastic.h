@@ -5,6 +5,7 @@
 #pragma once
 
 #include "loco/launch/launcher.h"
+#include "loco/membership/coordinator.h"
 #include "loco/membership/quorum_rules.h"
 
 namespace loco::cli {
@@ -12,6 +13,7 @@ namespace loco::cli {
 struct ElasticLaunchOptions {
   int max_restarts = 3;
   membership::QuorumRules rules;  // start_replicas is set to the ranks started (--nproc)
+  int max_rejections = membership::CoordinatorOptions{}.max_rejections;
 };
 
 // Runs the ranks as launch::launch does; returns the launcher's status.

@@ -4,7 +4,8 @@
 
 namespace loco::cli {
 
-void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, const std::string& scope) {
+void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, int& max_rejections,
+                             const std::string& scope) {
   cmd->add_option("--min-replicas", rules.min_replicas, scope + "fewest members a quorum may have")
       ->check(whole_number_at_least(1))
       ->capture_default_str();
@@ -14,6 +15,11 @@ void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, cons
   cmd->add_option("--join-window-s", rules.join_window_s,
                   scope + "how long a quorum waits for members that are not back yet")
       ->check(non_negative_number())
+      ->capture_default_str();
+  cmd->add_option("--max-rejections", max_rejections,
+                  scope + "remove a member whose pseudo-gradients held NaN or Inf in this many synchronisations "
+                          "(robust dist.aggregation; 0: never)")
+      ->check(whole_number_at_least(0))
       ->capture_default_str();
 }
 

@@ -8,8 +8,9 @@
 
 namespace loco::cli {
 
-// --min-replicas, --heartbeat-timeout-s and --join-window-s into `rules`; `scope` starts each help text
-// ("--elastic: " for loco launch).
-void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, const std::string& scope);
+// --min-replicas, --heartbeat-timeout-s and --join-window-s into `rules`, --max-rejections into
+// `max_rejections`; `scope` starts each help text ("--elastic: " for loco launch).
+void add_quorum_rule_options(CLI::App* cmd, membership::QuorumRules& rules, int& max_rejections,
+                             const std::string& scope);
 
 }  // namespace loco::cli

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loco/cli/churn_player.h"
+#include "loco/config/adversary.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/membership/run_secret.h"
@@ -109,6 +110,11 @@ bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int6
 
 }  // namespace
 
+void keep_adversary_of(RunConfig& config, int replica) {
+  const auto adversary = parse_adversary(config.dist.adversary, config.dist.replicas);
+  if (adversary && adversary->replica != replica) config.dist.adversary.clear();
+}
+
 std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   const std::string address = environment("LOCO_COORDINATOR");
   const std::string run_id = environment("LOCO_RUN_ID");
@@ -129,6 +135,7 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
                       "`loco launch --elastic` gives its ranks one (docs/security.md)");
   }
   member_options.secret = *secret;
+  if (!options.config.dist.adversary.empty()) keep_adversary_of(options.config, churn_replica(options.config));
   const std::string backend = options.config.dist.backend;
   const RunConfig& config = options.config;
   if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend);

@@ -20,6 +20,10 @@ using MemberStepHook = std::function<void(std::int64_t step, membership::MemberC
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
                                             const std::string& backend, const MemberStepHook& after_step = {});
 
+// dist.adversary in an elastic run: the replica it names (thread r, or rank R of loco launch --elastic) is
+// the only member that keeps it; every other member's config drops it.
+void keep_adversary_of(RunConfig& config, int replica);
+
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).
 std::optional<TrainSummary> run_elastic_member(TrainOptions options);

@@ -90,6 +90,7 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
   member_options.name = fmt::format("replica-{}", r);
   TrainOptions mine = options;
   mine.quiet = options.quiet || r != 0;  // one progress line per step is enough
+  keep_adversary_of(mine.config, r);
   for (bool first = true;; first = false) {
     if (!first) progress.starts();
     try {
@@ -98,6 +99,12 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
       return summary;
     } catch (const ReplicaLeaves&) {
       progress.stops(/*finished=*/false);
+    } catch (const membership::MembershipError& e) {
+      progress.stops(/*finished=*/false);
+      if (e.refusal() != membership::Refusal::barred) throw;
+      // The coordinator removed it for its rejected pseudo-gradients (dist.adversary): the others go on.
+      player.say(fmt::format("was removed from the run: {}", e.what()));
+      return std::nullopt;
     } catch (...) {
       progress.stops(/*finished=*/false);
       throw;

@@ -11,12 +11,12 @@ namespace loco {
 
 std::optional<AdversarySpec> parse_adversary(const std::string& text, std::int64_t replicas) {
   if (text.empty()) return std::nullopt;
-  static const std::regex form(R"(\s*([0-9]{1,6})@([0-9]{1,12}):(noise|scale=(\S+))\s*)");
+  static const std::regex form(R"(\s*([0-9]{1,6})@([0-9]{1,12}):(noise|nan|scale=(\S+))\s*)");
   std::smatch m;
   const auto refuse = [&](const std::string& why) {
     return ConfigError(fmt::format("dist.adversary = \"{}\": {}. Forms: \"R@S:scale=F\" (replica R sends F times "
                                    "its pseudo-gradient after step S; F = -1 flips its sign) or \"R@S:noise\" "
-                                   "(noise of the same norm)",
+                                   "(noise of the same norm) or \"R@S:nan\"",
                                    text, why));
   };
   if (!std::regex_match(text, m, form)) throw refuse("not understood");
@@ -27,8 +27,8 @@ std::optional<AdversarySpec> parse_adversary(const std::string& text, std::int64
     throw refuse(fmt::format("replica {} does not exist (dist.replicas = {}; replicas count from 0)", spec.replica,
                              replicas));
   }
-  if (m[3] == "noise") {
-    spec.kind = AdversarySpec::Kind::noise;
+  if (m[3] == "noise" || m[3] == "nan") {
+    spec.kind = m[3] == "noise" ? AdversarySpec::Kind::noise : AdversarySpec::Kind::nan;
     return spec;
   }
   const std::optional<double> factor = parse_whole_number(m[4].str());

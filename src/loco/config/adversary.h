@@ -4,9 +4,10 @@
 //
 //   R@S:scale=F   replica R sends F·Δ after step S (F = 100: a huge one; F = -1: sign-flipped)
 //   R@S:noise     replica R sends seeded Gaussian noise with the norm of its Δ after step S
+//   R@S:nan       replica R sends NaN after step S (a broken replica)
 //
-// Replicas count from 0; "" is none. Only runs with a fixed set of replicas (not dist.elastic). Pure data
-// and parsing.
+// Replicas count from 0; "" is none. In elastic runs, R is the replica thread (dist.backend = "local") or
+// rank R of `loco launch --elastic`. Pure data and parsing.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 namespace loco {
 
 struct AdversarySpec {
-  enum class Kind { scale, noise };
+  enum class Kind { scale, noise, nan };
   int replica = 0;
   std::int64_t from_step = 0;  // its pseudo-gradients of outer steps after this step are corrupted
   Kind kind = Kind::scale;

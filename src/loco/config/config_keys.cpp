@@ -127,7 +127,7 @@ std::vector<ConfigKey> make_keys() {
            "centered_clip: the clipping radius in units of the replicas' median distance to the median"),
       bind("dist", "adversary", &R::dist, &Dist::adversary,
            "simulate a bad replica: \"R@S:scale=F\" (replica R sends F times its pseudo-gradient after step S; "
-           "F = -1 flips it) or \"R@S:noise\" (noise of the same norm); \"\": none"),
+           "F = -1 flips it), \"R@S:noise\" (noise of the same norm) or \"R@S:nan\"; \"\": none"),
       bind("ddp", "bucket_mb", &R::ddp, &Ddp::bucket_mb, "gradient bucket cap in MiB"),
       bind("ddp", "first_bucket_mb", &R::ddp, &Ddp::first_bucket_mb, "cap of the first bucket in MiB"),
       bind("ddp", "overlap", &R::ddp, &Ddp::overlap,

@@ -100,6 +100,20 @@ void apply_toml(RunConfig& config, const toml::value& root, const std::string& f
 
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
 
+// a·b for a size derived from the config; a product beyond 64 bits comes of a value far too large, a typo.
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    reject(fmt::format("{} = {} · {} does not fit in 64 bits: one of them is far too large", what, a, b));
+  }
+  return product;
+}
+
+// Tokens of one optimizer step, all replicas together.
+std::int64_t tokens_per_step(const RunConfig& c) {
+  return checked_product(c.global_batch(), c.data.seq_len, "the tokens per step, global batch · data.seq_len");
+}
+
 void validate_model(const ModelConfig& m, const DataConfig& d) {
   if (m.hidden_size <= 0 || m.num_hidden_layers <= 0 || m.num_attention_heads <= 0) {
     reject(fmt::format("model.hidden_size ({}), model.num_hidden_layers ({}) and "
@@ -277,9 +291,8 @@ void validate_dist(const RunConfig& c) {
   }
   if (!d.adversary.empty()) {
     parse_adversary(d.adversary, d.replicas);
-    if (!outer_step || d.elastic) {
-      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming with a "
-             "fixed set of replicas (not dist.elastic)");
+    if (!outer_step) {
+      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming");
     }
   }
   if (d.elastic) validate_elastic(c);
@@ -303,7 +316,9 @@ std::int64_t RunConfig::replica_batch() const {
 }
 
 std::int64_t RunConfig::global_batch() const {
-  return dist.batch == "split" ? train.batch_size : train.batch_size * std::max<std::int64_t>(1, dist.replicas);
+  return dist.batch == "split" ? train.batch_size
+                               : checked_product(train.batch_size, std::max<std::int64_t>(1, dist.replicas),
+                                                 "the global batch, train.batch_size · dist.replicas");
 }
 
 ExchangeConfig RunConfig::exchange() const {
@@ -330,7 +345,7 @@ void apply_override(RunConfig& config, const std::string& assignment) {
 void resolve_derived(RunConfig& c, std::int64_t world_size) {
   ModelConfig& m = c.model;
   if (m.intermediate_size == 0) {
-    m.intermediate_size = 32 * ((8 * m.hidden_size / 3 + 31) / 32);
+    m.intermediate_size = 32 * ((checked_product(8, m.hidden_size, "8 · model.hidden_size") / 3 + 31) / 32);
   }
   if (m.num_key_value_heads == 0) m.num_key_value_heads = m.num_attention_heads;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = c.data.seq_len;
@@ -338,8 +353,8 @@ void resolve_derived(RunConfig& c, std::int64_t world_size) {
   TrainConfig& t = c.train;
   if (t.micro_batch_size == 0) t.micro_batch_size = c.replica_batch();
   if (t.tokens > 0) {
-    std::int64_t per_step = c.global_batch() * c.data.seq_len;
-    std::int64_t steps = per_step > 0 ? (t.tokens + per_step - 1) / per_step : 0;
+    std::int64_t per_step = tokens_per_step(c);
+    std::int64_t steps = per_step > 0 ? (t.tokens - 1) / per_step + 1 : 0;  // rounded up; tokens > 0
     if (t.steps != 0 && t.steps != steps) {
       throw ConfigError(fmt::format(
           "train.steps ({}) and train.tokens ({}) disagree (the token budget means {} steps at "
@@ -354,6 +369,7 @@ void validate(const RunConfig& c) {
   validate_choices(c);
   validate_dist(c);
   validate_train(c.train, c.data, c.replica_batch());
+  tokens_per_step(c);  // the trainer multiplies these sizes: ConfigError when they overflow
   validate_model(c.model, c.data);
   validate_optim(c.optim);
 }

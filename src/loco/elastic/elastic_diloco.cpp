@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "loco/algo/adversary.h"
 #include "loco/algo/diloco.h"
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pseudo_gradient_average.h"
@@ -34,9 +35,10 @@ ElasticDiloco::ElasticDiloco(std::string name, const DilocoConfig& config, const
 std::string ElasticDiloco::describe() const {
   const std::string overlap =
       name_ == "streaming" ? fmt::format(" tau={} alpha={}", overlap_.steps, overlap_.mix) : std::string();
-  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {}{} codec={}{} member {}", name_,
+  return fmt::format("{} (elastic): nesterov(pytorch) eta={} mu={} {}{} codec={}{}{} member {}", name_,
                      config_.outer_lr, config_.outer_momentum, points_.describe(), overlap, exchange_.codec,
-                     describe_aggregation(exchange_.aggregation), member_.member_id());
+                     describe_aggregation(exchange_.aggregation), describe_adversary(exchange_.adversary),
+                     member_.member_id());
 }
 
 void ElasticDiloco::attach(Llama& model, const FlatParameters& parameters) {
@@ -80,8 +82,8 @@ void ElasticDiloco::synchronise() {
       }
       // An overlapped exchange that failed or was refused, retried now (note "elastic-overlap").
       torch::Tensor mean = pending_->delta.clone();
-      const double contributed = average(group, mean, pending_->weight, pending_->step);
-      if (!decide(group, quorum, pending_->step, at, mean, contributed, /*mix=*/true)) return false;
+      const PseudoGradientAverage averaged = average(group, mean, pending_->weight, pending_->step);
+      if (!decide(group, quorum, pending_->step, at, mean, averaged, /*mix=*/true)) return false;
       start_round(quorum, at);
       return true;
     }
@@ -97,6 +99,9 @@ void ElasticDiloco::synchronise() {
     // Δ of the due fragments from this member's parameters now (after a heal: the donor's, which then
     // counts nothing), in one exchange.
     torch::Tensor delta = pseudo_gradients(at);
+    if (exchange_.adversary) {  // only the member dist.adversary names holds it (cli/train_elastic.h)
+      corrupt_pseudo_gradient(exchange_.adversary, delta, exchange_.adversary->replica, at, context_.seed);
+    }
     const double weight = healed ? 0.0 : 1.0;
     if (overlaps(at)) {
       pending_.emplace(Pending{at, delta, weight});
@@ -105,8 +110,8 @@ void ElasticDiloco::synchronise() {
       start_round(quorum, at);
       return true;
     }
-    const double contributed = average(group, delta, weight, at);  // Δ is taken anew at a retry
-    if (!decide(group, quorum, at, at, delta, contributed, /*mix=*/false)) return false;
+    const PseudoGradientAverage averaged = average(group, delta, weight, at);  // Δ is taken anew at a retry
+    if (!decide(group, quorum, at, at, delta, averaged, /*mix=*/false)) return false;
     start_round(quorum, at);
     return true;
   });
@@ -117,11 +122,9 @@ void ElasticDiloco::exchange_in_background(comm::Group& group, const membership:
   p.quorum = quorum;
   p.group = &group;
   p.mean = p.delta.clone();  // scratch: Δ stays as it was for a retry
-  p.contributed = std::make_shared<double>(0);
+  p.averaged = std::make_shared<PseudoGradientAverage>();
   p.exchanged = background_->submit([this, &group, mean = p.mean, weight = p.weight, point = p.step,
-                                     contributed = p.contributed]() mutable {
-    *contributed = average(group, mean, weight, point);
-  });
+                                     averaged = p.averaged]() mutable { *averaged = average(group, mean, weight, point); });
 }
 
 void ElasticDiloco::finish_overlapped() {
@@ -130,7 +133,7 @@ void ElasticDiloco::finish_overlapped() {
   try {
     p.exchanged.get();
     // Every member of the quorum votes on the synchronisation point where the exchange began.
-    if (decide(*p.group, *p.quorum, p.step, p.step, p.mean, *p.contributed, /*mix=*/true)) return;
+    if (decide(*p.group, *p.quorum, p.step, p.step, p.mean, *p.averaged, /*mix=*/true)) return;
   } catch (const comm::CommError& e) {
     member_.give_up(p.quorum, p.step, e.what());
   }
@@ -142,7 +145,8 @@ void ElasticDiloco::finish_overlapped() {
 }
 
 bool ElasticDiloco::decide(comm::Group& group, const membership::QuorumReply& quorum, std::int64_t point,
-                           std::int64_t vote_at, const torch::Tensor& mean, double contributed, bool mix) {
+                           std::int64_t vote_at, const torch::Tensor& mean, const PseudoGradientAverage& averaged,
+                           bool mix) {
   const std::vector<std::size_t> due = points_.due(point);
   std::vector<std::optional<OuterNesterov>> next(outer_.size());
   std::int64_t offset = 0;
@@ -150,12 +154,14 @@ bool ElasticDiloco::decide(comm::Group& group, const membership::QuorumReply& qu
     OuterNesterov& candidate = next[p].emplace(outer_[p].global().clone(), config_.outer_lr, config_.outer_momentum);
     candidate.load(outer_[p].global().clone(), outer_[p].momentum_buffer().clone());
     const std::int64_t size = outer_[p].global().numel();
-    if (contributed > 0) candidate.step(mean.narrow(0, offset, size));
+    if (averaged.weight > 0) candidate.step(mean.narrow(0, offset, size));
     offset += size;
   }
   const std::string hash = state_digest(
       outer_state([&](std::size_t p) -> const OuterNesterov& { return next[p] ? *next[p] : outer_[p]; }));
-  const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, vote_at, hash);
+  std::vector<std::string> rejected;  // reported to the coordinator, which removes a member rejected repeatedly
+  for (const int rank : averaged.rejected) rejected.push_back(quorum.members.at(static_cast<std::size_t>(rank)));
+  const std::optional<membership::CommitReply> decision = member_.vote(quorum.quorum_id, vote_at, hash, rejected);
   if (!decision) return false;  // refused: nothing committed
   if (decision->outcome != membership::Outcome::commit) {  // nothing applied; the next quorum retries
     member_.aborted(vote_at, decision->reason);
@@ -178,10 +184,10 @@ bool ElasticDiloco::decide(comm::Group& group, const membership::QuorumReply& qu
   return true;
 }
 
-double ElasticDiloco::average(comm::Group& group, torch::Tensor& delta, double weight, std::int64_t point) const {
+PseudoGradientAverage ElasticDiloco::average(comm::Group& group, torch::Tensor& delta, double weight,
+                                             std::int64_t point) const {
   return average_pseudo_gradients(group, delta, codec_.get(), exchange_.aggregation, weight,
-                                  fmt::format("elastic {}: the outer step of step {}", name_, point))
-      .weight;
+                                  fmt::format("elastic {}: the outer step of step {}", name_, point));
 }
 
 torch::Tensor ElasticDiloco::pseudo_gradients(std::int64_t point) const {

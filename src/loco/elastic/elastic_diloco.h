@@ -14,7 +14,9 @@
 //                                                 behind or unlike it check it against that hash, adopt
 //                                                 it and contribute weight 0 this time
 //     Δ̄_p = Σ w_m·Δ_m,p / Σ w_m over q            one exchange for all of F, on a scratch copy (an
-//                                                 abandoned all-reduce may still write)
+//                                                 abandoned all-reduce may still write); or dist.aggregation's
+//                                                 robust rule, whose rejected members (NaN or Inf) the vote
+//                                                 reports: the coordinator removes one rejected repeatedly
 //     θ_g,p' , b_p' = Nesterov(θ_g,p, b_p, Δ̄_p)    on copies (OuterNesterov)
 //     vote(ok, SHA-256 of every (θ_g', b'))        commit: θ_g,p ← θ_g,p', b_p ← b_p', θ_m,p ← θ_g,p; members
 //                                                 whose hash differs take θ_g, b from the lowest-ranked
@@ -48,6 +50,7 @@
 #include <optional>
 
 #include "loco/algo/outer_nesterov.h"
+#include "loco/algo/pseudo_gradient_average.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/elastic/elastic_member.h"
@@ -99,7 +102,7 @@ class ElasticDiloco final : public Strategy {
     std::optional<membership::QuorumReply> quorum;
     comm::Group* group = nullptr;  // the quorum's, alive until the member abandons it (after this exchange)
     torch::Tensor mean;            // scratch the background exchange averages Δ into
-    std::shared_ptr<double> contributed;  // Σ weight, set by the background exchange
+    std::shared_ptr<PseudoGradientAverage> averaged;  // Σ weight and the rejected, set by the background exchange
     std::future<void> exchanged;
   };
 
@@ -116,10 +119,11 @@ class ElasticDiloco final : public Strategy {
   // Σ weight; 0 leaves θ_g as it was): votes as the synchronisation at step `vote_at` (where the quorum's
   // members met), and on commit applies it (mixing θ_m with `mix`). False when nothing was committed.
   bool decide(comm::Group& group, const membership::QuorumReply& quorum, std::int64_t point, std::int64_t vote_at,
-              const torch::Tensor& mean, double contributed, bool mix);
+              const torch::Tensor& mean, const PseudoGradientAverage& averaged, bool mix);
   // Replaces `delta` (the due fragments' Δ of the synchronisation at `point`) by the average over the group
-  // (dist.aggregation), this member counting `weight`; returns Σ weight of the members in it (0: skip).
-  double average(comm::Group& group, torch::Tensor& delta, double weight, std::int64_t point) const;
+  // (dist.aggregation), this member counting `weight`: Σ weight of the members in it (0: skip) and the ranks
+  // whose Δ was rejected.
+  PseudoGradientAverage average(comm::Group& group, torch::Tensor& delta, double weight, std::int64_t point) const;
   // Δ of the fragments due at `point`, from this member's parameters now, concatenated.
   torch::Tensor pseudo_gradients(std::int64_t point) const;
   bool overlaps(std::int64_t point) const { return overlap_.steps > 0 && point < context_.total_steps; }

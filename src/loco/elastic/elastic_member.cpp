@@ -123,9 +123,10 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
 }
 
 std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_id, std::int64_t step,
-                                                          const std::string& hash) {
+                                                          const std::string& hash,
+                                                          const std::vector<std::string>& rejected) {
   try {
-    return member_.vote(quorum_id, step, true, hash, vote_timeout_s_);
+    return member_.vote(quorum_id, step, true, hash, vote_timeout_s_, rejected);
   } catch (const membership::MembershipError& e) {
     switch (e.refusal()) {
       case membership::Refusal::stale_incarnation:

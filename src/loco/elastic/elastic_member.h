@@ -57,7 +57,9 @@ class ElasticMember {
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
   // refused and nothing was committed (the group is abandoned: retry with the next quorum).
-  std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash);
+  // `rejected`: members whose pseudo-gradients this one left out (NaN or Inf), reported with the vote.
+  std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash,
+                                              const std::vector<std::string>& rejected = {});
   // A vote against the synchronisation at `step` is sent for `quorum` (if any), so that the coordinator
   // aborts it and the others learn at once, and its next quorum takes a new id (a refusal only means the run
   // moved on); the group is abandoned.

@@ -36,6 +36,12 @@ void Coordinator::require_run(const std::string& run_id) const {
 
 JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now) {
   require_run(run_id);
+  if (barred_names_.count(name) > 0) {
+    throw MembershipError(Refusal::barred, fmt::format("member name '{}' was removed from this run: its "
+                                                       "pseudo-gradients held NaN or Inf in {} synchronisations. Fix "
+                                                       "the replica and start it under another name",
+                                                       name, options_.max_rejections));
+  }
   if (!plain_name(name)) {
     throw MembershipError(Refusal::malformed, fmt::format("member name '{}' must be 1 to 64 letters, digits, '.', "
                                                           "'_' or '-'",
@@ -117,7 +123,7 @@ void Coordinator::leave(const Credentials& who, const std::string& reason, doubl
 }
 
 void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
-                       const std::string& hash, double now) {
+                       const std::string& hash, double now, const std::vector<std::string>& rejected) {
   Member& m = member(who);
   m.last_heartbeat = now;
   const auto voted_in = [&](const Synchronisation& sync) {
@@ -136,6 +142,22 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
   Synchronisation& sync = synchronisations_[{quorum_id, step}];
   if (sync.members.empty()) sync.members = quorum_.members;
   if (!sync.decision) sync.votes.push_back({who.member_id, ok, ok ? hash : ""});
+  // One member's word does not remove another: a rejection counts once a majority reported it.
+  std::vector<std::string> removed;
+  for (const std::string& id : rejected) {
+    std::set<std::string>& reporters = sync.rejections[id];
+    const bool counted = 2 * reporters.size() > sync.members.size();
+    reporters.insert(who.member_id);
+    if (counted || 2 * reporters.size() <= sync.members.size() || members_.count(id) == 0) continue;
+    if (options_.max_rejections > 0 && ++rejections_[id] >= options_.max_rejections) removed.push_back(id);
+  }
+  for (const std::string& id : removed) {
+    barred_names_.insert(members_.at(id).name);
+    remove(id, "expel", fmt::format("{} (its pseudo-gradients held NaN or Inf in {} synchronisations; its name is "
+                                    "barred from the run)",
+                                    id, rejections_[id]),
+           now);
+  }
 }
 
 std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, std::int64_t quorum_id,

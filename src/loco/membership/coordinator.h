@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,10 @@ struct CoordinatorOptions {
   QuorumRules rules;
   std::string run_id;
   std::uint64_t incarnation = 0;
-  // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort), for the log.
+  // A member whose pseudo-gradient a majority of a synchronisation's members rejected (NaN or Inf) in this
+  // many synchronisations is removed from the run and its name barred (0: never).
+  int max_rejections = 3;
+  // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort, expel), for the log.
   std::function<void(const std::string& kind, const std::string& detail)> on_event;
 };
 
@@ -96,8 +100,10 @@ class Coordinator {
   // Phase one of a synchronisation (commit_rules.h): the member's vote for the outer step after `step`
   // steps in quorum `quorum_id`. MembershipError(stale_quorum) when that is not the member's current
   // quorum; a second vote for the same synchronisation is ignored.
+  // `rejected`: the members whose pseudo-gradients the voter left out (NaN or Inf); a member reported by a
+  // majority of the synchronisation's members counts one rejection (CoordinatorOptions::max_rejections).
   void vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
-            double now);
+            double now, const std::vector<std::string>& rejected = {});
   // Phase two: the decision, once every member voted (or the quorum broke); nullopt while pending.
   std::optional<CommitReply> take_decision(const Credentials& who, std::int64_t quorum_id, std::int64_t step);
 
@@ -133,6 +139,7 @@ class Coordinator {
     std::vector<Vote> votes;
     std::optional<CommitDecision> decision;
     std::vector<std::string> told;  // members that took the decision
+    std::map<std::string, std::set<std::string>> rejections;  // rejected member → the voters that said so
   };
   using SyncKey = std::pair<std::int64_t, std::int64_t>;  // (quorum id, step)
 
@@ -145,6 +152,8 @@ class Coordinator {
   CoordinatorOptions options_;
   std::map<std::string, Member> members_;  // by id
   std::map<std::string, std::int64_t> joins_by_name_;
+  std::map<std::string, int> rejections_;  // by member id: synchronisations that rejected its contribution
+  std::set<std::string> barred_names_;     // removed for their rejected contributions
   Quorum quorum_;
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id

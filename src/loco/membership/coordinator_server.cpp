@@ -32,6 +32,7 @@ int http_status(Refusal refusal) {
     case Refusal::unknown_member: return 410;
     case Refusal::unavailable: return 503;
     case Refusal::unauthenticated: return 401;
+    case Refusal::barred: return 403;
   }
   return 500;
 }
@@ -247,7 +248,8 @@ struct CoordinatorServer::Impl {
         const auto quorum_id = field<std::int64_t>(body, "quorum_id");
         const auto step = field<std::int64_t>(body, "step");
         const bool ok = field<bool>(body, "ok");
-        coordinator.vote(who, quorum_id, step, ok, ok ? field<std::string>(body, "hash") : "", now());
+        coordinator.vote(who, quorum_id, step, ok, ok ? field<std::string>(body, "hash") : "", now(),
+                         rejected_members(body));
         const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
         const auto deadline =
             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));

@@ -303,8 +303,9 @@ QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
 }
 
 CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
-                               double timeout_s) {
-  const nlohmann::json request = {{"quorum_id", quorum_id}, {"step", step}, {"ok", ok}, {"hash", hash}};
+                               double timeout_s, const std::vector<std::string>& rejected) {
+  nlohmann::json request = {{"quorum_id", quorum_id}, {"step", step}, {"ok", ok}, {"hash", hash}};
+  if (!rejected.empty()) request["rejected"] = rejected;
   return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision", false));
 }
 

@@ -87,7 +87,9 @@ class MemberClient {
   // vote is refused: stale_quorum (ask for a quorum again), unknown_member (this member was expired or
   // expelled meanwhile, so its quorum broke: nothing committed), stale_incarnation (the coordinator was
   // replaced before the decision reached this member), or unavailable when no decision came in `timeout_s`.
-  CommitReply vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash, double timeout_s);
+  // `rejected`: the members whose pseudo-gradients this member left out (NaN or Inf), reported to the coordinator.
+  CommitReply vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash, double timeout_s,
+                   const std::vector<std::string>& rejected = {});
 
   // Set by the heartbeat thread: the member's last quorum lost a member or was superseded, or the member
   // rejoined.

@@ -14,6 +14,7 @@ enum class Refusal {
   stale_quorum,       // a vote for a quorum that is no longer the run's: ask for a quorum again: 409
   unavailable,        // no coordinator answered (client side only)
   unauthenticated,    // no proof of the run's secret, a wrong MAC or a replayed message: 401
+  barred,             // a name removed from the run for its rejected contributions: 403
 };
 
 class MembershipError : public Error {

@@ -35,6 +35,12 @@ std::vector<std::string> string_list(const nlohmann::json& message, const char* 
   return out;
 }
 
+// The string `name` of a body that may be anything (a refusal comes from whoever answered), else `fallback`.
+std::string string_or(const nlohmann::json& message, const char* name, const std::string& fallback) {
+  const bool found = message.is_object() && message.contains(name) && message[name].is_string();
+  return found ? message[name].get<std::string>() : fallback;
+}
+
 const char* refusal_name(Refusal refusal) {
   switch (refusal) {
     case Refusal::malformed: return "malformed";
@@ -44,6 +50,7 @@ const char* refusal_name(Refusal refusal) {
     case Refusal::stale_quorum: return "stale_quorum";
     case Refusal::unavailable: return "unavailable";
     case Refusal::unauthenticated: return "unauthenticated";
+    case Refusal::barred: return "barred";
   }
   return "unknown";
 }
@@ -80,6 +87,10 @@ Credentials credentials(const nlohmann::json& message) {
 
 nlohmann::json to_json(const Credentials& who) {
   return {{"member_id", who.member_id}, {"incarnation", who.incarnation}};
+}
+
+std::vector<std::string> rejected_members(const nlohmann::json& vote) {
+  return vote.contains("rejected") ? string_list(vote, "rejected") : std::vector<std::string>{};
 }
 
 nlohmann::json to_json(const QuorumReply& reply) {
@@ -122,7 +133,7 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
   QuorumReply reply;
   reply.quorum_id = field<std::int64_t>(message, "quorum_id");
   reply.incarnation = field<std::uint64_t>(message, "incarnation");
-  reply.rank = static_cast<int>(field<std::int64_t>(message, "rank"));
+  const std::int64_t rank = field<std::int64_t>(message, "rank");  // checked below, before it becomes an int
   reply.store_prefix = field<std::string>(message, "store_prefix");
   reply.step = field<std::int64_t>(message, "step");
   reply.members = string_list(message, "members");
@@ -139,10 +150,11 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
     if (!step.is_number_integer()) throw MembershipError(Refusal::malformed, "field 'steps' holds a non-integer");
     reply.steps.push_back(step.get<std::int64_t>());
   }
-  if (reply.rank < 0 || reply.rank >= static_cast<int>(reply.members.size())) {
-    throw MembershipError(Refusal::malformed, fmt::format("rank {} is outside the quorum's {} members", reply.rank,
+  if (rank < 0 || rank >= static_cast<std::int64_t>(reply.members.size())) {
+    throw MembershipError(Refusal::malformed, fmt::format("rank {} is outside the quorum's {} members", rank,
                                                           reply.members.size()));
   }
+  reply.rank = static_cast<int>(rank);
   return reply;
 }
 
@@ -152,12 +164,10 @@ nlohmann::json refusal_message(const MembershipError& error) {
 
 MembershipError refusal_from(int http_status, const std::string& body) {
   const nlohmann::json message = nlohmann::json::parse(body, nullptr, false);
-  const std::string what = message.is_object() && message.contains("error") && message["error"].is_string()
-                               ? message["error"].get<std::string>()
-                               : fmt::format("HTTP status {}", http_status);
-  const std::string kind = message.is_object() ? message.value("refusal", "") : "";
+  const std::string what = string_or(message, "error", fmt::format("HTTP status {}", http_status));
+  const std::string kind = string_or(message, "refusal", "");
   for (Refusal r : {Refusal::malformed, Refusal::wrong_run, Refusal::unknown_member, Refusal::stale_incarnation,
-                    Refusal::stale_quorum, Refusal::unauthenticated}) {
+                    Refusal::stale_quorum, Refusal::unauthenticated, Refusal::barred}) {
     if (kind == refusal_name(r)) return MembershipError(r, what);
   }
   return MembershipError(Refusal::unavailable, what);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
@@ -19,6 +20,8 @@ template <typename T>
 T field(const nlohmann::json& message, const char* name);
 
 Credentials credentials(const nlohmann::json& message);
+// A vote's "rejected" (optional, member ids): whose pseudo-gradients the voter left out.
+std::vector<std::string> rejected_members(const nlohmann::json& vote);
 nlohmann::json to_json(const Credentials& who);
 
 nlohmann::json to_json(const QuorumReply& reply);
