@@ -104,7 +104,10 @@ void ElasticDiloco::synchronise() {
     }
     const double weight = healed ? 0.0 : 1.0;
     if (overlaps(at)) {
-      pending_.emplace(Pending{at, delta, weight});
+      Pending& pending = pending_.emplace();
+      pending.step = at;
+      pending.delta = delta;
+      pending.weight = weight;
       exchange_in_background(group, quorum);
       last_point_ = at;
       start_round(quorum, at);

@@ -84,6 +84,22 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
   }
   const membership::HealPlan plan = membership::plan_heal(steps, digests, alike_);
   if (plan.receivers.empty()) return {};
+  // Every member of the quorum reaches this point with the same plan (the digests were gathered), so the
+  // transfers of a quorum are numbered alike everywhere: their subgroups' names.
+  if (transfers_quorum_ != quorum.store_prefix) {
+    transfers_quorum_ = quorum.store_prefix;
+    transfers_ = 0;
+  }
+  const int transfer = ++transfers_;
+  // The state goes from the donor to the receivers alone: the others go on (on a slow link the donor's
+  // uplink carries it once per receiver, not once per member).
+  std::vector<int> involved = plan.receivers;
+  involved.insert(std::upper_bound(involved.begin(), involved.end(), plan.donor), plan.donor);
+  const bool receiving = std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank());
+  if (!receiving && group.rank() != plan.donor) return {plan.receivers, false};
+  const bool everyone = static_cast<int>(involved.size()) == group.size();
+  comm::Group& transfer_group = everyone ? group : groups_.subgroup(involved, fmt::format("transfer-{}", transfer));
+  const int root = static_cast<int>(std::find(involved.begin(), involved.end(), plan.donor) - involved.begin());
   const std::string sender = quorum.members[static_cast<std::size_t>(plan.donor)];
   const auto started = SteadyClock::now();
   std::string state;
@@ -94,8 +110,8 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
       if (chunk == 0 && fault_ && fault_->at(FaultMoment::donating)) outgoing.data_ptr<std::uint8_t>()[0] ^= 0xff;
     };
   }
-  transfer_state(group, state, plan.donor, sender, options);
-  if (!std::binary_search(plan.receivers.begin(), plan.receivers.end(), group.rank())) return {plan.receivers, false};
+  transfer_state(transfer_group, state, root, sender, options);
+  if (!receiving) return {plan.receivers, false};
   // The bytes arrived intact; whether they hold the canonical state is checked before anything of them
   // is applied (a donor that is wrong, or lies).
   std::string digest;

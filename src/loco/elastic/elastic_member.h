@@ -51,8 +51,9 @@ class ElasticMember {
   // When a member of the quorum reported a step behind the others' (or always, with `check_alike`): every
   // member's SHA-256 of `compared` (its tensors now, named as in `section` of a snapshot) is gathered; the
   // members behind (and, when replicas are alike, those unlike the canonical state) adopt the donor's
-  // whole replica state after checking it (membership/heal_rules.h, note "elastic-heal"). CommError when
-  // the transfer or the check fails.
+  // whole replica state after checking it (membership/heal_rules.h, note "elastic-heal"), sent to them
+  // alone (QuorumGroup::subgroup): the other members return at once. CommError when the transfer or the
+  // check fails.
   HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section, bool check_alike = false);
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
@@ -87,6 +88,8 @@ class ElasticMember {
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
   MembershipLog log_;
+  std::string transfers_quorum_;  // the quorum (store prefix) whose state transfers transfers_ counts
+  int transfers_ = 0;
   SteadyClock::time_point started_;  // of the current synchronisation, for the log
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "loco/comm/c10d/c10d_group.h"
 #include "loco/comm/comm_error.h"
 
@@ -30,21 +32,36 @@ comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
     return *group_;
   }
   abandon();
+  group_ = comm::make_c10d_group(group_options(next.rank, static_cast<int>(next.members.size()), next.store_prefix));
+  quorum_ = std::move(next);
+  return *group_;
+}
+
+comm::Group& QuorumGroup::subgroup(const std::vector<int>& ranks, const std::string& name) {
+  const membership::QuorumReply& current = quorum();
+  const auto mine = std::find(ranks.begin(), ranks.end(), current.rank);
+  LOCO_CHECK(mine != ranks.end() && std::is_sorted(ranks.begin(), ranks.end()),
+             "QuorumGroup::subgroup of ranks that do not hold this member's {} or are not ascending", current.rank);
+  graveyard_.bury(std::move(subgroup_));
+  subgroup_ = comm::make_c10d_group(group_options(static_cast<int>(mine - ranks.begin()), static_cast<int>(ranks.size()),
+                                                  current.store_prefix + "/" + name));
+  return *subgroup_;
+}
+
+comm::C10dOptions QuorumGroup::group_options(int rank, int world_size, const std::string& store_prefix) const {
   comm::C10dOptions c10d;
   c10d.backend = options_.backend;
-  c10d.rank = next.rank;
-  c10d.world_size = static_cast<int>(next.members.size());
+  c10d.rank = rank;
+  c10d.world_size = world_size;
   c10d.master_addr = member_.coordinator().host;
   c10d.master_port = member_.store_port();
   c10d.rank0_serves_store = false;
-  c10d.store_prefix = next.store_prefix;
+  c10d.store_prefix = store_prefix;
   c10d.interface = options_.interface;
   c10d.rendezvous_timeout = options_.rendezvous_timeout;
   c10d.group = options_.group;
   c10d.group.abandoned = [&member = member_] { return member.quorum_broken(); };
-  group_ = comm::make_c10d_group(c10d);
-  quorum_ = std::move(next);
-  return *group_;
+  return c10d;
 }
 
 const membership::QuorumReply& QuorumGroup::quorum() const {
@@ -53,6 +70,7 @@ const membership::QuorumReply& QuorumGroup::quorum() const {
 }
 
 void QuorumGroup::abandon() {
+  graveyard_.bury(std::move(subgroup_));
   graveyard_.bury(std::move(group_));
   quorum_.reset();
 }

@@ -4,12 +4,16 @@
 // the old one is buried (note "group-graveyard" in comm/group_graveyard.h). Waiting on a collective
 // of the group gives up (PeerLost) as soon as the coordinator says the quorum broke (a member left, or
 // stopped heartbeating), instead of waiting for the group's timeout (GroupOptions::abandoned).
+// What concerns only some members of a quorum (a state sent from a donor to the members that heal) runs
+// in a subgroup of them, so that the others neither receive it nor slow its sender down.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "loco/comm/c10d/c10d_group.h"
 #include "loco/comm/group.h"
 #include "loco/comm/group_graveyard.h"
 #include "loco/membership/member_client.h"
@@ -39,14 +43,24 @@ class QuorumGroup {
   // The quorum of the current group (after a join_quorum).
   const membership::QuorumReply& quorum() const;
 
+  // A group of some members of the current quorum: `ranks` (their ranks in the quorum's group, ascending,
+  // this member's among them), built on the quorum's store under the prefix the quorum's own and `name`
+  // make. Every member of `ranks` must ask with the same arguments, and `name` must not be used twice in a
+  // quorum. It is abandoned with the quorum's group, or when the next subgroup is built.
+  comm::Group& subgroup(const std::vector<int>& ranks, const std::string& name);
+
   // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
   void abandon();
 
  private:
+  // The c10d options of a group of `world_size` members under `store_prefix`, this member being `rank`.
+  comm::C10dOptions group_options(int rank, int world_size, const std::string& store_prefix) const;
+
   membership::MemberClient& member_;
   QuorumGroupOptions options_;
   std::optional<membership::QuorumReply> quorum_;
   std::unique_ptr<comm::Group> group_;
+  std::unique_ptr<comm::Group> subgroup_;
   comm::GroupGraveyard graveyard_;  // last member: waits for buried groups before the rest goes
 };
 
