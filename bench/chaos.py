@@ -26,6 +26,13 @@ run's wall time, over the same for the fault-free run. Work lost to a fault (a k
 survivors' waits, a restarted member's start-up) lowers it; a plain wall-time ratio would not see that a
 healed member skips the steps it missed. The wall-time ratio is printed too.
 
+With --rate RATE every rank runs in a network namespace of its own with a link shaped to RATE both ways
+(scripts/netns_run.sh --host-address; root only): one `loco launch --elastic --nproc 1` per namespace
+restarts its rank, and the ranks reach the coordinator on the host across their shaped links. With
+--paired each seed gets a fault-free run of its own just before its chaos run, and its goodput is taken
+against that one: on a shared machine the speed drifts over minutes, and a pair measured together drifts
+less.
+
 Bounded: each run is killed after LIMIT_S; every process it started is killed at the end. Signals go
 only to processes this script started (the launcher's children, by pid).
 """
@@ -72,6 +79,10 @@ def parse_args():
     p.add_argument("--limit-s", type=float, default=900.0, help="each run is killed after this")
     p.add_argument("--loco", default=os.environ.get("LOCO", os.path.join(ROOT, "build", "loco")))
     p.add_argument("--keep", help="keep the runs' directories here")
+    p.add_argument("--rate", help="shape every rank's link to this rate (tc units: 20mbit, 1gbit) in a network "
+                                  "namespace of its own (scripts/netns_run.sh; needs root)")
+    p.add_argument("--paired", action="store_true", help="a fault-free run before each seed's chaos run, which "
+                                                         "that seed's goodput is taken against")
     args = p.parse_args()
     args.kinds = args.kinds.split(",")
     if args.algorithm == "ddp":
@@ -80,6 +91,8 @@ def parse_args():
         p.error("--churn replaces --kinds: the schedule says which faults happen")
     if args.coordinator == "launcher" and "coordinator" in args.kinds:
         p.error("--kinds coordinator needs --coordinator separate (the launcher's coordinator dies with the launcher)")
+    if args.rate and args.coordinator != "separate":
+        p.error("--rate needs --coordinator separate (the ranks reach it across their links)")
     first, _, last = args.seeds.partition("-")
     args.seeds = list(range(int(first), int(last or first) + 1))
     for kind in args.kinds:
@@ -96,12 +109,13 @@ class Coordinator:
     def __init__(self, args, run_id, log, port=0, store_port=0):
         self.log = open(log, "a")
         self.process = subprocess.Popen(
-            [args.loco, "coordinator", "--host", "127.0.0.1", "--port", str(port), "--store-port", str(store_port),
+            # Ranks in network namespaces (--rate) reach it on the host's bridge address.
+            [args.loco, "coordinator", "--host", "0.0.0.0" if args.rate else "127.0.0.1", "--port", str(port), "--store-port", str(store_port),
              "--run-id", run_id, "--min-replicas", str(args.min_replicas), "--start-replicas", str(args.ranks), "--heartbeat-timeout-s",
              str(args.heartbeat_timeout_s), "--join-window-s", str(args.join_window_s)],
             stdout=subprocess.PIPE, stderr=self.log, text=True, env=dict(os.environ, LOCO_RUN_SECRET=SECRET))
         banner = self.process.stdout.readline()
-        found = re.search(r"127\.0\.0\.1:(\d+) .*store on port (\d+)", banner)
+        found = re.search(r"[0-9.]+:(\d+) .*store on port (\d+)", banner)
         if not found:
             sys.exit(f"chaos: the coordinator did not start: {banner!r} (log {log})")
         self.port, self.store_port = int(found[1]), int(found[2])
@@ -113,9 +127,47 @@ class Coordinator:
         self.process.wait()
 
 
+def children():
+    """Each process's children, from /proc."""
+    of = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        of.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    return of
+
+
 def rank_processes(launcher):
-    out = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
-    return sorted(int(pid) for pid in out)
+    """The training processes: the children of `loco launch`, which is the process we started or, with
+    --rate, one per namespace below scripts/netns_run.sh."""
+    of = children()
+    found, frontier = [], [launcher.pid]
+    while frontier:
+        pid = frontier.pop()
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"launch" in command[1:2]:
+            found += of.get(pid, [])
+        else:
+            frontier += of.get(pid, [])
+    return sorted(found)
+
+
+def launch_command(args, coordinator, restarts, rules, train):
+    """`loco launch --elastic` of the ranks (RULES: its coordinator's options); with --rate, one per shaped
+    network namespace, each with one rank, all of the separate coordinator's run."""
+    if not args.rate:
+        return [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(restarts),
+                *rules, "--", *train]
+    node = ('LOCO_COORDINATOR="$NETNS_HOST_ADDR:$1" exec "$2" launch --elastic --nproc 1 --nnodes "$3" '
+            '--node-rank "$RANK" --master-port 29500 --max-restarts "$4" -- "${@:5}"')
+    return [os.path.join(ROOT, "scripts", "netns_run.sh"), "--nproc", str(args.ranks), "--rate", args.rate,
+            "--host-address", "--", "bash", "-c", node, "node", str(coordinator.port), args.loco, str(args.ranks),
+            str(restarts), *train]
 
 
 def run(args, work, name, faults, seed):
@@ -138,16 +190,15 @@ def run(args, work, name, faults, seed):
     churn = ["--set", f"dist.churn={schedule}"] if schedule else []
     restarts = faults if not schedule else 2 * args.ranks + faults
     start = time.time()
-    launcher = subprocess.Popen(
-        [args.loco, "launch", "--elastic", "--nproc", str(args.ranks), "--max-restarts", str(restarts), *rules, "--",
-         "train",
-         "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set", f"data.dir={ROOT}/data/brown",
-         "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}", "--set", "train.batch_size=8",
-         "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set", "train.log_every=10", "--set",
-         "train.threads=1", "--set", "dist.elastic=true", "--set", f"dist.algorithm={args.algorithm}", "--set",
-         "dist.backend=gloo", "--set", "dist.batch=per_replica", "--set", f"dist.replicas={args.ranks}", "--set",
-         f"diloco.sync_every={args.sync_every}", "--set", "comm.timeout_s=120", *churn],
-        stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
+    train = ["train", "--config", os.path.join(ROOT, "bench/configs/tiny-150k.toml"), "--set",
+             f"data.dir={ROOT}/data/brown", "--set", f"train.out_dir={out_dir}", "--set", f"train.steps={args.steps}",
+             "--set", "train.batch_size=8", "--set", "train.eval_every=0", "--set", "train.eval_batches=8", "--set",
+             "train.log_every=10", "--set", "train.threads=1", "--set", "dist.elastic=true", "--set",
+             f"dist.algorithm={args.algorithm}", "--set", "dist.backend=gloo", "--set", "dist.batch=per_replica",
+             "--set", f"dist.replicas={args.ranks}", "--set", f"diloco.sync_every={args.sync_every}", "--set",
+             "comm.timeout_s=120", *churn]
+    launcher = subprocess.Popen(launch_command(args, coordinators[0] if coordinators else None, restarts, rules, train),
+                                stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True)
     injected = []
     done = threading.Event()
 
@@ -194,9 +245,13 @@ def run(args, work, name, faults, seed):
     while launcher.poll() is None and time.time() - start < args.limit_s:
         time.sleep(0.5)
     status = launcher.poll()
-    if status is None:  # over the limit
-        os.killpg(launcher.pid, signal.SIGKILL)
-        status = launcher.wait()
+    if status is None:  # over the limit: scripts/netns_run.sh stops its ranks and removes its links on SIGTERM
+        os.killpg(launcher.pid, signal.SIGTERM if args.rate else signal.SIGKILL)
+        try:
+            status = launcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            status = launcher.wait()
     end = time.time()
     done.set()
     injector.join()
@@ -291,16 +346,19 @@ def main():
     args = parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="loco-chaos-")
     os.makedirs(work, exist_ok=True)
-    clean = run(args, work, "clean", 0, 0)
+    clean = None if args.paired else run(args, work, "clean", 0, 0)
     results = []
     for seed in args.seeds:
+        if args.paired:
+            clean = run(args, work, f"clean-{seed}", 0, seed)
         chaos = run(args, work, f"chaos-{seed}", args.faults, seed)
         gap = (100 * (chaos["final_loss"] / clean["final_loss"] - 1)
                if chaos["final_loss"] and clean["final_loss"] else None)
         result = {
             "benchmark": f"elastic {args.algorithm} under seeded faults (bench/chaos.sh)",
             "machine": f"{os.cpu_count()} cores, {platform.machine()}", "seed": seed, "steps": args.steps,
-            "ranks": args.ranks, "coordinator": args.coordinator, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
+            "ranks": args.ranks, "link_rate": args.rate, "paired_clean_run": args.paired,
+            "coordinator": args.coordinator, "min_replicas": args.min_replicas, "sync_every": args.sync_every,
             "kinds": args.kinds, "fault_mean_interval_s": args.mean_s,
             "faults_injected": [f["kind"] for f in chaos["faults"]], "fault_times_s": [f["at_s"] for f in chaos["faults"]],
             "churn_schedule": chaos["schedule"],

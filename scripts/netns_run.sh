@@ -28,6 +28,7 @@ Rank i runs in the current directory with:
   RANK=i LOCAL_RANK=i WORLD_SIZE=N LOCAL_WORLD_SIZE=N
   MASTER_ADDR=<rank 0's address>  MASTER_PORT=<--master-port>
   LOCO_SOCKET_IFNAME=<rank i's interface in its namespace> (GLOO_SOCKET_IFNAME is set to the same)
+  NETNS_HOST_ADDR=<the host's address on the bridge> (with --host-address only)
 Output (stdout and stderr together) is forwarded line by line as "[rank i] ...". The script
 exits with the first non-zero exit status of any rank (0 if all succeed); when a rank fails, the
 others get SIGTERM and, after --grace seconds, SIGKILL.
@@ -40,6 +41,9 @@ Options:
                      (BYTES: a number with an optional k or m suffix, in KiB or MiB)
   --master-port P    MASTER_PORT (default 29500)
   --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
+  --host-address     also give the host's end of the bridge an address (SUBNET.254, passed to the
+                     ranks as NETNS_HOST_ADDR), so that ranks reach a server on the host, such as
+                     a `loco coordinator` listening on 0.0.0.0, over their shaped links
   --check            instead of a command, measure the achieved rate: ranks 1..N-1 send to rank 0
                      over TCP for about --check-seconds and rank 0 prints the Mbit/s it received;
                      fails (exit 1) unless that is within 70%..105% of RATE
@@ -68,6 +72,7 @@ limit=""
 master_port=29500
 grace=5
 check=0
+host_address=""  # 1 with --host-address
 check_seconds=2
 command=()
 
@@ -110,6 +115,7 @@ while (($#)); do
     --limit) limit=${2-}; shift 2 || usage_error "--limit needs a value" ;;
     --master-port) master_port=${2-}; shift 2 || usage_error "--master-port needs a value" ;;
     --grace) grace=${2-}; shift 2 || usage_error "--grace needs a value" ;;
+    --host-address) host_address=1; shift ;;
     --check) check=1; shift ;;
     --check-seconds) check_seconds=${2-}; shift 2 || usage_error "--check-seconds needs a value" ;;
     --latency | --latency=* | --delay | --delay=* | --netem | --netem=*)
@@ -258,6 +264,7 @@ for ((k = 0; k < 256; k++)); do
 done
 [[ -n $subnet ]] || cannot_run "every 10.213.x.0/24 is in use on this host"
 rank_addr() { echo "$subnet.$(($1 + 1))"; }
+host_addr() { echo "$subnet.254"; }  # ranks are .1 to .64
 
 # ---- cleanup: exactly what this run created ----------------------------------------------------
 
@@ -396,6 +403,10 @@ link add name $host_veth type veth peer name $(rank_veth_name "$i") netns $ns
 link set dev $host_veth master $bridge up"
   downlinks+="qdisc add dev $host_veth $tbf"$'\n' # downlink: bridge -> rank i
 done
+# The host's address on the bridge (--host-address): traffic between a rank and the host crosses that
+# rank's shaped veth pair like any other.
+((host_address)) && host_batch+="
+addr add $(host_addr)/24 dev $bridge"
 setup ip <<<"$host_batch"
 for ((i = 0; i < nproc; i++)); do
   ns=$(netns_name "$i")
@@ -410,6 +421,7 @@ done
 setup tc <<<"$downlinks"
 
 log "$nproc ranks on $subnet.0/24 via bridge $bridge, each link shaped to $rate both ways (tbf burst $burst B, limit $limit B)"
+((host_address)) && log "the host is $(host_addr) on the bridge (NETNS_HOST_ADDR)"
 
 # ---- the ranks ---------------------------------------------------------------------------------
 
@@ -498,6 +510,7 @@ for ((i = 0; i < nproc; i++)); do
       RANK="$i" LOCAL_RANK="$i" WORLD_SIZE="$nproc" LOCAL_WORLD_SIZE="$nproc" \
       MASTER_ADDR="$(rank_addr 0)" MASTER_PORT="$master_port" \
       LOCO_SOCKET_IFNAME="$(rank_veth_name "$i")" GLOO_SOCKET_IFNAME="$(rank_veth_name "$i")" \
+      ${host_address:+NETNS_HOST_ADDR="$(host_addr)"} \
       "${command[@]}" >"$fifo" 2>&1 </dev/null &
     echo "$!" >"$tmp_dir/rank$i.pgid"
     wait "$!"

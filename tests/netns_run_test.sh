@@ -3,7 +3,8 @@
 # 4 MB to rank 0, which must receive at 70%..105% of the rate; every rank must see its
 # environment in its own namespace; a failing rank must make the script exit with its status and
 # stop the others (one of them ignores SIGTERM, so SIGKILL is needed); SIGTERM to the script must
-# stop the ranks; and after every run no namespace or interface may be left behind.
+# stop the ranks; with --host-address ranks reach a server on the host; and after every run no
+# namespace or interface may be left behind.
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, or no namespaces/veth/tbf here).
 set -euo pipefail
 
@@ -213,5 +214,38 @@ fi
 pids_dead "$work"/term/rank{0,1}.pid || fail "SIGTERM: the ranks still run"
 expect_no_leftovers "SIGTERM"
 echo "ok: SIGTERM to the script stopped the ranks and removed the network"
+
+# ---- --host-address: ranks reach a server on the host ------------------------------------------
+
+# The host serves on every interface; each rank fetches a page from NETNS_HOST_ADDR. Without
+# --host-address the variable is unset (and nothing on the host is reachable).
+host_port=$((port + 1))
+"$python" -m http.server "$host_port" --bind 0.0.0.0 --directory "$work" >/dev/null 2>&1 &
+server=$!
+cat >"$work/fetch.py" <<PY
+import os, time, urllib.request
+address = os.environ.get("NETNS_HOST_ADDR")
+if address is None:
+    print("no NETNS_HOST_ADDR", flush=True)
+else:
+    for attempt in range(50):  # the server may still be starting
+        try:
+            print("fetched", urllib.request.urlopen(f"http://{address}:$host_port/fetch.py", timeout=5).status, address, flush=True)
+            break
+        except OSError:
+            time.sleep(0.1)
+PY
+status=0
+"$script" --nproc 2 --rate 10mbit --host-address -- "$python" "$work/fetch.py" >"$work/out" 2>"$work/err" || status=$?
+"$script" --nproc 1 --rate 10mbit -- "$python" "$work/fetch.py" >"$work/out-plain" 2>>"$work/err" || status=$?
+kill "$server"
+((status == 0)) || fail "--host-address: exited with $status: $(cat "$work/err")"
+for rank in 0 1; do
+  grep -Eq "^\[rank $rank\] fetched 200 10\.213\.[0-9]+\.254$" "$work/out" ||
+    fail "--host-address: rank $rank did not reach the host: $(cat "$work/out")"
+done
+grep -q "^\[rank 0\] no NETNS_HOST_ADDR$" "$work/out-plain" || fail "without --host-address NETNS_HOST_ADDR is set"
+expect_no_leftovers "--host-address"
+echo "ok: with --host-address both ranks reached a server on the host at NETNS_HOST_ADDR"
 
 echo "PASS ($((SECONDS - start)) s)"

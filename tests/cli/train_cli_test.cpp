@@ -121,7 +121,7 @@ TEST_F(TrainCli, ConfigErrorsNameTheProblem) {
 // LOCO_FAULT (train/fault_injection.h) is a test and chaos aid; a value it does not know is refused
 // before training starts, not ignored.
 TEST_F(TrainCli, AMalformedFaultInjectionIsRefused) {
-  for (const char* value : {"donating:EXPLODE", "exchanging:CORRUPT", "0:KILL", "soon:KILL", "12"}) {
+  for (const char* value : {"donating:EXPLODE", "exchanging:CORRUPT", "receiving:CORRUPT", "0:KILL", "soon:KILL", "12"}) {
     ::setenv("LOCO_FAULT", value, 1);
     const auto r = run_loco({"train", "--config", config("fault").string()});
     ::unsetenv("LOCO_FAULT");

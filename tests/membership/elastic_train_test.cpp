@@ -252,6 +252,27 @@ TEST_F(ElasticTrain, WhenTheDonorDiesTheJoinerHealsFromAnother) {
   EXPECT_TRUE(gb == final_global("donor", "c-1", kLateJoinSteps)) << "b's and c's global parameters differ";
 }
 
+// The joiner dies as it starts receiving the state: the donor and the up-to-date member (which took no part
+// in the transfer) fail their synchronisation alike, go on together in a quorum of two, and lose nothing.
+TEST_F(ElasticTrain, WhenTheJoinerDiesWhileHealingTheOthersGoOnTogether) {
+  const auto coordinator_process = coordinator("receiver", 2);
+  auto a = member("receiver", "a", kLateJoinSteps);
+  auto b = member("receiver", "b", kLateJoinSteps);
+  ASSERT_TRUE(a->wait_for(std::regex("step 12/400"), 120)) << a->output();
+  auto c = member("receiver", "c", kLateJoinSteps, "receiving:KILL");
+  EXPECT_EQ(c->wait(120), 128 + 9) << c->output();
+  for (auto* m : {a.get(), b.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  EXPECT_NE(a->output().find("3 members (a#1, b#1, c#1)"), std::string::npos) << a->output();
+  nlohmann::json last;
+  const auto quorums = events("receiver", "b-1", "quorum", &last);
+  ASSERT_FALSE(quorums.empty());
+  EXPECT_EQ(quorums.back().at("detail").get<std::string>().find("2 members (a#1, b#1)"), 4u) << quorums.back();
+  EXPECT_EQ(last.at("outer_steps"), kLateJoinSteps / 4) << last;  // none lost
+  const std::string ga = final_global("receiver", "a-1", kLateJoinSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("receiver", "b-1", kLateJoinSteps)) << "a's and b's global parameters differ";
+}
+
 // A chunk of the state leaves the donor with a byte flipped: the receiver refuses it (SHA-256), the donor
 // sends that chunk again, and the joiner heals once, from the intact bytes. The state goes to the joiner
 // alone: b, up to date, neither receives nor checks it.

@@ -110,6 +110,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
       if (chunk == 0 && fault_ && fault_->at(FaultMoment::donating)) outgoing.data_ptr<std::uint8_t>()[0] ^= 0xff;
     };
   }
+  if (receiving && fault_) fault_->at(FaultMoment::receiving);
   transfer_state(transfer_group, state, root, sender, options);
   if (!receiving) return {plan.receivers, false};
   // The bytes arrived intact; whether they hold the canonical state is checked before anything of them

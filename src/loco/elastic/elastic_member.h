@@ -84,7 +84,7 @@ class ElasticMember {
   membership::MemberClient& member_;
   double vote_timeout_s_;
   membership::ReplicasAlike alike_;
-  std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:... or donating:...
+  std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:..., donating:... or receiving:...
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
   MembershipLog log_;

@@ -26,6 +26,8 @@ std::unique_ptr<FaultInjection> FaultInjection::from_environment() {
     moment = FaultMoment::exchanging;
   } else if (when == "donating") {
     moment = FaultMoment::donating;
+  } else if (when == "receiving") {
+    moment = FaultMoment::receiving;
   } else {
     char* end = nullptr;
     const long long parsed = std::strtoll(when.c_str(), &end, 10);
@@ -33,8 +35,8 @@ std::unique_ptr<FaultInjection> FaultInjection::from_environment() {
   }
   const bool known_kind = kind == "KILL" || kind == "STOP" || (kind == "CORRUPT" && moment == FaultMoment::donating);
   if (colon == std::string::npos || (!step && !moment) || !known_kind) {
-    throw ConfigError(fmt::format("LOCO_FAULT={} is not [NAME@]WHEN:ACTION with WHEN a step number, exchanging or "
-                                  "donating and ACTION KILL or STOP (or donating:CORRUPT); for example "
+    throw ConfigError(fmt::format("LOCO_FAULT={} is not [NAME@]WHEN:ACTION with WHEN a step number, exchanging, "
+                                  "donating or receiving and ACTION KILL or STOP (or donating:CORRUPT); for example "
                                   "LOCO_FAULT=12:KILL, LOCO_FAULT=rank-2@12:STOP or LOCO_FAULT=a@donating:KILL",
                                   whole));
   }

@@ -6,6 +6,8 @@
 //                                 all-reduce (elastic runs; STOP works too)
 //   LOCO_FAULT=donating:KILL      ... while sending its state to a member that heals, after the header and
 //                                 before the first chunk (elastic runs; STOP works too)
+//   LOCO_FAULT=receiving:KILL     ... as it starts receiving the state it heals with (elastic runs; STOP
+//                                 works too)
 //   LOCO_FAULT=donating:CORRUPT   the first chunk of the first state it sends leaves with one byte flipped
 //                                 after its hash was taken (a link or memory error the receivers must catch)
 //   LOCO_FAULT=NAME@...           only the process whose LOCO_MEMBER_NAME is NAME (one rank of `loco launch
@@ -20,7 +22,7 @@
 namespace loco {
 
 // Points inside an elastic synchronisation where a fault can fire.
-enum class FaultMoment { exchanging, donating };
+enum class FaultMoment { exchanging, donating, receiving };
 
 class FaultInjection {
  public:
