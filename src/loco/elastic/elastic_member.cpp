@@ -14,6 +14,12 @@
 
 namespace loco::elastic {
 
+namespace {
+
+constexpr double kFailureVoteWaitS = 5;
+
+}  // namespace
+
 ElasticMember::ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
                              double vote_timeout_s, membership::ReplicasAlike alike)
     : context_(context),
@@ -181,7 +187,10 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
 void ElasticMember::report_failure(const std::optional<membership::QuorumReply>& quorum, std::int64_t step) {
   if (quorum) {
     try {
-      member_.vote(quorum->quorum_id, step, false, "", vote_timeout_s_);
+      // The vote is what aborts the synchronisation for the others; this member retries whatever the
+      // decision, so it waits for it only briefly (a decision that does not come must not hold it for the
+      // whole vote timeout while the others form quorums without it).
+      member_.vote(quorum->quorum_id, step, false, "", std::min(vote_timeout_s_, kFailureVoteWaitS));
     } catch (const membership::MembershipError&) {
     }
   }
