@@ -430,13 +430,15 @@ TEST_F(ElasticTrain, ARunResumesFromItsMembersCheckpoints) {
 
 // dist.backend = "local" with dist.churn: three replicas as threads of one process, each a member of a
 // coordinator the process serves. Replica 2 leaves at step 10 and returns (as a new member, healing) when
-// the run reaches step 30; replica 1 stalls for 2 s at step 60 (no heartbeats), is given up, rejoins by
-// itself and heals. No committed outer step is lost and the three end with bit-identical globals
+// the run reaches step 30; replica 1 stalls at step 60 (no heartbeats) until the others reach step 80,
+// which they do only once its heartbeat has expired (the local coordinator's join window is 30 s); it
+// rejoins by itself and heals. (A stall of 2 s let the others finish first on a fast machine: it then
+// trained alone and healed from nobody.) No committed outer step is lost and the three end with bit-identical globals
 // (`tensors`: the names of the global parameters in a checkpoint).
 void ElasticTrain::simulated_churn(const std::string& run, const Checks& checks, int synchronisations) {
   constexpr int kSteps = 400;
   std::vector<std::string> args = {LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
-                                   "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2", "--set",
+                                   "--set", "dist.churn=2@10:leave, 2@30:return, 1@60:stall-until=80", "--set",
                                    "train.out_dir=" + (*dir_ / run).string(), "--set",
                                    "train.steps=" + std::to_string(kSteps)};
   for (const auto& setting : checks.settings) {
@@ -448,7 +450,8 @@ void ElasticTrain::simulated_churn(const std::string& run, const Checks& checks,
   const std::string out = train.output();
   for (const std::string expected :
        {"churn: replica 2 leaves after step 10", "churn: replica 2 returns at step 3",
-        "churn: replica 1 stalls for 2 s after step 60 (no heartbeats)", "rejoined as replica-1#2",
+        "churn: replica 1 stalls after step 60 until a replica reaches step 80 (no heartbeats)",
+        "rejoined as replica-1#2",
         "2 members (replica-0#1, replica-1#1)"}) {
     EXPECT_NE(out.find(expected), std::string::npos) << expected << "\n" << out;
   }
@@ -611,23 +614,24 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
 
 // The ranks of `loco launch --elastic` play a dist.churn schedule as the threads do: rank 2 kills itself
 // after step 10 (kill -9; the launcher reports it and starts it again), its second process waits for the
-// run to reach step 30 and joins as a new member, which heals; rank 1 stalls for 2 s after step 60, is
-// expired, rejoins by itself and heals. Bit-identical globals at the end, every outer step committed.
+// run to reach step 30 and joins as a new member, which heals; rank 1 stalls after step 60 until the
+// others reach step 80, which they do only once its heartbeat has expired (the join window is longer than
+// the heartbeat timeout); it rejoins by itself and heals. Bit-identical globals at the end, every outer
+// step committed.
 TEST_F(ElasticTrain, LaunchPlaysAChurnScheduleOnItsRanks) {
-  // Long enough that the two others are still training when the stalled rank comes back (with 400 steps
-  // they sometimes finished first, and it was told the run was over instead of healing).
-  constexpr int kSteps = 2400;
+  constexpr int kSteps = 400;
   test::ChildProcess launch({LOCO_BINARY, "launch", "--elastic", "--nproc", "3", "--max-restarts", "1",
-                             "--heartbeat-timeout-s", "1", "--join-window-s", "0.5", "--", "train", "--config",
+                             "--heartbeat-timeout-s", "1", "--join-window-s", "30", "--", "train", "--config",
                              config().string(), "--set", "train.out_dir=" + (*dir_ / "launch-churn").string(), "--set",
                              "train.steps=" + std::to_string(kSteps), "--set", "comm.timeout_s=60", "--set",
-                             "dist.churn=2@10:leave, 2@30:return, 1@60:stall=2"});
+                             "dist.churn=2@10:leave, 2@30:return, 1@60:stall-until=80"});
   EXPECT_EQ(launch.wait(300), 0) << launch.output();
   const std::string out = launch.output();
   for (const std::string expected :
        {"[rank 2] churn: replica 2 leaves after step 10", "rank 2 was killed by SIGKILL; starting it again",
         "[rank 2] churn: replica 2 returns at step 30 as a new member",
-        "[rank 1] churn: replica 1 stalls for 2 s after step 60 (no heartbeats)", "rejoined as rank-1#2"}) {
+        "[rank 1] churn: replica 1 stalls after step 60 until a replica reaches step 80 (no heartbeats)",
+        "rejoined as rank-1#2"}) {
     EXPECT_NE(out.find(expected), std::string::npos) << expected << "\n" << out;
   }
   EXPECT_EQ(events("launch-churn", "rank-2-2", "heal").size(), 1u);

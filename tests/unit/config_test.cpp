@@ -337,7 +337,9 @@ TEST(Config, RandomChurnSchedulesAreSeededAndSound) {
         }
         EXPECT_LT(gone, replicas) << "seed " << seed << ": every replica gone after step " << step;
       }
-      if (replicas > 1) EXPECT_EQ(faults, 3) << "seed " << seed << ", " << replicas << " replicas";
+      if (replicas > 1) {
+        EXPECT_EQ(faults, 3) << "seed " << seed << ", " << replicas << " replicas";
+      }
     }
   }
   EXPECT_TRUE(parse_churn_schedule("random:7:4", 3, 2).empty());  // no room
@@ -359,6 +361,12 @@ TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
   EXPECT_EQ(events[1].kind, ChurnEvent::Kind::stall);
   EXPECT_DOUBLE_EQ(events[1].seconds, 2.5);
   EXPECT_EQ(events[2].kind, ChurnEvent::Kind::rejoin);
+  const auto until = parse_churn_schedule("1@60:stall-until=90", 3, 100);
+  ASSERT_EQ(until.size(), 1u);
+  EXPECT_EQ(until[0].kind, ChurnEvent::Kind::stall);
+  EXPECT_EQ(until[0].until_step, 90);
+  EXPECT_EQ(until[0].seconds, 0);
+  EXPECT_EQ(format_churn_schedule(until), "1@60:stall-until=90");
   const auto of_two = churn_events_of(parse_churn_schedule("2@80:return,2@40:leave,2@80:leave,2@90:return", 3, 100), 2);
   ASSERT_EQ(of_two.size(), 4u);  // by step; at step 80 the return (ending the leave at 40) comes first
   EXPECT_EQ(of_two[0].step, 40);
@@ -380,6 +388,8 @@ TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
   EXPECT_NE(error("3@40:leave").find("names replica 3, but dist.replicas is 3"), std::string::npos);
   EXPECT_NE(error("1@0:leave").find("steps count from 1"), std::string::npos);
   EXPECT_NE(error("1@5:stall=0").find("positive number of seconds"), std::string::npos);
+  EXPECT_NE(error("1@60:stall-until=60").find("until a step after 60 and at most the run's 100"), std::string::npos);
+  EXPECT_NE(error("1@60:stall-until=101").find("at most the run's 100 (train.steps)"), std::string::npos);
   EXPECT_NE(error("1@50:return").find("replica 1 at step 50 returns, but it has not left"), std::string::npos);
   EXPECT_NE(error("1@50:leave,1@60:stall=1").find("stalls, but it left earlier"), std::string::npos);
 

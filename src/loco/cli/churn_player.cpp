@@ -13,8 +13,9 @@ void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& 
   }
 }
 
-ChurnPlayer::ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::function<void()> leave)
-    : replica_(replica), events_(std::move(events)), leave_(std::move(leave)) {}
+ChurnPlayer::ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::function<void()> leave,
+                         std::function<bool(std::int64_t)> run_reached)
+    : replica_(replica), events_(std::move(events)), leave_(std::move(leave)), run_reached_(std::move(run_reached)) {}
 
 void ChurnPlayer::say(const std::string& what) const { fmt::print(stderr, "churn: replica {} {}\n", replica_, what); }
 
@@ -43,9 +44,18 @@ MemberStepHook ChurnPlayer::hook() {
         leave_();
         return;  // not reached: leave_ throws or ends the process
       }
-      say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
-      member.pause_heartbeats(e.seconds);
-      std::this_thread::sleep_for(std::chrono::duration<double>(e.seconds));
+      if (e.until_step > 0) {
+        say(fmt::format("stalls after step {} until a replica reaches step {} (no heartbeats)", step, e.until_step));
+        // Silent in slices renewed long before they run out, so heartbeats resume soon after the stall.
+        while (!run_reached_(e.until_step)) {
+          member.pause_heartbeats(0.5);
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      } else {
+        say(fmt::format("stalls for {} s after step {} (no heartbeats)", e.seconds, step));
+        member.pause_heartbeats(e.seconds);
+        std::this_thread::sleep_for(std::chrono::duration<double>(e.seconds));
+      }
       say("continues");
     }
   };

@@ -20,8 +20,10 @@ void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& 
 class ChurnPlayer {
  public:
   // `events`: replica `replica`'s (churn_events_of); `leave` ends the replica's current life (it must not
-  // return: it throws, or kills the process).
-  ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::function<void()> leave);
+  // return: it throws, or kills the process); `run_reached(T)`: whether some replica has reached step T
+  // or the run is over (asked every 0.1 s during a stall-until).
+  ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::function<void()> leave,
+              std::function<bool(std::int64_t)> run_reached);
 
   // Passes over the events of the replica's first `lives` lives, each ending with a leave: a process the
   // launcher started again continues the schedule where its predecessor left it.
@@ -33,7 +35,7 @@ class ChurnPlayer {
   bool gone() const { return gone_; }
 
   // The member's step hook: takes the leaves and stalls due after `step` (a stall: no heartbeats and no
-  // training for its seconds, as a stopped process).
+  // training, as a stopped process, for its seconds or until the run reaches its step).
   MemberStepHook hook();
   void say(const std::string& what) const;
 
@@ -41,6 +43,7 @@ class ChurnPlayer {
   int replica_;
   std::vector<ChurnEvent> events_;
   std::function<void()> leave_;
+  std::function<bool(std::int64_t)> run_reached_;
   std::size_t next_ = 0;  // the first event not taken yet
   bool gone_ = false;
 };

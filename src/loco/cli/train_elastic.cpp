@@ -95,14 +95,21 @@ int churn_replica(const RunConfig& config) {
   return static_cast<int>(*replica);
 }
 
+// How far the run has got; nullopt while its coordinator does not answer (one being replaced).
+std::optional<membership::RunProgress> progress_of(const membership::CoordinatorAddress& coordinator) {
+  try {
+    return membership::run_progress(coordinator, 5);
+  } catch (const membership::MembershipError&) {
+    return std::nullopt;
+  }
+}
+
 // Waits until the run reaches `step` (a scheduled return): false when it finished first.
 bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int64_t step) {
   while (true) {
-    try {
-      const membership::RunProgress progress = membership::run_progress(coordinator, 5);
-      if (progress.finished) return false;
-      if (progress.furthest_step >= step) return true;
-    } catch (const membership::MembershipError&) {  // a coordinator being replaced: ask again
+    if (const auto progress = progress_of(coordinator)) {
+      if (progress->finished) return false;
+      if (progress->furthest_step >= step) return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -144,10 +151,17 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   const int replica = churn_replica(config);
   const std::vector<ChurnEvent> schedule =
       parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
-  ChurnPlayer player(replica, churn_events_of(schedule, replica), [] {
-    std::fflush(nullptr);
-    std::raise(SIGKILL);
-  });
+  const membership::CoordinatorAddress coordinator = member_options.coordinator;
+  ChurnPlayer player(
+      replica, churn_events_of(schedule, replica),
+      [] {
+        std::fflush(nullptr);
+        std::raise(SIGKILL);
+      },
+      [coordinator](std::int64_t step) {
+        const auto progress = progress_of(coordinator);
+        return progress && (progress->finished || progress->furthest_step >= step);
+      });
   const auto start = parse_whole_number(environment("LOCO_RANK_START"));
   const int life = start && *start > 1 ? static_cast<int>(*start) : 1;
   if (replica == 0 && life == 1) say_what_was_drawn(config.dist.churn, schedule);

@@ -61,6 +61,11 @@ class Progress {
     std::lock_guard<std::mutex> lock(mutex_);
     return furthest_;
   }
+  // Whether some replica reached `step` or finished the run.
+  bool reached_or_finished(std::int64_t step) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return furthest_ >= step || finished_;
+  }
 
  private:
   template <typename F>
@@ -80,7 +85,9 @@ class Progress {
 // and after a leave waits for its return, then joins again as a new member (which heals).
 std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, const std::vector<ChurnEvent>& events,
                                         const membership::MemberOptions& coordinator, Progress& progress) {
-  ChurnPlayer player(r, events, [] { throw ReplicaLeaves{}; });
+  ChurnPlayer player(
+      r, events, [] { throw ReplicaLeaves{}; },
+      [&progress](std::int64_t step) { return progress.reached_or_finished(step); });
   const MemberStepHook take_events = [&progress, play = player.hook()](std::int64_t step,
                                                                        membership::MemberClient& member) {
     progress.reached(step);

@@ -12,7 +12,8 @@
 namespace loco {
 namespace {
 
-constexpr const char* kForms = "R@S:leave, R@T:return or R@S:stall=K (replica R from 0, step S >= 1, K seconds)";
+constexpr const char* kForms =
+    "R@S:leave, R@T:return, R@S:stall=K or R@S:stall-until=T (replica R from 0, step S >= 1, K seconds, T > S)";
 
 std::vector<std::string> split_events(const std::string& text) {
   std::vector<std::string> out;
@@ -89,7 +90,8 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
                                   "random:SEED:FAULTS (e.g. random:7:4)",
                                   trimmed));
   }
-  static const std::regex form(R"(([0-9]{1,6})@([0-9]{1,12}):(leave|return|stall=([0-9]+(\.[0-9]*)?)))");
+  static const std::regex form(
+      R"(([0-9]{1,6})@([0-9]{1,12}):(leave|return|stall=([0-9]+(\.[0-9]*)?)|stall-until=([0-9]{1,12})))");
   std::vector<ChurnEvent> events;
   for (const std::string& item : split_events(text)) {
     std::smatch m;
@@ -102,15 +104,21 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
     const std::string kind = m[3];
     e.kind = kind == "leave" ? ChurnEvent::Kind::leave : kind == "return" ? ChurnEvent::Kind::rejoin
                                                                            : ChurnEvent::Kind::stall;
-    if (e.kind == ChurnEvent::Kind::stall) e.seconds = std::stod(m[4]);
+    if (m[4].matched) e.seconds = std::stod(m[4]);
+    if (m[6].matched) e.until_step = std::stoll(m[6]);
     if (e.replica >= replicas) {
       throw ConfigError(fmt::format(
           "dist.churn: '{}' names replica {}, but dist.replicas is {} (replicas count from 0)", item, e.replica,
           replicas));
     }
     if (e.step < 1) throw ConfigError(fmt::format("dist.churn: '{}': steps count from 1", item));
-    if (e.kind == ChurnEvent::Kind::stall && !(e.seconds > 0)) {
+    if (m[4].matched && !(e.seconds > 0)) {
       throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts a positive number of seconds", item));
+    }
+    if (m[6].matched && (e.until_step <= e.step || e.until_step > steps)) {
+      throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts until a step after {} and at most the run's "
+                                    "{} (train.steps)",
+                                    item, e.step, steps));
     }
     events.push_back(e);
   }
@@ -146,6 +154,7 @@ std::string format_churn_schedule(const std::vector<ChurnEvent>& events) {
     out += fmt::format("{}@{}:", e.replica, e.step);
     out += e.kind == ChurnEvent::Kind::leave    ? std::string("leave")
            : e.kind == ChurnEvent::Kind::rejoin ? std::string("return")
+           : e.until_step > 0                   ? fmt::format("stall-until={}", e.until_step)
                                                 : fmt::format("stall={}", e.seconds);
   }
   return out;
