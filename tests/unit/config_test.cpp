@@ -118,6 +118,24 @@ TEST(Config, BadTomlAndMissingFileAreConfigErrors) {
   ScratchDir dir;
   EXPECT_NE(config_error(dir, "[model\nhidden_size = 3").find("cannot parse"), std::string::npos);
   EXPECT_THROW(load_run_config(dir / "absent.toml", {}), ConfigError);
+  EXPECT_THROW(load_run_config(dir.path(), {}), ConfigError);  // a directory
+}
+
+// toml11 reads past its buffer on a literal string holding invalid UTF-8 (found by the config fuzzer):
+// such a file is refused before it is parsed, naming where.
+TEST(Config, AConfigThatIsNotUtf8IsRefusedNamingWhere) {
+  ScratchDir dir;
+  const std::string error = config_error(dir, "[train]\nsteps = 10\nout_dir = 'runs/\xff\xfex'\n");
+  EXPECT_NE(error.find("is not UTF-8: byte 17 of line 3 (0xff)"), std::string::npos) << error;
+  EXPECT_EQ(load_text(dir, "[train]\nsteps = 10\nout_dir = 'runs/\xc3\xa9t\xc3\xa9'\n").train.out_dir, "runs/\xc3\xa9t\xc3\xa9");
+}
+
+// toml11 parses nested arrays by recursion: 20,000 '[' crashed loco (found by the config fuzzer). Such a
+// file is refused before it is parsed.
+TEST(Config, ArraysNestedTooDeeplyAreRefused) {
+  ScratchDir dir;
+  const std::string error = config_error(dir, "[train]\nsteps = 10\nx = " + std::string(20000, '[') + "\n");
+  EXPECT_NE(error.find("nest more than 64 deep at byte 69 of line 3"), std::string::npos) << error;
 }
 
 TEST(Config, TomlAndJsonRoundTrip) {

@@ -5,6 +5,7 @@
 #include "loco/data/json_file.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/json_integer.h"
 
 namespace loco::data {
 
@@ -18,8 +19,8 @@ nlohmann::json split_to_json(const SplitMeta& split) {
 }
 
 SplitMeta split_from_json(const nlohmann::json& j) {
-  return SplitMeta{j.at("shards").get<std::vector<std::string>>(), j.at("tokens").get<std::uint64_t>(),
-                   j.at("documents").get<std::uint64_t>()};
+  return SplitMeta{j.at("shards").get<std::vector<std::string>>(), json_integer<std::uint64_t>(j.at("tokens")),
+                   json_integer<std::uint64_t>(j.at("documents"))};
 }
 
 }  // namespace
@@ -60,13 +61,13 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
     }
     DatasetMeta meta;
     meta.tokenizer = j.at("tokenizer");
-    meta.vocab_size = j.at("vocab_size").get<std::uint32_t>();
-    meta.bytes_per_token = j.at("bytes_per_token").get<std::uint32_t>();
+    meta.vocab_size = json_integer<std::uint32_t>(j.at("vocab_size"));
+    meta.bytes_per_token = json_integer<std::uint32_t>(j.at("bytes_per_token"));
     meta.train = split_from_json(j.at("train"));
     meta.val = split_from_json(j.at("val"));
     meta.sources = j.at("sources").get<std::vector<std::string>>();
     meta.val_fraction = j.at("val_fraction").get<double>();
-    meta.seed = j.at("seed").get<std::uint64_t>();
+    meta.seed = json_integer<std::uint64_t>(j.at("seed"));
     meta.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
     return meta;
   });

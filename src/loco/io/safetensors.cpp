@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "loco/io/safetensors_header.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 
@@ -13,29 +13,27 @@ namespace loco {
 
 namespace {
 
-struct DtypeName {
-  torch::ScalarType type;
-  const char* name;
-};
-constexpr DtypeName kDtypes[] = {
-    {torch::kFloat64, "F64"}, {torch::kFloat32, "F32"}, {torch::kBFloat16, "BF16"},
-    {torch::kFloat16, "F16"}, {torch::kInt64, "I64"},   {torch::kInt32, "I32"},
-    {torch::kInt16, "I16"},   {torch::kInt8, "I8"},     {torch::kUInt8, "U8"},
-    {torch::kBool, "BOOL"},
-};
-
-const char* dtype_name(torch::ScalarType type) {
-  for (const auto& d : kDtypes) {
-    if (d.type == type) return d.name;
+torch::ScalarType torch_dtype(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::f64: return torch::kFloat64;
+    case SafetensorsDtype::f32: return torch::kFloat32;
+    case SafetensorsDtype::bf16: return torch::kBFloat16;
+    case SafetensorsDtype::f16: return torch::kFloat16;
+    case SafetensorsDtype::i64: return torch::kInt64;
+    case SafetensorsDtype::i32: return torch::kInt32;
+    case SafetensorsDtype::i16: return torch::kInt16;
+    case SafetensorsDtype::i8: return torch::kInt8;
+    case SafetensorsDtype::u8: return torch::kUInt8;
+    case SafetensorsDtype::boolean: return torch::kBool;
   }
-  LOCO_CHECK(false, "no safetensors name for dtype {}", c10::toString(type));
+  LOCO_CHECK(false, "unknown safetensors dtype {}", static_cast<int>(dtype));
 }
 
-std::optional<torch::ScalarType> dtype_from_name(const std::string& name) {
-  for (const auto& d : kDtypes) {
-    if (name == d.name) return d.type;
+const char* dtype_name(torch::ScalarType type) {
+  for (SafetensorsDtype dtype : kSafetensorsDtypes) {
+    if (torch_dtype(dtype) == type) return safetensors_dtype_name(dtype);
   }
-  return std::nullopt;
+  LOCO_CHECK(false, "no safetensors name for dtype {}", c10::toString(type));
 }
 
 }  // namespace
@@ -83,55 +81,14 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 }
 
 SafetensorsContent decode_safetensors(const std::uint8_t* buffer, std::size_t size, const std::filesystem::path& source) {
-  auto corrupt = [&](const std::string& what) {
-    return CheckpointError(fmt::format("{} is not a valid safetensors file ({}); it is truncated or "
-                                       "corrupted: restore it or use another checkpoint",
-                                       source.string(), what));
-  };
-  if (size < 8) throw corrupt("shorter than its 8-byte header length");
-  std::uint64_t header_length = 0;
-  for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(buffer[i]) << (8 * i);
-  if (header_length > size - 8) throw corrupt("header length beyond the end of the file");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(buffer + 8, buffer + 8 + header_length);
-  } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("header is not JSON: ") + e.what());
-  }
-  if (!header.is_object()) throw corrupt("header is not a JSON object");
-  const std::uint8_t* data = buffer + 8 + header_length;
-  const std::size_t data_size = size - 8 - header_length;
-
+  SafetensorsHeader header = parse_safetensors_header(buffer, size, source);
   SafetensorsContent content;
   content.source = source;
-  try {
-    for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        for (const auto& [k, v] : entry.items()) content.metadata[k] = v.get<std::string>();
-        continue;
-      }
-      auto dtype = dtype_from_name(entry.at("dtype").get<std::string>());
-      if (!dtype) throw corrupt(fmt::format("tensor '{}' has unsupported dtype {}", name, entry.at("dtype").dump()));
-      std::vector<std::int64_t> shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size) {
-        throw corrupt(fmt::format("tensor '{}' lies outside the file", name));
-      }
-      // Shape checked against the byte range before anything is allocated: a garbled header must not
-      // ask for terabytes or negative sizes.
-      std::uint64_t bytes = c10::elementSize(*dtype);
-      for (auto d : shape) {
-        if (d < 0 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes)) {
-          throw corrupt(fmt::format("tensor '{}' has an impossible shape", name));
-        }
-      }
-      if (offsets[1] - offsets[0] != bytes) throw corrupt(fmt::format("tensor '{}' has the wrong byte size", name));
-      torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(*dtype));
-      if (bytes > 0) std::memcpy(t.data_ptr(), data + offsets[0], bytes);
-      content.tensors.emplace(name, std::move(t));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("malformed header entry: ") + e.what());
+  content.metadata = std::move(header.metadata);
+  for (auto& entry : header.tensors) {
+    torch::Tensor t = torch::empty(entry.shape, torch::TensorOptions().dtype(torch_dtype(entry.dtype)));
+    if (entry.end > entry.begin) std::memcpy(t.data_ptr(), header.data + entry.begin, entry.end - entry.begin);
+    content.tensors.emplace(std::move(entry.name), std::move(t));
   }
   return content;
 }

@@ -33,7 +33,7 @@ std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Reads and validates (header bounds, offsets inside the file, sizes matching shapes);
+// Reads and validates (header bounds, offsets inside the file, sizes matching shapes: safetensors_header.h);
 // throws CheckpointError naming the file and what is wrong.
 SafetensorsContent load_safetensors(const std::filesystem::path& path);
 

@@ -5,12 +5,11 @@
 //     strategy.safetensors   outer state of the distributed strategy (when it has any)
 //     tokenizer.json (+ tokenizer.model)  so generate/export need nothing else
 //     state.json             step, tokens, data position, config, and a CRC-32 and size per file
+//                            (checkpoint_state.h)
 // Every file is fsynced inside a temporary directory, which is then renamed with RENAME_NOREPLACE:
 // a crash never leaves a directory named step_N that is incomplete, and an existing step_N is never
 // replaced.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <optional>
@@ -20,31 +19,15 @@
 #include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
 #include "loco/model/llama.h"
+#include "loco/train/checkpoint_state.h"
 
 namespace loco {
-
-struct CheckpointState {
-  std::int64_t step = 0;  // optimizer steps completed
-  std::int64_t tokens = 0;
-  std::int64_t optimizer_steps = 0;  // AdamW's own step counter (bias correction)
-  double elapsed_s = 0;
-  nlohmann::json sampler = nlohmann::json::object();   // data position
-  nlohmann::json strategy = nlohmann::json::object();  // outer state that is not tensors
-  // Communication so far (bytes_sent, bytes_recv, comm_s with several replicas; sim_wall_s), so
-  // that a resumed run's metrics continue the counts.
-  nlohmann::json communication = nlohmann::json::object();
-};
 
 struct CheckpointTensors {
   NamedTensors model;
   NamedTensors optimizer;
   NamedTensors strategy;
 };
-
-// The fields of state.json that CheckpointState holds, and back (nlohmann::json::exception when one is
-// missing or of the wrong type; callers say which file).
-nlohmann::json checkpoint_state_json(const CheckpointState& state);
-CheckpointState checkpoint_state_from_json(const nlohmann::json& doc);
 
 // Writes CHECKPOINTS_DIR/step_N atomically and returns its path.
 std::filesystem::path write_checkpoint(const std::filesystem::path& checkpoints_dir, const RunConfig& config,
@@ -60,17 +43,10 @@ struct LoadedCheckpoint {
   SafetensorsContent strategy;
 };
 
-// What a reader needs: a resume needs everything, eval/generate/export only the model (the
-// optimizer moments alone are twice its size, not worth reading and checksumming for nothing).
-enum class CheckpointUse { resume, inference };
-
 // Reads a checkpoint directory, verifying the size and CRC-32 of every file it uses first; throws
 // CheckpointError naming the damaged file and what to do. For inference, `optimizer` and
 // `strategy` stay empty.
 LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir, CheckpointUse use = CheckpointUse::resume);
-
-// Only the resolved config a checkpoint was written with (reads state.json alone, no tensors).
-RunConfig read_checkpoint_config(const std::filesystem::path& dir);
 
 // The model a checkpoint holds, built from its config and weights, on `device`.
 Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);

@@ -1,0 +1,16 @@
+// Whether bytes are well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF). TOML files must be UTF-8, and toml11 3.7.1 reads past its buffer when a literal string holds
+// an invalid sequence (found by tests/fuzz/config_fuzzer.cpp), so configs are checked before it sees them.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace loco {
+
+// The offset of the first byte that does not start or continue a well-formed sequence; nullopt when
+// every byte does.
+std::optional<std::size_t> first_invalid_utf8(std::string_view bytes);
+
+}  // namespace loco

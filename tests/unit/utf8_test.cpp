@@ -1,0 +1,37 @@
+#include "loco/util/utf8.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace loco {
+namespace {
+
+std::optional<std::size_t> check(const std::string& bytes) { return first_invalid_utf8(bytes); }
+
+TEST(Utf8, WellFormedSequencesOfEveryLengthPass) {
+  EXPECT_EQ(check(""), std::nullopt);
+  EXPECT_EQ(check("plain ascii\n"), std::nullopt);
+  EXPECT_EQ(check("\xc3\xa9"), std::nullopt);          // U+00E9
+  EXPECT_EQ(check("\xe2\x82\xac"), std::nullopt);      // U+20AC
+  EXPECT_EQ(check("\xed\x9f\xbf"), std::nullopt);      // U+D7FF, the last before the surrogates
+  EXPECT_EQ(check("\xf0\x9f\x98\x80"), std::nullopt);  // U+1F600
+  EXPECT_EQ(check("\xf4\x8f\xbf\xbf"), std::nullopt);  // U+10FFFF, the last code point
+}
+
+TEST(Utf8, TheFirstBadByteIsNamed) {
+  EXPECT_EQ(check("ab\xff"), 2u);                  // never a UTF-8 byte
+  EXPECT_EQ(check("a\x80"), 1u);                   // a continuation byte without a lead
+  EXPECT_EQ(check("\xc0\x80"), 0u);                // overlong NUL
+  EXPECT_EQ(check("\xe0\x80\x80"), 0u);            // overlong three-byte form
+  EXPECT_EQ(check("\xf0\x80\x80\x80"), 0u);        // overlong four-byte form
+  EXPECT_EQ(check("ok\xed\xa0\x80"), 2u);          // U+D800, a surrogate
+  EXPECT_EQ(check("\xf4\x90\x80\x80"), 0u);        // past U+10FFFF
+  EXPECT_EQ(check("\xf5\x80\x80\x80"), 0u);        // a lead byte beyond F4
+  EXPECT_EQ(check("x\xe2\x82"), 1u);               // cut short by the end
+  EXPECT_EQ(check("\xe2\x82x"), 0u);               // cut short by an ASCII byte
+  EXPECT_EQ(check("\xc3\xa9\xc3"), 2u);            // the good sequence before it passes
+}
+
+}  // namespace
+}  // namespace loco
