@@ -284,6 +284,9 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
                                              "dist.batch=per_replica", "dist.replicas=1"})
                 .find("diloco, localsgd, streaming, noloco or ddp"),
             std::string::npos);
+  // The emulated link belongs to fixed groups: an elastic run would silently go without it.
+  EXPECT_NE(with("comm.bandwidth_mbps=10").find("not emulated there: leave them empty"), std::string::npos);
+  EXPECT_NE(with("comm.latency_ms=50").find("scripts/netns_run.sh"), std::string::npos);
   // Streaming: one overlapped exchange in flight at most (H = 100, 2 fragments: one synchronises every 50 steps).
   for (const std::string overlap : {"0", "1", "49"}) {
     auto o = elastic;

@@ -227,6 +227,11 @@ void validate_elastic(const RunConfig& c) {
     reject("dist.elastic = true needs dist.batch = \"per_replica\": the number of replicas changes during the run, "
            "so train.batch_size is each replica's batch");
   }
+  if (!c.comm.bandwidth_mbps.empty() || !c.comm.latency_ms.empty()) {
+    reject("comm.bandwidth_mbps / comm.latency_ms emulate the links of a fixed group of ranks; an elastic run's groups "
+           "change with its members, so they are not emulated there: leave them empty and give the ranks real "
+           "shaped links (scripts/netns_run.sh, docs/slow-links.md)");
+  }
 }
 
 void validate_dist(const RunConfig& c) {
