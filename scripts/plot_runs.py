@@ -5,7 +5,8 @@
 
 Reads RUN_DIR/metrics.jsonl of each run (one curve per run, labelled by the directory name) and
 draws a 2x2 PNG with gnuplot (Debian's gnuplot-nox): loss and eval loss against tokens and against
-elapsed seconds. The membership events of an elastic member (its RUN_DIR is
+elapsed seconds. Every run has its own colour and marker (scripts/chart_style.py); more than eight runs
+are split, in the order given, into groups of eight, each group a row of its own. The membership events of an elastic member (its RUN_DIR is
 OUT_DIR/members/NAME-n; docs/fault-tolerance.md "Metrics") are marked by dashed vertical lines at the
 line that reports them, labelled with their kind (heal, abort, rejoin, presumed_commit, skip, and quorum
 changes after the first). Standard library only.
@@ -15,6 +16,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_style  # noqa: E402
 
 
 def read_metrics(run_dir):
@@ -78,26 +82,33 @@ def main():
                 for r in rows:
                     f.write(f"{r['tokens']} {r['elapsed_s']} {r['loss']} {r.get('eval_loss', 'NaN')}\n")
             series.append((data, os.path.basename(os.path.normpath(run))))
+        groups = chart_style.chunks(series)
 
-        def plot(x_column, y_column, points):
-            style = "linespoints pt 7 ps 0.5" if points else "lines"
+        def plot(group, x_column, y_column, points):
+            kind = "linespoints" if points else "lines"
             return "plot " + ", ".join(
-                f"'{d}' using {x_column}:{y_column} with {style} title '{name}'" for d, name in series)
+                f"{chart_style.quote(d)} using {x_column}:{y_column} with {kind} {chart_style.style(i, points)} "
+                f"title {chart_style.quote(name)}" for i, (d, name) in enumerate(group))
 
+        panels = []
+        for group in groups:
+            panels += [
+                "unset arrow", "unset label", *marks_script(marks, 0),
+                "set xlabel 'tokens'", "set ylabel 'training loss (nats/token)'", plot(group, 1, 3, False),
+                "set xlabel 'tokens'", "set ylabel 'validation loss (nats/token)'", plot(group, 1, 4, True),
+                "unset arrow", "unset label", *marks_script(marks, 1),
+                "set xlabel 'elapsed (s)'", "set ylabel 'training loss (nats/token)'", plot(group, 2, 3, False),
+                "set xlabel 'elapsed (s)'", "set ylabel 'validation loss (nats/token)'", plot(group, 2, 4, True)]
         script = "\n".join([
-            "set terminal pngcairo size 1400,1000",
-            f"set output '{out}'",
-            "set multiplot layout 2,2 title 'loco runs'",
+            f"set terminal pngcairo size 1400,{1000 * len(groups)}",
+            f"set output {chart_style.quote(out)}",
+            f"set multiplot layout {2 * len(groups)},2 title 'loco runs'",
+            "set termoption noenhanced",
             "set grid",
+            "set key font ',9'",
             "set format x '%.1s%c'",
             "set datafile missing 'NaN'",
-            *marks_script(marks, 0),
-            "set xlabel 'tokens'", "set ylabel 'training loss'", plot(1, 3, False),
-            "set xlabel 'tokens'", "set ylabel 'validation loss'", plot(1, 4, True),
-            "unset arrow", "unset label",
-            *marks_script(marks, 1),
-            "set xlabel 'elapsed (s)'", "set ylabel 'training loss'", plot(2, 3, False),
-            "set xlabel 'elapsed (s)'", "set ylabel 'validation loss'", plot(2, 4, True),
+            *panels,
             "unset multiplot",
         ])
         try:

@@ -30,8 +30,9 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"train", {"util", "io", "config", "data", "model", "comm"}},
       {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},
       {"sim", {"util", "config"}},
+      {"sweep", {"util", "config", "sim"}},
       {"plugins", {"util", "data"}},
-      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "elastic", "train", "algo", "sim"}},
+      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "elastic", "train", "algo", "sim", "sweep"}},
   };
   return allowed;
 }

@@ -145,24 +145,29 @@ TEST(SimFit, LeaveOneOutOfExactDataPredictsExactly) {
   EXPECT_NE(report.joint.skipped.find("only data-parallel"), std::string::npos);
 }
 
-TEST(SimFit, OptimalLearningRateAndBatchAgainstSizeAndReplicas) {
-  // At each size and M, runs at lr*·{0.5, 1, 2} and batch*·{0.5, 1, 2}; the loss is lowest at the
-  // optimum lr* = 0.02·N^-0.2·M^0.5, batch* = 3·N^0.3·M^-0.25.
+TEST(SimFit, OptimalLearningRatesAndBatchAgainstSizeAndReplicas) {
+  // At each size and M, runs at lr*·{0.5, 1, 2}, η*·{0.5, 1, 2} and batch*·{0.5, 1, 2}; the loss is lowest
+  // at the optimum lr* = 0.02·N^-0.2·M^0.5, η* = 0.4·M^0.3 (no drift with N), batch* = 3·N^0.3·M^-0.25.
   auto best_lr = [](double n, double m) { return 0.02 * std::pow(n, -0.2) * std::pow(m, 0.5); };
+  auto best_eta = [](double, double m) { return 0.4 * std::pow(m, 0.3); };
   auto best_batch = [](double n, double m) { return 3.0 * std::pow(n, 0.3) * std::pow(m, -0.25); };
   std::vector<FitPoint> points;
+  const double factors[] = {0.5, 1.0, 2.0};
   for (int replicas : {2, 4}) {
     for (double size : {50e6, 100e6, 200e6, 400e6}) {
-      for (double lr_factor : {0.5, 1.0, 2.0}) {
-        for (double batch_factor : {0.5, 1.0, 2.0}) {
-          FitPoint p;
-          p.params = size;
-          p.replicas = replicas;
-          p.lr = best_lr(size, replicas) * lr_factor;
-          p.batch = best_batch(size, replicas) * batch_factor;
-          p.loss = 10 * std::pow(size, -0.1) + 0.1 * std::pow(std::log(lr_factor), 2) +
-                   0.05 * std::pow(std::log(batch_factor), 2);
-          points.push_back(p);
+      for (double lr_factor : factors) {
+        for (double eta_factor : factors) {
+          for (double batch_factor : factors) {
+            FitPoint p;
+            p.params = size;
+            p.replicas = replicas;
+            p.lr = best_lr(size, replicas) * lr_factor;
+            p.outer_lr = best_eta(size, replicas) * eta_factor;
+            p.batch = best_batch(size, replicas) * batch_factor;
+            p.loss = 10 * std::pow(size, -0.1) + 0.1 * std::pow(std::log(lr_factor), 2) +
+                     0.08 * std::pow(std::log(eta_factor), 2) + 0.05 * std::pow(std::log(batch_factor), 2);
+            points.push_back(p);
+          }
         }
       }
     }
@@ -171,30 +176,71 @@ TEST(SimFit, OptimalLearningRateAndBatchAgainstSizeAndReplicas) {
   options.predictions = {parse_prediction("800e6:2"), parse_prediction("800e6:8")};
   FitReport report = fit_scaling_laws(points, options);
   EXPECT_EQ(report.cells.size(), 8u);  // the best run of each (M, N)
-  ASSERT_EQ(report.hyper.size(), 4u);  // lr and batch for M = 2 and M = 4
+  ASSERT_EQ(report.hyper.size(), 6u);  // lr, outer_lr and batch for M = 2 and M = 4
   for (const auto& h : report.hyper) {
     ASSERT_TRUE(h.law.has_value()) << h.quantity << ": " << h.skipped;
     EXPECT_EQ(h.optima.size(), 4u);
+    // Exact power laws: refitted without the largest size, each still hits it.
+    ASSERT_TRUE(h.holdout.mean_abs_relative_error.has_value()) << h.holdout.note;
+    EXPECT_LT(*h.holdout.mean_abs_relative_error, 1e-9);
   }
+  EXPECT_EQ(report.hyper[1].quantity, "outer_lr");
   EXPECT_NEAR(report.hyper[0].law->A, 0.02 * std::sqrt(2.0), 1e-9);  // lr of M = 2
   EXPECT_NEAR(report.hyper[0].law->alpha, -0.2, 1e-9);
-  EXPECT_NEAR(report.hyper[1].law->alpha, 0.3, 1e-9);  // batch of M = 2
-  ASSERT_EQ(report.joint_hyper.size(), 2u);
-  ASSERT_TRUE(report.joint_hyper[0].law && report.joint_hyper[1].law);
+  EXPECT_NEAR(report.hyper[1].law->A, 0.4 * std::pow(2.0, 0.3), 1e-9);  // outer_lr of M = 2
+  EXPECT_NEAR(report.hyper[1].law->alpha, 0.0, 1e-9);
+  EXPECT_NEAR(report.hyper[2].law->alpha, 0.3, 1e-9);  // batch of M = 2
+  ASSERT_EQ(report.joint_hyper.size(), 3u);
+  for (const auto& j : report.joint_hyper) {
+    ASSERT_TRUE(j.law) << j.quantity << ": " << j.skipped;
+    EXPECT_EQ(j.optima.size(), 8u);
+    ASSERT_TRUE(j.holdout.mean_abs_relative_error.has_value()) << j.holdout.note;
+    EXPECT_LT(*j.holdout.mean_abs_relative_error, 1e-9);
+  }
   EXPECT_NEAR(report.joint_hyper[0].law->A, 0.02, 1e-9);
   EXPECT_NEAR(report.joint_hyper[0].law->alpha, -0.2, 1e-9);
   EXPECT_NEAR(report.joint_hyper[0].law->beta, 0.5, 1e-9);
-  EXPECT_NEAR(report.joint_hyper[1].law->A, 3.0, 1e-8);
-  EXPECT_NEAR(report.joint_hyper[1].law->beta, -0.25, 1e-9);
+  EXPECT_NEAR(report.joint_hyper[1].law->A, 0.4, 1e-9);
+  EXPECT_NEAR(report.joint_hyper[1].law->alpha, 0.0, 1e-9);
+  EXPECT_NEAR(report.joint_hyper[1].law->beta, 0.3, 1e-9);
+  EXPECT_NEAR(report.joint_hyper[2].law->A, 3.0, 1e-8);
+  EXPECT_NEAR(report.joint_hyper[2].law->beta, -0.25, 1e-9);
   ASSERT_EQ(report.predictions.size(), 2u);
   // M = 2 has its own laws; M = 8 was never run and falls back on the laws across M.
   ASSERT_TRUE(report.predictions[0].per_group && report.predictions[0].lr);
   EXPECT_NEAR(*report.predictions[0].per_group, 10 * std::pow(800e6, -0.1), 1e-6);
   EXPECT_NEAR(*report.predictions[0].lr, best_lr(800e6, 2), 1e-12);
   EXPECT_FALSE(report.predictions[1].per_group.has_value());
-  ASSERT_TRUE(report.predictions[1].lr && report.predictions[1].batch && report.predictions[1].joint);
+  ASSERT_TRUE(report.predictions[1].lr && report.predictions[1].outer_lr && report.predictions[1].batch &&
+              report.predictions[1].joint);
   EXPECT_NEAR(*report.predictions[1].lr, best_lr(800e6, 8), 1e-12);
+  EXPECT_NEAR(*report.predictions[1].outer_lr, best_eta(800e6, 8), 1e-9);
   EXPECT_NEAR(*report.predictions[1].batch, best_batch(800e6, 8), 1e-6);
+}
+
+TEST(SimFit, TheHeldOutErrorOfAnOptimumLawMeasuresItsMissAtTheLargestSize) {
+  // η* = 0.5 at the three smaller sizes, 0.25 at the largest: refitted without it, the law predicts 0.5
+  // there, 100% above the optimum.
+  std::vector<FitPoint> points;
+  for (double size : {1e6, 2e6, 4e6, 8e6}) {
+    for (double eta : {0.25, 0.5}) {
+      FitPoint p;
+      p.params = size;
+      p.replicas = 2;
+      p.outer_lr = eta;
+      p.loss = (eta == 0.5) == (size < 8e6) ? 3.0 : 3.1;
+      points.push_back(p);
+    }
+  }
+  const FitReport report = fit_scaling_laws(points, {});
+  ASSERT_TRUE(report.hyper[1].law && report.hyper[1].holdout.mean_abs_relative_error);
+  EXPECT_NEAR(*report.hyper[1].holdout.mean_abs_relative_error, 1.0, 1e-9);
+  // With two sizes nothing is left to refit on.
+  points.resize(4);
+  const FitReport two = fit_scaling_laws(points, {});
+  ASSERT_TRUE(two.hyper[1].law.has_value());
+  EXPECT_FALSE(two.hyper[1].holdout.mean_abs_relative_error.has_value());
+  EXPECT_NE(two.hyper[1].holdout.note.find("without the largest N"), std::string::npos) << two.hyper[1].holdout.note;
 }
 
 TEST(SimFit, TooFewPointsAreClearErrors) {

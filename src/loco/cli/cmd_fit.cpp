@@ -61,7 +61,7 @@ void add_fit_command(CLI::App& app) {
   auto& o = *options;
   CLI::App* cmd = app.add_subcommand(
       "fit",
-      "Fit scaling laws (loss, optimal lr and batch against N and M) to results; predict larger runs "
+      "Fit scaling laws (loss, optimal lr, outer lr and batch against N and M) to results; predict larger runs "
       "(ALGORITHMS.md §3; docs/fit.md)");
   set_example(cmd, "loco fit runs/ --predict 1e9:8");
   cmd->add_option("inputs", o.inputs,

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   loco::cli::add_export_command(app);
   loco::cli::add_simulate_command(app);
   loco::cli::add_fit_command(app);
+  loco::cli::add_sweep_command(app);
   loco::cli::add_launch_command(app);
 #ifdef LOCO_HAVE_MEMBERSHIP
   loco::cli::add_coordinator_command(app);

@@ -15,11 +15,9 @@
 #include "loco/config/adversary.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/config/config_keys.h"
-#include "loco/config/toml_nesting.h"
+#include "loco/config/toml_text.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 #include "loco/util/parse_number.h"
-#include "loco/util/utf8.h"
 
 namespace loco {
 
@@ -319,13 +317,6 @@ void validate_dist(const RunConfig& c) {
   }
 }
 
-// "byte B of line L" (both from 1) for the byte at `offset` of `text` (not a newline).
-std::string where_in(const std::string& text, std::size_t offset) {
-  const auto line_start = text.rfind('\n', offset);
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-  return fmt::format("byte {} of line {}", line_start == std::string::npos ? offset + 1 : offset - line_start, line);
-}
-
 }  // namespace
 
 std::int64_t RunConfig::replica_batch() const {
@@ -392,22 +383,8 @@ void validate(const RunConfig& c) {
 }
 
 RunConfig read_run_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  if (!std::filesystem::is_regular_file(file)) {
-    throw ConfigError(fmt::format("config file '{}' {}; pass an existing TOML file (see configs/ for presets)",
-                                  file.string(), std::filesystem::exists(file) ? "is not a file" : "does not exist"));
-  }
-  const std::string text = read_file(file);
-  // What toml11 cannot be given safely (toml_nesting.h, util/utf8.h) is refused before it parses.
-  if (const auto bad = first_invalid_utf8(text)) {
-    throw ConfigError(fmt::format("{} is not UTF-8: {} (0x{:02x}) starts no valid UTF-8 sequence; TOML files are "
-                                  "UTF-8, so save the file as UTF-8",
-                                  file.string(), where_in(text, *bad), static_cast<unsigned char>(text[*bad])));
-  }
-  if (const auto deep = first_nesting_deeper_than(text, kMaxTomlNesting)) {
-    throw ConfigError(fmt::format("{}: arrays or inline tables nest more than {} deep at {}; no loco setting nests "
-                                  "them, so remove the extra brackets",
-                                  file.string(), kMaxTomlNesting, where_in(text, *deep)));
-  }
+  // Checked first for what toml11 cannot be given safely (toml_text.h).
+  const std::string text = read_toml_text(file, "config file");
   toml::value root;
   try {
     std::istringstream stream(text);

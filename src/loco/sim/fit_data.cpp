@@ -117,20 +117,24 @@ std::string normalise_algorithm(const std::string& name) {
   return n == "ddp" || n == "data_parallel" || n == "none" ? "dp" : n;
 }
 
-std::vector<FitPoint> load_points_csv(const fs::path& csv) {
+std::vector<FitPoint> load_points_csv(const fs::path& csv, ParamConvention convention) {
   CsvTable table = parse_csv(read_file(csv), csv.string());
-  const int params = column(table.header, {"params", "n", "parameters"});
+  const int non_embedding = column(table.header, {"non_embedding_params"});
+  const int params = convention == ParamConvention::kNonEmbedding && non_embedding >= 0
+                         ? non_embedding
+                         : column(table.header, {"params", "n", "parameters"});
   const int loss = column(table.header, {"loss", "eval_loss"});
   if (params < 0 || loss < 0) {
     throw DataError(
         fmt::format("{} needs a params column and a loss column (header: params,replicas,"
-                    "loss; optional algorithm, tokens, lr, batch).",
+                    "loss; optional algorithm, tokens, lr, outer_lr, batch).",
                     csv.string()));
   }
   const int replicas = column(table.header, {"replicas", "m"});
   const int algorithm = column(table.header, {"algorithm"});
   const int tokens = column(table.header, {"tokens"});
   const int lr = column(table.header, {"lr"});
+  const int outer_lr = column(table.header, {"outer_lr", "eta"});
   const int batch = column(table.header, {"batch", "batch_size", "batch_tokens"});
   std::vector<FitPoint> points;
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
@@ -143,6 +147,7 @@ std::vector<FitPoint> load_points_csv(const fs::path& csv) {
     if (algorithm >= 0 && !row[algorithm].empty()) p.algorithm = normalise_algorithm(row[algorithm]);
     p.tokens = cell_number(row, tokens, "tokens", false, where);
     p.lr = cell_number(row, lr, "lr", false, where);
+    p.outer_lr = cell_number(row, outer_lr, "outer_lr", false, where);
     p.batch = cell_number(row, batch, "batch", false, where);
     p.source = where;
     points.push_back(p);
@@ -168,6 +173,8 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
     p.replicas = replica_count(static_cast<double>(run.dist.replicas), config.string());
     p.algorithm = normalise_algorithm(run.dist.algorithm);
     p.lr = run.optim.lr;
+    if (run.dist.algorithm == "diloco") p.outer_lr = run.diloco.outer_lr;
+    if (run.dist.algorithm == "streaming") p.outer_lr = run.streaming.outer_lr;
     p.batch = static_cast<double>(run.train.batch_size * run.data.seq_len);
   } catch (const ConfigError& e) {
     throw DataError(fmt::format("run {} cannot be used: {}", dir.string(), e.what()));
@@ -181,7 +188,7 @@ std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, Param
   for (const auto& input : inputs) {
     fs::path path(input);
     if (fs::is_regular_file(path)) {
-      auto loaded = load_points_csv(path);
+      auto loaded = load_points_csv(path, convention);
       points.insert(points.end(), loaded.begin(), loaded.end());
     } else if (fs::is_directory(path) && is_run_directory(path)) {
       points.push_back(load_run_directory(path, convention));

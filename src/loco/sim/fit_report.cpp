@@ -20,6 +20,15 @@ std::string quality_line(const FittedForm<Law>& f) {
                      percent(f.quality.max_abs_relative_error), held_out);
 }
 
+std::string holdout_cell(const HyperHoldOut& h) {
+  return h.mean_abs_relative_error ? percent(*h.mean_abs_relative_error) : "n/a (" + h.note + ")";
+}
+
+nlohmann::json holdout_json(const HyperHoldOut& h) {
+  if (h.mean_abs_relative_error) return {{"mean_abs_relative_error", *h.mean_abs_relative_error}};
+  return {{"note", h.note}};
+}
+
 std::string optional_cell(const std::optional<double>& v, const char* format = "{:.4g}") {
   return v ? fmt::format(fmt::runtime(format), *v) : "-";
 }
@@ -89,12 +98,14 @@ std::string format_fit_report(const FitReport& r) {
   } else {
     out += "skipped: " + r.additive.skipped + "\n";
   }
-  out += "\nOptimal hyperparameters  y* = A·N^α (best run at each size)\n";
+  out += "\nOptimal hyperparameters  y* = A·N^α (best run at each size; held out: the law refitted without the "
+         "largest N, its error there)\n";
   std::map<std::string, std::string> skipped;  // reason -> groups
   for (const auto& h : r.hyper) {
     const std::string name = fmt::format("{} of {}", h.quantity, group_label(h.algorithm, h.replicas));
     if (h.law) {
-      out += fmt::format("{:<22} A = {:.5g}  α = {:.5f}  ({} sizes)\n", name, h.law->A, h.law->alpha, h.optima.size());
+      out += fmt::format("{:<26} A = {:.5g}  α = {:.5f}  ({} sizes; held out {})\n", name, h.law->A, h.law->alpha,
+                         h.optima.size(), holdout_cell(h.holdout));
     } else {
       skipped[h.skipped] += (skipped[h.skipped].empty() ? "" : ", ") + name;
     }
@@ -102,21 +113,21 @@ std::string format_fit_report(const FitReport& r) {
   for (const auto& j : r.joint_hyper) {
     const std::string name = fmt::format("{} of {} across M", j.quantity, j.algorithm);
     if (j.law) {
-      out += fmt::format("{:<22} A = {:.5g}  α = {:.5f}  β = {:.5f}  (y* = A·N^α·M^β)\n", name, j.law->A, j.law->alpha,
-                         j.law->beta);
+      out += fmt::format("{:<26} A = {:.5g}  α = {:.5f}  β = {:.5f}  (y* = A·N^α·M^β; held out {})\n", name,
+                         j.law->A, j.law->alpha, j.law->beta, holdout_cell(j.holdout));
     } else {
       skipped[j.skipped] += (skipped[j.skipped].empty() ? "" : ", ") + name;
     }
   }
   for (const auto& [reason, names] : skipped) out += fmt::format("not fitted ({}): {}\n", names, reason);
   if (!r.predictions.empty()) {
-    out += fmt::format("\nPredictions\n{:<10} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "N", "group", "per-group",
-                       "joint", "additive", "lr*", "batch*");
+    out += fmt::format("\nPredictions\n{:<10} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "N", "group",
+                       "per-group", "joint", "additive", "lr*", "outer_lr*", "batch*");
     for (const auto& p : r.predictions) {
-      out +=
-          fmt::format("{:<10.4g} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10}\n", p.request.params,
-                      group_label(p.request.algorithm, p.request.replicas), optional_cell(p.per_group),
-                      optional_cell(p.joint), optional_cell(p.additive), optional_cell(p.lr), optional_cell(p.batch));
+      out += fmt::format("{:<10.4g} {:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", p.request.params,
+                         group_label(p.request.algorithm, p.request.replicas), optional_cell(p.per_group),
+                         optional_cell(p.joint), optional_cell(p.additive), optional_cell(p.lr),
+                         optional_cell(p.outer_lr), optional_cell(p.batch));
     }
   }
   return out;
@@ -149,6 +160,7 @@ nlohmann::json fit_json(const FitReport& r) {
       entry["A"] = h.law->A;
       entry["alpha"] = h.law->alpha;
       entry["optima"] = h.optima;
+      entry["leave_one_out_largest_n"] = holdout_json(h.holdout);
     } else {
       entry["skipped"] = h.skipped;
     }
@@ -160,6 +172,8 @@ nlohmann::json fit_json(const FitReport& r) {
       entry["A"] = j.law->A;
       entry["alpha"] = j.law->alpha;
       entry["beta"] = j.law->beta;
+      entry["optima"] = j.optima;
+      entry["leave_one_out_largest_n"] = holdout_json(j.holdout);
     } else {
       entry["skipped"] = j.skipped;
     }
@@ -175,6 +189,7 @@ nlohmann::json fit_json(const FitReport& r) {
                            {"joint", value(p.joint)},
                            {"additive", value(p.additive)},
                            {"lr", value(p.lr)},
+                           {"outer_lr", value(p.outer_lr)},
                            {"batch", value(p.batch)}});
   }
   return {{"points", r.data.size()},

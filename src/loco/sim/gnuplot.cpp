@@ -1,21 +1,14 @@
 #include "loco/sim/gnuplot.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
-#include <vector>
 
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
-
-extern char** environ;
+#include "loco/util/run_program.h"
 
 namespace loco::sim {
 
@@ -36,25 +29,8 @@ fs::path find_gnuplot() {
 // Runs `program -e "output = <output>" script` with stdout and stderr sent to `log`; returns the
 // exit status.
 int run_gnuplot(const fs::path& program, const fs::path& output, const fs::path& script, const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::string program_text = program.string(), set_output = "output = " + gnuplot_quote(output.string()),
-              script_text = script.string();
-  std::string dash_e = "-e";
-  std::vector<char*> argv = {program_text.data(), dash_e.data(), set_output.data(), script_text.data(), nullptr};
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw Error(fmt::format("cannot start {}: {}.", program.string(), std::strerror(rc)));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(fmt::format("waiting for gnuplot failed: {}.", std::strerror(errno)));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run_program({program.string(), "-e", "output = " + gnuplot_quote(output.string()), script.string()},
+                     {log, log, false});
 }
 
 }  // namespace

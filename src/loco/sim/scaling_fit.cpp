@@ -109,7 +109,7 @@ Points best_per_cell(const Points& points) {
 }
 
 Prediction predict(const FitReport& report, const PredictionRequest& request) {
-  Prediction out{request, {}, {}, {}, {}, {}};
+  Prediction out{request, {}, {}, {}, {}, {}, {}};
   for (const auto& g : report.groups) {
     bool same = g.algorithm == request.algorithm && (g.algorithm == "dp" || g.replicas == request.replicas);
     if (same && g.form.law) out.per_group = (*g.form.law)(request.params);
@@ -119,14 +119,18 @@ Prediction predict(const FitReport& report, const PredictionRequest& request) {
     if (report.additive.law) out.additive = report.additive.law->law(request.params, request.replicas);
   }
   // The group's own law where there is one, else the law across M.
+  const auto slot = [&out](const std::string& quantity) -> std::optional<double>& {
+    if (quantity == kLearningRate.name) return out.lr;
+    return quantity == kOuterLr.name ? out.outer_lr : out.batch;
+  };
   for (const auto& j : report.joint_hyper) {
     if (j.algorithm != request.algorithm || !j.law) continue;
-    (j.quantity == kLearningRate.name ? out.lr : out.batch) = (*j.law)(request.params, request.replicas);
+    slot(j.quantity) = (*j.law)(request.params, request.replicas);
   }
   for (const auto& h : report.hyper) {
     bool same = h.algorithm == request.algorithm && (h.algorithm == "dp" || h.replicas == request.replicas);
     if (!same || !h.law) continue;
-    (h.quantity == kLearningRate.name ? out.lr : out.batch) = (*h.law)(request.params);
+    slot(h.quantity) = (*h.law)(request.params);
   }
   return out;
 }
@@ -191,7 +195,7 @@ FitReport fit_scaling_laws(const Points& points, const FitOptions& options) {
       return fit_power_law(column(pts, &FitPoint::params), column(pts, &FitPoint::loss), "the loss of " + name);
     };
     report.groups.push_back({key.first, key.second, fit_form(cells[key], fit, by_size)});
-    for (const auto& quantity : {kLearningRate, kBatch}) {
+    for (const auto& quantity : kHyperparameters) {
       report.hyper.push_back(fit_hyperparameter(group, key.first, key.second, quantity));
     }
   }
@@ -223,7 +227,7 @@ FitReport fit_scaling_laws(const Points& points, const FitOptions& options) {
   }
 
   if (!report.joint_algorithm.empty()) {
-    for (const auto& quantity : {kLearningRate, kBatch}) {
+    for (const auto& quantity : kHyperparameters) {
       report.joint_hyper.push_back(fit_joint_hyperparameter(report.hyper, report.joint_algorithm, quantity));
     }
   }

@@ -1,6 +1,6 @@
 // `loco fit`: every scaling-law form of ALGORITHMS.md §3 over a set of results, each with its
 // residuals and its leave-one-out error at the largest N (fit without the largest size, predict
-// it), plus the optimal learning rate and batch size against N, and predictions.
+// it), plus the optimal learning rate, outer learning rate and batch size against N, and predictions.
 //
 // The loss laws fit the best run (lowest loss) of each (algorithm, M, N), as the published tables
 // report the best hyperparameters per cell.
@@ -8,7 +8,7 @@
 //   per group   L = A·N^α for each (algorithm, M)
 //   joint       L = A·N^α·M^β over the joint algorithm (DiLoCo by default) across M
 //   additive    L = A·N^(α+β·M) + C, Huber on log values, BFGS from many random starts
-//   optimal lr and batch: at each N the run with the lowest loss, then y* = A·N^α per group and
+//   optimal lr, outer_lr and batch: at each N the run with the lowest loss, then y* = A·N^α per group and
 //                         y* = A·N^α·M^β across M (hyper_fit.h)
 #pragma once
 
@@ -79,7 +79,7 @@ struct GroupFit {
 
 struct Prediction {
   PredictionRequest request;
-  std::optional<double> per_group, joint, additive, lr, batch;
+  std::optional<double> per_group, joint, additive, lr, outer_lr, batch;
 };
 
 struct FitReport {
@@ -90,8 +90,8 @@ struct FitReport {
   FittedForm<JointPowerLaw> joint;
   FittedForm<AdditiveFit> additive;
   AdditiveFitOptions additive_options;
-  std::vector<HyperFit> hyper;             // per group: lr, then batch
-  std::vector<JointHyperFit> joint_hyper;  // across M of the joint algorithm: lr, then batch
+  std::vector<HyperFit> hyper;             // per group: kHyperparameters in order
+  std::vector<JointHyperFit> joint_hyper;  // across M of the joint algorithm: kHyperparameters in order
   std::vector<Prediction> predictions;
 };
 

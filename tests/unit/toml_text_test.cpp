@@ -1,4 +1,4 @@
-#include "loco/config/toml_nesting.h"
+#include "loco/config/toml_text.h"
 
 #include <gtest/gtest.h>
 

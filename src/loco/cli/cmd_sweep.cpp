@@ -1,0 +1,72 @@
+// `loco sweep FILE.toml`: a grid of training runs from one file, several at a time, each evaluated the
+// same way, with one summary table that `loco fit` reads (sweep/sweep_plan.h, docs/sweep.md).
+#include <fmt/format.h>
+
+#include <memory>
+#include <set>
+
+#include "loco/cli/commands.h"
+#include "loco/cli/usage.h"
+#include "loco/sweep/sweep_plan.h"
+#include "loco/sweep/sweep_runner.h"
+#include "loco/util/error.h"
+
+namespace loco::cli {
+
+namespace {
+
+struct SweepArgs {
+  std::string file;
+  std::string profile;
+  int jobs = 0;
+  bool dry_run = false;
+};
+
+void run_sweep_command(const SweepArgs& args) {
+  const SweepPlan plan = read_sweep_plan(args.file, args.profile);
+  const int jobs = args.jobs > 0 ? args.jobs : plan.jobs;
+  fmt::print("sweep {}: {} run(s) of {} in {}, {} at a time, {} thread(s) each\n", args.file, plan.runs.size(),
+             plan.base.string(), plan.out_dir.string(), jobs, plan.threads);
+  if (args.dry_run) {
+    for (const SweepRun& run : plan.runs) {
+      std::string sets;
+      for (const auto& [key, value] : run.axis_values) sets += fmt::format(" {}={}", key, value);
+      fmt::print("  {}:{}{}\n", run.name, sets, run.launched ? fmt::format(" (loco launch, {} ranks)", run.replicas) : "");
+    }
+    if (!plan.repeats.empty()) {
+      std::set<std::string> cells;
+      for (const SweepRun& run : plan.runs) cells.insert(run.cell);
+      const auto repeats = repeats_of(plan, plan.runs.front()).size();
+      fmt::print("then the best run of each of the {} cells over {} again, {} time(s) each ({} runs)\n", cells.size(),
+                 fmt::join(plan.tuned, ", "), repeats, repeats * cells.size());
+    }
+    return;
+  }
+  const int failed = run_sweep(plan, {"/proc/self/exe", jobs});
+  fmt::print("summary: {} and {}{}\n", (plan.out_dir / "summary.csv").string(), (plan.out_dir / "summary.jsonl").string(),
+             plan.tuned.empty() ? "" : fmt::format("; best of each cell: {}", (plan.out_dir / "cells.csv").string()));
+  if (failed > 0) {
+    throw Error(fmt::format("{} run(s) failed (their logs are named above); run the same command again to redo only "
+                            "the runs without a result",
+                            failed));
+  }
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Run a grid of training runs from one file, evaluate each, repeat each cell's best with other seeds, and "
+      "tabulate them for loco fit (docs/sweep.md)");
+  set_example(cmd, "loco sweep sweeps/brown-eta.toml --jobs 2");
+  cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")->required();
+  cmd->add_option("--jobs", args->jobs, "Runs at a time (default: the file's jobs, else 1)")
+      ->check(whole_number_at_least(1));
+  cmd->add_option("--profile", args->profile,
+                  "Apply the file's [profile.NAME]: its settings and axes replace the file's (e.g. larger models)");
+  cmd->add_flag("--dry-run", args->dry_run, "Check every run's config and list the runs, without running them");
+  cmd->callback([args] { run_sweep_command(*args); });
+}
+
+}  // namespace loco::cli

@@ -1,0 +1,173 @@
+#include "loco/sweep/sweep_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "loco/config/load_config.h"
+#include "loco/util/error.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A piece of a directory name: letters, digits, '.', '+' and '-' kept, anything else '_'.
+std::string name_piece(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-';
+    if (!keep) c = '_';
+  }
+  return out;
+}
+
+// How each axis is named in run names: the key's last part ("outer_lr"), or the whole key with '-' for
+// '.' where two axes share a last part (diloco.sync_every and noloco.sync_every).
+std::vector<std::string> axis_labels(const std::vector<SweepAxis>& axes) {
+  std::map<std::string, int> uses;
+  const auto last_part = [](const std::string& key) { return key.substr(key.rfind('.') + 1); };
+  for (const auto& axis : axes) ++uses[last_part(axis.key)];
+  std::vector<std::string> labels;
+  for (const auto& axis : axes) {
+    std::string label = uses[last_part(axis.key)] > 1 ? axis.key : last_part(axis.key);
+    std::replace(label.begin(), label.end(), '.', '-');
+    labels.push_back(name_piece(label));
+  }
+  return labels;
+}
+
+// Calls `visit` with the value index of each axis for every combination, the last axis varying fastest
+// (an odometer); once with no indices when there are no axes.
+void for_each_combination(const std::vector<SweepAxis>& axes,
+                          const std::function<void(const std::vector<std::size_t>&)>& visit) {
+  std::vector<std::size_t> index(axes.size(), 0);
+  while (true) {
+    visit(index);
+    std::size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) return;
+  }
+}
+
+// "LABEL-VALUE" pieces joined by '_' after `prefix` (a grid's or a run's name).
+std::string join_name(const std::string& prefix, const std::string& label, const std::string& value) {
+  return prefix + (prefix.empty() ? "" : "_") + label + "-" + name_piece(value);
+}
+
+void claim_name(std::set<std::string>& names, const std::string& name) {
+  if (!names.insert(name).second) {
+    throw ConfigError(fmt::format("two runs would share the directory '{}': make the axes' values (or the grids' "
+                                  "names) differ in letters or digits",
+                                  name));
+  }
+}
+
+// Every combination of `grid`'s axes appended to the plan's runs.
+void expand(SweepPlan& plan, const SweepGrid& grid, std::set<std::string>& names) {
+  std::vector<std::string> fixed;
+  for (const SweepAxis& s : grid.fixed) fixed.push_back(s.overrides.front().front());
+  fixed.push_back("train.threads=" + std::to_string(plan.threads));
+  const std::vector<std::string> labels = axis_labels(grid.axes);
+  const std::string grid_name = name_piece(grid.name);
+  for_each_combination(grid.axes, [&](const std::vector<std::size_t>& index) {
+    SweepRun run;
+    run.overrides = fixed;
+    run.name = run.cell = grid_name;
+    for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+      const SweepAxis& axis = grid.axes[a];
+      const std::string& value = axis.values[index[a]];
+      run.axis_values.emplace_back(axis.key, value);
+      const auto& sets = axis.overrides[index[a]];
+      run.overrides.insert(run.overrides.end(), sets.begin(), sets.end());
+      run.name = join_name(run.name, labels[a], value);
+      const bool tuned = std::find(plan.tuned.begin(), plan.tuned.end(), axis.key) != plan.tuned.end();
+      if (!tuned) run.cell = join_name(run.cell, labels[a], value);
+    }
+    if (run.name.empty()) run.name = "run";
+    if (run.cell.empty()) run.cell = "all";
+    claim_name(names, run.name);
+    run.overrides.push_back("train.out_dir=" + (plan.out_dir / run.name).string());
+    plan.runs.push_back(std::move(run));
+  });
+}
+
+// Reads, completes and checks a run's config as `loco train` (or each rank under `loco launch`) would.
+void check_run(const SweepPlan& plan, SweepRun& run) {
+  try {
+    RunConfig config = read_run_config(plan.base, run.overrides);
+    run.launched = config.dist.backend == "gloo" || config.dist.backend == "nccl";
+    if (run.launched && config.dist.replicas < 1) {
+      throw ConfigError(fmt::format("dist.backend = \"{}\" runs one process per replica under loco launch: set "
+                                    "dist.replicas (in [set] or an axis) to how many ranks to start",
+                                    config.dist.backend));
+    }
+    complete_run_config(config, run.launched ? config.dist.replicas : 1);
+    run.steps = config.train.steps;
+    run.replicas = config.dist.replicas;
+    run.data_dir = config.data.dir;
+  } catch (const Error& e) {
+    throw ConfigError(fmt::format("run {}: {}", run.name, e.what()));
+  }
+}
+
+}  // namespace
+
+std::vector<SweepRun> repeats_of(const SweepPlan& plan, const SweepRun& best) {
+  std::vector<SweepRun> out;
+  if (plan.repeats.empty()) return out;
+  const std::vector<std::string> labels = axis_labels(plan.repeats);
+  for_each_combination(plan.repeats, [&](const std::vector<std::size_t>& index) {
+    SweepRun run = best;
+    run.repeat_of = best.name;
+    run.overrides.pop_back();  // train.out_dir, set again below
+    for (std::size_t a = 0; a < plan.repeats.size(); ++a) {
+      const SweepAxis& axis = plan.repeats[a];
+      run.axis_values.emplace_back(axis.key, axis.values[index[a]]);
+      run.overrides.push_back(axis.overrides[index[a]].front());
+      run.name = join_name(run.name, labels[a], axis.values[index[a]]);
+    }
+    run.overrides.push_back("train.out_dir=" + (plan.out_dir / run.name).string());
+    out.push_back(std::move(run));
+  });
+  return out;
+}
+
+SweepPlan read_sweep_plan(const fs::path& file, const std::string& profile) {
+  const SweepFile sweep = read_sweep_file(file, profile);
+  SweepPlan plan;
+  plan.file = sweep.file;
+  plan.base = sweep.base;
+  plan.out_dir = sweep.out_dir;
+  plan.jobs = sweep.jobs;
+  plan.threads = sweep.threads;
+  plan.eval_batches = sweep.eval_batches;
+  plan.eval_batch_size = sweep.eval_batch_size;
+  plan.tuned = sweep.tuned;
+  plan.repeats = sweep.repeats;
+  try {
+    std::set<std::string> names;
+    for (const SweepGrid& grid : sweep.grids) {
+      for (const SweepAxis& axis : grid.axes) {
+        if (std::find(plan.axes.begin(), plan.axes.end(), axis.key) == plan.axes.end()) plan.axes.push_back(axis.key);
+      }
+      expand(plan, grid, names);
+    }
+    for (const SweepAxis& repeat : plan.repeats) plan.axes.push_back(repeat.key);
+    for (SweepRun& run : plan.runs) {
+      check_run(plan, run);
+      for (SweepRun& repeat : repeats_of(plan, run)) {
+        claim_name(names, repeat.name);
+        check_run(plan, repeat);
+      }
+    }
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));
+  }
+  return plan;
+}
+
+}  // namespace loco

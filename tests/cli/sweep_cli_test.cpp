@@ -1,0 +1,180 @@
+// loco sweep as a user runs it: a small grid trained, evaluated and tabulated; run again, it redoes only
+// what has no result; a run that fails is named with its log and the sweep exits non-zero.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_loco;
+using test::ScratchDir;
+using test::write_text;
+
+class SweepCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    test::prepare_tiny_byte_data(dir_->path());
+    write_text(*dir_ / "base.toml", fmt::format(R"([model]
+hidden_size = 32
+num_hidden_layers = 2
+num_attention_heads = 4
+[data]
+dir = "{}"
+seq_len = 16
+[optim]
+lr = 3e-3
+warmup_steps = 2
+[train]
+steps = 8
+batch_size = 4
+eval_every = 0
+eval_batches = 2
+log_every = 4
+)",
+                                                (*dir_ / "data").string()));
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // A sweep file named `name` with the given [axes] lines; its runs go to DIR/name.
+  static fs::path sweep(const std::string& name, const std::string& axes) {
+    const fs::path file = *dir_ / (name + ".toml");
+    write_text(file, fmt::format("base = \"base.toml\"\nout_dir = \"{}\"\njobs = 2\n[eval]\nbatches = 2\n"
+                                 "[set]\n\"dist.replicas\" = 2\n\"dist.algorithm\" = \"diloco\"\n[axes]\n{}\n",
+                                 (*dir_ / name).string(), axes));
+    return file;
+  }
+
+  static std::vector<std::string> lines_of(const fs::path& file) {
+    std::istringstream in(test::read_text(file));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  static ScratchDir* dir_;
+};
+ScratchDir* SweepCli::dir_ = nullptr;
+
+TEST_F(SweepCli, TrainsEvaluatesAndTabulatesTheGridThenSkipsWhatIsDone) {
+  const fs::path file = sweep("grid", "\"dist.algorithm\" = [\"ddp\", \"diloco\"]\n\"optim.lr\" = [1e-3, 3e-3]");
+  auto r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 run(s)"), std::string::npos) << r.output;
+  const auto csv = lines_of(*dir_ / "grid" / "summary.csv");
+  ASSERT_EQ(csv.size(), 5u) << r.output;
+  EXPECT_EQ(csv[0].rfind("name,dist.algorithm,optim.lr,cell,loss,params,non_embedding_params,replicas,algorithm,", 0), 0u)
+      << csv[0];
+  EXPECT_EQ(csv[1].rfind("algorithm-ddp_lr-0.001,ddp,0.001,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[4].rfind("algorithm-diloco_lr-0.003,diloco,0.003,", 0), 0u) << csv[4];
+  const auto jsonl = lines_of(*dir_ / "grid" / "summary.jsonl");
+  ASSERT_EQ(jsonl.size(), 4u);
+  for (const auto& line : jsonl) {
+    const auto result = nlohmann::json::parse(line);
+    EXPECT_GT(result.at("loss").get<double>(), 0) << line;
+    EXPECT_EQ(result.at("replicas"), 2) << line;
+    EXPECT_EQ(result.at("steps"), 8) << line;
+    EXPECT_GT(result.at("eval_tokens").get<double>(), 0) << line;
+  }
+  // The runs differ: another learning rate, another loss.
+  EXPECT_NE(nlohmann::json::parse(jsonl[0]).at("loss"), nlohmann::json::parse(jsonl[1]).at("loss"));
+  // loco fit reads the table (one model size: it says what is missing rather than failing to read it).
+  const auto fit = run_loco({"fit", (*dir_ / "grid" / "summary.csv").string()});
+  EXPECT_NE(fit.output.find("1 point for 2 parameters"), std::string::npos) << fit.output;
+
+  // Again: nothing is trained; a run whose result is removed is redone alone.
+  fs::remove(*dir_ / "grid" / "algorithm-diloco_lr-0.001" / "sweep_result.json");
+  r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: done before, skipped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("algorithm-diloco_lr-0.001: loss "), std::string::npos) << r.output;
+  EXPECT_EQ(lines_of(*dir_ / "grid" / "summary.csv").size(), 5u);
+}
+
+TEST_F(SweepCli, TheBestRunOfEachCellIsRepeatedAndTheCellsAreTabulated) {
+  const fs::path file = sweep("best", "\"optim.lr\" = [1e-3, 3e-3]\n[best]\ntuned = [\"optim.lr\"]\n"
+                                      "[best.repeat]\n\"train.seed\" = [1]");
+  auto r = run_loco({"sweep", file.string(), "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("then the best run of each of the 1 cells over optim.lr again, 1 time(s) each (1 runs)"),
+            std::string::npos)
+      << r.output;
+  r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto summary = lines_of(*dir_ / "best" / "summary.jsonl");
+  ASSERT_EQ(summary.size(), 3u) << r.output;
+  // The repeat follows the run it repeats (the better of the two) and differs from it only in its seed.
+  const auto first = nlohmann::json::parse(summary[0]);
+  const bool first_is_best = nlohmann::json::parse(summary[1]).contains("repeat_of");
+  const auto best = first_is_best ? first : nlohmann::json::parse(summary[1]);
+  const auto second = nlohmann::json::parse(summary[first_is_best ? 1 : 2]);
+  const auto other = nlohmann::json::parse(summary[first_is_best ? 2 : 0]);
+  EXPECT_LE(best.at("loss").get<double>(), other.at("loss").get<double>());
+  EXPECT_EQ(second.at("repeat_of"), best.at("name")) << r.output;
+  EXPECT_EQ(second.at("axes").at("train.seed"), "1");
+  EXPECT_EQ(second.at("lr"), best.at("lr"));
+  EXPECT_NE(second.at("loss"), best.at("loss"));  // another seed, another loss
+  const auto cells = lines_of(*dir_ / "best" / "cells.jsonl");
+  ASSERT_EQ(cells.size(), 1u);
+  const auto cell = nlohmann::json::parse(cells[0]);
+  EXPECT_EQ(cell.at("best_run"), best.at("name"));
+  EXPECT_EQ(cell.at("seeds"), 2);
+  EXPECT_NEAR(cell.at("loss").get<double>(), (best.at("loss").get<double>() + second.at("loss").get<double>()) / 2,
+              1e-12);
+  EXPECT_EQ(lines_of(*dir_ / "best" / "cells.csv").size(), 2u);
+  // Again: the grid runs and the repeat are all done before.
+  r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[repeat 1/1] " + second.at("name").get<std::string>() + ": done before, skipped"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(SweepCli, AFailedRunIsNamedWithItsLogAndTheOthersStillFinish) {
+  const fs::path file =
+      sweep("failing", fmt::format("\"data.dir\" = [\"{}\", \"{}\"]", (*dir_ / "data").string(),
+                                   (*dir_ / "no-such-data").string()));
+  const auto r = run_loco({"sweep", file.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAILED: loco train exited with 1 (log: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 run(s) failed"), std::string::npos) << r.output;
+  EXPECT_EQ(lines_of(*dir_ / "failing" / "summary.csv").size(), 2u);  // the header and the run that finished
+}
+
+// dist.backend = "gloo": each run is loco launch with dist.replicas ranks.
+TEST_F(SweepCli, ProcessRunsAreStartedUnderTheLauncher) {
+  const fs::path file = sweep("gloo", "\"dist.backend\" = [\"gloo\"]");
+  const auto r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto result = nlohmann::json::parse(lines_of(*dir_ / "gloo" / "summary.jsonl").at(0));
+  EXPECT_EQ(result.at("replicas"), 2) << result;
+  EXPECT_GT(result.at("bytes_sent").get<double>(), 0) << result;  // the ranks exchanged over Gloo
+  EXPECT_NE(test::read_text(*dir_ / "gloo" / "backend-gloo.log").find("loco launch: starting ranks 0 to 1"),
+            std::string::npos);
+}
+
+TEST_F(SweepCli, ADryRunChecksAndListsWithoutTraining) {
+  const fs::path file = sweep("dry", "\"train.seed\" = [0, 1, 2]");
+  auto r = run_loco({"sweep", file.string(), "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  seed-2: train.seed=2"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(*dir_ / "dry"));
+  // The sweep files loco ships stay valid.
+  for (const auto& entry : fs::directory_iterator(fs::path(LOCO_SOURCE_DIR) / "bench" / "sweeps")) {
+    r = run_loco({"sweep", entry.path().string(), "--dry-run"});
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.output;
+  }
+  r = run_loco({"sweep", sweep("bad", "\"optim.lr\" = [0.1, 0]").string(), "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("run lr-0: optim.lr (0) must be positive"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace loco
