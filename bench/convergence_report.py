@@ -9,8 +9,11 @@ checkpoint; of the parameters a user would deploy: theta_g for DiLoCo and Stream
 slow weights for NoLoCo), its difference from BASELINE's (default: the run named "dp"), bytes sent by
 replica 0, the peak bytes sent in any logged interval (10 steps; not the last, where every strategy
 syncs everything), and the time the emulated 100 Mbit/s link needs for those bytes (the link model's
-ring charge: bytes x 8 / bandwidth). Then draws OUT_DIR/NAME-of-list.png with gnuplot: validation loss
-against tokens and against bytes sent, training loss against tokens. Standard library only.
+ring charge: bytes x 8 / bandwidth). Then draws OUT_DIR/NAME-of-list.png with gnuplot: one row of panels
+per group of runs (a line "# panel: TITLE" in RUN_LIST starts a group; without them, groups of seven in
+list order), each row validation loss against tokens and against bytes sent and training loss against
+tokens, the baseline drawn in every row, every series its own colour and marker (scripts/chart_style.py).
+Standard library only.
 """
 import json
 import os
@@ -18,14 +21,22 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import chart_style  # noqa: E402
+
 
 def read_runs(list_path):
-    runs = []
+    """The run names of RUN_LIST in order, and their panels: [(title, [names])]."""
+    runs, panels = [], []
     with open(list_path) as f:
         for line in f:
-            if line.strip() and not line.startswith("#"):
+            if line.startswith("# panel:"):
+                panels.append((line[len("# panel:"):].strip(), []))
+            elif line.strip() and not line.startswith("#"):
                 runs.append(line.split()[0])
-    return runs
+                if panels:
+                    panels[-1][1].append(runs[-1])
+    return runs, panels
 
 
 def summarise(run_dir):
@@ -53,7 +64,8 @@ def main():
         sys.exit(__doc__)
     out, list_path = sys.argv[1], sys.argv[2]
     baseline = sys.argv[3] if len(sys.argv) > 3 else "dp"
-    names = [n for n in read_runs(list_path) if os.path.exists(os.path.join(out, n, "metrics.jsonl"))]
+    listed, panels = read_runs(list_path)
+    names = [n for n in listed if os.path.exists(os.path.join(out, n, "metrics.jsonl"))]
     if not names:
         sys.exit(f"convergence_report: no finished runs of {list_path} in {out}")
     runs = {n: summarise(os.path.join(out, n)) for n in names}
@@ -69,26 +81,40 @@ def main():
               f"{r['sent'] * 8 / 100e6:.1f} | {r['strategy']} |")
 
     chart = os.path.join(out, os.path.splitext(os.path.basename(list_path))[0] + ".png")
+    others = [n for n in names if n != baseline]
+    if panels:
+        groups = [(title, [n for n in members if n in names and n != baseline]) for title, members in panels]
+    else:
+        groups = [("", chunk) for chunk in chart_style.chunks(others, chart_style.MAX_SERIES - 1)]
+    groups = [(title, ([baseline] if baseline in names else []) + members) for title, members in groups if members]
     with tempfile.TemporaryDirectory() as work:
-        series = []
+        data = {}
         for i, n in enumerate(names):
-            data = os.path.join(work, f"{i}.dat")
-            with open(data, "w") as f:
+            data[n] = os.path.join(work, f"{i}.dat")
+            with open(data[n], "w") as f:
                 for r in runs[n]["rows"]:
                     f.write(f"{r['tokens']} {r.get('bytes_sent', 0)} {r['loss']} {r.get('eval_loss', 'NaN')}\n")
-            series.append((data, n))
 
-        def plot(x, y=4, style="linespoints pt 7 ps 0.6"):
-            return "plot " + ", ".join(f"'{d}' using {x}:{y} with {style} title '{n}'" for d, n in series)
+        def plot(members, x, y=4, points=True):
+            kind = "linespoints" if points else "lines"
+            return "plot " + ", ".join(
+                f"{chart_style.quote(data[n])} using {x}:{y} with {kind} {chart_style.style(i, points, 0.6)} "
+                f"title {chart_style.quote(n)}" for i, n in enumerate(members))
 
+        rows = []
+        for title, members in groups:
+            rows += [f"set title {chart_style.quote(title)}",
+                     "unset logscale x", "set xlabel 'tokens'", "set ylabel 'validation loss (nats/token)'",
+                     plot(members, 1),
+                     "set logscale x", "set xlabel 'bytes sent per replica'", plot(members, 2),
+                     "unset logscale x", "set xlabel 'tokens'", "set ylabel 'training loss, replica 0 (nats/token)'",
+                     plot(members, 1, 3, False)]
         script = "\n".join([
-            "set terminal pngcairo size 1800,600", f"set output '{chart}'",
-            "set multiplot layout 1,3 title 'Brown, loco: loss of the deployed parameters (validation) and of replica 0 (training)'",
-            "set grid", "set datafile missing 'NaN'", "set key top right font ',8'", "set format x '%.1s%c'",
-            "set ylabel 'validation loss'", "set xlabel 'tokens'", plot(1),
-            "set logscale x", "set xlabel 'bytes sent per replica'", plot(2), "unset logscale x",
-            "set ylabel 'training loss (replica 0)'", "set xlabel 'tokens'", plot(1, 3, "lines"),
-            "unset multiplot"])
+            f"set terminal pngcairo size 1800,{520 * len(groups)}", f"set output {chart_style.quote(chart)}",
+            f"set multiplot layout {len(groups)},3 title 'Brown, loco: loss of the deployed parameters (validation) "
+            "and of replica 0 (training)'",
+            "set termoption noenhanced", "set grid", "set datafile missing 'NaN'", "set key top right font ',8'",
+            "set format x '%.1s%c'", *rows, "unset multiplot"])
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True)
             print(f"\nchart: {chart}")

@@ -176,5 +176,21 @@ TEST_F(SweepCli, ADryRunChecksAndListsWithoutTraining) {
   EXPECT_NE(r.output.find("run lr-0: optim.lr (0) must be positive"), std::string::npos) << r.output;
 }
 
+// --tables-only tabulates what has a result (e.g. while the sweep runs elsewhere) and trains nothing.
+TEST_F(SweepCli, TablesOnlyListsTheFinishedRunsWithoutTrainingTheOthers) {
+  const fs::path file = sweep("tables", "\"train.seed\" = [0, 1]");
+  auto r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(*dir_ / "tables" / "seed-1");
+  fs::remove(*dir_ / "tables" / "summary.csv");
+  r = run_loco({"sweep", file.string(), "--tables-only"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("summary: 1 run(s) with a result listed in"), std::string::npos) << r.output;
+  const auto csv = lines_of(*dir_ / "tables" / "summary.csv");
+  ASSERT_EQ(csv.size(), 2u);
+  EXPECT_EQ(csv[1].rfind("seed-0,0,", 0), 0u) << csv[1];
+  EXPECT_FALSE(fs::exists(*dir_ / "tables" / "seed-1"));
+}
+
 }  // namespace
 }  // namespace loco

@@ -270,6 +270,19 @@ size = [{name = "l", "model.hidden_size" = 64}, {name = "xl", "model.hidden_size
     }
     return "no error";
   };
+  // A profile's own grids replace the file's.
+  write_text(dir / "sweep.toml", sweep + R"(
+[[profile.wide.grid]]
+name = "diloco"
+[profile.wide.grid.set]
+"dist.algorithm" = "diloco"
+[profile.wide.grid.axes]
+"diloco.outer_lr" = [0.4, 0.8]
+)");
+  const SweepPlan wide = read_sweep_plan(dir / "sweep.toml", "wide");
+  ASSERT_EQ(wide.runs.size(), 2u);
+  EXPECT_EQ(wide.runs[1].name, "diloco_size-s_outer_lr-0.8");
+  EXPECT_EQ(wide.runs[1].overrides.front(), "train.steps=20");  // the file's [set] still applies
   EXPECT_NE(error_of(sweep, "gpu").find("no [profile.gpu] in this file; its profiles: big"), std::string::npos);
   EXPECT_NE(error_of(sweep + "[profile.x.axes]\n\"optim.lr\" = [1]\n", "x")
                 .find("profile.x.axes.optim.lr replaces an axis the file does not have"),

@@ -20,6 +20,7 @@ struct SweepArgs {
   std::string profile;
   int jobs = 0;
   bool dry_run = false;
+  bool tables_only = false;
 };
 
 void run_sweep_command(const SweepArgs& args) {
@@ -40,6 +41,12 @@ void run_sweep_command(const SweepArgs& args) {
       fmt::print("then the best run of each of the {} cells over {} again, {} time(s) each ({} runs)\n", cells.size(),
                  fmt::join(plan.tuned, ", "), repeats, repeats * cells.size());
     }
+    return;
+  }
+  if (args.tables_only) {
+    const int listed = write_sweep_summary(plan);
+    fmt::print("summary: {} run(s) with a result listed in {}; nothing was run\n", listed,
+               (plan.out_dir / "summary.csv").string());
     return;
   }
   const int failed = run_sweep(plan, {"/proc/self/exe", jobs});
@@ -66,6 +73,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--profile", args->profile,
                   "Apply the file's [profile.NAME]: its settings and axes replace the file's (e.g. larger models)");
   cmd->add_flag("--dry-run", args->dry_run, "Check every run's config and list the runs, without running them");
+  cmd->add_flag("--tables-only", args->tables_only,
+                "Write the summary (and cells) tables of the runs finished so far, without running any (e.g. while "
+                "the sweep runs)");
   cmd->callback([args] { run_sweep_command(*args); });
 }
 

@@ -19,6 +19,7 @@
 #include "loco/config/load_config.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/progress.h"
+#include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
 
@@ -98,6 +99,7 @@ void run_local(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
   const int replicas = static_cast<int>(options.config.dist.replicas);
   if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return print_summary(Trainer(options).run());
+  if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
   TrainSummary summary;
   comm::run_local_replicas(
       replicas,

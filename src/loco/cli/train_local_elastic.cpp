@@ -16,6 +16,7 @@
 #include "loco/config/churn_schedule.h"
 #include "loco/membership/coordinator_server.h"
 #include "loco/membership/run_secret.h"
+#include "loco/train/runtime.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -154,6 +155,7 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   coordinator.run_id = server_options.coordinator.run_id;
   coordinator.secret = server_options.secret;
 
+  if (replicas > 1) limit_blas_threads(config.train.threads);  // note "blas-pool"
   Progress progress(replicas);
   std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));

@@ -237,9 +237,18 @@ void apply_profile(const toml::value& root, const std::string& name, SweepFile& 
   }
   const toml::value& profile = root.at("profile").at(name);
   if (!profile.is_table()) throw ConfigError(fmt::format("[{}] must be a table", where.substr(0, where.size() - 1)));
-  refuse_unknown(profile, {"out_dir", "jobs", "threads", "eval", "set", "axes"}, where,
-                 "a profile has out_dir, jobs, threads, [eval], [set] and [axes]");
+  refuse_unknown(profile, {"out_dir", "jobs", "threads", "eval", "set", "axes", "grid"}, where,
+                 "a profile has out_dir, jobs, threads, [eval], [set], [axes] and [[grid]]");
   read_scalars(profile, where, out);
+  // Its own grids, when it has some, take the place of the file's (each still adds to the file's [set]
+  // and [axes]): the tuned ranges of larger models are not those of smaller ones.
+  if (profile.contains("grid")) {
+    if (!profile.at("grid").is_array()) {
+      throw ConfigError(fmt::format("{}grid: write each grid as a [[{}grid]] table", where, where));
+    }
+    out.grids.clear();
+    for (const toml::value& g : profile.at("grid").as_array()) out.grids.push_back(read_grid(root, g));
+  }
   SweepGrid replacing;
   read_settings(profile, where, replacing);
   for (const SweepAxis& set : replacing.fixed) {

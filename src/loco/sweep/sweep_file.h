@@ -27,8 +27,8 @@
 //
 //   [profile.gpu]                    # loco sweep --profile gpu: out_dir, jobs, threads, [eval], [set] and
 //   threads = 0                      #   [axes] replaced key by key (an axis the file does not have is an
-//   [profile.gpu.axes]               #   error)
-//   size = [...]
+//   [profile.gpu.axes]               #   error); [[profile.gpu.grid]] tables, when there are some, replace
+//   size = [...]                     #   the file's grids
 //
 // Keys are `section.key` of the run config, written quoted or as nested tables ([axes.diloco] outer_lr =
 // [...]); a compound axis's name has no '.'. Pure parsing: no run config is read here.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -225,6 +226,10 @@ void write_table(const SweepPlan& plan, const std::string& stem, const std::vect
 
 int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   ensure_writable_directory(plan.out_dir, "sweep output directory");
+  // `jobs` runs side by side, each with `threads` cores: OpenBLAS's own pool (train/runtime.h, note
+  // "blas-pool") would otherwise take every core in each of them and spin against the others. The
+  // runs inherit this; a value the user set is kept.
+  if (plan.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(plan.threads).c_str(), /*overwrite=*/0);
   const int jobs = options.jobs > 0 ? options.jobs : plan.jobs;
   std::vector<const SweepRun*> runs;
   for (const SweepRun& run : plan.runs) runs.push_back(&run);

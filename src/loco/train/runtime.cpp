@@ -3,6 +3,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <dlfcn.h>
 #include <malloc.h>
 
 #include <thread>
@@ -27,6 +28,15 @@ void configure_threads(std::int64_t threads) {
   const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(static_cast<int>(n));
   keep_freed_memory_in_heap();
+}
+
+void limit_blas_threads(std::int64_t threads) {
+  const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  // Looked up at run time: libblas.so.3 is whichever BLAS Debian's alternatives point to.
+  using SetThreads = void (*)(int);
+  if (const auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(static_cast<int>(n));
+  }
 }
 
 void keep_freed_memory_in_heap() {

@@ -14,6 +14,15 @@ torch::Device resolve_device(const std::string& name);
 // Intra-op threads (`threads`, or every core for 0) and the allocator policy below.
 void configure_threads(std::int64_t threads);
 
+// Note "blas-pool": OpenBLAS (Debian's libopenblas0-pthread, which libtorch's matmuls call) keeps a pool
+// of its own threads, one per core, that torch::set_num_threads does not reach. One replica gains from it,
+// but when replicas run as threads of one process their concurrent calls queue for that pool and its
+// workers spin: on this 2-core VM, 4 replicas of a 1.3M model trained at 2.7K tokens/s with the pool and
+// 13.2K with one BLAS thread per call (2 replicas: 5.1K and 13.7K; one replica alone: 11.3K with the pool,
+// 8.3K without, so it keeps it). Called once, before two or more replica threads start, it sizes the pool
+// to `threads` per call (every core for 0); a BLAS without that setting is left as it is.
+void limit_blas_threads(std::int64_t threads);
+
 // Note "allocator": glibc serves allocations above 32 MiB with fresh mmap()s and returns them on
 // free, so every step faults the (B·T, vocab) logits and other large activations in again, page by
 // page. On the VMs we measured a page fault costs ~10 µs and this alone slowed training several-fold.
