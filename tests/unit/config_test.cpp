@@ -223,6 +223,28 @@ TEST(Config, ExchangeSettingsFollowTheAlgorithm) {
   EXPECT_EQ(c.exchange().codec, "bf16");
 }
 
+// Simulated replicas of the outer-step algorithms may share a GPU; data parallel's and an elastic run's may
+// not (their groups exchange device tensors through host-side collectives).
+TEST(Config, SimulatedReplicasOnAGpuOnlyForOuterStepAlgorithms) {
+  ScratchDir dir;
+  for (const char* algorithm : {"diloco", "localsgd", "streaming", "noloco"}) {
+    EXPECT_EQ(load_text(dir, kValidConfig, {fmt::format("dist.algorithm={}", algorithm), "dist.replicas=2",
+                                            "train.device=cuda"})
+                  .train.device,
+              "cuda")
+        << algorithm;
+  }
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "train.device=cuda"})
+                .find("runs the replicas of ddp on the CPU only"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.elastic=true",
+                                             "dist.batch=per_replica", "train.device=auto"})
+                .find("runs the replicas of an elastic run on the CPU only"),
+            std::string::npos);
+  EXPECT_EQ(load_text(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=1", "train.device=cuda"}).dist.replicas,
+            1);  // one replica: nothing is exchanged
+}
+
 // dist.aggregation applies to outer steps; its numbers are checked; dist.adversary parses its two forms.
 TEST(Config, RobustAggregationAndASimulatedAdversary) {
   ScratchDir dir;
@@ -371,6 +393,24 @@ TEST(Config, RandomChurnSchedulesAreSeededAndSound) {
     refused = e.what();
   }
   EXPECT_NE(refused.find("write random:SEED or random:SEED:FAULTS"), std::string::npos) << refused;
+  // Found by the config fuzzer: a schedule's cost follows its faults and the replicas it names, not
+  // dist.replicas (an elastic run of 39999999999999999999999999999 replicas hung in the check).
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"random:8", "asks for 5000 faults (one per replica); a random schedule draws at most 1000"},
+           {"random:8:1001", "asks for 1001 faults; a random schedule draws at most 1000"}}) {
+    try {
+      parse_churn_schedule(text, 5000, 100);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_churn_schedule("random:8:0", std::int64_t{1} << 62, 50).size(), 0u);
+  EXPECT_EQ(parse_churn_schedule("3@10:leave, 3@20:return", std::int64_t{1} << 62, 50).size(), 2u);
+  ScratchDir dir;
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=65537"})
+                .find("dist.replicas (65537) must be at most 65536"),
+            std::string::npos);
 }
 
 TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {

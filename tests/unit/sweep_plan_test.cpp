@@ -243,13 +243,14 @@ jobs = 1
 threads = 0
 [profile.big.set]
 "train.steps" = 80
-"train.device" = "cpu"
+"train.device" = "auto"
 [profile.big.axes]
 size = [{name = "l", "model.hidden_size" = 64}, {name = "xl", "model.hidden_size" = 128}]
 )";
   const SweepPlan plain = plan_of(dir, sweep);
   EXPECT_EQ(plain.runs.size(), 1u);
   EXPECT_EQ(plain.runs[0].steps, 20);
+  EXPECT_EQ(plain.runs[0].device, "cpu");  // where its final evaluation runs, as its training
   write_text(dir / "sweep.toml", sweep);
   const SweepPlan big = read_sweep_plan(dir / "sweep.toml", "big");
   EXPECT_EQ(big.out_dir, "runs/big");
@@ -258,8 +259,9 @@ size = [{name = "l", "model.hidden_size" = 64}, {name = "xl", "model.hidden_size
   ASSERT_EQ(big.runs.size(), 2u);
   EXPECT_EQ(big.runs[1].name, "dp_size-xl");
   EXPECT_EQ(big.runs[1].steps, 80);
+  EXPECT_EQ(big.runs[1].device, "auto");
   EXPECT_EQ(big.runs[1].overrides,
-            (std::vector<std::string>{"optim.lr=0.001", "dist.algorithm=ddp", "train.steps=80", "train.device=cpu",
+            (std::vector<std::string>{"optim.lr=0.001", "dist.algorithm=ddp", "train.steps=80", "train.device=auto",
                                       "train.threads=0", "model.hidden_size=128", "train.out_dir=runs/big/dp_size-xl"}));
   const auto error_of = [&](const std::string& text, const std::string& profile) -> std::string {
     write_text(dir / "sweep.toml", text);

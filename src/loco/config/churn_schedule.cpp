@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "loco/util/error.h"
 #include "loco/util/portable_random.h"
@@ -83,7 +84,16 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
   const auto first = text.find_first_not_of(" \t");
   const std::string trimmed = first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(" \t") - first + 1);
   if (std::regex_match(trimmed, m, random_form)) {
-    return random_churn(std::stoull(m[1]), m[3].matched ? std::stoll(m[3]) : replicas, replicas, steps);
+    // Each fault is drawn again until it clashes with none before it (up to 100 tries), against every
+    // event so far: quadratic in the faults, so their number is bounded (a chaos schedule needs far fewer).
+    constexpr std::int64_t kMaxRandomFaults = 1000;
+    const std::int64_t faults = m[3].matched ? std::stoll(m[3]) : replicas;
+    if (faults > kMaxRandomFaults) {
+      throw ConfigError(fmt::format("dist.churn: '{}' asks for {} faults{}; a random schedule draws at most {}: "
+                                    "write random:SEED:FAULTS with fewer",
+                                    trimmed, faults, m[3].matched ? "" : " (one per replica)", kMaxRandomFaults));
+    }
+    return random_churn(std::stoull(m[1]), faults, replicas, steps);
   }
   if (trimmed.rfind("random", 0) == 0) {
     throw ConfigError(fmt::format("dist.churn: '{}' is not a random schedule; write random:SEED or "
@@ -129,10 +139,13 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
 
 std::vector<ChurnEvent> parse_churn_schedule(const std::string& text, std::int64_t replicas, std::int64_t steps) {
   const std::vector<ChurnEvent> events = parse_events(text, replicas, steps);
-  // Each replica's story must make sense in step order: present → leave → return → present ...
-  for (std::int64_t r = 0; r < replicas; ++r) {
+  // Each replica's story must make sense in step order: present → leave → return → present ... Only the
+  // replicas the schedule names have one (not every replica of a run that may have thousands).
+  std::set<int> named;
+  for (const ChurnEvent& e : events) named.insert(e.replica);
+  for (const int r : named) {
     bool gone = false;
-    for (const ChurnEvent& e : churn_events_of(events, static_cast<int>(r))) {
+    for (const ChurnEvent& e : churn_events_of(events, r)) {
       const std::string what = fmt::format("replica {} at step {}", r, e.step);
       if (e.kind == ChurnEvent::Kind::rejoin && !gone) {
         throw ConfigError(fmt::format("dist.churn: {} returns, but it has not left before", what));

@@ -15,12 +15,12 @@
 // for example "2@40:leave, 2@80:return, 1@60:stall=3". Replicas count from 0. A replica that healed past
 // an event's step S takes it after its first step past S. Or seeded random faults:
 //
-//   random:SEED[:FAULTS]   FAULTS faults (default: one per replica) drawn from SEED: each picks a replica and
-//                          a step uniformly, then with even odds a stall of 1–5 s or a leave with a return
-//                          at a later step; a fault that would clash with the schedule so far (two events of a
-//                          replica at one step, a stall while gone, overlapping absences, every replica gone at
-//                          once) is drawn again (up to 100 times, then left out). Portable: the same schedule
-//                          on every platform (util/portable_random.h).
+//   random:SEED[:FAULTS]   FAULTS faults (default: one per replica; at most 1000) drawn from SEED: each picks
+//                          a replica and a step uniformly, then with even odds a stall of 1–5 s or a leave
+//                          with a return at a later step; a fault that would clash with the schedule so far
+//                          (two events of a replica at one step, a stall while gone, overlapping absences,
+//                          every replica gone at once) is drawn again (up to 100 times, then left out).
+//                          Portable: the same schedule on every platform (util/portable_random.h).
 //
 // Pure data and parsing.
 #pragma once

@@ -236,6 +236,11 @@ void validate_dist(const RunConfig& c) {
   const DistConfig& d = c.dist;
   const Algorithm algorithm = algorithm_named(d.algorithm);
   if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
+  // Ranks are ints in c10d, and every replica is a thread or a process: far below this.
+  constexpr std::int64_t kMaxReplicas = 1 << 16;
+  if (d.replicas > kMaxReplicas) {
+    reject(fmt::format("dist.replicas ({}) must be at most {}", d.replicas, kMaxReplicas));
+  }
   if (algorithm == Algorithm::none && d.replicas > 1) {
     std::vector<std::string> connecting;
     for (const auto& entry : algorithm_registry()) {
@@ -311,9 +316,15 @@ void validate_dist(const RunConfig& c) {
     }
     parse_churn_schedule(d.churn, d.replicas, c.train.steps);
   }
-  if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1) {
-    reject("simulated replicas (dist.backend = \"local\") run on the CPU; use train.device = \"cpu\", or one "
-           "process per GPU with dist.backend = \"nccl\" and loco launch");
+  // Simulated replicas may share one GPU: their models and inner steps run there, while the outer step
+  // works on host copies of the parameters (θ_g and the fragments' values live on the host), which is
+  // what the local collectives exchange. Data parallel's buckets exchange device tensors, which the
+  // host-side groups refuse (seen on an H100); elastic members have not been run on a GPU this way.
+  if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1 && (d.algorithm == "ddp" || d.elastic)) {
+    reject(fmt::format("dist.backend = \"local\" runs the replicas of {} on the CPU only; use train.device = "
+                       "\"cpu\", or one process per GPU with dist.backend = \"nccl\" and loco launch. Replicas of "
+                       "diloco, localsgd, streaming and noloco may share a GPU",
+                       d.elastic ? "an elastic run" : "ddp"));
   }
 }
 

@@ -109,6 +109,7 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
     run.steps = config.train.steps;
     run.replicas = config.dist.replicas;
     run.data_dir = config.data.dir;
+    run.device = config.train.device;
   } catch (const Error& e) {
     throw ConfigError(fmt::format("run {}: {}", run.name, e.what()));
   }

@@ -20,10 +20,11 @@ struct SweepRun {
   std::vector<std::pair<std::string, std::string>> axis_values;  // (axis, value) per axis, in axis order
   std::vector<std::string> overrides;                            // `key=value`: [set], then the axis values
   std::int64_t steps = 0;                                        // train.steps once the config is complete
-  std::int64_t replicas = 1;  // dist.replicas (ranks under loco launch for gloo/nccl)
-  bool launched = false;      // dist.backend gloo or nccl: started with loco launch
-  std::string data_dir;       // data.dir, where the final evaluation reads
-  std::string repeat_of;      // the run it repeats with other [best.repeat] values ("" for grid runs)
+  std::int64_t replicas = 1;   // dist.replicas (ranks under loco launch for gloo/nccl)
+  bool launched = false;       // dist.backend gloo or nccl: started with loco launch
+  std::string data_dir;        // data.dir, where the final evaluation reads
+  std::string device = "cpu";  // train.device, where the final evaluation runs too
+  std::string repeat_of;       // the run it repeats with other [best.repeat] values ("" for grid runs)
 };
 
 struct SweepPlan {
