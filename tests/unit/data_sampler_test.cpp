@@ -151,6 +151,39 @@ TEST(DataSamplerState, MalformedJsonIsADataError) {
   EXPECT_THROW(SamplerState::from_json(nlohmann::json{{"epoch", 1}}), DataError);
   EXPECT_THROW(SamplerState::from_json(nlohmann::json{{"epoch", -1}, {"cursor", 0}}), DataError);
   EXPECT_THROW(SamplerState::from_json(nlohmann::json::array()), DataError);
+  EXPECT_THROW(SamplerState::from_json(nlohmann::json{{"epoch", 1}, {"cursor", 0}, {"order", "sorted"}}), DataError);
+  EXPECT_THROW(SamplerState::from_json(nlohmann::json{{"epoch", 1}, {"cursor", 0}, {"order", 1}}), DataError);
+}
+
+// An epoch's order is the keyed permutation of all W windows (note "keyed-order"), and a checkpoint says so.
+TEST_F(DataSampler, AnEpochIsTheKeyedPermutationOfItsWindows) {
+  BatchSampler two_epochs = sampler(5);
+  const std::vector<std::uint64_t> got = draw(two_epochs, 50);
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    const KeyedPermutation order(25, mix_seed(5, epoch));
+    for (std::uint64_t i = 0; i < 25; ++i) EXPECT_EQ(got[epoch * 25 + i], order(i)) << "epoch " << epoch << ", " << i;
+  }
+  EXPECT_EQ(two_epochs.state().to_json(), (nlohmann::json{{"epoch", 2}, {"cursor", 0}, {"order", "keyed"}}));
+}
+
+// A checkpoint written before the keyed order has no "order": it resumes in the stored Fisher-Yates order it
+// was trained in, this epoch and every later one, and keeps saying so in the checkpoints it writes next.
+TEST_F(DataSampler, ACheckpointFromBeforeTheKeyedOrderResumesInItsOwnOrder) {
+  BatchSampler resumed = sampler(5, 1, 2);
+  resumed.restore(SamplerState::from_json(nlohmann::json::parse(R"({"epoch": 1, "cursor": 3})")));
+  const std::vector<std::uint64_t> got = draw(resumed, 9 + 12);  // the rest of epoch 1 (12 per epoch), then epoch 2
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t epoch = 1; epoch <= 2; ++epoch) {
+    std::mt19937_64 rng(mix_seed(5, epoch));
+    const auto order = random_permutation(25, rng);
+    for (std::uint64_t cursor = epoch == 1 ? 3 : 0; cursor < 12; ++cursor) expected.push_back(order[1 + 2 * cursor]);
+  }
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(resumed.state().to_json(), (nlohmann::json{{"epoch", 3}, {"cursor", 0}, {"order", "stored"}}));
+  // A keyed checkpoint restored into that sampler switches it back.
+  resumed.restore(SamplerState::from_json(nlohmann::json::parse(R"({"epoch": 0, "cursor": 0, "order": "keyed"})")));
+  BatchSampler fresh = sampler(5, 1, 2);
+  EXPECT_EQ(draw(resumed, 12), draw(fresh, 12));
 }
 
 // The shuffle must not change between versions or platforms: resumed runs and document splits

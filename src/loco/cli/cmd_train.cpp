@@ -100,6 +100,7 @@ void run_local(const TrainOptions& options) {
   const int replicas = static_cast<int>(options.config.dist.replicas);
   if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return print_summary(Trainer(options).run());
   if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
+  keep_freed_memory_in_heap();  // note "allocator": before the replica threads allocate
   TrainSummary summary;
   comm::run_local_replicas(
       replicas,

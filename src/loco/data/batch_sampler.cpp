@@ -9,21 +9,38 @@
 
 namespace loco::data {
 
-nlohmann::json SamplerState::to_json() const { return {{"epoch", epoch}, {"cursor", cursor}}; }
+namespace {
+
+constexpr const char* kOrderNames[] = {"keyed", "stored"};
+
+}  // namespace
+
+nlohmann::json SamplerState::to_json() const {
+  return {{"epoch", epoch}, {"cursor", cursor}, {"order", kOrderNames[static_cast<int>(order)]}};
+}
 
 SamplerState SamplerState::from_json(const nlohmann::json& j) {
+  const auto malformed = [&] {
+    return DataError(
+        fmt::format("the data sampler state {} is malformed: it needs unsigned integers \"epoch\" and "
+                    "\"cursor\", and \"order\" \"keyed\" or \"stored\" when present. The checkpoint is damaged; "
+                    "resume from another one.",
+                    j.dump()));
+  };
   auto field = [&](const char* name) {
     auto it = j.is_object() ? j.find(name) : j.end();
-    if (it == j.end() || !it->is_number_unsigned()) {
-      throw DataError(
-          fmt::format("the data sampler state {} is malformed: it needs unsigned integers "
-                      "\"epoch\" and \"cursor\". The checkpoint is damaged; resume from "
-                      "another one.",
-                      j.dump()));
-    }
+    if (it == j.end() || !it->is_number_unsigned()) throw malformed();
     return it->get<std::uint64_t>();
   };
-  return SamplerState{field("epoch"), field("cursor")};
+  SamplerState state{field("epoch"), field("cursor"), Order::stored};  // no "order": note "keyed-order"
+  if (const auto it = j.find("order"); it != j.end()) {
+    if (*it == kOrderNames[0]) {
+      state.order = Order::keyed;
+    } else if (*it != kOrderNames[1]) {
+      throw malformed();
+    }
+  }
+  return state;
 }
 
 BatchSampler::BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::uint64_t seed, std::int64_t replica,
@@ -49,18 +66,22 @@ BatchSampler::BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::
 }
 
 void BatchSampler::start_epoch(std::uint64_t epoch) {
-  state_ = SamplerState{epoch, 0};
+  state_ = SamplerState{epoch, 0, state_.order};
   if (!shuffle_) return;
-  std::mt19937_64 rng(mix_seed(seed_, epoch));
   // All W windows take part, so the W mod R left over differ from epoch to epoch.
-  order_ = random_permutation(windows_, rng);
+  if (state_.order == SamplerState::Order::keyed) {
+    keyed_.emplace(windows_, mix_seed(seed_, epoch));
+  } else {
+    std::mt19937_64 rng(mix_seed(seed_, epoch));
+    stored_ = random_permutation(windows_, rng);
+  }
 }
 
 void BatchSampler::next_batch(std::int64_t batch_size, std::int64_t* inputs, std::int64_t* targets) {
   LOCO_CHECK(batch_size >= 0, "batch_size {}", batch_size);
   for (std::int64_t row = 0; row < batch_size; ++row) {
     std::uint64_t position = replica_ + state_.cursor * num_replicas_;
-    std::uint64_t window = shuffle_ ? order_[position] : position;
+    std::uint64_t window = !shuffle_ ? position : keyed_ ? (*keyed_)(position) : stored_[position];
     std::uint64_t first = window * seq_len_;
     data_.copy_tokens(first, seq_len_, inputs + row * seq_len_);
     data_.copy_tokens(first + 1, seq_len_, targets + row * seq_len_);
@@ -76,6 +97,9 @@ void BatchSampler::restore(const SamplerState& state) {
                     "written. Resume with the same data and settings, or start a new run.",
                     state.epoch, state.cursor, windows_per_epoch_, data_.name()));
   }
+  state_.order = state.order;
+  keyed_.reset();
+  stored_.clear();
   start_epoch(state.epoch);
   state_.cursor = state.cursor;
 }

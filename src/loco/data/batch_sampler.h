@@ -2,24 +2,32 @@
 //
 // The split's L tokens are cut into W = floor((L - 1) / seq_len) windows; window i covers tokens
 // [i*seq_len, i*seq_len + seq_len]: its first seq_len tokens are the inputs, its last seq_len the
-// targets. In epoch e the windows are permuted (shuffle.h; seeded by mix_seed(seed, e)) and replica
-// r of R takes permuted positions r, r+R, r+2R, ...: the replicas' windows are disjoint within an
-// epoch and every replica sees W / R (rounded down) of them. The stream depends on nothing but
-// (data, seq_len, seed, replica, R, shuffle), so SamplerState {epoch, cursor} in a checkpoint
-// reproduces it exactly.
+// targets. In epoch e the windows are permuted (keyed_permutation.h, keyed by mix_seed(seed, e)) and
+// replica r of R takes permuted positions r, r+R, r+2R, ...: the replicas' windows are disjoint within
+// an epoch and every replica sees W / R (rounded down) of them. The stream depends on nothing but
+// (data, seq_len, seed, replica, R, shuffle), so SamplerState {epoch, cursor, order} in a checkpoint
+// reproduces it exactly, and the sampler's memory does not grow with the corpus.
+//
+// Note "keyed-order": until 2026-11-25 an epoch's order was a stored Fisher-Yates permutation
+// (shuffle.h: 8 bytes per window per replica). A checkpoint written then has no "order" in its sampler
+// state; it resumes with that order, exactly as it would have continued.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
+#include "loco/data/keyed_permutation.h"
 #include "loco/data/token_dataset.h"
 
 namespace loco::data {
 
 struct SamplerState {
+  enum class Order { keyed, stored };  // keyed_permutation.h; a stored permutation (note "keyed-order")
   std::uint64_t epoch = 0;
   std::uint64_t cursor = 0;  // windows this replica consumed in `epoch`
+  Order order = Order::keyed;
 
   nlohmann::json to_json() const;
   static SamplerState from_json(const nlohmann::json& j);  // DataError if malformed
@@ -53,7 +61,8 @@ class BatchSampler {
   std::uint64_t windows_;            // W, over all replicas
   std::uint64_t windows_per_epoch_;  // W / R
   SamplerState state_;
-  std::vector<std::uint64_t> order_;  // this epoch's permutation of all W windows (when shuffling)
+  std::optional<KeyedPermutation> keyed_;  // this epoch's order of all W windows (shuffling, Order::keyed)
+  std::vector<std::uint64_t> stored_;      // the same for Order::stored
 };
 
 }  // namespace loco::data

@@ -42,6 +42,7 @@ void limit_blas_threads(std::int64_t threads) {
 void keep_freed_memory_in_heap() {
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  ::mallopt(M_ARENA_MAX, 1);
 }
 
 }  // namespace loco

@@ -27,7 +27,13 @@ void limit_blas_threads(std::int64_t threads);
 // free, so every step faults the (B·T, vocab) logits and other large activations in again, page by
 // page. On the VMs we measured a page fault costs ~10 µs and this alone slowed training several-fold.
 // Keeping freed memory in the heap (no mmap for large blocks, no trimming) removes it; training
-// reuses the same sizes every step, so the heap does not grow beyond the peak.
+// reuses the same sizes every step, so the heap does not grow beyond the peak. Threads other than the
+// main one would get arenas of their own, built of 64 MiB mmap()ed heaps that glibc unmaps as soon as
+// they empty, whatever the trim threshold: replicas as threads faulted their activations in again
+// every step (4 replicas, 40 steps of the 726K-parameter study model: 310-480K page faults and 2.6-4.1 s
+// of system time, against 100K and 1.1 s with one arena, and a fifth less wall time: docs/results.md).
+// So every thread shares the main arena; call this before the replica threads start (a thread takes its
+// arena at its first malloc).
 void keep_freed_memory_in_heap();
 
 }  // namespace loco

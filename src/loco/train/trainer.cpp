@@ -136,7 +136,7 @@ class Trainer::Access final : public ReplicaState {
   void seek_data(std::uint64_t window) override {
     data::BatchSampler& sampler = *trainer_.state_->sampler;
     const std::uint64_t per_epoch = sampler.windows_per_epoch();
-    sampler.restore(data::SamplerState{window / per_epoch, window % per_epoch});
+    sampler.restore(data::SamplerState{window / per_epoch, window % per_epoch, sampler.state().order});
   }
   std::int64_t step() const override { return trainer_.state_->step; }
 
