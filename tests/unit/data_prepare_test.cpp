@@ -176,6 +176,28 @@ TEST(DataPrepare, BadJsonlLineNamesFileAndLine) {
   EXPECT_NE(error.find("other.jsonl:1: no string \"text\" field"), std::string::npos) << error;
 }
 
+TEST(DataPrepare, TextFieldNamesTheJsonlFieldThatHoldsTheText) {
+  ScratchDir scratch;
+  write_text(scratch / "docs.jsonl",
+             "{\"text\": \"not this\", \"body\": \"first body\"}\n{\"body\": \"second body\", \"id\": 7}\n");
+  PrepareOptions options = byte_options({scratch / "docs.jsonl"}, scratch / "out", 0);
+  options.text_field = "body";
+  const PrepareSummary summary = prepare_dataset(options);
+  EXPECT_EQ(summary.documents, 2u);
+  std::vector<std::string> train = split_documents_text(scratch / "out", "train");
+  std::sort(train.begin(), train.end());  // the split shuffles the documents
+  EXPECT_EQ(train, (std::vector<std::string>{"first body", "second body"}));
+
+  // The default field is "text": the second line has none, and the message names the flag.
+  const std::string error = prepare_error(byte_options({scratch / "docs.jsonl"}, scratch / "out2", 0));
+  EXPECT_NE(error.find("docs.jsonl:2: no string \"text\" field"), std::string::npos) << error;
+  EXPECT_NE(error.find("--text-field"), std::string::npos) << error;
+
+  options.out_dir = scratch / "out3";
+  options.text_field = "";
+  EXPECT_THROW(prepare_dataset(options), ConfigError);
+}
+
 TEST(DataPrepare, RefusesToOverwriteAPreparedDirectory) {
   ScratchDir scratch;
   test::write_generated_corpus(scratch / "corpus", 4, 2);

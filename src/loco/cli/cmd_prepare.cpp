@@ -1,5 +1,5 @@
 // loco prepare --input PATH [PATH...] --out DIR [--vocab-size N | --tokenizer byte]
-//              [--val-fraction F] [--seed S]
+//              [--val-fraction F] [--seed S] [--text-field NAME]
 // Tokenizes a corpus into DIR (tokenizer, train/val shards, meta.json); progress goes to stderr,
 // the summary to stdout.
 #include <fmt/format.h>
@@ -51,7 +51,7 @@ void add_prepare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("prepare", "Tokenize a corpus into token shards for training");
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
-                  "text files, directories of them (recursively), or .jsonl files with a \"text\" field")
+                  "text files, directories of them (recursively), or .jsonl files (one document per line)")
       ->required();
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required();
   cmd->add_option("--tokenizer", args->options.tokenizer, "bpe (sentencepiece, trained here) or byte")
@@ -71,6 +71,8 @@ void add_prepare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "seed of the document shuffle")
       ->check(whole_number_at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--text-field", args->options.text_field, "the field of each JSONL line that holds its text")
       ->capture_default_str();
   cmd->callback([args] { run_prepare(*args); });
 }

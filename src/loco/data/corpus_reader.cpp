@@ -18,20 +18,21 @@ bool is_jsonl(const fs::path& path) { return path.extension() == ".jsonl"; }
 
 std::string_view bytes_of(const MappedFile& file) { return {reinterpret_cast<const char*>(file.data()), file.size()}; }
 
-// The "text" field of one JSONL line (`number` is 1-based, for the message).
-std::string jsonl_text(std::string_view line, const fs::path& file, std::uint64_t number) {
-  const char* fix =
-      "Each line of a .jsonl file must be a JSON object with a string \"text\" field; fix or "
-      "remove that line (blank lines are allowed).";
+// The text field (`field`) of one JSONL line (`number` is 1-based, for the message).
+std::string jsonl_text(std::string_view line, const std::string& field, const fs::path& file, std::uint64_t number) {
+  const std::string fix = fmt::format(
+      "Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that line "
+      "(blank lines are allowed), or name the field that holds the text with --text-field.",
+      field);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {
     throw DataError(fmt::format("{}:{}: not valid JSON ({}). {}", file.string(), number, e.what(), fix));
   }
-  auto text = j.is_object() ? j.find("text") : j.end();
+  auto text = j.is_object() ? j.find(field) : j.end();
   if (!j.is_object() || text == j.end() || !text->is_string()) {
-    throw DataError(fmt::format("{}:{}: no string \"text\" field. {}", file.string(), number, fix));
+    throw DataError(fmt::format("{}:{}: no string \"{}\" field. {}", file.string(), number, field, fix));
   }
   return text->get<std::string>();
 }
@@ -62,9 +63,11 @@ std::string describe_inputs(const std::vector<fs::path>& inputs) {
 
 }  // namespace
 
-CorpusReader CorpusReader::open(const std::vector<fs::path>& inputs, const fs::path& exclude) {
+CorpusReader CorpusReader::open(const std::vector<fs::path>& inputs, const fs::path& exclude,
+                                const std::string& text_field) {
   if (inputs.empty()) throw DataError("no input given; pass text files, directories or JSONL files.");
   CorpusReader corpus;
+  corpus.text_field_ = text_field;
   for (const auto& input : inputs) {
     if (fs::is_directory(input)) {
       std::vector<fs::path> files;
@@ -115,7 +118,7 @@ void CorpusReader::add_jsonl_file(const fs::path& path, std::uint32_t source) {
     std::string_view line = bytes.substr(begin, end - begin);
     ++number;
     if (!is_blank(line)) {
-      std::string text = jsonl_text(line, path, number);
+      std::string text = jsonl_text(line, text_field_, path, number);
       if (!is_blank(text)) documents_.push_back(Document{source, number, begin, line.size(), text.size()});
     }
     begin = end + 1;
@@ -133,7 +136,7 @@ std::string CorpusReader::text(const Document& document) const {
   const fs::path& path = files_.at(document.source);
   if (document.line == 0) return read_file(path);
   std::string_view bytes = bytes_of(jsonl_files_.at(document.source));
-  return jsonl_text(bytes.substr(document.offset, document.length), path, document.line);
+  return jsonl_text(bytes.substr(document.offset, document.length), text_field_, path, document.line);
 }
 
 }  // namespace loco::data

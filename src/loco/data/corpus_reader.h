@@ -1,5 +1,6 @@
 // The documents of a corpus: text files (one document each), directories of them (recursively, in
-// sorted order, hidden entries skipped) and JSONL files (one document per line's "text" field).
+// sorted order, hidden entries skipped) and JSONL files (one document per line's text field, "text"
+// unless named otherwise).
 //
 // Opening a corpus lists and checks every document without keeping its text, so corpora larger
 // than memory work: text() reads one document when it is needed.
@@ -31,7 +32,8 @@ class CorpusReader {
   // Lists the documents of `inputs`, skipping anything under `exclude` (the output directory, so
   // that an earlier run's shards are never read back as text). DataError for a missing path, a bad
   // JSONL line (naming file:line) or a corpus without any non-blank document.
-  static CorpusReader open(const std::vector<fs::path>& inputs, const fs::path& exclude);
+  static CorpusReader open(const std::vector<fs::path>& inputs, const fs::path& exclude,
+                           const std::string& text_field = "text");
 
   const std::vector<Document>& documents() const { return documents_; }
   const std::vector<fs::path>& files() const { return files_; }
@@ -48,6 +50,7 @@ class CorpusReader {
 
   std::vector<fs::path> files_;
   std::vector<Document> documents_;
+  std::string text_field_;  // the JSON field of a JSONL line that holds its document
   // JSONL files stay mapped, by source index: their lines are read one at a time.
   std::unordered_map<std::uint32_t, MappedFile> jsonl_files_;
 };

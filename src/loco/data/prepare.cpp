@@ -36,6 +36,9 @@ void check_options(const PrepareOptions& options) {
   if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
     throw ConfigError(fmt::format("--val-fraction must be at least 0 and below 1, got {}.", options.val_fraction));
   }
+  if (options.text_field.empty()) {
+    throw ConfigError("--text-field is empty; name the field of each JSONL line that holds its text (default: text).");
+  }
 }
 
 void refuse_prepared_directory(const fs::path& out_dir) {
@@ -106,7 +109,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, std::uint64_t toke
   refuse_prepared_directory(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
 
-  CorpusReader corpus = CorpusReader::open(options.inputs, options.out_dir);
+  CorpusReader corpus = CorpusReader::open(options.inputs, options.out_dir, options.text_field);
   std::vector<std::uint64_t> text_bytes;
   for (const auto& document : corpus.documents()) text_bytes.push_back(document.text_bytes);
   progress("{} documents, {:.1f} MB of text in {} files", text_bytes.size(),

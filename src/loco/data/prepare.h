@@ -23,6 +23,7 @@ struct PrepareOptions {
   std::string tokenizer = "bpe";  // "bpe" | "byte"
   double val_fraction = 0.01;
   std::uint64_t seed = 1234;
+  std::string text_field = "text";  // the field of a JSONL line that holds its document
 };
 
 struct PrepareSummary {
