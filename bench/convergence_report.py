@@ -114,7 +114,7 @@ def main():
             f"set multiplot layout {len(groups)},3 title 'Brown, loco: loss of the deployed parameters (validation) "
             "and of replica 0 (training)'",
             "set termoption noenhanced", "set grid", "set datafile missing 'NaN'", "set key top right font ',8'",
-            "set format x '%.1s%c'", *rows, "unset multiplot"])
+            "set format x '%.0s%c'", *rows, "unset multiplot"])
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True)
             print(f"\nchart: {chart}")

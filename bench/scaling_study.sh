@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The scaling-law study of docs/scaling-study.md, end to end: prepares data/brown-study (the Brown corpus
 # with a 10% validation split, 50 documents, so that every run is scored on 170K tokens; with --profile
-# sotu, data/sotu-study from the State of the Union addresses), runs bench/sweeps/scaling-study.toml,
-# scaling-claims.toml and scaling-diagnostics.toml with loco sweep (with --profile NAME, each of them that
-# has a [profile.NAME], into runs/SWEEP-NAME; with --confirm also scaling-seeds.toml, the best settings
-# again with 8 fresh seeds), then writes the report (bench/scaling_study_report.py) and its charts. Resumable: run it again after an interruption and only the runs without a result are redone.
+# sotu, data/sotu-study from the State of the Union addresses), runs bench/sweeps/scaling-study.toml and
+# scaling-claims.toml with loco sweep (with --profile NAME, each of them that has a [profile.NAME], into
+# runs/SWEEP-NAME; with --diagnose also scaling-diagnostics.toml, the runs that tell the regime from a
+# hyperparameter; with --confirm also scaling-seeds.toml, the best settings again with 8 fresh seeds), then
+# writes the report (bench/scaling_study_report.py) and its charts. Resumable: run it again after an
+# interruption and only the runs without a result are redone.
 # Prints the wall time of each part.
 #
-# Usage: bench/scaling_study.sh [--jobs N] [--profile NAME] [--confirm] [--report-only] [--charts DIR]
+# Usage: bench/scaling_study.sh [--jobs N] [--profile NAME] [--diagnose] [--confirm] [--report-only] [--charts DIR]
 #   --jobs N      runs at a time (default: each sweep file's own `jobs`)
 #   --profile     gpu (larger models on GPUs), cuda (these runs on one GPU), sotu (the second corpus)
+#   --diagnose    also the diagnostics (37 runs: ~90 s on an H100, ~30 min on 2 cores)
 #   --confirm     also the confirmation with fresh seeds (168 runs: ~6 min on an H100, ~2.5 h on 2 cores)
 #   LOCO=path/to/loco (default build/loco); the report goes to runs/scaling-study[-NAME]/report.md
 set -euo pipefail
@@ -19,15 +22,17 @@ jobs=()
 profile=()
 report_only=0
 confirm=0
+diagnose=0
 charts=runs/scaling-study
 while [ $# -gt 0 ]; do
   case $1 in
     --jobs) jobs=(--jobs "$2"); shift 2 ;;
     --profile) profile=(--profile "$2"); shift 2 ;;
+    --diagnose) diagnose=1; shift ;;
     --confirm) confirm=1; shift ;;
     --report-only) report_only=1; shift ;;
     --charts) charts=$2; shift 2 ;;
-    *) echo "usage: $0 [--jobs N] [--profile NAME] [--confirm] [--report-only] [--charts DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--jobs N] [--profile NAME] [--diagnose] [--confirm] [--report-only] [--charts DIR]" >&2; exit 2 ;;
   esac
 done
 loco=${LOCO:-build/loco}
@@ -42,7 +47,8 @@ prepare() {  # NAME FETCH_SCRIPT
 
 suffix=${profile[1]:+-${profile[1]}}
 sweeps=()
-candidates=(scaling-study scaling-claims scaling-diagnostics)
+candidates=(scaling-study scaling-claims)
+[ "$diagnose" -eq 1 ] && candidates+=(scaling-diagnostics)
 [ "$confirm" -eq 1 ] && candidates+=(scaling-seeds)
 for sweep in "${candidates[@]}"; do
   if [ ${#profile[@]} -eq 0 ] || grep -q "^\[profile\.${profile[1]}\]" "bench/sweeps/$sweep.toml"; then

@@ -290,6 +290,11 @@ class Report:
                    else "not held" if any(v == "not held" for *_, v in results) else "not resolvable")
         self.say(f"(1) DiLoCo M=1 at or below data parallel at every N: **{overall}** — "
                  + "; ".join(f"{s}: {d:+.4f} ± {2 * u:.4f} ({v})" for s, d, u, v in results))
+        if len(sizes) < 2:  # (2) and (3) compare sizes (the sotu profile has one)
+            self.say("\n(2), (3): not resolvable — they compare model sizes, and these runs have one ("
+                     + sizes[0] + ")")
+            self.claims_4_to_6()
+            return
         # (2) The penalty of M > 1 shrinks as N grows.
         small, large = sizes[0], sizes[-1]
         parts, verdicts = [], []
@@ -486,7 +491,7 @@ class Report:
                     f"{chart_style.quote(p)} using 1:2:3 with yerrorlines {chart_style.style(i)} "
                     f"title {chart_style.quote(t)}" for p, t, i in series)
             self.gnuplot(os.path.join(out, "scaling-loss.png"), [
-                "set multiplot layout 1,2 title 'Brown corpus: best validation loss per (N, M), mean and sd over 3 seeds'",
+                "set multiplot layout 1,2 title 'Best validation loss per (N, M), mean and sd over seeds'",
                 "set logscale x", "set xlabel 'non-embedding parameters N'",
                 "set ylabel 'validation loss (nats/token)'", "set key top right", plot(loss_series),
                 "set ylabel 'gap to data parallel (%)'", "set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2",
@@ -510,7 +515,9 @@ class Report:
             self.gnuplot(os.path.join(out, "scaling-eta.png"), [
                 f"set multiplot layout 1,{max(1, len(panels))} title 'Outer learning rate sweeps: at each eta the best "
                 "inner lr (seed 0)'", "set xlabel 'outer learning rate eta'",
-                "set ylabel 'validation loss (nats/token)'", "set key below", *panels, "unset multiplot"],
+                "set ylabel 'validation loss (nats/token)'", "set key below",
+                # room above and below, so that data parallel's line never lies on the frame
+                "set offsets 0, 0, graph 0.05, graph 0.05", *panels, "unset multiplot"],
                 1600, 500)
 
             if getattr(self, "batch_points", None):
@@ -523,7 +530,8 @@ class Report:
                     series.append((path, group_label(alg, m), i))
                 self.gnuplot(os.path.join(out, "scaling-batch.png"), [
                     "set title 'Global batch at a fixed token budget (N = 332K non-embedding, 965K tokens)'",
-                    "set logscale x 2", "set xlabel 'global batch (sequences of 128 tokens)'",
+                    "set logscale x 2", "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05",
+                    "set xlabel 'global batch (sequences of 128 tokens)'",
                     "set ylabel 'validation loss (nats/token)'", "set key top left", plot(series)], 800, 520)
             if getattr(self, "confirmed", None):
                 self.confirmation_chart(os.path.join(out, "scaling-confirmation.png"), work, plot)

@@ -28,11 +28,11 @@ def dp_loss(n):
     return 20 * n ** -0.1
 
 
-def write_study(directory, m1_margin, spread=None):
+def write_study(directory, m1_margin, spread=None, sizes=SIZES):
     """summary.jsonl, summary.csv, cells.jsonl and cells.csv as loco sweep writes them; spread: size -> a
     factor on the seed offsets (sd 0.01 times it)."""
     runs, cells = [], []
-    for size, n in SIZES:
+    for size, n in sizes:
         groups = [("dp", 1, dp_loss(n))]
         for m, penalty in ((1, None), (2, None), (4, None)):
             if m == 1:
@@ -101,6 +101,14 @@ class ScalingReport(unittest.TestCase):
             self.assertRegex(out, r"\| outer_lr \| DiLoCo, all M \| 0\.4 \| -?0\.000 \| -?0\.000 \|")
             for chart in ("scaling-loss.png", "scaling-eta.png"):
                 self.assertGreater(os.path.getsize(os.path.join(d, chart)), 10_000, chart)
+
+    def test_one_model_size_leaves_the_claims_across_sizes_unresolved(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_study(d, m1_margin=-0.1, sizes=SIZES[1:2])
+            out = report(d)
+            self.assertIn("(1) DiLoCo M=1 at or below data parallel at every N: **held**", out)
+            self.assertIn("(2), (3): not resolvable — they compare model sizes, and these runs have one (m)", out)
+            self.assertNotIn("(3) The best η does not drift with N", out)
 
     def test_a_margin_within_noise_is_not_resolvable(self):
         with tempfile.TemporaryDirectory() as d:
