@@ -290,11 +290,14 @@ class Report:
                    else "not held" if any(v == "not held" for *_, v in results) else "not resolvable")
         self.say(f"(1) DiLoCo M=1 at or below data parallel at every N: **{overall}** — "
                  + "; ".join(f"{s}: {d:+.4f} ± {2 * u:.4f} ({v})" for s, d, u, v in results))
-        if len(sizes) < 2:  # (2) and (3) compare sizes (the sotu profile has one)
-            self.say("\n(2), (3): not resolvable — they compare model sizes, and these runs have one ("
-                     + sizes[0] + ")")
-            self.claims_4_to_6()
-            return
+        if len(sizes) < 2:  # the sotu profile has one size
+            self.say(f"\n(2), (3): not resolvable — they compare model sizes, and these runs have one ({sizes[0]})")
+        else:
+            self.claims_across_sizes(sizes)
+        self.claims_4_to_6()
+
+    def claims_across_sizes(self, sizes):
+        """(2) from the smallest and the largest size, (3) from every size."""
         # (2) The penalty of M > 1 shrinks as N grows.
         small, large = sizes[0], sizes[-1]
         parts, verdicts = [], []
@@ -335,7 +338,6 @@ class Report:
         fit_text = f"; fitted η* ∝ N^{fitted[0]['alpha']:.3f}·M^{fitted[0]['beta']:.3f}" if fitted else ""
         self.say(f"\n(3) The best η does not drift with N: **{'held' if common_all and parts else 'not held'}** — "
                  + "; ".join(parts) + fit_text)
-        self.claims_4_to_6()
 
     def eta_curve(self, size, m, runs=None, key="diloco.outer_lr"):
         """eta -> the lowest loss over the inner lr at that eta (seed 0 grid runs) of one cell."""

@@ -100,7 +100,6 @@ void run_local(const TrainOptions& options) {
   const int replicas = static_cast<int>(options.config.dist.replicas);
   if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return print_summary(Trainer(options).run());
   if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
-  keep_freed_memory_in_heap();  // note "allocator": before the replica threads allocate
   TrainSummary summary;
   comm::run_local_replicas(
       replicas,
@@ -129,6 +128,7 @@ void run_elastic(const TrainOptions& options) {
 // Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
 // WORLD_SIZE completes dist.replicas = 0.
 void run_train(const TrainArgs& args) {
+  keep_freed_memory_in_heap();  // note "allocator": before any thread of the run (replicas, heartbeats) starts
   TrainOptions options;
   options.config = given_config(args);
   if (!args.resume.empty()) options.resume_from = args.resume;

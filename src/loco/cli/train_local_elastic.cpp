@@ -135,7 +135,6 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   const std::vector<ChurnEvent> schedule =
       parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
   say_what_was_drawn(config.dist.churn, schedule);
-  keep_freed_memory_in_heap();  // note "allocator": before any thread of the run allocates
   const comm::StoreServer store(0);
   membership::ServerOptions server_options;
   server_options.host = "127.0.0.1";

@@ -67,6 +67,8 @@ BatchSampler::BatchSampler(const TokenDataset& data, std::int64_t seq_len, std::
 
 void BatchSampler::start_epoch(std::uint64_t epoch) {
   state_ = SamplerState{epoch, 0, state_.order};
+  keyed_.reset();  // exactly one of the two holds the epoch's order, the one state_.order names
+  stored_ = {};
   if (!shuffle_) return;
   // All W windows take part, so the W mod R left over differ from epoch to epoch.
   if (state_.order == SamplerState::Order::keyed) {
@@ -98,8 +100,6 @@ void BatchSampler::restore(const SamplerState& state) {
                     state.epoch, state.cursor, windows_per_epoch_, data_.name()));
   }
   state_.order = state.order;
-  keyed_.reset();
-  stored_.clear();
   start_epoch(state.epoch);
   state_.cursor = state.cursor;
 }

@@ -20,19 +20,22 @@ std::string_view bytes_of(const MappedFile& file) { return {reinterpret_cast<con
 
 // The text field (`field`) of one JSONL line (`number` is 1-based, for the message).
 std::string jsonl_text(std::string_view line, const std::string& field, const fs::path& file, std::uint64_t number) {
-  const std::string fix = fmt::format(
-      "Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that line "
-      "(blank lines are allowed), or name the field that holds the text with --text-field.",
-      field);
+  // Formatted only on a bad line: this runs for every line of the corpus.
+  const auto fix = [&] {
+    return fmt::format(
+        "Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that line "
+        "(blank lines are allowed), or name the field that holds the text with --text-field.",
+        field);
+  };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {
-    throw DataError(fmt::format("{}:{}: not valid JSON ({}). {}", file.string(), number, e.what(), fix));
+    throw DataError(fmt::format("{}:{}: not valid JSON ({}). {}", file.string(), number, e.what(), fix()));
   }
   auto text = j.is_object() ? j.find(field) : j.end();
   if (!j.is_object() || text == j.end() || !text->is_string()) {
-    throw DataError(fmt::format("{}:{}: no string \"{}\" field. {}", file.string(), number, field, fix));
+    throw DataError(fmt::format("{}:{}: no string \"{}\" field. {}", file.string(), number, field, fix()));
   }
   return text->get<std::string>();
 }
