@@ -31,6 +31,22 @@ TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {
   EXPECT_TRUE(std::filesystem::exists(dir / "out/meta.json"));
 }
 
+TEST(PrepareCli, TokenizerFromWithAnotherTokenizerChoiceIsAUsageError) {
+  ScratchDir dir;
+  const std::string corpus = two_document_corpus(dir);
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--vocab-size", "512"},
+                                                std::vector<std::string>{"--tokenizer", "byte"},
+                                                std::vector<std::string>{"--tokenizer-sample-mb", "8"}}) {
+    std::vector<std::string> args{"prepare", "--input", corpus, "--out", (dir / "out").string(), "--tokenizer-from",
+                                  (dir / "elsewhere").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult result = run_loco(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_TRUE(contains(result.output, "--tokenizer-from uses the tokenizer of another directory")) << result.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST(PrepareCli, MissingInputPathExitsWithOneAndNamesIt) {
   ScratchDir dir;
   CommandResult result = run_loco({"prepare", "--input", (dir / "nope.txt").string(), "--out", (dir / "out").string()});

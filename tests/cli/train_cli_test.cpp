@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
+#include "unit/data_test_helpers.h"
 
 namespace loco {
 namespace {
@@ -105,6 +106,23 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   auto r = run_loco({"train", "--resume", checkpoint.string(), "--set", "train.steps=8"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(*dir_ / "extend" / "checkpoints" / "step_8" / "state.json"));
+}
+
+// Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
+// data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
+// both, so only the tokenizer check can catch it.)
+TEST_F(TrainCli, DataOfAnotherTokenizerIsRefusedByResumeAndEval) {
+  ASSERT_EQ(run_loco({"train", "--config", config("mixed").string(), "--set", "model.vocab_size=512"}).exit_code, 0);
+  const fs::path checkpoint = *dir_ / "mixed" / "checkpoints" / "step_6";
+  for (int i = 0; i < 12; ++i) write_text(*dir_ / "bpe-text" / fmt::format("{}.txt", i), test::generated_document(i, 30));
+  auto r = run_loco({"prepare", "--input", (*dir_ / "bpe-text").string(), "--out", (*dir_ / "bpe-data").string(),
+                     "--vocab-size", "400"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", (*dir_ / "bpe-data").string()}), 1,
+               "was prepared with another tokenizer");
+  expect_error(run_loco({"train", "--resume", checkpoint.string(), "--set", "train.steps=8", "--set",
+                         "data.dir=" + (*dir_ / "bpe-data").string()}),
+               1, "loco prepare --tokenizer-from " + checkpoint.string());
 }
 
 TEST_F(TrainCli, ConfigErrorsNameTheProblem) {

@@ -1,11 +1,16 @@
 // prepare_dataset: corpus reading (text, directories, JSONL), the split, shards and meta.json, and
 // the errors a user can run into.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "loco/data/dataset_meta.h"
+#include "loco/data/document_split.h"
 #include "loco/data/prepare.h"
 #include "loco/data/token_dataset.h"
 #include "loco/data/tokenizer.h"
@@ -118,7 +123,7 @@ TEST(DataPrepare, SameSeedSameShardsOtherSeedOtherSplit) {
 TEST(DataPrepare, SmallShardLimitSpreadsTheTrainSplitOverShards) {
   ScratchDir scratch;
   test::write_generated_corpus(scratch / "corpus", 6, 2);
-  PrepareSummary summary = prepare_dataset(byte_options({scratch / "corpus"}, scratch / "out"), 100);
+  PrepareSummary summary = prepare_dataset(byte_options({scratch / "corpus"}, scratch / "out"), PrepareLimits{100});
   DatasetMeta meta = read_dataset_meta(scratch / "out");
   EXPECT_EQ(meta.train.shards.size(), (summary.train_tokens + 99) / 100);
   EXPECT_GE(meta.train.shards.size(), 3u);
@@ -137,9 +142,13 @@ TEST(DataPrepare, BpeTokenizerIsTrainedAndStoredWithTheData) {
   auto tokenizer = load_tokenizer(scratch / "out");
   EXPECT_EQ(tokenizer->kind(), "sentencepiece-bpe");
   EXPECT_EQ(read_dataset_meta(scratch / "out").tokenizer["model_file"], "tokenizer.model");
+  EXPECT_EQ(read_dataset_meta(scratch / "out").tokenizer_hash, tokenizer_hash(scratch / "out"));
+  EXPECT_EQ(tokenizer_hash(scratch / "out").rfind("sentencepiece-bpe crc32:", 0), 0u);
   std::vector<std::string> val = split_documents_text(scratch / "out", "val");
-  ASSERT_EQ(val.size(), 1u);
-  EXPECT_NE(std::find(texts.begin(), texts.end(), val[0]), texts.end()) << "decodes to a document";
+  ASSERT_GE(val.size(), 1u);
+  for (const auto& doc : val) {
+    EXPECT_NE(std::find(texts.begin(), texts.end(), doc), texts.end()) << "decodes to a document";
+  }
 }
 
 TEST(DataPrepare, EarlierOutputInsideTheInputIsNotReadBack) {
@@ -185,7 +194,6 @@ TEST(DataPrepare, TextFieldNamesTheJsonlFieldThatHoldsTheText) {
   const PrepareSummary summary = prepare_dataset(options);
   EXPECT_EQ(summary.documents, 2u);
   std::vector<std::string> train = split_documents_text(scratch / "out", "train");
-  std::sort(train.begin(), train.end());  // the split shuffles the documents
   EXPECT_EQ(train, (std::vector<std::string>{"first body", "second body"}));
 
   // The default field is "text": the second line has none, and the message names the flag.
@@ -228,6 +236,199 @@ TEST(DataPrepare, BadOptionsAreConfigErrors) {
   PrepareOptions options = byte_options({scratch / "a.txt"}, scratch / "out");
   options.tokenizer = "wordpiece";
   EXPECT_THROW(prepare_dataset(options), ConfigError);
+}
+
+// A JSONL corpus of `count` generated documents (one per line).
+std::string generated_jsonl(int count, int sentences = 3) {
+  std::string jsonl;
+  for (int i = 0; i < count; ++i) {
+    jsonl += nlohmann::json{{"id", i}, {"text", test::generated_document(static_cast<std::uint32_t>(i + 1), sentences)}}
+                 .dump() +
+             "\n";
+  }
+  return jsonl;
+}
+
+std::string zstd_of(const std::string& bytes) {
+  std::string out(ZSTD_compressBound(bytes.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3));
+  return out;
+}
+
+TEST(DataPrepare, SplitFollowsEachDocumentsHash) {
+  ScratchDir scratch;
+  std::vector<std::string> texts = test::write_generated_corpus(scratch / "corpus", 60, 2);
+  prepare_dataset(byte_options({scratch / "corpus"}, scratch / "out", 0.2));
+  // Files are read in sorted order (doc_000.txt, ...): document i is (file i, line 0).
+  const DocumentSplit split(0.2, 1234);
+  std::vector<std::string> expected_val, expected_train;
+  for (std::uint32_t i = 0; i < texts.size(); ++i) {
+    (split.in_validation(i, 0) ? expected_val : expected_train).push_back(texts[i]);
+  }
+  ASSERT_FALSE(expected_val.empty());
+  EXPECT_EQ(split_documents_text(scratch / "out", "val"), expected_val);
+  EXPECT_EQ(split_documents_text(scratch / "out", "train"), expected_train);  // in corpus order
+}
+
+TEST(DataPrepare, ATinyCorpusStillHoldsOutTheDocumentOfSmallestHash) {
+  ScratchDir scratch;
+  std::vector<std::string> texts = test::write_generated_corpus(scratch / "corpus", 3, 2);
+  const DocumentSplit split(0.01, 1234);
+  std::uint32_t smallest = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_FALSE(split.in_validation(i, 0)) << "pick a seed where no document is drawn for val";
+    if (split.hash(i, 0) < split.hash(smallest, 0)) smallest = i;
+  }
+  prepare_dataset(byte_options({scratch / "corpus"}, scratch / "out", 0.01));
+  EXPECT_EQ(split_documents_text(scratch / "out", "val"), std::vector<std::string>{texts[smallest]});
+  EXPECT_EQ(split_documents_text(scratch / "out", "train").size(), 2u);
+}
+
+// Validation documents, those drawn by their hash and the one a tiny corpus holds out, never reach
+// the tokenizer's sample: a word that occurs only in them, 200 times, gets no merges.
+TEST(DataPrepare, TheTokenizerNeverSeesValidationText) {
+  for (double val_fraction : {0.01, 0.3}) {
+    ScratchDir scratch;
+    const DocumentSplit split(val_fraction, 1234);
+    constexpr std::uint32_t kDocuments = 12;
+    std::uint32_t smallest = 0;
+    int drawn = 0;
+    for (std::uint32_t i = 0; i < kDocuments; ++i) {
+      drawn += split.in_validation(i, 0);
+      if (split.hash(i, 0) < split.hash(smallest, 0)) smallest = i;
+    }
+    std::vector<std::string> texts = test::write_generated_corpus(scratch / "corpus", kDocuments, 20);
+    for (std::uint32_t i = 0; i < kDocuments; ++i) {
+      const bool val = split.in_validation(i, 0) || (drawn == 0 && i == smallest);
+      std::string text = texts[i];
+      for (int k = 0; val && k < 200; ++k) text += " Xylophonequartz";
+      write_text(scratch / "corpus" / fmt::format("doc_{:03}.txt", i), text);
+    }
+    PrepareOptions options = byte_options({scratch / "corpus"}, scratch / "out", val_fraction);
+    options.tokenizer = "bpe";
+    options.vocab_size = 400;
+    prepare_dataset(options);
+    EXPECT_GE(load_tokenizer(scratch / "out")->encode(" Xylophonequartz").size(), 10u) << val_fraction;
+    // Control: the same word in every document is merged, so the check above can fail.
+    for (std::uint32_t i = 0; i < kDocuments; ++i) {
+      std::string text = texts[i];
+      for (int k = 0; k < 200; ++k) text += " Xylophonequartz";
+      write_text(scratch / "corpus" / fmt::format("doc_{:03}.txt", i), text);
+    }
+    options.out_dir = scratch / "control";
+    prepare_dataset(options);
+    EXPECT_LE(load_tokenizer(scratch / "control")->encode(" Xylophonequartz").size(), 3u) << val_fraction;
+  }
+}
+
+TEST(DataPrepare, CompressedInputsGiveTheSameShardsAsPlainOnes) {
+  ScratchDir scratch;
+  const std::string jsonl = generated_jsonl(200);
+  write_text(scratch / "plain/docs.jsonl", jsonl);
+  write_text(scratch / "zst/docs.jsonl.zst", zstd_of(jsonl));
+  PrepareOptions options = byte_options({scratch / "plain"}, scratch / "a", 0.1);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  prepare_dataset(options);
+  options.inputs = {scratch / "zst"};
+  options.out_dir = scratch / "b";
+  prepare_dataset(options);
+  EXPECT_EQ(read_dataset_meta(scratch / "a").checksums, read_dataset_meta(scratch / "b").checksums);
+  EXPECT_EQ(read_file(scratch / "a/tokenizer.model"), read_file(scratch / "b/tokenizer.model"));
+
+  // A bad line inside a compressed file is reported by its line number.
+  write_text(scratch / "bad/docs.jsonl.zst", zstd_of(generated_jsonl(5) + "{\"text\": 3}\n"));
+  const std::string error = prepare_error(byte_options({scratch / "bad"}, scratch / "c"));
+  EXPECT_NE(error.find("docs.jsonl.zst:6: no string \"text\" field"), std::string::npos) << error;
+}
+
+TEST(DataPrepare, SameShardsForAnyNumberOfThreadsAndBatches) {
+  ScratchDir scratch;
+  write_text(scratch / "docs.jsonl", generated_jsonl(300));
+  std::map<std::string, std::string> first;
+  for (unsigned threads : {1u, 2u, 5u}) {
+    for (std::uint64_t batch_bytes : {std::uint64_t{700}, std::uint64_t{4} << 20}) {
+      PrepareOptions options = byte_options({scratch / "docs.jsonl"}, scratch / fmt::format("t{}-{}", threads, batch_bytes), 0.1);
+      options.tokenizer = "bpe";
+      options.vocab_size = 400;
+      options.threads = threads;
+      prepare_dataset(options, PrepareLimits{kTokensPerShard, batch_bytes});
+      const auto checksums = read_dataset_meta(options.out_dir).checksums;
+      if (first.empty()) first = checksums;
+      EXPECT_EQ(checksums, first) << threads << " threads, batches of " << batch_bytes << " bytes";
+    }
+  }
+}
+
+TEST(DataPrepare, TheTokenizerIsTrainedOnASampleOfTheBudget) {
+  ScratchDir scratch;
+  write_text(scratch / "docs.jsonl", generated_jsonl(400));
+  PrepareOptions options = byte_options({scratch / "docs.jsonl"}, scratch / "small", 0.1);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  options.tokenizer_sample_bytes = 5000;  // about 20 of the 400 documents
+  prepare_dataset(options);
+  options.out_dir = scratch / "all";
+  options.tokenizer_sample_bytes = 1 << 20;
+  prepare_dataset(options);
+  options.out_dir = scratch / "small-again";
+  options.tokenizer_sample_bytes = 5000;
+  prepare_dataset(options);
+  EXPECT_NE(read_file(scratch / "small/tokenizer.model"), read_file(scratch / "all/tokenizer.model"));
+  EXPECT_EQ(read_file(scratch / "small/tokenizer.model"), read_file(scratch / "small-again/tokenizer.model"));
+}
+
+TEST(DataPrepare, AnInterruptedRunLeavesNothingCompleteAndARerunCleansUp) {
+  ScratchDir scratch;
+  // The bad last line stops the run after the shards of the first 300 documents were written.
+  write_text(scratch / "docs.jsonl", generated_jsonl(300) + "{\"text\": \"oops\"\n");
+  PrepareOptions options = byte_options({scratch / "docs.jsonl"}, scratch / "out", 0.1);
+  const PrepareLimits tiny{2000, 700};
+  EXPECT_THROW(prepare_dataset(options, tiny), DataError);
+  EXPECT_FALSE(fs::exists(scratch / "out/meta.json"));
+  EXPECT_TRUE(fs::exists(scratch / "out/train_000.bin"));
+  write_text(scratch / "out/train_999.bin", "a shard of an earlier, longer run");
+  write_text(scratch / "out/.val_003.bin.tmp-4242", "a temporary file of a killed run");
+  write_text(scratch / "out/notes.txt", "the user's own file");
+
+  write_text(scratch / "docs.jsonl", generated_jsonl(300));
+  prepare_dataset(options, tiny);
+  options.out_dir = scratch / "fresh";
+  prepare_dataset(options, tiny);
+  EXPECT_EQ(read_dataset_meta(scratch / "out").checksums, read_dataset_meta(scratch / "fresh").checksums);
+  EXPECT_FALSE(fs::exists(scratch / "out/train_999.bin"));
+  EXPECT_FALSE(fs::exists(scratch / "out/.val_003.bin.tmp-4242"));
+  EXPECT_TRUE(fs::exists(scratch / "out/notes.txt"));
+}
+
+TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {
+  ScratchDir scratch;
+  write_text(scratch / "first.jsonl", generated_jsonl(100));
+  write_text(scratch / "second.txt", test::generated_document(999, 40));
+  write_text(scratch / "second2.txt", test::generated_document(998, 40));
+  PrepareOptions options = byte_options({scratch / "first.jsonl"}, scratch / "a", 0.1);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  prepare_dataset(options);
+  options.inputs = {scratch / "second.txt", scratch / "second2.txt"};
+  options.out_dir = scratch / "b";
+  options.tokenizer_from = scratch / "a";
+  options.vocab_size = 999;  // ignored: the tokenizer comes from a
+  const PrepareSummary summary = prepare_dataset(options);
+  EXPECT_EQ(summary.vocab_size, 400u);
+  EXPECT_EQ(read_file(scratch / "a/tokenizer.model"), read_file(scratch / "b/tokenizer.model"));
+  EXPECT_EQ(read_dataset_meta(scratch / "b").tokenizer_hash, read_dataset_meta(scratch / "a").tokenizer_hash);
+  EXPECT_EQ(prepared_tokenizer_hash(scratch / "b"), tokenizer_hash(scratch / "a"));
+  std::vector<std::string> documents = split_documents_text(scratch / "b", "train");
+  documents.push_back(split_documents_text(scratch / "b", "val").at(0));
+  std::sort(documents.begin(), documents.end());
+  EXPECT_EQ(documents, (std::vector<std::string>{test::generated_document(998, 40), test::generated_document(999, 40)}));
+
+  options.out_dir = scratch / "c";
+  options.tokenizer_from = scratch / "absent";
+  const std::string error = prepare_error(options);
+  EXPECT_NE(error.find("absent"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(scratch / "c/meta.json"));
 }
 
 }  // namespace

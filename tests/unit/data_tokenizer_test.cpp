@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "loco/data/cached_encoder.h"
 #include "loco/data/sentencepiece_tokenizer.h"
 #include "loco/data/tokenizer.h"
 #include "loco/util/error.h"
@@ -120,6 +121,32 @@ TEST_F(DataSentencePiece, DecodeSkipsBosAndEos) {
   ids.insert(ids.begin(), tokenizer->bos_id());
   ids.push_back(tokenizer->eos_id());
   EXPECT_EQ(tokenizer->decode(ids), "green house");
+}
+
+// CachedEncoder cuts text before each space and each literal "▁" and encodes word by word: the ids must
+// be those of the whole text, including where the cut points pile up or sit next to bytes the model
+// does not know.
+TEST_F(DataSentencePiece, CachedEncoderGivesTheIdsOfTheWholeText) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  CachedEncoder encoder(*tokenizer);
+  std::vector<std::string> texts;
+  for (std::uint32_t seed = 200; seed < 230; ++seed) texts.push_back(test::generated_document(seed, 5));
+  texts.push_back("  two  spaces,   three, \t tab \t\n newline\n\n  and trailing   ");
+  texts.push_back("river\xE2\x96\x81stone \xE2\x96\x81\xE2\x96\x81 green\xE2\x96\x81 \xE2\x96\x81");
+  texts.push_back("bad \xFF\xFE bytes \xE2\x96 cut \xE2 short\xE2\x96");
+  texts.push_back("caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC zebra XYZ 12345 " + std::string(100, 'x') + " water");
+  texts.push_back(" ");
+  texts.push_back("");
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reads the words from the cache
+    for (const auto& text : texts) {
+      std::vector<std::uint32_t> ids{7};  // encode appends
+      encoder.encode(text, ids);
+      std::vector<std::uint32_t> expected{7};
+      for (auto id : tokenizer->encode(text)) expected.push_back(id);
+      EXPECT_EQ(ids, expected) << "text: " << text;
+    }
+  }
+  EXPECT_GT(encoder.cached_words(), 20u);
 }
 
 TEST_F(DataSentencePiece, CopiedFilesLoadAndEncodeTheSame) {

@@ -8,6 +8,7 @@
 #include "loco/data/token_dataset.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
+#include "loco/train/resume_checks.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 
@@ -27,12 +28,7 @@ struct EvalArgs {
 void run_eval(const EvalArgs& args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto data = data::TokenDataset::open(args.data_dir, args.split);
-  if (static_cast<std::int64_t>(data.vocab_size()) > checkpoint.config.model.vocab_size) {
-    throw DataError(fmt::format("vocabulary mismatch: {} uses {} token ids but the model in {} has a vocabulary "
-                                "of {}. Evaluate on data prepared with the model's tokenizer",
-                                args.data_dir, data.vocab_size(), args.checkpoint,
-                                checkpoint.config.model.vocab_size));
-  }
+  require_same_tokenizer(args.data_dir, checkpoint);
   configure_threads(checkpoint.config.train.threads);
   const torch::Device device = resolve_device(args.device);
   Llama model = restore_model(checkpoint, device);

@@ -1,5 +1,5 @@
-// loco prepare --input PATH [PATH...] --out DIR [--vocab-size N | --tokenizer byte]
-//              [--val-fraction F] [--seed S] [--text-field NAME]
+// loco prepare --input PATH [PATH...] --out DIR [--vocab-size N | --tokenizer byte | --tokenizer-from DIR]
+//              [--val-fraction F] [--seed S] [--text-field NAME] [--tokenizer-sample-mb MB] [--threads N]
 // Tokenizes a corpus into DIR (tokenizer, train/val shards, meta.json); progress goes to stderr,
 // the summary to stdout.
 #include <fmt/format.h>
@@ -21,6 +21,8 @@ struct PrepareArgs {
   std::vector<std::string> inputs;
   data::PrepareOptions options;
   bool vocab_size_given = false;
+  bool tokenizer_given = false;
+  bool sample_given = false;
 };
 
 void run_prepare(const PrepareArgs& args) {
@@ -28,6 +30,11 @@ void run_prepare(const PrepareArgs& args) {
     throw ConfigError(
         "--vocab-size applies to the BPE tokenizer only; the byte tokenizer always has 258 tokens "
         "(256 bytes, BOS, EOS). Drop --vocab-size or --tokenizer byte.");
+  }
+  if (!args.options.tokenizer_from.empty() && (args.vocab_size_given || args.tokenizer_given || args.sample_given)) {
+    throw ConfigError(
+        "--tokenizer-from uses the tokenizer of another directory as it is; --tokenizer, --vocab-size and "
+        "--tokenizer-sample-mb choose a new one. Drop one or the other.");
   }
   data::PrepareOptions options = args.options;
   options.inputs.assign(args.inputs.begin(), args.inputs.end());
@@ -40,8 +47,10 @@ void run_prepare(const PrepareArgs& args) {
   fmt::print("prepared {}\n", options.out_dir.string());
   fmt::print("  documents   {}\n", summary.documents);
   fmt::print("  tokens      {} train, {} val\n", summary.train_tokens, summary.val_tokens);
-  fmt::print("  vocabulary  {} ({})\n", summary.vocab_size, options.tokenizer);
-  fmt::print("  time        {:.1f} s ({:.0f} tokens/s)\n", seconds, tokens / std::max(seconds, 1e-9));
+  fmt::print("  vocabulary  {} ({})\n", summary.vocab_size,
+             options.tokenizer_from.empty() ? options.tokenizer : "from " + options.tokenizer_from.string());
+  fmt::print("  time        {:.1f} s ({:.0f} tokens/s, {:.1f} MB/s of input)\n", seconds,
+             tokens / std::max(seconds, 1e-9), summary.input_bytes / 1e6 / std::max(seconds, 1e-9));
 }
 
 }  // namespace
@@ -51,12 +60,28 @@ void add_prepare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("prepare", "Tokenize a corpus into token shards for training");
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
-                  "text files, directories of them (recursively), or .jsonl files (one document per line)")
+                  "text files, directories of them (recursively), .jsonl files (one document per line); .gz/.zst of any of these")
       ->required();
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required();
-  cmd->add_option("--tokenizer", args->options.tokenizer, "bpe (sentencepiece, trained here) or byte")
-      ->check(CLI::IsMember({"bpe", "byte"}))
-      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--tokenizer",
+         [args](const std::string& kind) {
+           args->options.tokenizer = kind;
+           args->tokenizer_given = true;
+         },
+         "bpe (sentencepiece, trained here; default) or byte")
+      ->check(CLI::IsMember({"bpe", "byte"}));
+  cmd->add_option("--tokenizer-from", args->options.tokenizer_from,
+                  "encode with the tokenizer of this prepared data directory or checkpoint, to share one "
+                  "vocabulary across corpora");
+  cmd->add_option_function<double>(
+         "--tokenizer-sample-mb",
+         [args](double megabytes) {
+           args->options.tokenizer_sample_bytes = static_cast<std::uint64_t>(megabytes * 1e6);
+           args->sample_given = true;
+         },
+         "MB of text (a seeded sample of the train documents) the BPE tokenizer is trained on (default 32)")
+      ->check(CLI::Range(0.001, 1e6));
   cmd->add_option_function<std::uint32_t>(
          "--vocab-size",
          [args](std::uint32_t size) {
@@ -69,7 +94,9 @@ void add_prepare_command(CLI::App& app) {
                   "share of the text held out for validation, by whole documents")
       ->check(finite_number())
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "seed of the document shuffle")
+  cmd->add_option("--threads", args->options.threads, "encoding threads (default: one per core)")
+      ->check(whole_number_at_least(1));
+  cmd->add_option("--seed", args->options.seed, "seed of the train/val split and of the tokenizer's sample")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--text-field", args->options.text_field, "the field of each JSONL line that holds its text")

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loco/data/json_file.h"
+#include "loco/data/tokenizer.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_integer.h"
@@ -35,6 +36,7 @@ nlohmann::json DatasetMeta::to_json() const {
   return {{"format", kFormat},
           {"version", kVersion},
           {"tokenizer", tokenizer},
+          {"tokenizer_hash", tokenizer_hash},
           {"vocab_size", vocab_size},
           {"bytes_per_token", bytes_per_token},
           {"train", split_to_json(train)},
@@ -61,6 +63,7 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
     }
     DatasetMeta meta;
     meta.tokenizer = j.at("tokenizer");
+    meta.tokenizer_hash = j.value("tokenizer_hash", std::string());
     meta.vocab_size = json_integer<std::uint32_t>(j.at("vocab_size"));
     meta.bytes_per_token = json_integer<std::uint32_t>(j.at("bytes_per_token"));
     meta.train = split_from_json(j.at("train"));
@@ -71,6 +74,11 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
     meta.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
     return meta;
   });
+}
+
+std::string prepared_tokenizer_hash(const fs::path& data_dir) {
+  DatasetMeta meta = read_dataset_meta(data_dir);
+  return meta.tokenizer_hash.empty() ? tokenizer_hash(data_dir) : meta.tokenizer_hash;
 }
 
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta) {

@@ -23,6 +23,7 @@ struct SplitMeta {
 
 struct DatasetMeta {
   nlohmann::json tokenizer;  // the contents of tokenizer.json
+  std::string tokenizer_hash;  // tokenizer_hash() of the directory's tokenizer; empty in directories before it
   std::uint32_t vocab_size = 0;
   std::uint32_t bytes_per_token = 2;
   SplitMeta train;
@@ -40,6 +41,10 @@ struct DatasetMeta {
 
 // Reads DATA_DIR/meta.json; DataError with the fix when missing, malformed or of another format.
 DatasetMeta read_dataset_meta(const fs::path& data_dir);
+
+// The tokenizer a prepared directory was encoded with (tokenizer_hash()): as meta.json records it, or
+// computed from the directory's tokenizer files when it was prepared before meta.json recorded it.
+std::string prepared_tokenizer_hash(const fs::path& data_dir);
 
 // Writes DATA_DIR/meta.json atomically.
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta);

@@ -1,36 +1,28 @@
 #include "loco/data/document_split.h"
 
-#include <numeric>
+#include <cmath>
 
-#include "loco/data/shuffle.h"
-#include "loco/util/error.h"
+#include "loco/util/portable_random.h"
 
 namespace loco::data {
 
-DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::uint64_t> order = random_permutation(text_bytes.size(), rng);
-  DocumentSplit split;
-  if (val_fraction <= 0) {
-    split.train = std::move(order);
-    return split;
-  }
-  if (order.size() < 2) {
-    throw DataError(
-        "the corpus holds a single document, but the validation split needs at least one "
-        "document that training never sees. Add documents (each text file and each JSONL line is "
-        "one), or pass --val-fraction 0 to prepare without validation data (training then reports "
-        "no eval loss).");
-  }
-  const double total = static_cast<double>(std::accumulate(text_bytes.begin(), text_bytes.end(), std::uint64_t{0}));
-  std::uint64_t val_bytes = 0;
-  std::size_t taken = 0;
-  do {
-    val_bytes += text_bytes[order[taken++]];
-  } while (static_cast<double>(val_bytes) < val_fraction * total && taken + 1 < order.size());
-  split.val.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(taken));
-  split.train.assign(order.begin() + static_cast<std::ptrdiff_t>(taken), order.end());
-  return split;
+namespace {
+
+constexpr std::uint64_t kSplitStream = 0x73706c6974;  // "split"
+
+}  // namespace
+
+std::uint64_t document_hash(std::uint64_t key, std::uint32_t file, std::uint64_t line) {
+  return mix_seed(mix_seed(key, file), line);
+}
+
+DocumentSplit::DocumentSplit(double val_fraction, std::uint64_t seed)
+    // val_fraction < 1, so the product is below 2^64 and converts exactly enough (to 2^-53).
+    : key_(mix_seed(seed, kSplitStream)),
+      threshold_(val_fraction <= 0 ? 0 : static_cast<std::uint64_t>(std::ldexp(val_fraction, 64))) {}
+
+std::uint64_t DocumentSplit::hash(std::uint32_t file, std::uint64_t line) const {
+  return document_hash(key_, file, line);
 }
 
 }  // namespace loco::data

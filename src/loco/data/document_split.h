@@ -1,22 +1,34 @@
 // The train/validation split of a corpus, by whole documents, so that no validation text is ever
-// trained on (and the tokenizer, trained on the train split only, never sees it either).
+// trained on (and the tokenizer, trained on train documents only, never sees it either).
+//
+// Decided for each document from its position alone, so that a corpus of any size is split in one
+// pass, without holding or shuffling a list of its documents: document (f, l), the l-th line of the
+// f-th corpus file (l = 0 for a text file, one document), goes to val when
+//   hash(seed, f, l) < val_fraction · 2^64,   hash = SplitMix64 (mix_seed) of seed, then f, then l,
+// so each document is in val with probability val_fraction, independently of the others, and the
+// same corpus and seed always give the same split. If no document falls in val (a tiny corpus), the
+// train document with the smallest hash goes there instead (DatasetWriter does this), so that val
+// holds at least one document whenever val_fraction > 0.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace loco::data {
 
-struct DocumentSplit {
-  std::vector<std::uint64_t> train;  // document indices, in shuffled order
-  std::vector<std::uint64_t> val;
-};
+// A document's hash under `key` (one key per use: the split, the tokenizer sample).
+std::uint64_t document_hash(std::uint64_t key, std::uint32_t file, std::uint64_t line);
 
-// Shuffles the documents (Fisher–Yates over std::mt19937_64(seed), see shuffle.h), then moves them
-// from the front of that order to val until val holds at least `val_fraction` of the text bytes: at
-// least one document when val_fraction > 0, never all of them. The split is decided on bytes
-// because tokens are not known before the tokenizer is trained on the train split; both are
-// proportional. DataError when val_fraction > 0 and there are fewer than two documents.
-DocumentSplit split_documents(const std::vector<std::uint64_t>& text_bytes, double val_fraction, std::uint64_t seed);
+class DocumentSplit {
+ public:
+  DocumentSplit(double val_fraction, std::uint64_t seed);
+
+  std::uint64_t hash(std::uint32_t file, std::uint64_t line) const;
+  bool in_validation(std::uint64_t hash) const { return hash < threshold_; }
+  bool in_validation(std::uint32_t file, std::uint64_t line) const { return in_validation(hash(file, line)); }
+
+ private:
+  std::uint64_t key_;
+  std::uint64_t threshold_;  // val_fraction · 2^64
+};
 
 }  // namespace loco::data

@@ -2,17 +2,24 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <algorithm>
 #include <memory>
+#include <regex>
+#include <thread>
 #include <utility>
 
-#include "loco/data/corpus_reader.h"
+#include "loco/data/corpus_files.h"
+#include "loco/data/corpus_stream.h"
 #include "loco/data/dataset_meta.h"
+#include "loco/data/dataset_writer.h"
 #include "loco/data/document_split.h"
-#include "loco/data/parallel_encode.h"
+#include "loco/data/encode_pipeline.h"
+#include "loco/data/progress_line.h"
 #include "loco/data/sentencepiece_tokenizer.h"
 #include "loco/data/shard.h"
+#include "loco/data/text.h"
 #include "loco/data/tokenizer.h"
+#include "loco/data/tokenizer_sample.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
@@ -20,8 +27,6 @@
 namespace loco::data {
 
 namespace {
-
-using Clock = SteadyClock;
 
 template <typename... Args>
 void progress(fmt::format_string<Args...> format, Args&&... args) {
@@ -39,6 +44,9 @@ void check_options(const PrepareOptions& options) {
   if (options.text_field.empty()) {
     throw ConfigError("--text-field is empty; name the field of each JSONL line that holds its text (default: text).");
   }
+  if (options.tokenizer_sample_bytes == 0) {
+    throw ConfigError("--tokenizer-sample-mb must be above 0: the BPE tokenizer needs text to train on.");
+  }
 }
 
 void refuse_prepared_directory(const fs::path& out_dir) {
@@ -50,19 +58,97 @@ void refuse_prepared_directory(const fs::path& out_dir) {
   }
 }
 
-// Writes the tokenizer files into out_dir (training BPE on the train documents) and loads them
-// back, so that what is used to encode is exactly what later runs will load.
-std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const CorpusReader& corpus,
-                                           const std::vector<std::uint64_t>& train_documents) {
-  if (options.tokenizer == "byte") {
+// What an interrupted `loco prepare` leaves in a directory without meta.json: the tokenizer files,
+// finished shards and temporary files. They are removed so a re-run starts clean (and no shard of an
+// earlier, longer run survives next to the new ones); anything else in the directory is left alone.
+void remove_leftovers(const fs::path& out_dir) {
+  static const std::regex leftover(
+      R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+)");
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), leftover)) {
+      found.push_back(entry.path());
+    }
+  }
+  if (found.empty()) return;
+  progress("removing {} files an interrupted run left in {}", found.size(), out_dir.string());
+  for (const auto& path : found) fs::remove(path);
+}
+
+unsigned thread_count(const PrepareOptions& options) {
+  return options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::uint64_t total_bytes(const std::vector<CorpusFile>& files) {
+  std::uint64_t total = 0;
+  for (const auto& file : files) total += file.bytes;
+  return total;
+}
+
+std::string describe_inputs(const std::vector<fs::path>& inputs) {
+  std::string out;
+  for (const auto& input : inputs) out += (out.empty() ? "" : ", ") + input.string();
+  return out;
+}
+
+// The first pass of a BPE run: a seeded sample of the train documents (tokenizer_sample.h), without
+// the document a tiny corpus will move to val (document_split.h), so the tokenizer never sees val.
+std::vector<std::string> sample_train_documents(const PrepareOptions& options, const std::vector<CorpusFile>& files,
+                                                const DocumentSplit& split) {
+  TokenizerSample sample(options.tokenizer_sample_bytes, options.seed);
+  const bool hold_out = options.val_fraction > 0;
+  bool val_seen = false;
+  std::uint64_t smallest_hash = UINT64_MAX, smallest_priority = 0, documents = 0;
+  ProgressLine line("sampling text for the tokenizer", total_bytes(files));
+  CorpusStream stream(files);
+  for (RawDocument document; stream.next(document); line.update(stream.file_bytes_read(), ++documents)) {
+    const std::uint64_t hash = split.hash(document.file, document.line);
+    const std::uint64_t priority = sample.priority(document.file, document.line);
+    const bool in_val = split.in_validation(hash);
+    const bool wanted = !in_val && sample.wants(priority);
+    const bool undecided = hold_out && !val_seen;  // the tiny-corpus rule may still pick a train document
+    if (!wanted && !undecided) continue;           // most lines: their JSON is never parsed
+    std::string text = document_text(std::move(document), files, options.text_field);
+    if (is_blank(text)) continue;
+    if (in_val) {
+      val_seen = true;
+      continue;
+    }
+    if (undecided && hash < smallest_hash) {
+      smallest_hash = hash;
+      smallest_priority = priority;
+    }
+    if (wanted) sample.offer(priority, std::move(text));
+  }
+  if (hold_out && !val_seen && smallest_hash != UINT64_MAX) sample.remove(smallest_priority);
+  if (sample.size() == 0) {
+    throw DataError(fmt::format(
+        "no text to train the tokenizer on in {}: every document is blank or fell in the validation split "
+        "(--val-fraction {}). Pass files that contain text, or a smaller --val-fraction.",
+        describe_inputs(options.inputs), options.val_fraction));
+  }
+  progress("sampled {} train documents, {:.1f} MB of text, in {:.1f} s", sample.size(), sample.bytes() / 1e6,
+           line.seconds());
+  return sample.take_texts();
+}
+
+// Writes the tokenizer files into out_dir and loads them back, so that what encodes is exactly
+// what later runs will load.
+std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const std::vector<CorpusFile>& files,
+                                           const DocumentSplit& split) {
+  if (!options.tokenizer_from.empty()) {
+    copy_tokenizer_files(options.tokenizer_from, options.out_dir);
+    progress("using the tokenizer of {} ({})", options.tokenizer_from.string(), tokenizer_hash(options.out_dir));
+  } else if (options.tokenizer == "byte") {
     write_tokenizer_info(options.out_dir, ByteTokenizer::info());
   } else {
-    auto start = Clock::now();
-    progress("training a sentencepiece BPE tokenizer with {} tokens on the train documents", options.vocab_size);
+    std::vector<std::string> texts = sample_train_documents(options, files, split);
+    auto start = SteadyClock::now();
+    progress("training a sentencepiece BPE tokenizer with {} tokens", options.vocab_size);
     std::size_t next = 0;
     DocumentSource source = [&](std::string& text) {
-      if (next == train_documents.size()) return false;
-      text = corpus.text(corpus.documents()[train_documents[next++]]);
+      if (next == texts.size()) return false;
+      text = std::move(texts[next++]);
       return true;
     };
     train_sentencepiece_bpe(source, options.vocab_size, options.out_dir);
@@ -71,61 +157,71 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
   return load_tokenizer(options.out_dir);
 }
 
-// Encodes the documents as [BOS] + tokens + [EOS] into the shards of one split, a batch of
-// documents at a time so that memory stays bounded while all cores encode.
-SplitMeta write_split(const std::string& split, const std::vector<std::uint64_t>& documents, const CorpusReader& corpus,
-                      const Tokenizer& tokenizer, const fs::path& out_dir, std::uint64_t tokens_per_shard) {
-  constexpr std::uint64_t kBatchBytes = 64 << 20;
-  SplitWriter writer(out_dir, split, bytes_per_token_for(tokenizer.vocab_size()), tokens_per_shard);
-  SplitMeta meta;
-  auto last_report = Clock::now();
-  for (std::size_t next = 0; next < documents.size();) {
-    std::vector<std::string> texts;
-    for (std::uint64_t bytes = 0; next < documents.size() && bytes < kBatchBytes; ++next) {
-      const Document& document = corpus.documents()[documents[next]];
-      texts.push_back(corpus.text(document));
-      bytes += document.text_bytes;
+// The encoding pass: reads the documents (this thread), encodes them (the pipeline's threads) and
+// writes them in corpus order. At most 2 · threads + 2 batches of limits.batch_bytes of input are
+// in flight, which bounds the memory of this pass.
+DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::vector<CorpusFile>& files,
+                                    const DocumentSplit& split, const Tokenizer& tokenizer,
+                                    const PrepareLimits& limits) {
+  const unsigned threads = thread_count(options);
+  EncodePipeline pipeline(tokenizer, files, options.text_field, threads);
+  DatasetWriter writer(options.out_dir, split, options.val_fraction > 0, bytes_per_token_for(tokenizer.vocab_size()),
+                       limits.tokens_per_shard);
+  const std::uint64_t max_in_flight = 2 * threads + 2;
+  auto write_until = [&](std::uint64_t in_flight) {
+    while (pipeline.in_flight() > in_flight) {
+      for (auto& document : pipeline.take()) writer.write(std::move(document));
     }
-    for (const auto& tokens : encode_documents(tokenizer, texts)) {
-      writer.append(tokens);
-      meta.tokens += tokens.size();
-    }
-    meta.documents += texts.size();
-    if (seconds_since(last_report) > 10) {
-      progress("{}: {} of {} documents, {} tokens", split, meta.documents, documents.size(), meta.tokens);
-      last_report = Clock::now();
-    }
+  };
+  ProgressLine line("encoding", total_bytes(files));
+  CorpusStream stream(files);
+  std::vector<RawDocument> batch;
+  std::uint64_t batch_bytes = 0;
+  for (RawDocument document; stream.next(document);) {
+    batch_bytes += document.bytes.size();
+    batch.push_back(std::move(document));
+    if (batch_bytes < limits.batch_bytes) continue;
+    pipeline.submit(std::exchange(batch, {}));
+    batch_bytes = 0;
+    write_until(max_in_flight - 1);
+    line.update(stream.file_bytes_read(), writer.documents());
   }
-  meta.shards = writer.finish();
-  return meta;
+  if (!batch.empty()) pipeline.submit(std::move(batch));
+  write_until(0);
+  if (writer.documents() == 0) {
+    throw DataError(fmt::format("no text found in {}; pass files or directories that contain text.",
+                                describe_inputs(options.inputs)));
+  }
+  progress("encoded {} documents in {:.1f} s ({:.1f} MB/s of input on {} threads)", writer.documents(),
+           line.seconds(), total_bytes(files) / 1e6 / std::max(line.seconds(), 1e-9), threads);
+  return writer.finish();
 }
 
 }  // namespace
 
-PrepareSummary prepare_dataset(const PrepareOptions& options) { return prepare_dataset(options, kTokensPerShard); }
+PrepareSummary prepare_dataset(const PrepareOptions& options) {
+  return prepare_dataset(options, PrepareLimits{kTokensPerShard});
+}
 
-PrepareSummary prepare_dataset(const PrepareOptions& options, std::uint64_t tokens_per_shard) {
+PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimits& limits) {
   check_options(options);
   refuse_prepared_directory(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
+  remove_leftovers(options.out_dir);
 
-  CorpusReader corpus = CorpusReader::open(options.inputs, options.out_dir, options.text_field);
-  std::vector<std::uint64_t> text_bytes;
-  for (const auto& document : corpus.documents()) text_bytes.push_back(document.text_bytes);
-  progress("{} documents, {:.1f} MB of text in {} files", text_bytes.size(),
-           static_cast<double>(corpus.text_bytes()) / 1e6, corpus.files().size());
-  DocumentSplit split = split_documents(text_bytes, options.val_fraction, options.seed);
+  const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir);
+  progress("{} files, {:.1f} MB", files.size(), total_bytes(files) / 1e6);
+  const DocumentSplit split(options.val_fraction, options.seed);
+  std::unique_ptr<Tokenizer> tokenizer = build_tokenizer(options, files, split);
 
-  std::unique_ptr<Tokenizer> tokenizer = build_tokenizer(options, corpus, split.train);
-
-  auto start = Clock::now();
   DatasetMeta meta;
   meta.tokenizer = read_tokenizer_info(options.out_dir).to_json();
+  meta.tokenizer_hash = tokenizer_hash(options.out_dir);
   meta.vocab_size = tokenizer->vocab_size();
   meta.bytes_per_token = bytes_per_token_for(meta.vocab_size);
-  meta.train = write_split("train", split.train, corpus, *tokenizer, options.out_dir, tokens_per_shard);
-  meta.val = write_split("val", split.val, corpus, *tokenizer, options.out_dir, tokens_per_shard);
-  progress("encoded {} tokens in {:.1f} s", meta.train.tokens + meta.val.tokens, seconds_since(start));
+  DatasetWriter::Splits splits = encode_corpus(options, files, split, *tokenizer, limits);
+  meta.train = std::move(splits.train);
+  meta.val = std::move(splits.val);
   for (const SplitMeta* written : {&meta.train, &meta.val}) {
     for (const auto& shard : written->shards) meta.checksums[shard] = crc32_hex_of_file(options.out_dir / shard);
   }
@@ -134,7 +230,8 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, std::uint64_t toke
   meta.seed = options.seed;
   write_dataset_meta(options.out_dir, meta);  // last: its presence marks the directory complete
 
-  return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens, meta.vocab_size};
+  return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens,
+                        meta.vocab_size, total_bytes(files)};
 }
 
 }  // namespace loco::data

@@ -66,6 +66,12 @@ std::vector<std::string> tokenizer_file_names(const fs::path& dir) {
   return names;
 }
 
+std::string tokenizer_hash(const fs::path& dir) {
+  TokenizerInfo info = read_tokenizer_info(dir);
+  if (info.model_file.empty()) return info.kind;
+  return fmt::format("{} crc32:{}", info.kind, crc32_hex_of_file(dir / info.model_file));
+}
+
 void copy_tokenizer_files(const fs::path& from_dir, const fs::path& to_dir) {
   std::vector<std::string> names = tokenizer_file_names(from_dir);
   // tokenizer.json last: a reader that finds it also finds the model it names.

@@ -39,6 +39,12 @@ void copy_tokenizer_files(const fs::path& from_dir, const fs::path& to_dir);
 // {"tokenizer.json","tokenizer.model"}.
 std::vector<std::string> tokenizer_file_names(const fs::path& dir);
 
+// Which tokenizer DIR holds, to refuse mixing data and models made with different ones: "byte", or
+// "sentencepiece-bpe crc32:XXXXXXXX" with the CRC-32 of the model file. A checksum, not a
+// cryptographic hash: it guards against accidents (two corpora prepared with their own tokenizers),
+// not against someone crafting a colliding model; two different models share it with odds of 2^-32.
+std::string tokenizer_hash(const fs::path& dir);
+
 // The contents of tokenizer.json.
 struct TokenizerInfo {
   std::string kind;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "loco/config/load_config.h"
+#include "loco/data/dataset_meta.h"
+#include "loco/data/tokenizer.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -19,6 +21,18 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
           "started with. Drop --config to use the checkpoint's config, or fix model.{}",
           key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key));
     }
+  }
+}
+
+void require_same_tokenizer(const fs::path& data_dir, const LoadedCheckpoint& checkpoint) {
+  const std::string data = data::prepared_tokenizer_hash(data_dir);
+  const std::string model = data::tokenizer_hash(checkpoint.dir);
+  if (data != model) {
+    throw DataError(fmt::format(
+        "{} was prepared with another tokenizer ({}) than the model in {} was trained with ({}): the same token ids "
+        "would stand for other text. Prepare the data with the model's tokenizer: loco prepare --tokenizer-from {} "
+        "--input CORPUS --out NEW_DIR",
+        data_dir.string(), data, checkpoint.dir.string(), model, checkpoint.dir.string()));
   }
 }
 

@@ -207,6 +207,7 @@ void Trainer::set_up() {
     s.resumed = read_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank));
     require_same_model(config, *s.resumed);
     require_same_data_stream(config, *s.resumed);
+    require_same_tokenizer(config.data.dir, *s.resumed);
   }
   s.out_dir = elastic ? fs::path(tc.out_dir) / "members" / s.options.member_name : replica_directory(tc.out_dir, s.rank);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());

@@ -1,0 +1,204 @@
+#include "loco/data/byte_stream.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "loco/util/error.h"
+
+namespace loco::data {
+
+namespace {
+
+constexpr std::size_t kFileChunk = 1 << 20;
+
+DataError corrupt(const fs::path& path, const std::string& what) {
+  return DataError(fmt::format("{}: {}. The file is damaged or was cut short (an interrupted download or copy): "
+                               "fetch or compress it again, or leave it out of --input.",
+                               path.string(), what));
+}
+
+// The raw bytes of the file, read in chunks.
+class FileReader {
+ public:
+  explicit FileReader(const fs::path& path) : path_(path), file_(std::fopen(path.c_str(), "rb")) {
+    if (file_ == nullptr) {
+      throw IoError(fmt::format("cannot open {}: {}. Check the path and its permissions.", path.string(),
+                                std::strerror(errno)));
+    }
+  }
+  ~FileReader() { std::fclose(file_); }
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  std::size_t read(void* buffer, std::size_t capacity) {
+    std::size_t got = std::fread(buffer, 1, capacity, file_);
+    if (got < capacity && std::ferror(file_)) {
+      throw IoError(fmt::format("cannot read {}: {}.", path_.string(), std::strerror(errno)));
+    }
+    consumed_ += got;
+    return got;
+  }
+  std::uint64_t consumed() const { return consumed_; }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  std::FILE* file_;
+  std::uint64_t consumed_ = 0;
+};
+
+}  // namespace
+
+class ByteStream::Decoder {
+ public:
+  explicit Decoder(const fs::path& path) : file_(path) {}
+  virtual ~Decoder() = default;
+  virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
+  std::uint64_t file_bytes_read() const { return file_.consumed(); }
+
+ protected:
+  // Refills `input_` when it is used up; false at the end of the file.
+  bool refill() {
+    if (input_position_ < input_.size()) return true;
+    input_.resize(kFileChunk);
+    input_.resize(file_.read(input_.data(), input_.size()));
+    input_position_ = 0;
+    return !input_.empty();
+  }
+
+  FileReader file_;
+  std::vector<char> input_;
+  std::size_t input_position_ = 0;
+};
+
+namespace {
+
+class PlainDecoder final : public ByteStream::Decoder {
+ public:
+  using Decoder::Decoder;
+  std::size_t read(char* buffer, std::size_t capacity) override { return file_.read(buffer, capacity); }
+};
+
+// gzip through zlib's inflate (windowBits 15 + 16: gzip framing); a file may hold several gzip
+// members one after another (what `cat a.gz b.gz` and pigz make), each is decoded in turn.
+class GzipDecoder final : public ByteStream::Decoder {
+ public:
+  explicit GzipDecoder(const fs::path& path) : Decoder(path) {
+    std::memset(&stream_, 0, sizeof(stream_));
+    if (inflateInit2(&stream_, 15 + 16) != Z_OK) throw IoError("zlib could not start a gzip decoder (out of memory?).");
+  }
+  ~GzipDecoder() override { inflateEnd(&stream_); }
+
+  std::size_t read(char* buffer, std::size_t capacity) override {
+    std::size_t produced = 0;
+    while (produced == 0 && capacity > 0) {
+      // At the end of the file a member still open may hold output: inflate once more without input.
+      const bool more = refill();
+      if (!more && !in_member_) return 0;
+      stream_.next_in = more ? reinterpret_cast<Bytef*>(input_.data() + input_position_) : nullptr;
+      stream_.avail_in = more ? static_cast<uInt>(input_.size() - input_position_) : 0;
+      stream_.next_out = reinterpret_cast<Bytef*>(buffer);
+      stream_.avail_out = static_cast<uInt>(capacity);
+      int result = inflate(&stream_, Z_NO_FLUSH);
+      if (more) input_position_ = input_.size() - stream_.avail_in;
+      produced = capacity - stream_.avail_out;
+      if (result == Z_STREAM_END) {
+        in_member_ = false;
+        inflateReset(&stream_);
+      } else if (result == Z_OK || result == Z_BUF_ERROR) {
+        in_member_ = true;
+        if (!more && produced == 0) throw corrupt(file_.path(), "the gzip data ends in the middle of a member");
+      } else {
+        throw corrupt(file_.path(), fmt::format("not valid gzip data ({})", stream_.msg ? stream_.msg : "zlib error"));
+      }
+    }
+    return produced;
+  }
+
+ private:
+  z_stream stream_;
+  bool in_member_ = false;
+};
+
+// zstd through libzstd's streaming decoder; consecutive frames are decoded in turn.
+class ZstdDecoder final : public ByteStream::Decoder {
+ public:
+  explicit ZstdDecoder(const fs::path& path) : Decoder(path), context_(ZSTD_createDStream()) {
+    if (context_ == nullptr) throw IoError("libzstd could not start a decoder (out of memory?).");
+  }
+  ~ZstdDecoder() override { ZSTD_freeDStream(context_); }
+
+  std::size_t read(char* buffer, std::size_t capacity) override {
+    ZSTD_outBuffer out{buffer, capacity, 0};
+    while (out.pos == 0 && capacity > 0) {
+      // At the end of the file a frame still open may hold output: decode once more without input.
+      const bool more = refill();
+      if (!more && !in_frame_) return 0;
+      ZSTD_inBuffer in{input_.data(), more ? input_.size() : 0, more ? input_position_ : 0};
+      std::size_t hint = ZSTD_decompressStream(context_, &out, &in);
+      if (ZSTD_isError(hint)) {
+        throw corrupt(file_.path(), fmt::format("not valid zstd data ({})", ZSTD_getErrorName(hint)));
+      }
+      if (more) input_position_ = in.pos;
+      in_frame_ = hint != 0;  // 0: a frame was completed and all of it was flushed
+      if (!more && out.pos == 0) throw corrupt(file_.path(), "the zstd data ends in the middle of a frame");
+    }
+    return out.pos;
+  }
+
+ private:
+  ZSTD_DStream* context_;
+  bool in_frame_ = false;
+};
+
+}  // namespace
+
+Compression compression_of(const fs::path& path) {
+  const fs::path extension = path.extension();
+  if (extension == ".gz") return Compression::gzip;
+  if (extension == ".zst") return Compression::zstd;
+  return Compression::none;
+}
+
+fs::path without_compression_extension(const fs::path& path) {
+  return compression_of(path) == Compression::none ? path : fs::path(path).replace_extension();
+}
+
+ByteStream::ByteStream(const fs::path& path) {
+  switch (compression_of(path)) {
+    case Compression::gzip:
+      decoder_ = std::make_unique<GzipDecoder>(path);
+      break;
+    case Compression::zstd:
+      decoder_ = std::make_unique<ZstdDecoder>(path);
+      break;
+    case Compression::none:
+      decoder_ = std::make_unique<PlainDecoder>(path);
+      break;
+  }
+}
+
+ByteStream::~ByteStream() = default;
+
+std::size_t ByteStream::read(char* buffer, std::size_t capacity) { return decoder_->read(buffer, capacity); }
+
+std::uint64_t ByteStream::file_bytes_read() const { return decoder_->file_bytes_read(); }
+
+std::string read_all(ByteStream& stream) {
+  std::string content;
+  for (;;) {
+    std::size_t size = content.size();
+    content.resize(size + kFileChunk);
+    std::size_t got = stream.read(content.data() + size, kFileChunk);
+    content.resize(size + got);
+    if (got == 0) return content;
+  }
+}
+
+}  // namespace loco::data

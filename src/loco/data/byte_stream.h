@@ -1,0 +1,47 @@
+// Reading a corpus file as a stream of bytes whatever its compression: plain, gzip (.gz, through
+// zlib) or zstd (.zst, through libzstd), chosen by the file name's last extension. Nothing is held
+// but one buffer of each side, so files of any size stream in bounded memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace loco::data {
+
+namespace fs = std::filesystem;
+
+enum class Compression { none, gzip, zstd };
+
+// By the last extension: .gz -> gzip, .zst -> zstd, anything else -> none.
+Compression compression_of(const fs::path& path);
+
+// The name without a compression extension: "a.jsonl.zst" -> "a.jsonl".
+fs::path without_compression_extension(const fs::path& path);
+
+class ByteStream {
+ public:
+  explicit ByteStream(const fs::path& path);  // IoError naming the path when it cannot be opened
+  ~ByteStream();
+  ByteStream(const ByteStream&) = delete;
+  ByteStream& operator=(const ByteStream&) = delete;
+
+  // Up to `capacity` bytes of content into `buffer`; 0 only at the end. DataError naming the file
+  // when compressed data is corrupt or ends in the middle of a frame (a truncated download).
+  std::size_t read(char* buffer, std::size_t capacity);
+
+  // Bytes of the file itself consumed so far (compressed bytes for .gz/.zst), for progress.
+  std::uint64_t file_bytes_read() const;
+
+  class Decoder;  // one per compression (byte_stream.cpp)
+
+ private:
+  std::unique_ptr<Decoder> decoder_;
+};
+
+// All of a stream's content (a text file is one document, held whole).
+std::string read_all(ByteStream& stream);
+
+}  // namespace loco::data

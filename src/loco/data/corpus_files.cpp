@@ -1,0 +1,66 @@
+#include "loco/data/corpus_files.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "loco/data/byte_stream.h"
+#include "loco/util/error.h"
+
+namespace loco::data {
+
+namespace {
+
+bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
+
+bool is_jsonl(const fs::path& path) { return without_compression_extension(path).extension() == ".jsonl"; }
+
+// The regular files under `dir`, sorted by path, without hidden entries or anything under `exclude`.
+// Symbolic links to files are read; links to directories are not followed (they could loop).
+std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude) {
+  std::vector<fs::path> files;
+  fs::path excluded = fs::weakly_canonical(exclude);
+  if (fs::weakly_canonical(dir) == excluded) return files;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    bool skip = is_hidden(it->path()) || (it->is_directory() && fs::weakly_canonical(it->path()) == excluded);
+    if (skip) {
+      it.disable_recursion_pending();
+    } else if (it->is_regular_file()) {
+      files.push_back(it->path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude) {
+  if (inputs.empty()) throw DataError("no input given; pass text files, directories or JSONL files.");
+  std::vector<fs::path> paths;
+  for (const auto& input : inputs) {
+    if (fs::is_directory(input)) {
+      try {
+        for (auto& file : list_directory(input, exclude)) paths.push_back(std::move(file));
+      } catch (const fs::filesystem_error& e) {
+        throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.", e.path1().string(),
+                                  e.code().message()));
+      }
+    } else if (fs::is_regular_file(input)) {
+      paths.push_back(input);
+    } else {
+      throw DataError(fmt::format("input path {} {}. Pass existing text files, directories of them or JSONL files.",
+                                  input.string(),
+                                  fs::exists(input) ? "is neither a file nor a directory" : "does not exist"));
+    }
+  }
+  std::vector<CorpusFile> files;
+  for (auto& path : paths) {
+    std::uint64_t bytes = fs::file_size(path);
+    bool jsonl = is_jsonl(path);
+    files.push_back(CorpusFile{std::move(path), jsonl, bytes});
+  }
+  return files;
+}
+
+}  // namespace loco::data

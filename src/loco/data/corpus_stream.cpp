@@ -1,0 +1,111 @@
+#include "loco/data/corpus_stream.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "loco/data/text.h"
+#include "loco/util/error.h"
+
+namespace loco::data {
+
+namespace {
+
+constexpr std::size_t kReadBuffer = 4 << 20;  // grows for a longer line
+
+}  // namespace
+
+CorpusStream::CorpusStream(const std::vector<CorpusFile>& files) : files_(files), buffer_(kReadBuffer) {}
+
+CorpusStream::~CorpusStream() = default;
+
+std::uint64_t CorpusStream::file_bytes_read() const {
+  return finished_file_bytes_ + (stream_ ? stream_->file_bytes_read() : 0);
+}
+
+bool CorpusStream::open_next_file() {
+  if (next_file_ == files_.size()) return false;
+  stream_ = std::make_unique<ByteStream>(files_[next_file_++].path);
+  begin_ = end_ = 0;
+  end_of_file_ = false;
+  line_ = 0;
+  return true;
+}
+
+void CorpusStream::close_file() {
+  finished_file_bytes_ += stream_->file_bytes_read();
+  stream_.reset();
+}
+
+bool CorpusStream::next_line(std::string& line) {
+  for (;;) {
+    const char* start = buffer_.data() + begin_;
+    if (const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_))) {
+      line.assign(start, newline);
+      begin_ += static_cast<std::size_t>(newline - start) + 1;
+      ++line_;
+      return true;
+    }
+    if (end_of_file_) {
+      if (begin_ == end_) return false;
+      line.assign(start, end_ - begin_);  // a last line without a newline
+      begin_ = end_;
+      ++line_;
+      return true;
+    }
+    std::memmove(buffer_.data(), start, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+    if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+    std::size_t got = stream_->read(buffer_.data() + end_, buffer_.size() - end_);
+    end_ += got;
+    end_of_file_ = got == 0;
+  }
+}
+
+bool CorpusStream::next(RawDocument& document) {
+  for (;;) {
+    if (!stream_ && !open_next_file()) return false;
+    const auto file = static_cast<std::uint32_t>(next_file_ - 1);
+    if (!files_[file].jsonl) {
+      document.bytes = read_all(*stream_);
+      close_file();
+      if (is_blank(document.bytes)) continue;
+      document.file = file;
+      document.line = 0;
+      return true;
+    }
+    while (next_line(document.bytes)) {
+      if (is_blank(document.bytes)) continue;
+      document.file = file;
+      document.line = line_;
+      return true;
+    }
+    close_file();
+  }
+}
+
+std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
+                          const std::string& text_field) {
+  if (document.line == 0) return std::move(document.bytes);
+  const auto bad_line = [&](const std::string& what) {
+    return DataError(fmt::format(
+        "{}:{}: {}. Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that "
+        "line (blank lines are allowed), or name the field that holds the text with --text-field.",
+        files.at(document.file).path.string(), document.line, what, text_field));
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(document.bytes);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_line(fmt::format("not valid JSON ({})", e.what()));
+  }
+  auto text = j.is_object() ? j.find(text_field) : j.end();
+  if (!j.is_object() || text == j.end() || !text->is_string()) {
+    throw bad_line(fmt::format("no string \"{}\" field", text_field));
+  }
+  return std::move(text->get_ref<std::string&>());
+}
+
+}  // namespace loco::data

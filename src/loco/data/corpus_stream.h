@@ -1,0 +1,53 @@
+// The documents of a corpus in one pass, in the order of its files (corpus_files.h): each non-blank
+// line of a JSONL file, each non-blank text file. Memory is one read buffer plus the document at
+// hand, whatever the size of the corpus; compressed files are decoded on the way (byte_stream.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loco/data/byte_stream.h"
+#include "loco/data/corpus_files.h"
+
+namespace loco::data {
+
+struct RawDocument {
+  std::uint32_t file = 0;  // index into the corpus's files
+  std::uint64_t line = 0;  // 1-based line of a JSONL file; 0 for a text file
+  std::string bytes;       // the JSONL line as read, or the whole text file
+};
+
+class CorpusStream {
+ public:
+  explicit CorpusStream(const std::vector<CorpusFile>& files);
+  ~CorpusStream();
+
+  // The next document; false after the last. Errors of the files (IoError, DataError) propagate.
+  bool next(RawDocument& document);
+
+  // Bytes of the files consumed so far (compressed bytes where compressed), for progress.
+  std::uint64_t file_bytes_read() const;
+
+ private:
+  bool next_line(std::string& line);
+  bool open_next_file();
+  void close_file();
+
+  const std::vector<CorpusFile>& files_;
+  std::size_t next_file_ = 0;
+  std::unique_ptr<ByteStream> stream_;
+  std::uint64_t finished_file_bytes_ = 0;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;  // unread bytes of buffer_
+  bool end_of_file_ = false;
+  std::uint64_t line_ = 0;
+};
+
+// The text of a document: a text file's bytes (moved out), or a JSONL line's string field `text_field`
+// (DataError "FILE:LINE: ..." with the fix when the line is not a JSON object with that field).
+std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
+                          const std::string& text_field);
+
+}  // namespace loco::data

@@ -1,0 +1,30 @@
+// A progress line on stderr for the long passes of `loco prepare`: how much of the input is done, the
+// rate in MB/s and the time left, at most every few seconds (a short pass prints nothing). Lines, not
+// a carriage-return display, so logs of unattended runs stay readable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loco/util/seconds_since.h"
+
+namespace loco::data {
+
+class ProgressLine {
+ public:
+  // `total_bytes`: what the pass will read (file sizes on disk), the base of the share and the ETA.
+  ProgressLine(std::string what, std::uint64_t total_bytes);
+
+  // Prints when the last line is more than the interval old.
+  void update(std::uint64_t done_bytes, std::uint64_t documents);
+
+  double seconds() const { return seconds_since(start_); }
+
+ private:
+  std::string what_;
+  std::uint64_t total_bytes_;
+  SteadyClock::time_point start_;
+  double last_print_ = 0;
+};
+
+}  // namespace loco::data

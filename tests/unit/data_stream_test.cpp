@@ -1,0 +1,205 @@
+// The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
+// split and the tokenizer's sample.
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "loco/data/byte_stream.h"
+#include "loco/data/corpus_files.h"
+#include "loco/data/corpus_stream.h"
+#include "loco/data/document_split.h"
+#include "loco/data/tokenizer_sample.h"
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
+#include "support/test_support.h"
+
+namespace loco::data {
+namespace {
+
+using test::ScratchDir;
+using test::write_text;
+
+// Text that compresses poorly enough to span several buffers of the decoders.
+std::string varied_text(std::size_t bytes, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  while (text.size() < bytes) text += "word" + std::to_string(rng() % 100000) + ((rng() % 9) ? " " : "\n");
+  return text;
+}
+
+// One gzip member of `bytes` (zlib's deflate with gzip framing).
+std::string gzip(const std::string& bytes) {
+  z_stream stream{};
+  EXPECT_EQ(deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&stream, bytes.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+std::string zstd(const std::string& bytes) {
+  std::string out(ZSTD_compressBound(bytes.size()), '\0');
+  std::size_t size = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(size));
+  out.resize(size);
+  return out;
+}
+
+std::string read_stream(const fs::path& path) {
+  ByteStream stream(path);
+  return read_all(stream);
+}
+
+std::string error_of(const fs::path& path) {
+  try {
+    read_stream(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
+  ScratchDir scratch;
+  const std::string a = varied_text(3 << 20, 1), b = varied_text(100000, 2);
+  write_text(scratch / "plain.txt", a);
+  write_text(scratch / "one.txt.gz", gzip(a));
+  write_text(scratch / "two.txt.gz", gzip(a) + gzip(b));  // what `cat a.gz b.gz` makes
+  write_text(scratch / "one.txt.zst", zstd(a));
+  write_text(scratch / "two.txt.zst", zstd(a) + zstd(b));
+  write_text(scratch / "empty.txt.gz", "");
+  EXPECT_EQ(read_stream(scratch / "plain.txt"), a);
+  EXPECT_EQ(read_stream(scratch / "one.txt.gz"), a);
+  EXPECT_EQ(read_stream(scratch / "two.txt.gz"), a + b);
+  EXPECT_EQ(read_stream(scratch / "one.txt.zst"), a);
+  EXPECT_EQ(read_stream(scratch / "two.txt.zst"), a + b);
+  EXPECT_EQ(read_stream(scratch / "empty.txt.gz"), "");
+
+  ByteStream stream(scratch / "one.txt.zst");
+  read_all(stream);
+  EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / "one.txt.zst"));
+}
+
+TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
+  ScratchDir scratch;
+  const std::string a = varied_text(1 << 20, 3);
+  const std::string gz = gzip(a), zst = zstd(a);
+  write_text(scratch / "cut.jsonl.gz", gz.substr(0, gz.size() / 2));
+  write_text(scratch / "cut.jsonl.zst", zst.substr(0, zst.size() / 2));
+  std::string bad = gz;
+  bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
+  write_text(scratch / "bad.jsonl.gz", bad);
+  write_text(scratch / "bad.jsonl.zst", "not zstd at all");
+  for (const char* name : {"cut.jsonl.gz", "cut.jsonl.zst", "bad.jsonl.gz", "bad.jsonl.zst"}) {
+    const std::string error = error_of(scratch / name);
+    EXPECT_NE(error.find(name), std::string::npos) << name << ": " << error;
+    EXPECT_NE(error.find("damaged or was cut short"), std::string::npos) << name << ": " << error;
+  }
+  EXPECT_NE(error_of(scratch / "cut.jsonl.gz").find("ends in the middle"), std::string::npos);
+  EXPECT_NE(error_of(scratch / "cut.jsonl.zst").find("ends in the middle"), std::string::npos);
+}
+
+TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
+  ScratchDir scratch;
+  // A line longer than the stream's 4 MiB buffer, a last line without a newline, blank lines.
+  const std::string long_line = "{\"text\": \"" + std::string(5 << 20, 'x') + "\"}";
+  write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n\n  \n" + long_line + "\n{\"text\": \"last\"}");
+  write_text(scratch / "b.txt.gz", gzip("a text file\nof two lines\n"));
+  write_text(scratch / "c.jsonl.zst", zstd("{\"body\": \"zst\"}\n"));
+  write_text(scratch / "d.txt", " \n\t");
+  const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_TRUE(files[0].jsonl);
+  EXPECT_FALSE(files[1].jsonl);
+  EXPECT_TRUE(files[2].jsonl);
+
+  CorpusStream stream(files);
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> positions;
+  std::vector<std::string> texts;
+  for (RawDocument document; stream.next(document);) {
+    positions.emplace_back(document.file, document.line);
+    texts.push_back(document_text(std::move(document), files, document.file == 2 ? "body" : "text"));
+  }
+  using Position = std::pair<std::uint32_t, std::uint64_t>;
+  EXPECT_EQ(positions, (std::vector<Position>{{0, 1}, {0, 4}, {0, 5}, {1, 0}, {2, 1}}));
+  ASSERT_EQ(texts.size(), 5u);
+  EXPECT_EQ(texts[0], "one");
+  EXPECT_EQ(texts[1].size(), 5u << 20);
+  EXPECT_EQ(texts[2], "last");
+  EXPECT_EQ(texts[3], "a text file\nof two lines\n");
+  EXPECT_EQ(texts[4], "zst");
+  std::uint64_t on_disk = 0;
+  for (const auto& file : files) on_disk += file.bytes;
+  EXPECT_EQ(stream.file_bytes_read(), on_disk);
+}
+
+TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone) {
+  const DocumentSplit split(0.1, 1234);
+  int held_out = 0;
+  for (std::uint32_t file = 0; file < 20; ++file) {
+    for (std::uint64_t line = 1; line <= 1000; ++line) held_out += split.in_validation(file, line);
+  }
+  // Binomial(20000, 0.1): mean 2000, sd 42; 5 sd either side.
+  EXPECT_GT(held_out, 2000 - 212);
+  EXPECT_LT(held_out, 2000 + 212);
+  // Position alone: the same (file, line) always answers the same, another seed answers otherwise.
+  const DocumentSplit other(0.1, 99);
+  int same = 0;
+  for (std::uint64_t line = 1; line <= 1000; ++line) {
+    EXPECT_EQ(split.in_validation(3, line), DocumentSplit(0.1, 1234).in_validation(3, line));
+    same += split.in_validation(3, line) == other.in_validation(3, line);
+  }
+  EXPECT_LT(same, 950);  // two independent splits agree on ~82% of documents
+  EXPECT_FALSE(DocumentSplit(0, 1).in_validation(0, 0));
+  EXPECT_NE(split.hash(0, 1), split.hash(1, 0));
+}
+
+TEST(DataTokenizerSample, IsTheLowestPriorityDocumentsThatFitTheBudget) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::uint64_t budget = 200 + rng() % 2000;
+    TokenizerSample sample(budget, static_cast<std::uint64_t>(trial));
+    std::map<std::uint64_t, std::size_t> offered;  // priority -> bytes
+    for (std::uint64_t line = 1; line <= 300; ++line) {
+      const std::uint64_t priority = sample.priority(0, line);
+      const std::size_t bytes = 1 + rng() % 60;
+      offered[priority] = bytes;
+      if (sample.wants(priority)) sample.offer(priority, std::string(bytes, 'a'));
+    }
+    // Expected: the longest prefix of the priority order that fits the budget.
+    std::uint64_t expected_bytes = 0;
+    std::size_t expected_count = 0;
+    for (const auto& [priority, bytes] : offered) {
+      if (expected_bytes + bytes > budget) break;
+      expected_bytes += bytes;
+      ++expected_count;
+    }
+    EXPECT_EQ(sample.size(), expected_count) << "trial " << trial;
+    EXPECT_EQ(sample.bytes(), expected_bytes) << "trial " << trial;
+    EXPECT_LE(sample.bytes(), budget);
+  }
+}
+
+TEST(DataTokenizerSample, RemoveDropsOneDocumentAndTakeGivesPriorityOrder) {
+  TokenizerSample sample(1000, 1);
+  sample.offer(30, "c");
+  sample.offer(10, "a");
+  sample.offer(20, "bb");
+  sample.remove(20);
+  sample.remove(99);  // not in the sample: nothing happens
+  EXPECT_EQ(sample.bytes(), 2u);
+  EXPECT_EQ(sample.take_texts(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(sample.size(), 0u);
+}
+
+}  // namespace
+}  // namespace loco::data
