@@ -151,6 +151,9 @@ TEST(DataShard, SplitWriterRollsOverAtTheShardLimit) {
   EXPECT_EQ(read_all(ShardReader(dir / names[0])), (std::vector<std::int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(read_all(ShardReader(dir / names[1])), (std::vector<std::int64_t>{4, 5, 6, 7}));
   EXPECT_EQ(read_all(ShardReader(dir / names[2])), (std::vector<std::int64_t>{8, 9}));
+  // The checksums computed while writing are those of the files as they lie on disk.
+  ASSERT_EQ(writer.checksums().size(), 3u);
+  for (const auto& name : names) EXPECT_EQ(writer.checksums().at(name), crc32_hex_of_file(dir / name)) << name;
 }
 
 TEST(DataShard, EmptySplitStillHasOneShard) {
@@ -158,6 +161,7 @@ TEST(DataShard, EmptySplitStillHasOneShard) {
   SplitWriter writer(dir.path(), "val", 2, 4);
   EXPECT_EQ(writer.finish(), std::vector<std::string>{"val_000.bin"});
   EXPECT_EQ(ShardReader(dir / "val_000.bin").count(), 0u);
+  EXPECT_EQ(writer.checksums().at("val_000.bin"), crc32_hex_of_file(dir / "val_000.bin"));
 }
 
 }  // namespace

@@ -60,7 +60,8 @@ void add_prepare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("prepare", "Tokenize a corpus into token shards for training");
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
-                  "text files, directories of them (recursively), .jsonl files (one document per line); .gz/.zst of any of these")
+                  "text files, directories of them (recursively), .jsonl files (one document per line); any of "
+                  "them compressed as .gz or .zst")
       ->required();
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required();
   cmd->add_option_function<std::string>(
@@ -91,7 +92,7 @@ void add_prepare_command(CLI::App& app) {
          "BPE vocabulary size (default 8192)")
       ->check(whole_number_at_least(1));
   cmd->add_option("--val-fraction", args->options.val_fraction,
-                  "share of the text held out for validation, by whole documents")
+                  "probability that a document is held out for validation")
       ->check(finite_number())
       ->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "encoding threads (default: one per core)")

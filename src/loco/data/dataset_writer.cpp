@@ -55,7 +55,9 @@ DatasetWriter::Splits DatasetWriter::finish() {
   }
   train_.shards = train_writer_.finish();
   val_.shards = val_writer_.finish();
-  return Splits{std::move(train_), std::move(val_)};
+  std::map<std::string, std::string> checksums = train_writer_.checksums();
+  checksums.insert(val_writer_.checksums().begin(), val_writer_.checksums().end());
+  return Splits{std::move(train_), std::move(val_), std::move(checksums)};
 }
 
 }  // namespace loco::data

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "loco/data/dataset_meta.h"
 #include "loco/data/document_split.h"
@@ -26,6 +28,7 @@ class DatasetWriter {
 
   struct Splits {
     SplitMeta train, val;
+    std::map<std::string, std::string> checksums;  // every shard of both splits
   };
   // Finishes the shards. DataError when a split the run needs ends without documents.
   Splits finish();

@@ -222,9 +222,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   DatasetWriter::Splits splits = encode_corpus(options, files, split, *tokenizer, limits);
   meta.train = std::move(splits.train);
   meta.val = std::move(splits.val);
-  for (const SplitMeta* written : {&meta.train, &meta.val}) {
-    for (const auto& shard : written->shards) meta.checksums[shard] = crc32_hex_of_file(options.out_dir / shard);
-  }
+  meta.checksums = std::move(splits.checksums);
   for (const auto& input : options.inputs) meta.sources.push_back(input.string());
   meta.val_fraction = options.val_fraction;
   meta.seed = options.seed;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <array>
 #include <cerrno>
@@ -50,7 +51,7 @@ std::string shard_file_name(const std::string& split, std::size_t index) {
 }
 
 ShardWriter::ShardWriter(fs::path path, std::uint32_t bytes_per_token)
-    : path_(std::move(path)), bytes_per_token_(bytes_per_token) {
+    : path_(std::move(path)), bytes_per_token_(bytes_per_token), tokens_crc_(::crc32(0L, Z_NULL, 0)) {
   LOCO_CHECK(bytes_per_token == 2 || bytes_per_token == 4, "bytes_per_token {}", bytes_per_token);
   temporary_ = path_.parent_path() / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
   file_ = std::fopen(temporary_.c_str(), "wb");
@@ -88,11 +89,17 @@ void ShardWriter::append(const std::uint32_t* tokens, std::size_t count) {
     }
   }
   write(buffer_.data(), buffer_.size());
+  // At most tokens_per_shard tokens per call (SplitWriter), well below zlib's 4 GiB uInt.
+  tokens_crc_ = ::crc32(tokens_crc_, buffer_.data(), static_cast<uInt>(buffer_.size()));
   count_ += count;
 }
 
 void ShardWriter::finish() {
   auto header = encode_header(bytes_per_token_, count_);
+  // The file is the header then the tokens: CRC(file) = combine(CRC(header), CRC(tokens), their length).
+  const uLong header_crc = ::crc32(0L, header.data(), static_cast<uInt>(header.size()));
+  const auto tokens_bytes = static_cast<z_off_t>(count_ * bytes_per_token_);
+  checksum_ = fmt::format("{:08x}", static_cast<std::uint32_t>(::crc32_combine(header_crc, tokens_crc_, tokens_bytes)));
   bool ok = std::fflush(file_) == 0 && std::fseek(file_, 0, SEEK_SET) == 0;
   if (ok) write(header.data(), header.size());
   ok = ok && std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
@@ -155,6 +162,11 @@ SplitWriter::SplitWriter(fs::path dir, std::string split, std::uint32_t bytes_pe
   start_shard();
 }
 
+void SplitWriter::finish_shard() {
+  shard_->finish();
+  checksums_[names_.back()] = shard_->checksum();
+}
+
 void SplitWriter::start_shard() {
   names_.push_back(shard_file_name(split_, names_.size()));
   shard_ = std::make_unique<ShardWriter>(dir_ / names_.back(), bytes_per_token_);
@@ -163,7 +175,7 @@ void SplitWriter::start_shard() {
 void SplitWriter::append(const std::vector<std::uint32_t>& tokens) {
   for (std::size_t done = 0; done < tokens.size();) {
     if (shard_->count() == tokens_per_shard_) {
-      shard_->finish();
+      finish_shard();
       start_shard();
     }
     std::size_t n = std::min<std::uint64_t>(tokens.size() - done, tokens_per_shard_ - shard_->count());
@@ -173,7 +185,7 @@ void SplitWriter::append(const std::vector<std::uint32_t>& tokens) {
 }
 
 std::vector<std::string> SplitWriter::finish() {
-  shard_->finish();
+  finish_shard();
   return names_;
 }
 

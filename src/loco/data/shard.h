@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,8 @@ class ShardWriter {
   void append(const std::uint32_t* tokens, std::size_t count);
   void finish();
   std::uint64_t count() const { return count_; }
+  // CRC-32 of the whole file as 8 hex digits (util/fs.h crc32_hex), computed while writing; after finish().
+  const std::string& checksum() const { return checksum_; }
 
  private:
   void write(const void* bytes, std::size_t size);
@@ -56,6 +59,8 @@ class ShardWriter {
   std::uint64_t count_ = 0;
   std::FILE* file_ = nullptr;
   std::vector<unsigned char> buffer_;
+  unsigned long tokens_crc_;  // CRC-32 of the token bytes so far (zlib's uLong)
+  std::string checksum_;
 };
 
 // A memory-mapped shard whose header and size were checked on open (tokens are not scanned).
@@ -86,14 +91,19 @@ class SplitWriter {
   // shard, so that every split has a file to open.
   std::vector<std::string> finish();
 
+  // File name -> CRC-32 of each finished shard, computed while writing (no shard is read back).
+  const std::map<std::string, std::string>& checksums() const { return checksums_; }
+
  private:
   void start_shard();
+  void finish_shard();
 
   fs::path dir_;
   std::string split_;
   std::uint32_t bytes_per_token_;
   std::uint64_t tokens_per_shard_;
   std::vector<std::string> names_;
+  std::map<std::string, std::string> checksums_;
   std::unique_ptr<ShardWriter> shard_;
 };
 
