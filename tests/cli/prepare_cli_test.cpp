@@ -72,6 +72,10 @@ TEST(PrepareCli, VocabSizeWithByteTokenizerIsAUsageError) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_TRUE(contains(result.output, "--vocab-size applies to the BPE tokenizer only")) << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  result = run_loco({"prepare", "--input", (dir / "a.txt").string(), "--out", (dir / "out").string(), "--tokenizer",
+                     "byte", "--tokenizer-sample-mb", "8"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_TRUE(contains(result.output, "the byte tokenizer is not trained")) << result.output;
 }
 
 TEST(PrepareCli, RefusesToOverwriteAPreparedDirectory) {

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "support/test_support.h"
+#include "unit/data_test_helpers.h"
 
 namespace loco {
 namespace {
@@ -265,6 +266,40 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
   EXPECT_EQ(r.exit_code, code) << r.output;
   EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+}
+
+// Ranks on different hosts read their own data directories: data prepared with different tokenizers
+// stop every rank before training. Rank 0 reads the byte-level data, rank 1 a BPE preparation (the
+// model's vocabulary of 512 holds both, so only the tokenizer check can catch it).
+TEST_F(TrainDistCli, RanksWhoseDataHaveDifferentTokenizersAreRefused) {
+  for (int i = 0; i < 12; ++i) {
+    test::write_text(*dir_ / "bpe-text" / fmt::format("{}.txt", i), test::generated_document(i, 30));
+  }
+  auto r = run_loco({"prepare", "--input", (*dir_ / "bpe-text").string(), "--out", (*dir_ / "bpe-data").string(),
+                     "--vocab-size", "400"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto run = [&](const std::string& name, const std::string& rank_1_data) {
+    std::string script = fmt::format("exec '{}' train --config '{}'", LOCO_BINARY, (*dir_ / "empty.toml").string());
+    for (const auto& arg : train_args(name, {"dist.algorithm=diloco", "model.vocab_size=512", "train.steps=2"})) {
+      if (arg == "train") continue;
+      script += arg.rfind("data.dir=", 0) == 0 ? " \"data.dir=$DATA\"" : " '" + arg + "'";
+    }
+    script += " --set dist.backend=gloo";
+    test::write_text(*dir_ / "empty.toml", "");
+    const std::string choose =
+        fmt::format("if [ \"$RANK\" = 1 ]; then DATA='{}'; else DATA='{}'; fi; ", rank_1_data, (*dir_ / "data").string());
+    return run_loco({"launch", "--nproc", "2", "--master-port", "0", "--", "/bin/sh", "-c", choose + script});
+  };
+  r = run("one-tokenizer", (*dir_ / "data").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // the script itself works
+  r = run("two-tokenizers", (*dir_ / "bpe-data").string());
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] loco: error: the ranks' data were prepared with different tokenizers: rank(s) 1 "
+                          "differ from rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("prepared with sentencepiece-bpe crc32:"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(*dir_ / "two-tokenizers" / "checkpoints")) << "nothing trained";
 }
 
 TEST_F(TrainDistCli, BadSettingsAreClearErrors) {

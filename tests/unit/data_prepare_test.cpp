@@ -2,11 +2,10 @@
 // the errors a user can run into.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <zstd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "loco/data/dataset_meta.h"
@@ -155,6 +154,7 @@ TEST(DataPrepare, EarlierOutputInsideTheInputIsNotReadBack) {
   ScratchDir scratch;
   test::write_generated_corpus(scratch / "corpus", 4, 2);
   write_text(scratch / "corpus/out/train_000.bin", "left over from an interrupted run");
+  write_text(scratch / "corpus/out" / kPrepareMarkerFileName, "");
   PrepareSummary summary = prepare_dataset(byte_options({scratch / "corpus"}, scratch / "corpus/out"));
   EXPECT_EQ(summary.documents, 4u);
 }
@@ -238,22 +238,8 @@ TEST(DataPrepare, BadOptionsAreConfigErrors) {
   EXPECT_THROW(prepare_dataset(options), ConfigError);
 }
 
-// A JSONL corpus of `count` generated documents (one per line).
-std::string generated_jsonl(int count, int sentences = 3) {
-  std::string jsonl;
-  for (int i = 0; i < count; ++i) {
-    jsonl += nlohmann::json{{"id", i}, {"text", test::generated_document(static_cast<std::uint32_t>(i + 1), sentences)}}
-                 .dump() +
-             "\n";
-  }
-  return jsonl;
-}
-
-std::string zstd_of(const std::string& bytes) {
-  std::string out(ZSTD_compressBound(bytes.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3));
-  return out;
-}
+using test::generated_jsonl;
+using test::zstd_frame;
 
 TEST(DataPrepare, SplitFollowsEachDocumentsHash) {
   ScratchDir scratch;
@@ -263,11 +249,15 @@ TEST(DataPrepare, SplitFollowsEachDocumentsHash) {
   const DocumentSplit split(0.2, 1234);
   std::vector<std::string> expected_val, expected_train;
   for (std::uint32_t i = 0; i < texts.size(); ++i) {
-    (split.in_validation(i, 0) ? expected_val : expected_train).push_back(texts[i]);
+    (split.in_validation(split.hash(i, 0)) ? expected_val : expected_train).push_back(texts[i]);
   }
   ASSERT_FALSE(expected_val.empty());
-  EXPECT_EQ(split_documents_text(scratch / "out", "val"), expected_val);
-  EXPECT_EQ(split_documents_text(scratch / "out", "train"), expected_train);  // in corpus order
+  EXPECT_EQ(split_documents_text(scratch / "out", "val"), expected_val);  // in corpus order
+  // Train keeps the corpus order but for the document held back until the first val document came.
+  std::vector<std::string> train = split_documents_text(scratch / "out", "train");
+  std::sort(train.begin(), train.end());
+  std::sort(expected_train.begin(), expected_train.end());
+  EXPECT_EQ(train, expected_train);
 }
 
 TEST(DataPrepare, ATinyCorpusStillHoldsOutTheDocumentOfSmallestHash) {
@@ -276,7 +266,7 @@ TEST(DataPrepare, ATinyCorpusStillHoldsOutTheDocumentOfSmallestHash) {
   const DocumentSplit split(0.01, 1234);
   std::uint32_t smallest = 0;
   for (std::uint32_t i = 0; i < 3; ++i) {
-    ASSERT_FALSE(split.in_validation(i, 0)) << "pick a seed where no document is drawn for val";
+    ASSERT_FALSE(split.in_validation(split.hash(i, 0))) << "pick a seed where no document is drawn for val";
     if (split.hash(i, 0) < split.hash(smallest, 0)) smallest = i;
   }
   prepare_dataset(byte_options({scratch / "corpus"}, scratch / "out", 0.01));
@@ -285,7 +275,8 @@ TEST(DataPrepare, ATinyCorpusStillHoldsOutTheDocumentOfSmallestHash) {
 }
 
 // Validation documents, those drawn by their hash and the one a tiny corpus holds out, never reach
-// the tokenizer's sample: a word that occurs only in them, 200 times, gets no merges.
+// the tokenizer's sample: a word that occurs only in them, 200 times, gets no merges, while the same
+// word in one train document does.
 TEST(DataPrepare, TheTokenizerNeverSeesValidationText) {
   for (double val_fraction : {0.01, 0.3}) {
     ScratchDir scratch;
@@ -294,38 +285,70 @@ TEST(DataPrepare, TheTokenizerNeverSeesValidationText) {
     std::uint32_t smallest = 0;
     int drawn = 0;
     for (std::uint32_t i = 0; i < kDocuments; ++i) {
-      drawn += split.in_validation(i, 0);
+      drawn += split.in_validation(split.hash(i, 0));
       if (split.hash(i, 0) < split.hash(smallest, 0)) smallest = i;
     }
+    // 0.01 covers the tiny-corpus rule, 0.3 documents drawn by their hash.
+    if (val_fraction < 0.1) ASSERT_EQ(drawn, 0);
+    if (val_fraction > 0.1) ASSERT_GT(drawn, 0);
+    auto in_val = [&](std::uint32_t i) { return split.in_validation(split.hash(i, 0)) || (drawn == 0 && i == smallest); };
     std::vector<std::string> texts = test::write_generated_corpus(scratch / "corpus", kDocuments, 20);
-    for (std::uint32_t i = 0; i < kDocuments; ++i) {
-      const bool val = split.in_validation(i, 0) || (drawn == 0 && i == smallest);
-      std::string text = texts[i];
-      for (int k = 0; val && k < 200; ++k) text += " Xylophonequartz";
-      write_text(scratch / "corpus" / fmt::format("doc_{:03}.txt", i), text);
-    }
+    auto write_corpus = [&](const std::function<bool(std::uint32_t)>& has_word) {
+      for (std::uint32_t i = 0; i < kDocuments; ++i) {
+        std::string text = texts[i];
+        for (int k = 0; has_word(i) && k < 200; ++k) text += " Xylophonequartz";
+        write_text(scratch / "corpus" / fmt::format("doc_{:03}.txt", i), text);
+      }
+    };
     PrepareOptions options = byte_options({scratch / "corpus"}, scratch / "out", val_fraction);
     options.tokenizer = "bpe";
     options.vocab_size = 400;
+    write_corpus(in_val);
     prepare_dataset(options);
     EXPECT_GE(load_tokenizer(scratch / "out")->encode(" Xylophonequartz").size(), 10u) << val_fraction;
-    // Control: the same word in every document is merged, so the check above can fail.
-    for (std::uint32_t i = 0; i < kDocuments; ++i) {
-      std::string text = texts[i];
-      for (int k = 0; k < 200; ++k) text += " Xylophonequartz";
-      write_text(scratch / "corpus" / fmt::format("doc_{:03}.txt", i), text);
-    }
+
+    std::uint32_t train_document = 0;
+    while (in_val(train_document)) ++train_document;
+    write_corpus([&](std::uint32_t i) { return i == train_document; });
     options.out_dir = scratch / "control";
     prepare_dataset(options);
     EXPECT_LE(load_tokenizer(scratch / "control")->encode(" Xylophonequartz").size(), 3u) << val_fraction;
   }
 }
 
+// A text file is one document: one larger than the whole sample gives its first lines, up to an
+// eighth of the sample, instead of pushing every document out of it.
+TEST(DataPrepare, AHugeDocumentDoesNotEmptyTheTokenizersSample) {
+  ScratchDir scratch;
+  std::string huge;
+  for (std::uint32_t i = 0; huge.size() < 200000; ++i) huge += test::generated_document(i, 10);
+  write_text(scratch / "corpus/huge.txt", huge);
+  test::write_generated_corpus(scratch / "corpus/small", 6, 20);
+  PrepareOptions options = byte_options({scratch / "corpus"}, scratch / "out", 0);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  options.tokenizer_sample_bytes = 20000;
+  const PrepareSummary summary = prepare_dataset(options);
+  EXPECT_EQ(summary.documents, 7u);
+  EXPECT_EQ(load_tokenizer(scratch / "out")->vocab_size(), 400u);
+}
+
+TEST(DataPrepare, ASingleDocumentWithBpeNamesTheFlagThatHelps) {
+  ScratchDir scratch;
+  write_text(scratch / "one.txt", test::generated_document(1, 40));
+  PrepareOptions options = byte_options({scratch / "one.txt"}, scratch / "out", 0.01);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  const std::string error = prepare_error(options);
+  EXPECT_NE(error.find("single document"), std::string::npos) << error;
+  EXPECT_NE(error.find("--val-fraction 0"), std::string::npos) << error;
+}
+
 TEST(DataPrepare, CompressedInputsGiveTheSameShardsAsPlainOnes) {
   ScratchDir scratch;
   const std::string jsonl = generated_jsonl(200);
   write_text(scratch / "plain/docs.jsonl", jsonl);
-  write_text(scratch / "zst/docs.jsonl.zst", zstd_of(jsonl));
+  write_text(scratch / "zst/docs.jsonl.zst", zstd_frame(jsonl));
   PrepareOptions options = byte_options({scratch / "plain"}, scratch / "a", 0.1);
   options.tokenizer = "bpe";
   options.vocab_size = 400;
@@ -337,7 +360,7 @@ TEST(DataPrepare, CompressedInputsGiveTheSameShardsAsPlainOnes) {
   EXPECT_EQ(read_file(scratch / "a/tokenizer.model"), read_file(scratch / "b/tokenizer.model"));
 
   // A bad line inside a compressed file is reported by its line number.
-  write_text(scratch / "bad/docs.jsonl.zst", zstd_of(generated_jsonl(5) + "{\"text\": 3}\n"));
+  write_text(scratch / "bad/docs.jsonl.zst", zstd_frame(generated_jsonl(5) + "{\"text\": 3}\n"));
   const std::string error = prepare_error(byte_options({scratch / "bad"}, scratch / "c"));
   EXPECT_NE(error.find("docs.jsonl.zst:6: no string \"text\" field"), std::string::npos) << error;
 }
@@ -387,6 +410,7 @@ TEST(DataPrepare, AnInterruptedRunLeavesNothingCompleteAndARerunCleansUp) {
   EXPECT_THROW(prepare_dataset(options, tiny), DataError);
   EXPECT_FALSE(fs::exists(scratch / "out/meta.json"));
   EXPECT_TRUE(fs::exists(scratch / "out/train_000.bin"));
+  EXPECT_TRUE(fs::exists(scratch / "out" / kPrepareMarkerFileName));
   write_text(scratch / "out/train_999.bin", "a shard of an earlier, longer run");
   write_text(scratch / "out/.val_003.bin.tmp-4242", "a temporary file of a killed run");
   write_text(scratch / "out/notes.txt", "the user's own file");
@@ -399,6 +423,20 @@ TEST(DataPrepare, AnInterruptedRunLeavesNothingCompleteAndARerunCleansUp) {
   EXPECT_FALSE(fs::exists(scratch / "out/train_999.bin"));
   EXPECT_FALSE(fs::exists(scratch / "out/.val_003.bin.tmp-4242"));
   EXPECT_TRUE(fs::exists(scratch / "out/notes.txt"));
+  EXPECT_FALSE(fs::exists(scratch / "out" / kPrepareMarkerFileName));
+}
+
+// Tokenizer files or shards without the marker of an interrupted prepare belong to something else
+// (a checkpoint holds tokenizer files): the directory is refused and nothing in it is touched.
+TEST(DataPrepare, ADirectoryWithOtherFilesOfTheseNamesIsRefused) {
+  ScratchDir scratch;
+  write_text(scratch / "docs.jsonl", generated_jsonl(20));
+  write_text(scratch / "checkpoint/tokenizer.json", "a checkpoint's tokenizer");
+  write_text(scratch / "checkpoint/state.json", "{}");
+  const std::string error = prepare_error(byte_options({scratch / "docs.jsonl"}, scratch / "checkpoint"));
+  EXPECT_NE(error.find("was not written by an interrupted `loco prepare`"), std::string::npos) << error;
+  EXPECT_EQ(read_file(scratch / "checkpoint/tokenizer.json"), "a checkpoint's tokenizer");
+  EXPECT_FALSE(fs::exists(scratch / "checkpoint" / kPrepareMarkerFileName));
 }
 
 TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {

@@ -2,7 +2,6 @@
 // split and the tokenizer's sample.
 #include <gtest/gtest.h>
 #include <zlib.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <map>
@@ -16,6 +15,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
+#include "unit/data_test_helpers.h"
 
 namespace loco::data {
 namespace {
@@ -46,13 +46,7 @@ std::string gzip(const std::string& bytes) {
   return out;
 }
 
-std::string zstd(const std::string& bytes) {
-  std::string out(ZSTD_compressBound(bytes.size()), '\0');
-  std::size_t size = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(size));
-  out.resize(size);
-  return out;
-}
+using test::zstd_frame;
 
 std::string read_stream(const fs::path& path) {
   ByteStream stream(path);
@@ -74,15 +68,13 @@ TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
   write_text(scratch / "plain.txt", a);
   write_text(scratch / "one.txt.gz", gzip(a));
   write_text(scratch / "two.txt.gz", gzip(a) + gzip(b));  // what `cat a.gz b.gz` makes
-  write_text(scratch / "one.txt.zst", zstd(a));
-  write_text(scratch / "two.txt.zst", zstd(a) + zstd(b));
-  write_text(scratch / "empty.txt.gz", "");
+  write_text(scratch / "one.txt.zst", zstd_frame(a));
+  write_text(scratch / "two.txt.zst", zstd_frame(a) + zstd_frame(b));
   EXPECT_EQ(read_stream(scratch / "plain.txt"), a);
   EXPECT_EQ(read_stream(scratch / "one.txt.gz"), a);
   EXPECT_EQ(read_stream(scratch / "two.txt.gz"), a + b);
   EXPECT_EQ(read_stream(scratch / "one.txt.zst"), a);
   EXPECT_EQ(read_stream(scratch / "two.txt.zst"), a + b);
-  EXPECT_EQ(read_stream(scratch / "empty.txt.gz"), "");
 
   ByteStream stream(scratch / "one.txt.zst");
   read_all(stream);
@@ -92,20 +84,27 @@ TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
 TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
   ScratchDir scratch;
   const std::string a = varied_text(1 << 20, 3);
-  const std::string gz = gzip(a), zst = zstd(a);
+  const std::string gz = gzip(a), zst = zstd_frame(a);
   write_text(scratch / "cut.jsonl.gz", gz.substr(0, gz.size() / 2));
   write_text(scratch / "cut.jsonl.zst", zst.substr(0, zst.size() / 2));
   std::string bad = gz;
   bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
   write_text(scratch / "bad.jsonl.gz", bad);
   write_text(scratch / "bad.jsonl.zst", "not zstd at all");
-  for (const char* name : {"cut.jsonl.gz", "cut.jsonl.zst", "bad.jsonl.gz", "bad.jsonl.zst"}) {
+  write_text(scratch / "empty.jsonl.gz", "");  // what a failed download leaves; even empty content has a header
+  write_text(scratch / "empty.jsonl.zst", "");
+  for (const char* name :
+       {"cut.jsonl.gz", "cut.jsonl.zst", "bad.jsonl.gz", "bad.jsonl.zst", "empty.jsonl.gz", "empty.jsonl.zst"}) {
     const std::string error = error_of(scratch / name);
     EXPECT_NE(error.find(name), std::string::npos) << name << ": " << error;
     EXPECT_NE(error.find("damaged or was cut short"), std::string::npos) << name << ": " << error;
   }
   EXPECT_NE(error_of(scratch / "cut.jsonl.gz").find("ends in the middle"), std::string::npos);
   EXPECT_NE(error_of(scratch / "cut.jsonl.zst").find("ends in the middle"), std::string::npos);
+  EXPECT_NE(error_of(scratch / "empty.jsonl.gz").find("the file is empty"), std::string::npos);
+  // An empty plain file is an empty document, not an error.
+  write_text(scratch / "empty.txt", "");
+  EXPECT_EQ(read_stream(scratch / "empty.txt"), "");
 }
 
 TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
@@ -114,7 +113,7 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   const std::string long_line = "{\"text\": \"" + std::string(5 << 20, 'x') + "\"}";
   write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n\n  \n" + long_line + "\n{\"text\": \"last\"}");
   write_text(scratch / "b.txt.gz", gzip("a text file\nof two lines\n"));
-  write_text(scratch / "c.jsonl.zst", zstd("{\"body\": \"zst\"}\n"));
+  write_text(scratch / "c.jsonl.zst", zstd_frame("{\"body\": \"zst\"}\n"));
   write_text(scratch / "d.txt", " \n\t");
   const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
   ASSERT_EQ(files.size(), 4u);
@@ -146,7 +145,7 @@ TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone
   const DocumentSplit split(0.1, 1234);
   int held_out = 0;
   for (std::uint32_t file = 0; file < 20; ++file) {
-    for (std::uint64_t line = 1; line <= 1000; ++line) held_out += split.in_validation(file, line);
+    for (std::uint64_t line = 1; line <= 1000; ++line) held_out += split.in_validation(split.hash(file, line));
   }
   // Binomial(20000, 0.1): mean 2000, sd 42; 5 sd either side.
   EXPECT_GT(held_out, 2000 - 212);
@@ -155,12 +154,31 @@ TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone
   const DocumentSplit other(0.1, 99);
   int same = 0;
   for (std::uint64_t line = 1; line <= 1000; ++line) {
-    EXPECT_EQ(split.in_validation(3, line), DocumentSplit(0.1, 1234).in_validation(3, line));
-    same += split.in_validation(3, line) == other.in_validation(3, line);
+    EXPECT_EQ(split.hash(3, line), DocumentSplit(0.1, 1234).hash(3, line));
+    same += split.in_validation(split.hash(3, line)) == other.in_validation(other.hash(3, line));
   }
   EXPECT_LT(same, 950);  // two independent splits agree on ~82% of documents
-  EXPECT_FALSE(DocumentSplit(0, 1).in_validation(0, 0));
+  EXPECT_FALSE(DocumentSplit(0, 1).in_validation(0));
   EXPECT_NE(split.hash(0, 1), split.hash(1, 0));
+}
+
+// The tiny-corpus rule: the candidate is the train document of smallest hash so far, until a
+// document is drawn for val; then every document is what its hash says.
+TEST(DataDocumentSplit, TheFallbackFollowsTheSmallestHashUntilValIsSeen) {
+  using Role = ValidationFallback::Role;
+  ValidationFallback fallback(true);
+  EXPECT_EQ(fallback.observe(50, false), Role::candidate);
+  EXPECT_EQ(fallback.observe(70, false), Role::train);
+  EXPECT_EQ(fallback.observe(20, false), Role::candidate);
+  EXPECT_TRUE(fallback.undecided());
+  EXPECT_EQ(fallback.observe(90, true), Role::validation);
+  EXPECT_FALSE(fallback.undecided());
+  EXPECT_FALSE(fallback.has_candidate());
+  EXPECT_EQ(fallback.observe(1, false), Role::train);
+  EXPECT_EQ(fallback.documents(), 5u);
+  ValidationFallback no_val(false);
+  EXPECT_EQ(no_val.observe(1, false), Role::train);
+  EXPECT_FALSE(no_val.undecided());
 }
 
 TEST(DataTokenizerSample, IsTheLowestPriorityDocumentsThatFitTheBudget) {
@@ -172,7 +190,7 @@ TEST(DataTokenizerSample, IsTheLowestPriorityDocumentsThatFitTheBudget) {
     for (std::uint64_t line = 1; line <= 300; ++line) {
       const std::uint64_t priority = sample.priority(0, line);
       const std::size_t bytes = 1 + rng() % 60;
-      offered[priority] = bytes;
+      offered[priority] = std::min<std::size_t>(bytes, budget / TokenizerSample::kMaxShare);  // cut to an eighth
       if (sample.wants(priority)) sample.offer(priority, std::string(bytes, 'a'));
     }
     // Expected: the longest prefix of the priority order that fits the budget.
@@ -187,6 +205,13 @@ TEST(DataTokenizerSample, IsTheLowestPriorityDocumentsThatFitTheBudget) {
     EXPECT_EQ(sample.bytes(), expected_bytes) << "trial " << trial;
     EXPECT_LE(sample.bytes(), budget);
   }
+}
+
+TEST(DataTokenizerSample, ADocumentGivesAtMostAnEighthOfTheBudget) {
+  TokenizerSample sample(800, 1);
+  sample.offer(5, std::string(60, 'a') + "\n" + std::string(500, 'b'));  // cut at the newline
+  sample.offer(6, std::string(500, 'c'));                                // no newline: cut at 100 bytes
+  EXPECT_EQ(sample.take_texts(), (std::vector<std::string>{std::string(60, 'a'), std::string(100, 'c')}));
 }
 
 TEST(DataTokenizerSample, RemoveDropsOneDocumentAndTakeGivesPriorityOrder) {

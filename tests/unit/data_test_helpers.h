@@ -1,9 +1,12 @@
 // Builders of small corpora and prepared data directories for the data-layer tests.
 #pragma once
 
+#include <zstd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +79,24 @@ inline void write_positional_dataset(const std::filesystem::path& dir,
   write_shards("train", train_shard_sizes, meta.train);
   write_shards("val", {val_tokens}, meta.val);
   data::write_dataset_meta(dir, meta);
+}
+
+// A JSONL corpus of `count` generated documents, one per line.
+inline std::string generated_jsonl(int count, int sentences = 3) {
+  std::string jsonl;
+  for (int i = 0; i < count; ++i) {
+    jsonl += nlohmann::json{{"id", i}, {"text", generated_document(static_cast<std::uint32_t>(i + 1), sentences)}}
+                 .dump() +
+             "\n";
+  }
+  return jsonl;
+}
+
+// `bytes` as one zstd frame (level 3).
+inline std::string zstd_frame(const std::string& bytes) {
+  std::string out(ZSTD_compressBound(bytes.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3));
+  return out;
 }
 
 }  // namespace loco::test

@@ -128,7 +128,9 @@ TEST_F(DataSentencePiece, DecodeSkipsBosAndEos) {
 // does not know.
 TEST_F(DataSentencePiece, CachedEncoderGivesTheIdsOfTheWholeText) {
   auto tokenizer = load_tokenizer(dir_->path());
-  CachedEncoder encoder(*tokenizer);
+  ASSERT_TRUE(CachedEncoder::exact_by_words(*tokenizer));
+  EXPECT_FALSE(CachedEncoder::exact_by_words(ByteTokenizer()));
+  CachedEncoder encoder(*tokenizer, true, 1000);
   std::vector<std::string> texts;
   for (std::uint32_t seed = 200; seed < 230; ++seed) texts.push_back(test::generated_document(seed, 5));
   texts.push_back("  two  spaces,   three, \t tab \t\n newline\n\n  and trailing   ");
@@ -147,6 +149,7 @@ TEST_F(DataSentencePiece, CachedEncoderGivesTheIdsOfTheWholeText) {
     }
   }
   EXPECT_GT(encoder.cached_words(), 20u);
+  EXPECT_LE(encoder.cached_words(), 1000u);
 }
 
 TEST_F(DataSentencePiece, CopiedFilesLoadAndEncodeTheSame) {

@@ -31,6 +31,11 @@ void run_prepare(const PrepareArgs& args) {
         "--vocab-size applies to the BPE tokenizer only; the byte tokenizer always has 258 tokens "
         "(256 bytes, BOS, EOS). Drop --vocab-size or --tokenizer byte.");
   }
+  if (args.sample_given && args.options.tokenizer == "byte") {
+    throw ConfigError(
+        "--tokenizer-sample-mb sizes the text a BPE tokenizer is trained on; the byte tokenizer is not trained. "
+        "Drop --tokenizer-sample-mb or --tokenizer byte.");
+  }
   if (!args.options.tokenizer_from.empty() && (args.vocab_size_given || args.tokenizer_given || args.sample_given)) {
     throw ConfigError(
         "--tokenizer-from uses the tokenizer of another directory as it is; --tokenizer, --vocab-size and "

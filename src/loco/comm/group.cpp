@@ -284,6 +284,19 @@ WorkHandle Group::barrier_async(Timeout timeout) {
 void Group::all_reduce(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {
   all_reduce_async(tensor, op, timeout)->wait();
 }
+std::vector<int> Group::ranks_differing_from_rank_0(std::int64_t value, Timeout timeout) {
+  const auto options = torch::TensorOptions().dtype(torch::kInt64).device(device());
+  const torch::Tensor mine = torch::full({1}, value, options);
+  const torch::Tensor all = torch::empty({size_}, options);
+  start_all_gather(mine, all, resolve(timeout))->wait();
+  const torch::Tensor values = all.cpu();
+  std::vector<int> differing;
+  for (int r = 1; r < size_; ++r) {
+    if (values[r].item<std::int64_t>() != values[0].item<std::int64_t>()) differing.push_back(r);
+  }
+  return differing;
+}
+
 void Group::all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) {
   all_gather_async(input, output, timeout)->wait();
 }

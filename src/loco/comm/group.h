@@ -123,6 +123,11 @@ class Group {
   void recv(const torch::Tensor& tensor, int source, int tag = 0, Timeout timeout = kGroupTimeout);
   void barrier(Timeout timeout = kGroupTimeout);
 
+  // The ranks whose `value` differs from rank 0's, in order (empty: all agree), for the checks at
+  // set-up of what every rank must share (the tokenizer of its data). Every rank gets the same answer.
+  // One int64 per rank, left out of stats() and of the emulated link: it is not training traffic.
+  std::vector<int> ranks_differing_from_rank_0(std::int64_t value, Timeout timeout = kGroupTimeout);
+
  protected:
   Group(int rank, int size, GroupOptions options);
 

@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,12 +64,14 @@ class ByteStream::Decoder {
   std::uint64_t file_bytes_read() const { return file_.consumed(); }
 
  protected:
-  // Refills `input_` when it is used up; false at the end of the file.
+  // Refills `input_` when it is used up; false at the end of the file. A compressed file without a
+  // single byte is a failed download, not an empty document: even empty content has a header.
   bool refill() {
     if (input_position_ < input_.size()) return true;
     input_.resize(kFileChunk);
     input_.resize(file_.read(input_.data(), input_.size()));
     input_position_ = 0;
+    if (input_.empty() && file_.consumed() == 0) throw corrupt(file_.path(), "the file is empty");
     return !input_.empty();
   }
 
@@ -96,6 +99,7 @@ class GzipDecoder final : public ByteStream::Decoder {
   ~GzipDecoder() override { inflateEnd(&stream_); }
 
   std::size_t read(char* buffer, std::size_t capacity) override {
+    capacity = std::min<std::size_t>(capacity, kFileChunk);  // zlib counts in 32-bit uInt
     std::size_t produced = 0;
     while (produced == 0 && capacity > 0) {
       // At the end of the file a member still open may hold output: inflate once more without input.

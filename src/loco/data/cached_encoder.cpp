@@ -6,9 +6,6 @@ namespace loco::data {
 
 namespace {
 
-// Bounds the cache (about 100 bytes a word: ~50 MB a thread). When it is full, words not yet in it
-// are encoded without being kept; the frequent words of a corpus arrive early, so little is lost.
-constexpr std::size_t kMaxCachedWords = std::size_t{1} << 19;
 // Longer "words" (URLs, tables, runs of symbols) are rare and would only fill the cache.
 constexpr std::size_t kMaxCachedWordBytes = 48;
 
@@ -20,8 +17,22 @@ bool starts_word(std::string_view text, std::size_t i) {
 
 }  // namespace
 
-CachedEncoder::CachedEncoder(const Tokenizer& tokenizer)
-    : tokenizer_(tokenizer), by_words_(tokenizer.kind() == kSentencePieceKind) {}
+bool CachedEncoder::exact_by_words(const Tokenizer& tokenizer) {
+  if (tokenizer.kind() != kSentencePieceKind) return false;
+  // Piece 0 is <unk>, which decodes as " ⁇ "; BOS and EOS decode to nothing.
+  for (std::uint32_t id = 1; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.decode({id}).find(' ', 1) != std::string::npos) return false;
+  }
+  // A dummy prefix or a normalizer that rewrites spaces shows here.
+  const std::string probe = "Two  spaces,\ta tab \xE2\x96\x81 a mark\nand a line  ";
+  CachedEncoder by_words(tokenizer, true, 0);
+  std::vector<std::uint32_t> ids;
+  by_words.encode(probe, ids);
+  return ids == tokenizer.encode(probe);
+}
+
+CachedEncoder::CachedEncoder(const Tokenizer& tokenizer, bool by_words, std::size_t max_words)
+    : tokenizer_(tokenizer), by_words_(by_words), max_words_(max_words) {}
 
 void CachedEncoder::encode(std::string_view text, std::vector<std::uint32_t>& ids) {
   if (!by_words_) {
@@ -49,7 +60,8 @@ void CachedEncoder::encode_word(std::string_view word, std::vector<std::uint32_t
   auto found = words_.find(key);
   if (found == words_.end()) {
     std::vector<std::uint32_t> encoded = tokenizer_.encode(word);
-    if (words_.size() == kMaxCachedWords) {
+    // A full cache keeps what it has: the frequent words of a corpus arrive early.
+    if (words_.size() >= max_words_) {
       ids.insert(ids.end(), encoded.begin(), encoded.end());
       return;
     }

@@ -2,12 +2,15 @@
 // words make most of the text, and sentencepiece's BPE spends its time merging the same words again.
 //
 // Why the ids are exactly tokenizer.encode(text): loco trains sentencepiece with split_by_whitespace
-// (its default), so every piece holds "▁" (the escaped space) only as its first character, and a
-// merge that would join the end of one word to the "▁" of the next makes no piece. BPE therefore
-// never merges across the position before a space, and encoding the text cut before each space (and
-// before each literal "▁", which sentencepiece treats the same) gives the same ids word by word. A
-// test compares both on every Brown document and on text made to break it (runs of spaces, tabs,
-// newlines, "▁", invalid UTF-8). The byte tokenizer is fast already and encodes without the cache.
+// (its default) and without a dummy prefix, so every piece holds "▁" (the escaped space) only as its
+// first character, and a merge that would join the end of one word to the "▁" of the next makes no
+// piece. BPE therefore never merges across the position before a space, and encoding the text cut
+// before each space (and before each literal "▁", which sentencepiece treats the same) gives the same
+// ids word by word. exact_by_words() checks this of a model before it is trusted (a model trained
+// elsewhere and brought in with --tokenizer-from may differ): no piece with "▁" past its start, and
+// a probe text encoded both ways. A test compares both ways on generated text made to break it
+// (runs of spaces, tabs, newlines, "▁", invalid UTF-8); docs/results.md reports a check on all of
+// Brown. The byte tokenizer is fast already and encodes without the cache.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,13 @@ namespace loco::data {
 
 class CachedEncoder {
  public:
-  explicit CachedEncoder(const Tokenizer& tokenizer);
+  // True when encoding word by word gives tokenizer.encode's ids (see above); false for the byte
+  // tokenizer, which gains nothing from a cache. Decodes every piece once: call it once per run.
+  static bool exact_by_words(const Tokenizer& tokenizer);
+
+  // `by_words`: exact_by_words(tokenizer); otherwise whole texts go to the tokenizer. The cache keeps
+  // at most `max_words` words (about 100 bytes each).
+  CachedEncoder(const Tokenizer& tokenizer, bool by_words, std::size_t max_words);
 
   // Appends the ids of `text` (no BOS/EOS) to `ids`. One encoder per thread: the cache is not shared.
   void encode(std::string_view text, std::vector<std::uint32_t>& ids);
@@ -34,6 +43,7 @@ class CachedEncoder {
 
   const Tokenizer& tokenizer_;
   bool by_words_;
+  std::size_t max_words_;
   std::unordered_map<std::string, std::vector<std::uint32_t>> words_;
 };
 

@@ -56,7 +56,9 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
   }
   std::vector<CorpusFile> files;
   for (auto& path : paths) {
-    std::uint64_t bytes = fs::file_size(path);
+    std::error_code error;
+    const std::uint64_t bytes = fs::file_size(path, error);
+    if (error) throw IoError(fmt::format("cannot read the size of {}: {}.", path.string(), error.message()));
     bool jsonl = is_jsonl(path);
     files.push_back(CorpusFile{std::move(path), jsonl, bytes});
   }

@@ -12,6 +12,7 @@ DatasetWriter::DatasetWriter(const fs::path& dir, DocumentSplit split, bool hold
                              std::uint64_t tokens_per_shard)
     : split_(split),
       hold_out_(hold_out),
+      fallback_(hold_out),
       train_writer_(dir, "train", bytes_per_token, tokens_per_shard),
       val_writer_(dir, "val", bytes_per_token, tokens_per_shard) {}
 
@@ -23,30 +24,25 @@ void DatasetWriter::append(SplitWriter& writer, SplitMeta& meta, const EncodedDo
 
 void DatasetWriter::write(EncodedDocument document) {
   const std::uint64_t hash = split_.hash(document.file, document.line);
-  if (split_.in_validation(hash)) {
-    append(val_writer_, val_, document);
-    if (held_) append(train_writer_, train_, *std::exchange(held_, std::nullopt));
-    return;
+  switch (fallback_.observe(hash, split_.in_validation(hash))) {
+    case ValidationFallback::Role::validation:
+      append(val_writer_, val_, document);
+      if (held_) append(train_writer_, train_, *std::exchange(held_, std::nullopt));
+      return;
+    case ValidationFallback::Role::candidate:
+      if (held_) append(train_writer_, train_, *held_);
+      held_ = std::move(document);
+      return;
+    case ValidationFallback::Role::train:
+      append(train_writer_, train_, document);
+      return;
   }
-  if (hold_out_ && val_.documents == 0 && (!held_ || hash < held_hash_)) {
-    if (held_) append(train_writer_, train_, *held_);
-    held_ = std::move(document);
-    held_hash_ = hash;
-    return;
-  }
-  append(train_writer_, train_, document);
 }
 
 DatasetWriter::Splits DatasetWriter::finish() {
   if (held_) append(val_writer_, val_, *std::exchange(held_, std::nullopt));
   const std::uint64_t documents = train_.documents + val_.documents;
-  if (hold_out_ && documents == 1) {
-    throw DataError(
-        "the corpus holds a single document, but the validation split needs at least one "
-        "document that training never sees. Add documents (each text file and each JSONL line is "
-        "one), or pass --val-fraction 0 to prepare without validation data (training then reports "
-        "no eval loss).");
-  }
+  if (hold_out_ && documents == 1) throw single_document_error();
   if (train_.documents == 0) {
     throw DataError(fmt::format(
         "all {} documents fell in the validation split, none is left to train on. Pass a smaller --val-fraction "

@@ -1,7 +1,8 @@
 // Writes encoded documents, in corpus order, into the train and val shards of a prepared directory,
-// each to the split DocumentSplit gives it. While no document has fallen in val, the train document
-// of smallest hash is held back; finish() moves it to val if none ever did (a tiny corpus), and
-// otherwise it was written to train when the first val document came (document_split.h).
+// each to the split DocumentSplit gives it. The candidate of the tiny-corpus rule (ValidationFallback
+// in document_split.h) is held back: finish() moves it to val if no document ever fell there;
+// otherwise it is written to train when it stops being the candidate, so each split keeps the corpus
+// order except for that one held document.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +39,10 @@ class DatasetWriter {
 
   DocumentSplit split_;
   bool hold_out_;
+  ValidationFallback fallback_;
   SplitWriter train_writer_, val_writer_;
   SplitMeta train_, val_;
-  std::optional<EncodedDocument> held_;  // the train document of smallest hash while val is empty
-  std::uint64_t held_hash_ = 0;
+  std::optional<EncodedDocument> held_;  // the fallback's candidate
 };
 
 }  // namespace loco::data

@@ -25,4 +25,26 @@ std::uint64_t DocumentSplit::hash(std::uint32_t file, std::uint64_t line) const 
   return document_hash(key_, file, line);
 }
 
+ValidationFallback::Role ValidationFallback::observe(std::uint64_t hash, bool in_validation) {
+  ++documents_;
+  if (in_validation) {
+    val_seen_ = true;
+    candidate_hash_.reset();
+    return Role::validation;
+  }
+  if (undecided() && (!candidate_hash_ || hash < *candidate_hash_)) {
+    candidate_hash_ = hash;
+    return Role::candidate;
+  }
+  return Role::train;
+}
+
+DataError single_document_error() {
+  return DataError(
+      "the corpus holds a single document, but the validation split needs at least one "
+      "document that training never sees. Add documents (each text file and each JSONL line is "
+      "one), or pass --val-fraction 0 to prepare without validation data (training then reports "
+      "no eval loss).");
+}
+
 }  // namespace loco::data

@@ -9,17 +9,29 @@ namespace loco::data {
 
 EncodePipeline::EncodePipeline(const Tokenizer& tokenizer, const std::vector<CorpusFile>& files,
                                std::string text_field, unsigned threads)
-    : tokenizer_(tokenizer), files_(files), text_field_(std::move(text_field)) {
-  for (unsigned i = 0; i < std::max(1u, threads); ++i) workers_.emplace_back([this] { work(); });
+    : tokenizer_(tokenizer),
+      by_words_(CachedEncoder::exact_by_words(tokenizer)),
+      words_per_cache_((std::size_t{1} << 20) / std::max(1u, threads)),
+      files_(files),
+      text_field_(std::move(text_field)) {
+  try {
+    for (unsigned i = 0; i < std::max(1u, threads); ++i) workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    stop();  // threads already started must be joined before they are destroyed
+    throw;
+  }
 }
 
-EncodePipeline::~EncodePipeline() {
+EncodePipeline::~EncodePipeline() { stop(); }
+
+void EncodePipeline::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   work_ready_.notify_all();
   for (auto& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 void EncodePipeline::submit(std::vector<RawDocument> batch) {
@@ -44,7 +56,7 @@ std::vector<EncodedDocument> EncodePipeline::take() {
 }
 
 void EncodePipeline::work() {
-  CachedEncoder encoder(tokenizer_);
+  CachedEncoder encoder(tokenizer_, by_words_, words_per_cache_);
   for (;;) {
     std::pair<std::uint64_t, std::vector<RawDocument>> batch;
     {

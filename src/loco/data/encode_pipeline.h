@@ -50,9 +50,12 @@ class EncodePipeline {
   };
 
   void work();
+  void stop();
   std::vector<EncodedDocument> encode_batch(std::vector<RawDocument>& batch, class CachedEncoder& encoder) const;
 
   const Tokenizer& tokenizer_;
+  bool by_words_;               // CachedEncoder::exact_by_words(tokenizer_)
+  std::size_t words_per_cache_;  // the caches of all threads together hold at most 2^20 words
   const std::vector<CorpusFile>& files_;
   std::string text_field_;
   std::mutex mutex_;

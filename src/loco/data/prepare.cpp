@@ -58,21 +58,35 @@ void refuse_prepared_directory(const fs::path& out_dir) {
   }
 }
 
-// What an interrupted `loco prepare` leaves in a directory without meta.json: the tokenizer files,
-// finished shards and temporary files. They are removed so a re-run starts clean (and no shard of an
-// earlier, longer run survives next to the new ones); anything else in the directory is left alone.
-void remove_leftovers(const fs::path& out_dir) {
+// What an interrupted `loco prepare` leaves in its directory: the marker it wrote first, the
+// tokenizer files, finished shards and temporary files. With the marker they are removed, so a re-run
+// starts clean (and no shard of an earlier, longer run survives next to the new ones). Without it
+// such files belong to something else (a checkpoint holds tokenizer files too) and are not touched.
+// Anything else in the directory is left alone.
+void clear_interrupted_run(const fs::path& out_dir) {
   static const std::regex leftover(
       R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+)");
   std::vector<fs::path> found;
-  for (const auto& entry : fs::directory_iterator(out_dir)) {
-    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), leftover)) {
-      found.push_back(entry.path());
+  try {
+    for (const auto& entry : fs::directory_iterator(out_dir)) {
+      if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), leftover)) {
+        found.push_back(entry.path());
+      }
     }
+    if (!found.empty() && !fs::exists(out_dir / kPrepareMarkerFileName)) {
+      throw DataError(fmt::format(
+          "{} holds {} but was not written by an interrupted `loco prepare` (it has no {}): it may be a checkpoint "
+          "or another tool's output. Nothing was touched; choose a new or empty --out directory.",
+          out_dir.string(), found.front().filename().string(), kPrepareMarkerFileName));
+    }
+    if (!found.empty()) progress("removing {} files an interrupted run left in {}", found.size(), out_dir.string());
+    for (const auto& path : found) fs::remove(path);
+  } catch (const fs::filesystem_error& e) {
+    throw IoError(fmt::format("cannot clear {}: {}. Check the directory's permissions.", out_dir.string(),
+                              e.code().message()));
   }
-  if (found.empty()) return;
-  progress("removing {} files an interrupted run left in {}", found.size(), out_dir.string());
-  for (const auto& path : found) fs::remove(path);
+  write_file_atomic(out_dir / kPrepareMarkerFileName,
+                    "loco prepare is writing this directory; it is complete once meta.json exists.\n");
 }
 
 unsigned thread_count(const PrepareOptions& options) {
@@ -96,9 +110,8 @@ std::string describe_inputs(const std::vector<fs::path>& inputs) {
 std::vector<std::string> sample_train_documents(const PrepareOptions& options, const std::vector<CorpusFile>& files,
                                                 const DocumentSplit& split) {
   TokenizerSample sample(options.tokenizer_sample_bytes, options.seed);
-  const bool hold_out = options.val_fraction > 0;
-  bool val_seen = false;
-  std::uint64_t smallest_hash = UINT64_MAX, smallest_priority = 0, documents = 0;
+  ValidationFallback fallback(options.val_fraction > 0);
+  std::uint64_t candidate_priority = 0, documents = 0;
   ProgressLine line("sampling text for the tokenizer", total_bytes(files));
   CorpusStream stream(files);
   for (RawDocument document; stream.next(document); line.update(stream.file_bytes_read(), ++documents)) {
@@ -106,21 +119,18 @@ std::vector<std::string> sample_train_documents(const PrepareOptions& options, c
     const std::uint64_t priority = sample.priority(document.file, document.line);
     const bool in_val = split.in_validation(hash);
     const bool wanted = !in_val && sample.wants(priority);
-    const bool undecided = hold_out && !val_seen;  // the tiny-corpus rule may still pick a train document
-    if (!wanted && !undecided) continue;           // most lines: their JSON is never parsed
+    // Most lines are neither: their JSON is never parsed. While the fallback is undecided every
+    // document counts, and a blank one must not (the writer never sees it).
+    if (!wanted && !fallback.undecided()) continue;
     std::string text = document_text(std::move(document), files, options.text_field);
     if (is_blank(text)) continue;
-    if (in_val) {
-      val_seen = true;
-      continue;
-    }
-    if (undecided && hash < smallest_hash) {
-      smallest_hash = hash;
-      smallest_priority = priority;
-    }
+    if (fallback.observe(hash, in_val) == ValidationFallback::Role::candidate) candidate_priority = priority;
     if (wanted) sample.offer(priority, std::move(text));
   }
-  if (hold_out && !val_seen && smallest_hash != UINT64_MAX) sample.remove(smallest_priority);
+  if (fallback.undecided() && fallback.has_candidate()) {
+    if (fallback.documents() == 1) throw single_document_error();
+    sample.remove(candidate_priority);  // the writer will move it to val
+  }
   if (sample.size() == 0) {
     throw DataError(fmt::format(
         "no text to train the tokenizer on in {}: every document is blank or fell in the validation split "
@@ -158,8 +168,8 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
 }
 
 // The encoding pass: reads the documents (this thread), encodes them (the pipeline's threads) and
-// writes them in corpus order. At most 2 · threads + 2 batches of limits.batch_bytes of input are
-// in flight, which bounds the memory of this pass.
+// writes them in corpus order. At most threads + 2 batches of limits.batch_bytes of input are in
+// flight (one on each thread and two waiting), which bounds the memory of this pass.
 DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::vector<CorpusFile>& files,
                                     const DocumentSplit& split, const Tokenizer& tokenizer,
                                     const PrepareLimits& limits) {
@@ -167,7 +177,7 @@ DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::ve
   EncodePipeline pipeline(tokenizer, files, options.text_field, threads);
   DatasetWriter writer(options.out_dir, split, options.val_fraction > 0, bytes_per_token_for(tokenizer.vocab_size()),
                        limits.tokens_per_shard);
-  const std::uint64_t max_in_flight = 2 * threads + 2;
+  const std::uint64_t max_in_flight = threads + 2;
   auto write_until = [&](std::uint64_t in_flight) {
     while (pipeline.in_flight() > in_flight) {
       for (auto& document : pipeline.take()) writer.write(std::move(document));
@@ -207,7 +217,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   check_options(options);
   refuse_prepared_directory(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
-  remove_leftovers(options.out_dir);
+  clear_interrupted_run(options.out_dir);
 
   const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir);
   progress("{} files, {:.1f} MB", files.size(), total_bytes(files) / 1e6);
@@ -227,6 +237,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   meta.val_fraction = options.val_fraction;
   meta.seed = options.seed;
   write_dataset_meta(options.out_dir, meta);  // last: its presence marks the directory complete
+  fs::remove(options.out_dir / kPrepareMarkerFileName);
 
   return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens,
                         meta.vocab_size, total_bytes(files)};

@@ -2,7 +2,7 @@
 // whatever the size of the corpus (docs/data.md "Memory").
 //
 // The steps, in order (each in its own file): check the output directory and clear what an
-// interrupted run left in it; list the corpus files (corpus_files); the tokenizer: the byte
+// interrupted run left in it (kPrepareMarkerFileName); list the corpus files (corpus_files); the tokenizer: the byte
 // tokenizer, one copied from another directory, or a BPE model trained on a seeded sample of the
 // train documents read in a first pass (tokenizer_sample, sentencepiece_tokenizer); then one pass
 // that streams the documents (corpus_stream), encodes them on all cores in a fixed order
@@ -18,6 +18,10 @@
 namespace loco::data {
 
 namespace fs = std::filesystem;
+
+// Written into --out before anything else and removed after meta.json: a directory with it and
+// without meta.json is an interrupted run, whose files the next run may clear.
+inline constexpr const char* kPrepareMarkerFileName = ".loco-prepare-incomplete";
 
 struct PrepareOptions {
   std::vector<fs::path> inputs;

@@ -22,6 +22,10 @@ std::uint64_t TokenizerSample::priority(std::uint32_t file, std::uint64_t line) 
 
 void TokenizerSample::offer(std::uint64_t priority, std::string text) {
   if (!wants(priority)) return;
+  if (const std::uint64_t most = std::max<std::uint64_t>(budget_ / kMaxShare, 1); text.size() > most) {
+    const std::size_t newline = text.rfind('\n', most);
+    text.resize(newline != std::string::npos && newline > 0 ? newline : most);
+  }
   bytes_ += text.size();
   documents_.push_back(Entry{priority, std::move(text)});
   std::push_heap(documents_.begin(), documents_.end());

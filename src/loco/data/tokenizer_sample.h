@@ -3,11 +3,14 @@
 // megabytes already fixes, while training on a whole corpus would hold all of it in memory.
 //
 // Each document gets a priority, a keyed hash of its position (document_split.h); the sample is the
-// documents of lowest priority whose text fits the budget (a "bottom-k" sample by bytes): every
-// document is equally likely to be in it, and the same corpus and seed give the same sample. Once a
+// documents of lowest priority whose text fits the budget (a "bottom-k" sample by bytes): documents
+// are taken in a random order, each equally likely to come first, until the budget is full, and the
+// same corpus and seed give the same sample. Once a
 // document has been dropped for lack of room, no document of higher priority is taken any more
 // (`cutoff`), which keeps the sample a prefix of the priority order and lets the reader skip the
-// JSON of most lines (`wants`).
+// JSON of most lines (`wants`). A document gives at most an eighth of the budget (its first lines),
+// so that a few huge text files (one document each) cannot fill or empty the sample: a document
+// larger than the budget would otherwise push out everything, itself included.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ class TokenizerSample {
 
   // The sampled texts in priority order (a random order); empties the sample.
   std::vector<std::string> take_texts();
+
+  static constexpr std::uint64_t kMaxShare = 8;  // a document gives at most budget / kMaxShare bytes
 
  private:
   struct Entry {

@@ -10,6 +10,7 @@
 #include "loco/config/algorithms.h"
 #include "loco/config/load_config.h"
 #include "loco/data/batch_sampler.h"
+#include "loco/data/dataset_meta.h"
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
@@ -46,6 +47,21 @@ void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std:
         "vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
         "model.vocab_size = 0 to take the data's vocabulary, or prepare the data with --vocab-size {}",
         data_dir, data_vocab, model.vocab_size, model.vocab_size));
+  }
+}
+
+// Ranks on several hosts each read their own data directory, prepared there: all must hold ids of one
+// tokenizer, or the replicas would learn different meanings for the same ids and average them.
+void require_one_tokenizer_on_every_rank(comm::Group& group, const std::string& data_dir) {
+  const std::string hash = data::prepared_tokenizer_hash(data_dir);
+  const std::vector<int> differing =
+      group.ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(hash), nullptr, 16)));
+  if (!differing.empty()) {
+    throw DataError(fmt::format(
+        "the ranks' data were prepared with different tokenizers: rank(s) {} differ from rank 0 (this rank, {}, "
+        "reads {}, prepared with {}). Prepare every rank's data with one tokenizer: loco prepare --tokenizer-from "
+        "RANK_0_DATA_DIR --input CORPUS --out NEW_DIR, or copy rank 0's data directory",
+        fmt::join(differing, ", "), group.rank(), data_dir, hash));
   }
 }
 
@@ -200,6 +216,10 @@ void Trainer::set_up() {
   s.train_data = data::TokenDataset::open(config.data.dir, "train");
   s.val_data = data::TokenDataset::open(config.data.dir, "val");
   resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
+  // Replicas as threads share one data directory; elastic members are not checked yet (docs/data.md).
+  if (s.group != nullptr && !elastic && replicas > 1 && config.dist.backend != "local") {
+    require_one_tokenizer_on_every_rank(*s.group, config.data.dir);
+  }
   // Fails now, not after training, when the validation split cannot hold one sequence.
   data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
