@@ -12,6 +12,7 @@ import json
 import pathlib
 import shutil
 import struct
+import subprocess
 import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -145,6 +146,42 @@ def dataset_meta_seeds():
     write(t, "edge_split_not_object", meta(val=[1, 2]))
     write(t, "edge_not_object", "[1, 2, 3]\n")
     write(t, "edge_not_json", "{\"format\": \"loco-tokens\",")
+
+
+# --- corpus files of loco prepare (data/byte_stream.h, data/corpus_stream.h) ------------------------------
+# The first byte picks the kind, as corpus_file_fuzzer.cpp reads it.
+KINDS = {"jsonl": 0, "jsonl.gz": 1, "jsonl.zst": 2, "txt.gz": 3, "txt.zst": 4, "txt": 5}
+
+
+def gzip_member(data):
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 15 + 16)
+    return compressor.compress(data) + compressor.flush()
+
+
+def zstd_frame(data):
+    """Through the zstd tool (scripts/setup.sh installs it): Python's standard library has no zstd."""
+    return subprocess.run(["zstd", "-q", "-c", "-3"], input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def corpus_file_seeds():
+    t = "corpus_file"
+    jsonl = b"".join(json.dumps({"id": i, "text": f"document {i}\nwith two lines"}).encode() + b"\n"
+                     for i in range(5))
+    write(t, "valid_jsonl", bytes([KINDS["jsonl"]]) + jsonl + b"\n  \n" + b'{"text": "last, no newline"}')
+    write(t, "valid_jsonl_gz", bytes([KINDS["jsonl.gz"]]) + gzip_member(jsonl))
+    write(t, "valid_jsonl_gz_two_members", bytes([KINDS["jsonl.gz"]]) + gzip_member(jsonl) + gzip_member(jsonl))
+    write(t, "valid_jsonl_zst", bytes([KINDS["jsonl.zst"]]) + zstd_frame(jsonl))
+    write(t, "valid_jsonl_zst_two_frames", bytes([KINDS["jsonl.zst"]]) + zstd_frame(jsonl) + zstd_frame(jsonl))
+    write(t, "valid_txt_gz", bytes([KINDS["txt.gz"]]) + gzip_member(b"a text document\n"))
+    write(t, "valid_txt_zst", bytes([KINDS["txt.zst"]]) + zstd_frame(b"a text document\n"))
+    write(t, "valid_txt", bytes([KINDS["txt"]]) + b"plain text")
+    write(t, "edge_gz_cut", bytes([KINDS["jsonl.gz"]]) + gzip_member(jsonl)[:-9])
+    write(t, "edge_zst_cut", bytes([KINDS["jsonl.zst"]]) + zstd_frame(jsonl)[:-3])
+    write(t, "edge_gz_empty", bytes([KINDS["jsonl.gz"]]))
+    write(t, "edge_zst_empty", bytes([KINDS["jsonl.zst"]]))
+    write(t, "edge_gz_trailing_zeros", bytes([KINDS["jsonl.gz"]]) + gzip_member(jsonl) + bytes(8))
+    write(t, "edge_bad_json_line", bytes([KINDS["jsonl"]]) + b'{"text": "fine"}\n{"text": 3}\n{"text": \n')
+    write(t, "edge_not_compressed", bytes([KINDS["jsonl.zst"]]) + jsonl)
 
 
 # --- state.json of a checkpoint (train/checkpoint_state.h) ------------------------------------------------
@@ -283,7 +320,7 @@ def main():
         shutil.rmtree(CORPUS)
     (CORPUS / "config").mkdir(parents=True)
     for seeds in (safetensors_seeds, shard_seeds, dataset_meta_seeds, checkpoint_state_seeds, config_seeds,
-                  wire_seeds):
+                  corpus_file_seeds, wire_seeds):
         seeds()
     for target in sorted(CORPUS.iterdir()):
         print(f"{target.name}: {len(list(target.iterdir()))} seeds")

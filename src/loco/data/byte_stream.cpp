@@ -16,7 +16,7 @@ namespace loco::data {
 
 namespace {
 
-constexpr std::size_t kFileChunk = 1 << 20;
+constexpr std::size_t kFileChunk = 256 << 10;  // compressed bytes read at a time
 
 DataError corrupt(const fs::path& path, const std::string& what) {
   return DataError(fmt::format("{}: {}. The file is damaged or was cut short (an interrupted download or copy): "
