@@ -11,7 +11,6 @@ namespace loco::data {
 DatasetWriter::DatasetWriter(const fs::path& dir, DocumentSplit split, bool hold_out, std::uint32_t bytes_per_token,
                              std::uint64_t tokens_per_shard)
     : split_(split),
-      hold_out_(hold_out),
       fallback_(hold_out),
       train_writer_(dir, "train", bytes_per_token, tokens_per_shard),
       val_writer_(dir, "val", bytes_per_token, tokens_per_shard) {}
@@ -42,7 +41,7 @@ void DatasetWriter::write(EncodedDocument document) {
 DatasetWriter::Splits DatasetWriter::finish() {
   if (held_) append(val_writer_, val_, *std::exchange(held_, std::nullopt));
   const std::uint64_t documents = train_.documents + val_.documents;
-  if (hold_out_ && documents == 1) throw single_document_error();
+  if (fallback_.holds_out() && documents == 1) throw single_document_error();
   if (train_.documents == 0) {
     throw DataError(fmt::format(
         "all {} documents fell in the validation split, none is left to train on. Pass a smaller --val-fraction "

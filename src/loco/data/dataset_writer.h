@@ -38,7 +38,6 @@ class DatasetWriter {
   void append(SplitWriter& writer, SplitMeta& meta, const EncodedDocument& document);
 
   DocumentSplit split_;
-  bool hold_out_;
   ValidationFallback fallback_;
   SplitWriter train_writer_, val_writer_;
   SplitMeta train_, val_;

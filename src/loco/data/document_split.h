@@ -49,6 +49,7 @@ class ValidationFallback {
 
   // True while the rule may still move a document to val: val_fraction > 0 and no val document yet.
   bool undecided() const { return hold_out_ && !val_seen_; }
+  bool holds_out() const { return hold_out_; }
   bool has_candidate() const { return candidate_hash_.has_value(); }
   std::uint64_t documents() const { return documents_; }
 
