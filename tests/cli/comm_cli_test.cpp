@@ -68,11 +68,12 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 TEST(BenchAllReduceCli, LocalRanksPrintVerifiedRowsWithTheRingBound) {
   const auto result =
       run_loco({"bench", "allreduce", "--backend", "local", "--nproc", "3", "--sizes", "4KiB", "--codec", "fp32,fp4",
-                "--bandwidth-mbps", "100", "--latency-ms", "5", "--repeats", "1"});
+                "--bandwidth-mbps", "100", "--latency-ms", "5", "--repeats", "1", "--round-kib", "off"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto rows = json_lines(result.output);
   ASSERT_EQ(rows.size(), 2u) << result.output;
   EXPECT_EQ(rows[0]["codec"], "fp32");
+  EXPECT_EQ(rows[0]["path"], "ring");
   EXPECT_EQ(rows[0]["size_bytes"], 4096);
   EXPECT_EQ(rows[0]["wire_bytes"], 2 * 2 * 4096 / 3);  // ring: 2·(N−1)/N of the tensor
   // 2·(N−1)/N·4096 bytes at 100 Mbit/s + 2·(N−1) rounds of 5 ms.
@@ -80,6 +81,26 @@ TEST(BenchAllReduceCli, LocalRanksPrintVerifiedRowsWithTheRingBound) {
   EXPECT_EQ(rows[1]["codec"], "fp4");
   EXPECT_LT(rows[1]["wire_bytes"].get<double>() * 7, rows[0]["wire_bytes"].get<double>());
   for (const auto& row : rows) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+}
+
+// --round-kib (comm.round_kib): fp32 leaves the ring for the paced exchange, and the rows say how.
+TEST(BenchAllReduceCli, PacedRowsReportRoundsAndPhases) {
+  const auto result = run_loco({"bench", "allreduce", "--backend", "local", "--nproc", "2", "--sizes", "64KiB",
+                                "--codec", "fp32,int8", "--repeats", "1", "--round-kib", "4"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = json_lines(result.output);
+  ASSERT_EQ(rows.size(), 2u) << result.output;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["path"], "pieces") << row.dump();
+    EXPECT_EQ(row["round_kib"], 4.0) << row.dump();
+    EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+    EXPECT_GE(row["reduce_scatter_s"].get<double>(), 0.0) << row.dump();
+  }
+  EXPECT_EQ(rows[0]["rounds"], 2 * 8);  // 32 KiB pieces of fp32 in 4 KiB rounds, both phases
+  EXPECT_EQ(rows[0]["wire_bytes"], 65536);  // half the tensor each phase
+  auto bad = run_loco({"bench", "allreduce", "--round-kib", "fast"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--round-kib"), std::string::npos) << bad.output;
 }
 
 TEST(BenchAllReduceCli, GlooStartsItsOwnRanks) {

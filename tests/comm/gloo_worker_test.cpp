@@ -51,6 +51,40 @@ TEST(GlooCollectives, QuantizedAllReduceMatchesLocalGroupBitForBit) {
   }
 }
 
+// Run alone in its processes (its own rendezvous): a group paced in rounds of 1000 bytes per peer (note
+// "paced-exchange") gives the bits and bytes of an unpaced LocalGroup.
+TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
+  const auto environment = comm::rank_environment_from_env();
+  ASSERT_TRUE(environment) << "run this test through `loco launch --nproc N -- <this binary>`";
+  torch::set_num_threads(1);
+  GroupOptions options;
+  options.timeout = 60s;
+  options.round_size = RoundSize::parse("0.9765625", "test");  // 1000 bytes
+  ASSERT_EQ(round_bytes_per_peer(options.round_size, options.link, 4), 1000);
+  const auto group = connect_from_environment(*environment, "gloo", options, 60s);
+  for (const auto& codec : codec_names()) {
+    for (auto count : test::collective_counts()) {
+      const auto before = group->stats();
+      const auto over_gloo = test::check_quantized_all_reduce(*group, codec, count);
+      const auto paced_ops = group->stats().operations - before.operations;
+      torch::Tensor in_process;
+      std::uint64_t unpaced_ops = 0;
+      run_local_replicas(group->size(), [&](Group& local) {
+        auto result = test::check_quantized_all_reduce(local, codec, count);
+        if (local.rank() == group->rank()) {
+          in_process = result;
+          unpaced_ops = local.stats().operations;
+        }
+      });
+      EXPECT_TRUE(torch::equal(over_gloo, in_process)) << codec << ", count " << count;
+      // Large tensors went in many rounds (the check's own broadcast and counts are the same in both).
+      if (count > 100000) {
+        EXPECT_GT(paced_ops, unpaced_ops + 50) << codec;  // fp4: 2 × 45 rounds of 1000 bytes
+      }
+    }
+  }
+}
+
 // Run with 2 ranks: rank 1 never starts the all-reduce; rank 0 must get CommTimeout in time.
 TEST(GlooFailures, StalledPeerTimesOut) {
   Group& group = world();

@@ -8,6 +8,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/comm_error.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/comm/quantized_all_reduce.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {
@@ -28,6 +29,78 @@ TEST_P(LocalCollectives, QuantizedAllReduceEveryCodec) {
       for (auto count : test::collective_counts()) test::check_quantized_all_reduce(group, codec, count);
     }
   });
+}
+
+// Note "paced-exchange": rounds change neither the values nor the bytes, only how many collectives carry
+// them; every codec, fp32's included.
+TEST_P(LocalCollectives, PacedExchangeGivesTheSameBitsAndBytes) {
+  const int n = GetParam();
+  struct Outcome {
+    std::vector<torch::Tensor> values;
+    std::vector<CommStats> stats;
+    std::vector<ExchangeTimes> times;
+  };
+  for (const auto& name : codec_names()) {
+    const auto codec = make_codec(name);
+    for (const std::int64_t count : {std::int64_t{1009}, std::int64_t{(1 << 16) + 3}}) {
+      auto run = [&](const std::string& round_kib) {
+        Outcome out{std::vector<torch::Tensor>(n), std::vector<CommStats>(n), std::vector<ExchangeTimes>(n)};
+        GroupOptions options;
+        options.round_size = RoundSize::parse(round_kib, "test");
+        run_local_replicas(
+            n,
+            [&](Group& group) {
+              const auto r = static_cast<std::size_t>(group.rank());
+              auto generator = at::detail::createCPUGenerator(77 + r);
+              out.values[r] = torch::randn({count}, generator) * (1.0 + group.rank());
+              quantized_all_reduce(group, out.values[r], *codec, ReduceOp::mean, kGroupTimeout, &out.times[r]);
+              out.stats[r] = group.stats();
+            },
+            options);
+        return out;
+      };
+      const Outcome whole = run("off"), paced = run("1");
+      // The largest piece, encoded: the span both phases cut into rounds of 1 KiB.
+      const std::int64_t block = static_cast<std::int64_t>(codec->block_size());
+      const std::int64_t piece = std::min(((count + n - 1) / n + block - 1) / block * block, count);
+      const std::int64_t slot = static_cast<std::int64_t>(codec->encoded_bytes(static_cast<std::size_t>(piece)));
+      for (int r = 0; r < n; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        const std::string what = name + ", rank " + std::to_string(r) + ", count " + std::to_string(count);
+        EXPECT_TRUE(torch::equal(paced.values[i], whole.values[i])) << what;
+        EXPECT_EQ(paced.stats[i].bytes_sent, whole.stats[i].bytes_sent) << what;
+        EXPECT_EQ(paced.stats[i].bytes_recv, whole.stats[i].bytes_recv) << what;
+        EXPECT_EQ(paced.times[i].round_bytes, 1024) << what;
+        EXPECT_EQ(paced.times[i].rounds, 2 * ((slot + 1023) / 1024)) << what;
+        EXPECT_EQ(paced.stats[i].operations, static_cast<std::uint64_t>(paced.times[i].rounds)) << what;
+        EXPECT_EQ(whole.times[i].rounds, 2) << what;
+      }
+    }
+  }
+}
+
+// Training's all-reduce (codec_all_reduce): fp32 takes the backend's ring, one operation, unless the
+// group is paced; then it goes in rounds like every codec, to the same values within fp32 rounding.
+TEST(LocalGroupPacing, Fp32TakesTheRingOnlyWhenUnpaced) {
+  for (const char* round_kib : {"off", "1"}) {
+    GroupOptions options;
+    options.round_size = RoundSize::parse(round_kib, "test");
+    run_local_replicas(
+        3,
+        [&](Group& group) {
+          auto values = torch::arange(5000, torch::kFloat32) * (group.rank() + 1);
+          codec_all_reduce(group, values, nullptr, ReduceOp::mean);
+          EXPECT_TRUE(torch::allclose(values, torch::arange(5000, torch::kFloat32) * 2.0, 1e-6)) << round_kib;
+          if (std::string(round_kib) == "off") {
+            EXPECT_EQ(group.stats().operations, 1u);
+            EXPECT_TRUE(uses_backend_ring(group, nullptr));
+          } else {
+            EXPECT_GT(group.stats().operations, 10u);
+            EXPECT_FALSE(uses_backend_ring(group, nullptr));
+          }
+        },
+        options);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, LocalCollectives, ::testing::Values(1, 2, 3, 4, 5));

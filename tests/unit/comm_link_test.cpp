@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "loco/comm/link/link_model.h"
+#include "loco/comm/link/round_size.h"
 #include "loco/comm/link/traffic.h"
 #include "loco/util/error.h"
 
@@ -88,6 +89,43 @@ TEST(LinkModel, BadListsNameTheProblem) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("2 values for 4 ranks"), std::string::npos) << e.what();
   }
+}
+
+TEST(RoundSize, ParsesAutoOffAndKib) {
+  EXPECT_EQ(RoundSize::parse("auto", "k").mode, RoundSize::Mode::automatic);
+  EXPECT_EQ(RoundSize::parse("off", "k").mode, RoundSize::Mode::whole);
+  EXPECT_EQ(RoundSize::parse("0", "k").mode, RoundSize::Mode::whole);
+  const RoundSize fixed = RoundSize::parse("32", "k");
+  EXPECT_EQ(fixed.mode, RoundSize::Mode::fixed);
+  EXPECT_EQ(fixed.bytes, 32 * 1024);
+  EXPECT_EQ(RoundSize::parse("0.5", "k").bytes, 512);
+  EXPECT_EQ(fixed.describe(), "32 KiB");
+  for (const char* bad : {"-1", "fast", "", "32KiB", "1e30"}) {
+    try {
+      RoundSize::parse(bad, "comm.round_kib");
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("comm.round_kib"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The auto rule (round_size.h): R = max(4 KiB, B/8 · max(8 ms, L / 0.05) / (N − 1)).
+TEST(RoundSize, AutoSizesRoundsFromTheLink) {
+  const RoundSize automatic = RoundSize::parse("auto", "k");
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 4), 0);  // no bandwidth: one round
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100", "", 1), 1), 0);  // nobody to send to
+  // 100 Mbit/s = 12.5 MB/s; 8 ms of it shared by 3 peers.
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100", "", 4), 4), 33333);
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("1000", "", 2), 2), 1000000);
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("10", "", 2), 2), 10000);
+  // 1 Mbit/s, 8 ranks: 143 bytes per peer would cost more in round trips than it saves; the floor.
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("1", "", 8), 8), 4096);
+  // 50 ms of latency: rounds of 1 s of traffic, so that latency is 5% of a round. The slowest link counts.
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100,50", "50,10", 2), 2), 6250000);
+  // A fixed size is taken as it is, whatever the link; off is one round.
+  EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("32", "k"), LinkModel(), 8), 32768);
+  EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("off", "k"), LinkModel::parse("10", "", 2), 2), 0);
 }
 
 }  // namespace

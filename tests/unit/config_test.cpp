@@ -100,6 +100,21 @@ TEST(Config, WrongTypesAreRejected) {
   EXPECT_NE(message.find("true or false"), std::string::npos) << message;
 }
 
+// comm.round_kib is text ("auto", "off" or KiB); a TOML number for a text key is taken as its text.
+TEST(Config, RoundKibTakesAutoOffOrANumber) {
+  ScratchDir dir;
+  EXPECT_EQ(load_text(dir, kValidConfig).comm.round_kib, "auto");
+  RunConfig c = load_text(dir, std::string(kValidConfig) + "\n[comm]\nround_kib = 32\nbandwidth_mbps = 0.5\n");
+  EXPECT_EQ(c.comm.round_kib, "32");
+  EXPECT_EQ(c.comm.bandwidth_mbps, "0.5");
+  EXPECT_EQ(load_text(dir, kValidConfig, {"comm.round_kib=off"}).comm.round_kib, "off");
+  for (const char* bad : {"comm.round_kib=fast", "comm.round_kib=-4"}) {
+    const std::string message = config_error(dir, kValidConfig, {bad});
+    EXPECT_NE(message.find("comm.round_kib"), std::string::npos) << message;
+    EXPECT_NE(message.find("auto"), std::string::npos) << message;
+  }
+}
+
 TEST(Config, ImpossibleShapesNameTheKeys) {
   ScratchDir dir;
   std::string message = config_error(dir, kValidConfig, {"model.num_attention_heads=5"});

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pairing.h"
 
@@ -9,18 +11,30 @@ namespace loco {
 
 torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members) {
   const int me = group.rank();
+  const torch::Tensor flat = mine.view({-1});
   std::vector<torch::Tensor> theirs(members.size());
-  std::vector<comm::WorkHandle> work;
   for (std::size_t k = 0; k < members.size(); ++k) {
-    if (members[k] == me) continue;
-    theirs[k] = torch::empty_like(mine);
-    work.push_back(group.send_async(mine, members[k]));
-    work.push_back(group.recv_async(theirs[k], members[k]));
+    if (members[k] != me) theirs[k] = torch::empty_like(flat);
   }
-  for (auto& w : work) w->wait();
-  torch::Tensor mean = torch::zeros_like(mine);
-  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? mine : theirs[k]);
-  return mean.div_(static_cast<double>(members.size()));
+  // Paced like every exchange (note "paced-exchange", comm/piecewise_reduce.h): rounds of at most R bytes
+  // to each partner, one after another; the partners derive the same rounds from the same sizes.
+  const std::int64_t round_bytes = comm::round_bytes_per_peer(group.options().round_size, group.options().link,
+                                                              static_cast<int>(members.size()));
+  const std::int64_t step = round_bytes > 0 ? std::max<std::int64_t>(round_bytes / flat.element_size(), 1)
+                                            : std::max<std::int64_t>(flat.numel(), 1);
+  for (std::int64_t start = 0; start < std::max<std::int64_t>(flat.numel(), 1); start += step) {
+    const std::int64_t count = std::min(step, flat.numel() - start);
+    std::vector<comm::WorkHandle> work;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      if (members[k] == me) continue;
+      work.push_back(group.send_async(flat.narrow(0, start, count), members[k]));
+      work.push_back(group.recv_async(theirs[k].narrow(0, start, count), members[k]));
+    }
+    for (auto& w : work) w->wait();
+  }
+  torch::Tensor mean = torch::zeros_like(flat);
+  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? flat : theirs[k]);
+  return mean.div_(static_cast<double>(members.size())).view(mine.sizes());
 }
 
 void noloco_outer_step(const NolocoConfig& config, const torch::Tensor& mean, torch::Tensor& slow,

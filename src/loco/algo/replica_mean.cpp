@@ -12,13 +12,13 @@ std::unique_ptr<comm::Codec> exchange_codec(const std::string& name, std::int64_
 namespace {
 
 void reduce(comm::Group& group, torch::Tensor& tensor, const comm::Codec* codec, comm::ReduceOp op) {
-  if (codec == nullptr) {
-    group.all_reduce(tensor, op);
+  if (comm::uses_backend_ring(group, codec)) {
+    group.all_reduce(tensor, op);  // any dtype (float64 parity tests)
     return;
   }
   // Codecs work on float32; float64 runs (parity tests) round-trip through it.
   torch::Tensor values = tensor.dtype() == torch::kFloat32 ? tensor : tensor.to(torch::kFloat32);
-  comm::quantized_all_reduce(group, values, *codec, op);
+  comm::codec_all_reduce(group, values, codec, op);
   if (!values.is_same(tensor)) tensor.copy_(values);
 }
 

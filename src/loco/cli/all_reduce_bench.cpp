@@ -106,19 +106,16 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
     const Reference reference = options.verify && count > 0 ? reference_for(size, count) : Reference{};
     for (const auto& codec_name : options.codecs) {
       const auto codec = comm::make_codec(codec_name, options.block_size);
-      const bool native = codec_name == "fp32";
+      const bool ring = comm::uses_backend_ring(group, codec.get());
       auto work = input.clone();
-      comm::CommStats op_cost;  // bytes and emulated time of the measured operation alone
+      comm::CommStats op_cost;      // bytes and emulated time of the measured operation alone
+      comm::ExchangeTimes phases;  // where the piecewise exchange's time went
       auto run_once = [&] {
         work.copy_(input);
         group.barrier();
         const comm::CommStats before = group.stats();
         const auto start = Clock::now();
-        if (native) {
-          group.all_reduce(work);
-        } else {
-          comm::quantized_all_reduce(group, work, *codec, comm::ReduceOp::sum, comm::kGroupTimeout, options.round_bytes);
-        }
+        comm::codec_all_reduce(group, work, codec.get(), comm::ReduceOp::sum, &phases);
         const double seconds = seconds_since(start);
         const comm::CommStats after = group.stats();
         op_cost = {after.bytes_sent - before.bytes_sent, after.bytes_recv - before.bytes_recv,
@@ -126,8 +123,13 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
         return seconds;
       };
       for (int i = 0; i < options.warmup; ++i) run_once();
-      std::vector<double> times;
-      for (int i = 0; i < options.repeats; ++i) times.push_back(slowest(group, run_once()));
+      std::vector<double> times, scatter, gather, compute;
+      for (int i = 0; i < options.repeats; ++i) {
+        times.push_back(slowest(group, run_once()));
+        scatter.push_back(slowest(group, phases.reduce_scatter_s));
+        gather.push_back(slowest(group, phases.all_gather_s));
+        compute.push_back(slowest(group, phases.compute_s));
+      }
       const double time_s = median(times);
       const double ring_factor = size > 1 ? 2.0 * (size - 1) / size : 0.0;
       const double algbw_gbps = time_s > 0 ? 8.0 * static_cast<double>(count * 4) / time_s / 1e9 : 0.0;
@@ -135,6 +137,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
                                     {"codec", codec_name},
                                     {"backend", group.backend()},
                                     {"nproc", size},
+                                    {"path", ring ? "ring" : "pieces"},
                                     {"time_s", time_s},
                                     {"algbw_gbps", algbw_gbps},
                                     {"busbw_gbps", algbw_gbps * ring_factor},
@@ -142,15 +145,22 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
                                     {"emulated_s", op_cost.emulated_s}};
       // The ring all-reduce's lower bound on the slowest link, at the codec's encoded size.
       const double bandwidth = link.slowest_bandwidth_bps();
-      const int rounds = native ? 2 * (size - 1) : (size > 1 ? size : 0);  // all-to-all, then ring all-gather
+      const int rounds = ring ? 2 * (size - 1) : (size > 1 ? size : 0);  // all-to-all, then ring all-gather
       row["bound_s"] = bandwidth > 0
                            ? nlohmann::ordered_json(ring_factor * 8.0 * codec->encoded_bytes(count) / bandwidth +
                                                     rounds * link.highest_latency_s())
                            : nlohmann::ordered_json(nullptr);
       row["time_over_bound"] = bandwidth > 0 ? nlohmann::ordered_json(time_s / row["bound_s"].get<double>())
                                              : nlohmann::ordered_json(nullptr);
+      if (!ring) {  // medians over the repeats of the slowest rank's seconds per phase
+        row["round_kib"] = static_cast<double>(phases.round_bytes) / 1024;
+        row["rounds"] = phases.rounds;
+        row["reduce_scatter_s"] = median(scatter);
+        row["all_gather_s"] = median(gather);
+        row["compute_s"] = median(compute);
+      }
       if (options.verify && count > 0) {
-        const auto check = verify(reference, native ? nullptr : codec.get(), work);
+        const auto check = verify(reference, ring ? nullptr : codec.get(), work);
         row["max_abs_err"] = check.max_abs_err;
         row["err_bound"] = check.bound;
         row["verified"] = check.max_abs_err <= check.bound;

@@ -13,9 +13,10 @@ namespace loco::cli {
 
 struct AllReduceBenchOptions {
   std::vector<std::int64_t> sizes_bytes;  // fp32 payload per rank; rounded down to whole floats
-  std::vector<std::string> codecs;        // "fp32" runs Group::all_reduce, others quantized_all_reduce
+  // Each runs comm::codec_all_reduce, as training does: fp32 on an unpaced group takes the backend's
+  // ring, everything else the piecewise exchange paced by the group's GroupOptions::round_size.
+  std::vector<std::string> codecs;
   std::size_t block_size = 128;
-  std::int64_t round_bytes = 0;  // pacing of the quantised reduce-scatter phase (quantized_all_reduce.h)
   int warmup = 1;
   int repeats = 5;
   bool verify = true;

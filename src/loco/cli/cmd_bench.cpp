@@ -29,7 +29,7 @@ struct BenchAllReduceOptions {
   std::string sizes = "1MB,4MB,16MB";
   std::string codecs = "fp32,bf16,int8,fp4,int4";
   std::size_t block_size = 128;
-  double round_kib = 0;
+  std::string round_kib = "auto";
   std::string bandwidth_mbps;
   std::string latency_ms;
   std::string delay = "none";
@@ -70,9 +70,6 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.codecs = split_list(o.codecs);
   for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
   bench.block_size = o.block_size;
-  if (!(o.round_kib >= 0))
-    throw ConfigError(fmt::format("--round-kib {}: give 0 (no pacing) or a positive size.", o.round_kib));
-  bench.round_bytes = static_cast<std::int64_t>(o.round_kib * 1024);
   bench.repeats = o.repeats;
   bench.warmup = o.warmup;
   bench.verify = !o.no_verify;
@@ -89,6 +86,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   group_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   group_options.link = comm::LinkModel::parse(o.bandwidth_mbps, o.latency_ms, world_size);
   group_options.delay = comm::parse_link_delay(o.delay, "--delay");
+  group_options.round_size = comm::RoundSize::parse(o.round_kib, "--round-kib");
 
   if (o.backend == "local") {
     std::vector<nlohmann::ordered_json> rows;
@@ -139,7 +137,8 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--codec", o.codecs, "Codecs, comma-separated: fp32,bf16,int8,fp4,int4")->capture_default_str();
   cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
   cmd->add_option("--round-kib", o.round_kib,
-                  "Compressed codecs: send at most this many KiB per peer per all-to-all round (0: one round)")
+                  "Pacing: KiB per peer and round, off (one round; fp32 takes the backend's ring) or auto "
+                  "(from --bandwidth-mbps/--latency-ms; off without a bandwidth), as comm.round_kib")
       ->capture_default_str();
   cmd->add_option("--bandwidth-mbps", o.bandwidth_mbps,
                   "Link bandwidth in Mbit/s for bound_s and emulated_s; one value or one per rank");

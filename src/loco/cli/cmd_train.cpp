@@ -5,6 +5,7 @@
 // dist.elastic = true runs this process as one member of an elastic run (cli/train_elastic.h), or with
 // dist.backend = "local" every replica as a thread that is a member (cli/train_local_elastic.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
@@ -50,6 +51,7 @@ comm::GroupOptions group_options(const CommConfig& c, int replicas) {
   options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(c.timeout_s * 1000));
   options.link = comm::LinkModel::parse(c.bandwidth_mbps, c.latency_ms, replicas);
   options.delay = comm::parse_link_delay(c.delay, "comm.delay");
+  options.round_size = comm::RoundSize::parse(c.round_kib, "comm.round_kib");
   return options;
 }
 
@@ -89,6 +91,15 @@ void run_rank(TrainOptions options, const comm::RankEnvironment& environment) {
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
   const auto group = comm::connect_from_environment(environment, config.dist.backend,
                                                     group_options(config.comm, environment.world_size), timeout);
+  // The rounds of every exchange are collectives: ranks that cut them differently would wait for each
+  // other until the timeout (note "paced-exchange").
+  const std::int64_t round_bytes = comm::round_bytes_per_peer(group->options().round_size, group->options().link,
+                                                              group->size());
+  if (const auto differing = group->ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
+    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
+                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
+                                  round_bytes, fmt::join(differing, ", ")));
+  }
   options.group = group.get();
   const TrainSummary summary = Trainer(options).run();
   if (group->rank() == 0) print_summary(summary);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "loco/comm/link/link_model.h"
+#include "loco/comm/link/round_size.h"
 
 namespace loco::comm {
 
@@ -46,6 +47,9 @@ struct GroupOptions {
   Timeout timeout{std::chrono::minutes(10)};
   LinkModel link;
   LinkDelay delay = LinkDelay::none;
+  // Rounds of the exchanges built on piecewise_reduce.h (note "paced-exchange"). Every rank of a group
+  // must have the same: the rounds are collectives, matched by order.
+  RoundSize round_size;
   // Polled while a collective of a C10dGroup is waited for (not send/recv: Gloo reports their completion
   // only in wait()) and while the group's ranks meet (c10d_rendezvous.h await_every_rank); when it says
   // true the wait gives up with PeerLost and the group must be abandoned.

@@ -1,9 +1,12 @@
 #include "loco/comm/piecewise_reduce.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
+#include "loco/comm/link/round_size.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::comm {
 
@@ -34,46 +37,97 @@ std::int64_t encoded(const Codec& codec, std::int64_t count) {
 
 torch::Tensor byte_buffer(std::int64_t bytes) { return torch::empty({bytes}, torch::kUInt8); }
 
+// The rounds of a phase whose largest piece is `largest` bytes: spans [start, start + step) of every
+// piece, at least one round (an empty exchange still meets every rank).
+struct Rounds {
+  std::int64_t step;
+  std::int64_t count;
+  Rounds(std::int64_t largest, std::int64_t round_bytes) {
+    step = round_bytes > 0 ? round_bytes : std::max<std::int64_t>(largest, 1);
+    count = std::max<std::int64_t>((largest + step - 1) / step, 1);
+  }
+  // Bytes of a piece of `bytes` that round `round` carries.
+  std::int64_t slice(std::int64_t bytes, std::int64_t round) const {
+    return std::clamp<std::int64_t>(bytes - round * step, 0, step);
+  }
+  std::int64_t start(std::int64_t bytes, std::int64_t round) const { return std::min(round * step, bytes); }
+};
+
+// Adds the seconds `run` takes to `total`.
+template <typename Run>
+void timed(double& total, Run&& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  total += seconds_since(start);
+}
+
 // The reduce-scatter phase's all-to-all: `outgoing` holds piece r (piece_bytes[r] bytes) for every
-// rank r, back to back; returns, on the host, this rank's piece from every rank in rank order. With
-// round_bytes > 0 it runs in rounds of at most round_bytes per peer (note "paced-exchange" in the
-// header); every rank computes the same number of rounds from the same piece sizes.
+// rank r, back to back; returns, on the host, this rank's piece from every rank in rank order.
 torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const std::vector<std::int64_t>& piece_bytes,
-                              std::int64_t round_bytes, Timeout timeout) {
+                              const Rounds& rounds, Timeout timeout, ExchangeTimes& times) {
   const int size = group.size();
   const std::int64_t mine = piece_bytes[static_cast<std::size_t>(group.rank())];
   auto incoming = byte_buffer(mine * size);
   const auto outgoing_offsets = offsets_of(piece_bytes);
-  const std::int64_t largest = *std::max_element(piece_bytes.begin(), piece_bytes.end());
-  const std::int64_t step = round_bytes > 0 ? round_bytes : std::max<std::int64_t>(largest, 1);
-  for (std::int64_t start = 0; start < std::max<std::int64_t>(largest, 1); start += step) {
-    auto slice = [&](std::int64_t bytes) { return std::clamp<std::int64_t>(bytes - start, 0, step); };
+  for (std::int64_t round = 0; round < rounds.count; ++round) {
     std::vector<std::int64_t> send_splits, recv_splits;
     std::vector<torch::Tensor> send_parts;
     for (int peer = 0; peer < size; ++peer) {
       const auto p = static_cast<std::size_t>(peer);
-      send_splits.push_back(slice(piece_bytes[p]));
+      send_splits.push_back(rounds.slice(piece_bytes[p], round));
       send_parts.push_back(
-          outgoing.narrow(0, outgoing_offsets[p] + std::min(start, piece_bytes[p]), send_splits.back()));
-      recv_splits.push_back(slice(mine));
+          outgoing.narrow(0, outgoing_offsets[p] + rounds.start(piece_bytes[p], round), send_splits.back()));
+      recv_splits.push_back(rounds.slice(mine, round));
     }
-    auto received = byte_buffer(slice(mine) * size).to(group.device());
-    group.all_to_all(torch::cat(send_parts).to(group.device()), received, send_splits, recv_splits, timeout);
+    const std::int64_t received_bytes = rounds.slice(mine, round);
+    auto received = byte_buffer(received_bytes * size).to(group.device());
+    const auto sent = torch::cat(send_parts).to(group.device());
+    timed(times.reduce_scatter_s, [&] { group.all_to_all(sent, received, send_splits, recv_splits, timeout); });
     received = received.to(torch::kCPU);
     for (int source = 0; source < size; ++source) {
-      incoming.narrow(0, source * mine + std::min(start, mine), slice(mine))
-          .copy_(received.narrow(0, source * slice(mine), slice(mine)));
+      incoming.narrow(0, source * mine + rounds.start(mine, round), received_bytes)
+          .copy_(received.narrow(0, source * received_bytes, received_bytes));
     }
+    ++times.rounds;
   }
   return incoming;
+}
+
+// The all-gather phase: every rank's `slot_bytes` of `mine` to every rank, rank r's at r·slot_bytes of
+// the result (on the host). A ring all-gather per round.
+torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds& rounds, Timeout timeout,
+                           ExchangeTimes& times) {
+  const int size = group.size();
+  const std::int64_t slot_bytes = mine.numel();
+  if (rounds.count == 1) {  // the common case without a copy
+    auto gathered = byte_buffer(slot_bytes * size).to(group.device());
+    timed(times.all_gather_s, [&] { group.all_gather(mine.to(group.device()), gathered, timeout); });
+    ++times.rounds;
+    return gathered.to(torch::kCPU);
+  }
+  auto gathered = byte_buffer(slot_bytes * size);
+  for (std::int64_t round = 0; round < rounds.count; ++round) {
+    const std::int64_t start = rounds.start(slot_bytes, round), bytes = rounds.slice(slot_bytes, round);
+    auto part = byte_buffer(bytes * size).to(group.device());
+    timed(times.all_gather_s, [&] { group.all_gather(mine.narrow(0, start, bytes).to(group.device()), part, timeout); });
+    part = part.to(torch::kCPU);
+    for (int source = 0; source < size; ++source) {
+      gathered.narrow(0, source * slot_bytes + start, bytes).copy_(part.narrow(0, source * bytes, bytes));
+    }
+    ++times.rounds;
+  }
+  return gathered;
 }
 
 }  // namespace
 
 void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, const PieceReduce& reduce,
-                      Timeout timeout, std::int64_t round_bytes) {
+                      Timeout timeout, ExchangeTimes* times_out) {
   LOCO_CHECK(tensor.scalar_type() == torch::kFloat32, "piecewise_reduce needs float32 values, got {}",
              c10::toString(tensor.scalar_type()));
+  const auto started = std::chrono::steady_clock::now();
+  ExchangeTimes times;
+  times.round_bytes = round_bytes_per_peer(group.options().round_size, group.options().link, group.size());
   const int size = group.size();
   const auto me = static_cast<std::size_t>(group.rank());
   auto host = tensor.to(torch::kCPU).contiguous().view({-1});  // a copy only if tensor is elsewhere
@@ -83,7 +137,10 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   const auto piece_offsets = offsets_of(pieces);
   std::vector<std::int64_t> piece_bytes;
   for (auto piece : pieces) piece_bytes.push_back(encoded(codec, piece));
-  auto on_group_device = [&](const torch::Tensor& bytes) { return bytes.to(group.device()); };
+  // A ring all-gather needs equal sizes, so the all-gather phase pads pieces to the largest (a few
+  // bytes for large tensors; counted as sent), and both phases have the same rounds.
+  const std::int64_t slot_bytes = *std::max_element(piece_bytes.begin(), piece_bytes.end());
+  const Rounds rounds(slot_bytes, times.round_bytes);
 
   // 2. Reduce-scatter phase: piece r of every rank goes to rank r.
   auto outgoing = byte_buffer(std::accumulate(piece_bytes.begin(), piece_bytes.end(), std::int64_t{0}));
@@ -92,28 +149,28 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
     codec.encode(values + piece_offsets[piece], static_cast<std::size_t>(pieces[piece]),
                  outgoing.data_ptr<std::uint8_t>() + outgoing_offsets[piece]);
   }
-  const torch::Tensor incoming = exchange_pieces(group, outgoing, piece_bytes, round_bytes, timeout);
+  const torch::Tensor incoming = exchange_pieces(group, outgoing, piece_bytes, rounds, timeout, times);
 
   // 3. Reduce my piece from every rank's contribution.
   auto reduced_piece = torch::zeros({pieces[me]}, torch::kFloat32);
   reduce({incoming.data_ptr<std::uint8_t>(), size, piece_bytes[me], pieces[me]}, reduced_piece.data_ptr<float>());
 
-  // 4. All-gather phase: my reduced piece, encoded once, to every rank; decode every piece. A ring
-  // all-gather needs equal sizes, so pieces are padded to the largest (a few bytes for large tensors;
-  // counted as sent). Over tc-shaped links Gloo's ring measured faster than its all-to-all for this
-  // phase (docs/results.md, "Collectives").
-  const std::int64_t slot_bytes = *std::max_element(piece_bytes.begin(), piece_bytes.end());
+  // 4. All-gather phase: my reduced piece, encoded once, to every rank; decode every piece. Over
+  // tc-shaped links Gloo's ring measured faster than its all-to-all for this phase (docs/results.md,
+  // "Collectives").
   auto reduced = torch::zeros({slot_bytes}, torch::kUInt8);
   codec.encode(reduced_piece.data_ptr<float>(), static_cast<std::size_t>(pieces[me]), reduced.data_ptr<std::uint8_t>());
-  auto gathered = on_group_device(byte_buffer(slot_bytes * size));
-  group.all_gather(on_group_device(reduced), gathered, timeout);
-  gathered = gathered.to(torch::kCPU);
+  const torch::Tensor gathered = gather_slots(group, reduced, rounds, timeout, times);
   float* result = host.data_ptr<float>();
   for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
     codec.decode(gathered.data_ptr<std::uint8_t>() + static_cast<std::int64_t>(piece) * slot_bytes,
                  static_cast<std::size_t>(pieces[piece]), result + piece_offsets[piece]);
   }
   if (!host.is_alias_of(tensor)) tensor.copy_(host.view(tensor.sizes()));
+  if (times_out != nullptr) {
+    times.compute_s = seconds_since(started) - times.reduce_scatter_s - times.all_gather_s;
+    *times_out = times;
+  }
 }
 
 }  // namespace loco::comm

@@ -12,6 +12,11 @@
 // Wire bytes per rank: about 2·(N−1)/N·encoded_bytes(n), the ring all-reduce's volume at the codec's size;
 // 1 + (N−1) rounds of latency, and whatever the reduction itself exchanges. The same code runs on every
 // backend, so LocalGroup and C10dGroup give bit-identical results.
+//
+// Note "paced-exchange": the group's GroupOptions::round_size (link/round_size.h) cuts both phases into
+// rounds of at most R bytes per peer, run one after another: an all-to-all of the pieces' bytes
+// [k·R, (k+1)·R), then ring all-gathers of the reduced pieces' same spans. Every rank derives the same
+// rounds from the same piece sizes, and the values are the same whatever the rounds.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +39,18 @@ struct PieceContributions {
 // phases on every rank; a collective it starts must be started by every rank alike.
 using PieceReduce = std::function<void(const PieceContributions& contributions, float* out)>;
 
-// In place on a float32 tensor (any device; the codec runs on the host). round_bytes > 0 paces the
-// reduce-scatter phase (note "paced-exchange", quantized_all_reduce.h).
+// Where the time of one exchange went (loco bench allreduce reports it).
+struct ExchangeTimes {
+  int rounds = 0;               // collectives of both phases
+  std::int64_t round_bytes = 0;  // per peer and round; 0: one round per phase
+  double reduce_scatter_s = 0;  // waiting for the first phase's collectives
+  double all_gather_s = 0;      // waiting for the second phase's
+  double compute_s = 0;         // encoding, reducing and decoding on this rank
+};
+
+// In place on a float32 tensor (any device; the codec runs on the host). `times`, if given, receives
+// this rank's breakdown.
 void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, const PieceReduce& reduce,
-                      Timeout timeout = kGroupTimeout, std::int64_t round_bytes = 0);
+                      Timeout timeout = kGroupTimeout, ExchangeTimes* times = nullptr);
 
 }  // namespace loco::comm

@@ -1,11 +1,11 @@
 #include "loco/comm/quantized_all_reduce.h"
 
-#include "loco/comm/piecewise_reduce.h"
+#include "loco/comm/link/round_size.h"
 
 namespace loco::comm {
 
 void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, ReduceOp op, Timeout timeout,
-                          std::int64_t round_bytes) {
+                          ExchangeTimes* times) {
   const int size = group.size();
   // 3. The sum of my piece in fp32, in rank order.
   piecewise_reduce(
@@ -19,7 +19,22 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
           for (std::size_t i = 0; i < count; ++i) sum[i] /= static_cast<float>(size);
         }
       },
-      timeout, round_bytes);
+      timeout, times);
+}
+
+bool uses_backend_ring(const Group& group, const Codec* codec) {
+  const bool fp32 = codec == nullptr || codec->kind() == CodecKind::kFp32;
+  return fp32 && round_bytes_per_peer(group.options().round_size, group.options().link, group.size()) == 0;
+}
+
+void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
+                      ExchangeTimes* times) {
+  if (uses_backend_ring(group, codec)) {
+    group.all_reduce(tensor, op);
+    return;
+  }
+  static const auto fp32 = make_codec("fp32");
+  quantized_all_reduce(group, tensor, codec != nullptr ? *codec : *fp32, op, kGroupTimeout, times);
 }
 
 }  // namespace loco::comm

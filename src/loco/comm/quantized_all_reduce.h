@@ -11,15 +11,22 @@
 
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/group.h"
+#include "loco/comm/piecewise_reduce.h"
 
 namespace loco::comm {
 
-// In place on a float32 tensor (any device; the codec runs on the host).
-// round_bytes > 0 paces the reduce-scatter phase: it runs as rounds that each send at most
-// round_bytes to every peer (note "paced-exchange"). Over tc-shaped 100 Mbit/s links one all-to-all
-// of whole pieces ran at 1.5x the ring bound and rounds of ~32 KiB per peer near 1.1x, but every
-// round costs a latency: use it only where latency is small next to round_bytes / bandwidth.
+// In place on a float32 tensor (any device; the codec runs on the host), paced by the group's
+// GroupOptions::round_size (note "paced-exchange", piecewise_reduce.h). `times`: as piecewise_reduce's.
 void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec& codec, ReduceOp op = ReduceOp::sum,
-                          Timeout timeout = kGroupTimeout, std::int64_t round_bytes = 0);
+                          Timeout timeout = kGroupTimeout, ExchangeTimes* times = nullptr);
+
+// The all-reduce the training exchanges use: Gloo's (or NCCL's) own ring for fp32 (codec null or fp32)
+// on an unpaced group, where it is fastest; quantized_all_reduce otherwise, fp32 included, so that a
+// paced group paces every exchange. `times` stays untouched on the ring path.
+void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
+                      ExchangeTimes* times = nullptr);
+
+// Whether codec_all_reduce takes the backend's ring for this group and codec.
+bool uses_backend_ring(const Group& group, const Codec* codec);
 
 }  // namespace loco::comm

@@ -165,6 +165,9 @@ std::vector<ConfigKey> make_keys() {
       bind("comm", "latency_ms", &R::comm, &C::latency_ms, "emulated one-way latency in ms (one or per rank)"),
       bind("comm", "delay", &R::comm, &C::delay, "how much of the emulated link time is also waited out",
            {{"none", ""}, {"latency", "rounds x latency"}, {"full", "all of it"}}),
+      bind("comm", "round_kib", &R::comm, &C::round_kib,
+           "pacing: KiB per peer and round of every exchange; auto sizes rounds from comm.bandwidth_mbps and "
+           "comm.latency_ms (one round without a bandwidth); off: one round"),
       bind("comm", "timeout_s", &R::comm, &C::timeout_s, "timeout of every communication, in seconds"),
   };
 }

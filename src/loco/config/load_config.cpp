@@ -81,6 +81,9 @@ ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std:
       if (!v.is_boolean()) throw bad();
       return v.as_boolean();
     default:
+      // A number for a string key is its text: comm.bandwidth_mbps = 100, comm.round_kib = 32.
+      if (v.is_integer()) return std::to_string(v.as_integer());
+      if (v.is_floating()) return fmt::format("{}", v.as_floating());
       if (!v.is_string()) throw bad();
       return v.as_string().str;
   }
@@ -278,6 +281,14 @@ void validate_dist(const RunConfig& c) {
   if (!(s.mix >= 0 && s.mix <= 1)) reject("streaming.mix must lie in [0, 1]");
   if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
   if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
+  if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
+    const auto kib = parse_whole_number(c.comm.round_kib);
+    if (!kib || *kib < 0) {
+      reject(fmt::format("comm.round_kib '{}' is not a round size: give auto (sized from the link), off (one round) "
+                         "or a size in KiB per peer and round, e.g. 32",
+                         c.comm.round_kib));
+    }
+  }
   try {
     const int ranks = static_cast<int>(d.replicas);
     parse_per_rank_values(c.comm.bandwidth_mbps, "bandwidth (Mbit/s)", ranks);

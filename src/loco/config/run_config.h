@@ -123,6 +123,7 @@ struct CommConfig {
   std::string bandwidth_mbps = "";  // emulated link: one value or one per rank, comma-separated; "" = none
   std::string latency_ms = "";
   std::string delay = "none";      // none | latency | full: how the emulated link shows in real time
+  std::string round_kib = "auto";  // auto | off | KiB per peer and round of every exchange (comm/link/round_size.h)
   double timeout_s = 600;
 };
 

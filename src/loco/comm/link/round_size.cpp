@@ -1,0 +1,58 @@
+#include "loco/comm/link/round_size.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "loco/util/error.h"
+#include "loco/util/parse_number.h"
+
+namespace loco::comm {
+
+namespace {
+
+// The auto rule's constants (round_size.h).
+constexpr double kRoundSeconds = 0.008;
+constexpr double kLatencyShare = 0.05;
+constexpr std::int64_t kMinRoundBytes = 4 * 1024;
+
+}  // namespace
+
+RoundSize RoundSize::parse(const std::string& text, const std::string& key) {
+  if (text == "auto") return {Mode::automatic, 0};
+  if (text == "off") return {Mode::whole, 0};
+  const auto kib = parse_whole_number(text);
+  if (!kib || *kib < 0 || *kib * 1024 > 1e15) {
+    throw ConfigError(fmt::format("{} '{}' is not a round size: give auto (sized from the link), off (one round) "
+                                  "or a size in KiB per peer and round, e.g. 32.",
+                                  key, text));
+  }
+  const auto bytes = static_cast<std::int64_t>(std::llround(*kib * 1024));
+  if (bytes == 0) return {Mode::whole, 0};
+  return {Mode::fixed, bytes};
+}
+
+std::string RoundSize::describe() const {
+  switch (mode) {
+    case Mode::whole: return "off";
+    case Mode::automatic: return "auto";
+    case Mode::fixed: break;
+  }
+  return fmt::format("{:g} KiB", static_cast<double>(bytes) / 1024);
+}
+
+std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& link, int group_size) {
+  switch (setting.mode) {
+    case RoundSize::Mode::whole: return 0;
+    case RoundSize::Mode::fixed: return setting.bytes;
+    case RoundSize::Mode::automatic: break;
+  }
+  const double bandwidth = link.slowest_bandwidth_bps();
+  if (bandwidth <= 0 || group_size < 2) return 0;
+  const double round_s = std::max(kRoundSeconds, link.highest_latency_s() / kLatencyShare);
+  const double per_peer = bandwidth / 8 * round_s / (group_size - 1);
+  return std::max(kMinRoundBytes, static_cast<std::int64_t>(per_peer));
+}
+
+}  // namespace loco::comm
