@@ -34,7 +34,10 @@ void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* co
     return;
   }
   static const auto fp32 = make_codec("fp32");
-  quantized_all_reduce(group, tensor, codec != nullptr ? *codec : *fp32, op, kGroupTimeout, times);
+  // Codecs work on float32; float64 tensors (parity tests) round-trip through it.
+  const torch::Tensor values = tensor.scalar_type() == torch::kFloat32 ? tensor : tensor.to(torch::kFloat32);
+  quantized_all_reduce(group, values, codec != nullptr ? *codec : *fp32, op, kGroupTimeout, times);
+  if (!values.is_same(tensor)) tensor.copy_(values);
 }
 
 }  // namespace loco::comm
