@@ -138,9 +138,13 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   std::vector<std::int64_t> piece_bytes;
   for (auto piece : pieces) piece_bytes.push_back(encoded(codec, piece));
   // A ring all-gather needs equal sizes, so the all-gather phase pads pieces to the largest (a few
-  // bytes for large tensors; counted as sent), and both phases have the same rounds.
+  // bytes for large tensors; counted as sent).
   const std::int64_t slot_bytes = *std::max_element(piece_bytes.begin(), piece_bytes.end());
   const Rounds rounds(slot_bytes, times.round_bytes);
+  // An all-to-all round puts R on each of N − 1 links at once; a ring round's N − 1 steps each put its
+  // span on one link, so its span is R·(N − 1) and each step is as long as an all-to-all round (with
+  // spans of R, 8 ranks spent most of a round between steps: docs/results.md, "Pacing").
+  const Rounds ring_rounds(slot_bytes, times.round_bytes * std::max(size - 1, 1));
 
   // 2. Reduce-scatter phase: piece r of every rank goes to rank r.
   auto outgoing = byte_buffer(std::accumulate(piece_bytes.begin(), piece_bytes.end(), std::int64_t{0}));
@@ -160,7 +164,7 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   // "Collectives").
   auto reduced = torch::zeros({slot_bytes}, torch::kUInt8);
   codec.encode(reduced_piece.data_ptr<float>(), static_cast<std::size_t>(pieces[me]), reduced.data_ptr<std::uint8_t>());
-  const torch::Tensor gathered = gather_slots(group, reduced, rounds, timeout, times);
+  const torch::Tensor gathered = gather_slots(group, reduced, ring_rounds, timeout, times);
   float* result = host.data_ptr<float>();
   for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
     codec.decode(gathered.data_ptr<std::uint8_t>() + static_cast<std::int64_t>(piece) * slot_bytes,

@@ -14,9 +14,10 @@
 // backend, so LocalGroup and C10dGroup give bit-identical results.
 //
 // Note "paced-exchange": the group's GroupOptions::round_size (link/round_size.h) cuts both phases into
-// rounds of at most R bytes per peer, run one after another: an all-to-all of the pieces' bytes
-// [k·R, (k+1)·R), then ring all-gathers of the reduced pieces' same spans. Every rank derives the same
-// rounds from the same piece sizes, and the values are the same whatever the rounds.
+// rounds run one after another: all-to-alls of the pieces' bytes [k·R, (k+1)·R), R per peer, then ring
+// all-gathers of the reduced pieces' spans [k·S, (k+1)·S) with S = R·(N−1), so that every ring step, like
+// every all-to-all round, keeps a link busy for about the same time. Every rank derives the same rounds
+// from the same piece sizes, and the values are the same whatever the rounds.
 #pragma once
 
 #include <cstdint>
