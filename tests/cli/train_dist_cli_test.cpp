@@ -262,6 +262,35 @@ TEST_F(TrainDistCli, ResumeContinuesExactly) {
   }
 }
 
+// Note "overlap-auto": over an emulated 0.1 Mbit/s link an exchange of the tiny model takes seconds
+// and a step milliseconds, so the first measured exchange raises τ to its cap, sync_every − 1; over
+// 10 Gbit/s it stays 1. Each decision is the same on every replica, so a resumed run still continues
+// exactly (τ is in the checkpoint).
+TEST_F(TrainDistCli, OverlapAutoHidesTheMeasuredExchange) {
+  const std::vector<std::string> auto_tau = {"dist.algorithm=streaming", "streaming.fragments=1", "streaming.sync_every=4",
+                                             "streaming.overlap_auto=true", "dist.replicas=2", "train.steps=10"};
+  auto sets = auto_tau;
+  sets.insert(sets.end(), {"comm.bandwidth_mbps=0.1", "train.checkpoint_every=6"});
+  auto r = train("tau-auto-slow", sets);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("strategy: streaming (overlapped DiLoCo)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tau=auto (from 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("streaming: tau 1 -> 3"), std::string::npos) << r.output;
+  const fs::path checkpoint = *dir_ / "tau-auto-slow" / "checkpoints" / "step_6";
+  r = run_loco({"train", "--resume", checkpoint.string(), "--set",
+                "train.out_dir=" + (*dir_ / "tau-auto-slow-resumed").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto full = metrics(*dir_ / "tau-auto-slow"), resumed = metrics(*dir_ / "tau-auto-slow-resumed");
+  ASSERT_EQ(resumed.size(), 4u);
+  for (std::size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i].at("loss"), full[6 + i].at("loss")) << i;
+
+  sets = auto_tau;
+  sets.push_back("comm.bandwidth_mbps=10000");
+  r = train("tau-auto-fast", sets);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("streaming: tau 1 ->"), std::string::npos) << r.output;
+}
+
 void expect_error(const test::CommandResult& r, int code, const std::string& text) {
   EXPECT_EQ(r.exit_code, code) << r.output;
   EXPECT_NE(r.output.find(text), std::string::npos) << r.output;

@@ -1,6 +1,6 @@
 // The parts the strategies share, on known cases: NoLoCo's pairing, the synchronisation schedule
-// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6), dist.check_sync's detector and
-// the emulated link's timeline.
+// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6), dist.check_sync's detector,
+// the emulated link's timeline and Streaming DiLoCo's τ auto.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "loco/algo/link_timeline.h"
+#include "loco/algo/overlap_auto.h"
 #include "loco/algo/pairing.h"
 #include "loco/algo/replica_hash.h"
 #include "loco/algo/sync_schedule.h"
@@ -94,6 +95,39 @@ TEST(ReplicaHash, NamesTheReplicasThatDiffer) {
 
 // Exchanges queue on the link one after another, compute meanwhile hides their link time, and a wait
 // moves the clock to when the link is free (note "emulated-wall-clock").
+// Note "overlap-auto": τ = min(τ_max, max(1, ⌈1.1·E/s⌉)), by hand.
+TEST(OverlapAuto, SmallestOverlapThatHidesTheExchange) {
+  EXPECT_EQ(overlap_to_hide({2.0, 0.5}, 99), 5);    // ⌈4.4⌉
+  EXPECT_EQ(overlap_to_hide({0.5, 0.5}, 99), 2);    // ⌈1.1⌉: the margin asks for one more step
+  EXPECT_EQ(overlap_to_hide({0.45, 0.5}, 99), 1);   // ⌈0.99⌉
+  EXPECT_EQ(overlap_to_hide({0.0, 0.5}, 99), 1);    // an instant exchange still overlaps one step
+  EXPECT_EQ(overlap_to_hide({100.0, 0.01}, 9), 9);  // capped at sync_every − 1
+  EXPECT_EQ(overlap_to_hide({1e300, 1e-300}, 9), 9);  // no overflow on the way
+  EXPECT_EQ(overlap_to_hide({2.0, 0.0}, 99), std::nullopt);  // no step measured: keep τ
+}
+
+TEST(OverlapAuto, StepDurationsGiveTheMedianAndForget) {
+  StepDurations steps;
+  EXPECT_EQ(steps.take_median(), 0.0);
+  for (double s : {0.3, 0.1, 9.0, 0.2, 0.25}) steps.record(s);  // 9 s: a step that also evaluated
+  EXPECT_EQ(steps.take_median(), 0.25);
+  steps.record(0.4);
+  EXPECT_EQ(steps.take_median(), 0.4);
+}
+
+// Every replica learns the slowest exchange and the slowest step, each maybe from another replica.
+TEST(OverlapAuto, SlowestAcrossTakesEachMaximum) {
+  std::vector<ExchangeTiming> seen(3);
+  comm::run_local_replicas(3, [&](comm::Group& group) {
+    const double r = group.rank();
+    seen[static_cast<std::size_t>(group.rank())] = slowest_across(group, {1.0 + r, 10.0 - r});
+  });
+  for (const auto& timing : seen) {
+    EXPECT_EQ(timing.exchange_s, 3.0);
+    EXPECT_EQ(timing.step_s, 10.0);
+  }
+}
+
 TEST(LinkTimeline, ExchangesQueueAndWaitsMoveTheClock) {
   comm::GroupOptions options;
   options.link = comm::LinkModel::parse("8", "", 2);

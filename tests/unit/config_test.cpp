@@ -115,6 +115,18 @@ TEST(Config, RoundKibTakesAutoOffOrANumber) {
   }
 }
 
+TEST(Config, OverlapAutoNeedsRoomForTau) {
+  ScratchDir dir;
+  EXPECT_FALSE(load_text(dir, kValidConfig).streaming.overlap_auto);
+  EXPECT_TRUE(load_text(dir, kValidConfig, {"streaming.overlap_auto=true"}).streaming.overlap_auto);
+  std::string message = config_error(dir, kValidConfig, {"streaming.overlap_auto=true", "streaming.sync_every=1",
+                                                          "streaming.overlap=0"});
+  EXPECT_NE(message.find("streaming.sync_every of 2 or more"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"streaming.overlap_auto=true", "dist.algorithm=streaming",
+                                             "dist.elastic=true", "dist.replicas=2", "dist.batch=per_replica"});
+  EXPECT_NE(message.find("streaming.overlap_auto"), std::string::npos) << message;
+}
+
 TEST(Config, ImpossibleShapesNameTheKeys) {
   ScratchDir dir;
   std::string message = config_error(dir, kValidConfig, {"model.num_attention_heads=5"});

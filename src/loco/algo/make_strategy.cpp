@@ -28,7 +28,8 @@ std::unique_ptr<Strategy> make_strategy(const RunConfig& config, const ReplicaCo
     case Algorithm::localsgd:
       return Diloco::local_sgd(config.localsgd, config.optim, config.exchange(), context);
     case Algorithm::streaming:
-      return std::make_unique<StreamingDiloco>(config.streaming, config.exchange(), context);
+      return std::make_unique<StreamingDiloco>(config.streaming, config.exchange(), context,
+                                               /*simulated_replicas=*/config.dist.backend == "local");
     case Algorithm::noloco:
       return std::make_unique<Noloco>(config.noloco, SyncSchedule(config.noloco.sync_every, total), context);
   }

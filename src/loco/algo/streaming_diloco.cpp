@@ -8,23 +8,34 @@
 #include "loco/algo/pseudo_gradient_average.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco {
 
+namespace {
+double steady_seconds() { return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count(); }
+}  // namespace
+
 StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeConfig& exchange,
-                                 const ReplicaContext& context)
+                                 const ReplicaContext& context, bool simulated_replicas)
     : config_(config),
       exchange_(exchange),
       context_(context),
       link_(*context.group, *context.clock),
       codec_(exchange_codec(exchange.codec, exchange.block_size)),
+      overlap_(config.overlap),
+      emulated_clock_(simulated_replicas && context.group->options().link.emulates_anything()),
       background_(std::make_unique<SerialWorker>()) {}
 
 std::string StreamingDiloco::describe() const {
-  return fmt::format("streaming: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={}{} M={}",
-                     config_.outer_lr, config_.outer_momentum, config_.sync_every, fragments_.size(),
-                     config_.assignment, config_.embeddings_fragment ? ", embeddings separate" : "", config_.overlap,
-                     config_.mix, exchange_.codec, describe_aggregation(exchange_.aggregation),
+  const bool overlapped_diloco =
+      config_.fragments == 1 && !config_.embeddings_fragment && (config_.overlap > 0 || config_.overlap_auto);
+  const std::string tau = config_.overlap_auto ? fmt::format("auto (from {})", config_.overlap)
+                                               : std::to_string(config_.overlap);
+  return fmt::format("streaming{}: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={}{} M={}",
+                     overlapped_diloco ? " (overlapped DiLoCo)" : "", config_.outer_lr, config_.outer_momentum,
+                     config_.sync_every, fragments_.size(), config_.assignment,
+                     config_.embeddings_fragment ? ", embeddings separate" : "", tau, config_.mix, exchange_.codec, describe_aggregation(exchange_.aggregation),
                      context_.group->size()) +
          describe_adversary(exchange_.adversary);
 }
@@ -42,33 +53,63 @@ bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
   return step > 0 && step % h == offset;
 }
 
+double StreamingDiloco::now() const { return emulated_clock_ ? context_.clock->now() : steady_seconds(); }
+
 void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t apply_after) {
-  Exchange x{fragment, apply_after, outer_[fragment].pseudo_gradient(fragments_[fragment].read()), {},
-             std::make_shared<double>(0), link_.start_time(), std::make_shared<double>(0)};
+  Exchange x{fragment,
+             apply_after,
+             outer_[fragment].pseudo_gradient(fragments_[fragment].read()),
+             {},
+             std::make_shared<double>(0),
+             link_.start_time(),
+             std::make_shared<double>(0),
+             /*mix=*/apply_after > step,
+             std::make_shared<ExchangeTiming>()};
   comm::Group& group = *context_.group;
   corrupt_pseudo_gradient(exchange_.adversary, x.delta, group.rank(), step, context_.seed);
+  const bool tuning = config_.overlap_auto;
+  // Note "overlap-auto": E runs from here, on the clock now() reads.
+  const double sent_at = now();
+  const double step_s = tuning ? steps_.take_median() : 0;
   // The job is the group's only user while it runs (SerialWorker), as charged_seconds needs.
   x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), aggregation = exchange_.aggregation,
-                                emulated = x.emulated_s, contributed = x.contributed,
+                                emulated = x.emulated_s, contributed = x.contributed, timing = x.timing, tuning, sent_at, step_s,
+                                emulated_clock = emulated_clock_, started_at = x.started_at,
                                 what = fmt::format("streaming: the outer step of {} sent after step {}",
                                                    fragments_[fragment].name(), step)]() mutable {
     *emulated = LinkTimeline::charged_seconds(group, [&] {
       *contributed = average_pseudo_gradients(group, delta, codec, aggregation, std::nullopt, what).weight;
     });
+    if (!tuning) return;
+    // On the emulated link the average is ready when the link has carried it (LinkTimeline).
+    const double ready_at = emulated_clock ? started_at + *emulated : steady_seconds();
+    *emulated += LinkTimeline::charged_seconds(
+        group, [&] { *timing = slowest_across(group, {ready_at - sent_at, step_s}); });
   });
   in_flight_.push_back(std::move(x));
 }
 
-void StreamingDiloco::apply_oldest(bool mix) {
+void StreamingDiloco::adopt_overlap(const ExchangeTiming& timing) {
+  const auto tau = overlap_to_hide(timing, config_.sync_every - 1);
+  if (!tau || *tau == overlap_) return;
+  if (context_.group->rank() == 0) {
+    fmt::print(stderr, "streaming: tau {} -> {} (slowest replica: exchange {:.3f} s, inner step {:.3f} s)\n", overlap_,
+               *tau, timing.exchange_s, timing.step_s);
+  }
+  overlap_ = *tau;
+}
+
+void StreamingDiloco::apply_oldest() {
   Exchange x = std::move(in_flight_.front());
   in_flight_.pop_front();
   x.done.get();
   link_.occupy(x.started_at, *x.emulated_s);
   link_.wait();
+  if (config_.overlap_auto) adopt_overlap(*x.timing);
   OuterNesterov& outer = outer_[x.fragment];
   if (*x.contributed > 0) outer.step(x.delta);
   ParameterFragment& fragment = fragments_[x.fragment];
-  if (mix) {
+  if (x.mix) {
     fragment.write(fragment.read().mul_(config_.mix).add_(outer.global(), 1 - config_.mix));
   } else {
     fragment.write(outer.global());
@@ -84,22 +125,31 @@ void StreamingDiloco::apply_oldest(bool mix) {
   }
 }
 
+// Note "overlap-auto": a step's duration runs from the end of the previous after_step to the start of
+// this one, so the waits for exchanges below are not counted as compute.
 void StreamingDiloco::after_step(std::int64_t step) {
-  const std::int64_t tau = config_.overlap;
+  if (!config_.overlap_auto) return exchange_after_step(step);
+  const double started = now();
+  if (last_step_end_) steps_.record(started - *last_step_end_);
+  exchange_after_step(step);
+  last_step_end_ = now();
+}
+
+void StreamingDiloco::exchange_after_step(std::int64_t step) {
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
-      send(p, step, step + tau);
+      send(p, step, step + overlap_);
       sent_now[p] = true;
     }
   }
-  while (!in_flight_.empty() && in_flight_.front().apply_after <= step) apply_oldest(tau > 0);
+  while (!in_flight_.empty() && in_flight_.front().apply_after <= step) apply_oldest();
   if (step != context_.total_steps) return;
-  while (!in_flight_.empty()) apply_oldest(tau > 0);
+  while (!in_flight_.empty()) apply_oldest();
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sent_now[p]) continue;
     send(p, step, step);
-    apply_oldest(/*mix=*/false);
+    apply_oldest();
   }
 }
 
@@ -128,9 +178,11 @@ nlohmann::json StreamingDiloco::state_json() const {
   nlohmann::json in_flight = nlohmann::json::array();
   for (const auto& x : in_flight_) {
     in_flight.push_back({{"fragment", x.fragment}, {"apply_after", x.apply_after}, {"emulated_s", *x.emulated_s},
-                         {"started_at", x.started_at}, {"contributed", *x.contributed}});
+                         {"started_at", x.started_at}, {"contributed", *x.contributed}, {"mix", x.mix},
+                         {"exchange_s", x.timing->exchange_s}, {"step_s", x.timing->step_s}});
   }
-  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_.free_at()}};
+  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_.free_at()},
+          {"overlap", overlap_}};
 }
 
 void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
@@ -146,6 +198,7 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
   }
   outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
   link_.restore(json.value("link_free_at", 0.0));
+  overlap_ = json.value("overlap", config_.overlap);
   const nlohmann::json in_flight = json.value("in_flight", nlohmann::json::array());
   for (std::size_t i = 0; i < in_flight.size(); ++i) {
     const auto fragment = in_flight[i].at("fragment").get<std::size_t>();
@@ -157,8 +210,11 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
         saved_outer_tensor(tensors, fmt::format("in_flight/{}/delta", i), outer_[fragment].global()).clone(),
         finished.get_future(), std::make_shared<double>(in_flight[i].at("emulated_s").get<double>()),
         in_flight[i].at("started_at").get<double>(),
-        // Checkpoints written before robust aggregation always applied the average.
-        std::make_shared<double>(in_flight[i].value("contributed", 1.0))});
+        // Checkpoints written before robust aggregation always applied the average; before τ auto,
+        // only exchanges with τ > 0 (mixed) could be in flight.
+        std::make_shared<double>(in_flight[i].value("contributed", 1.0)), in_flight[i].value("mix", true),
+        std::make_shared<ExchangeTiming>(
+            ExchangeTiming{in_flight[i].value("exchange_s", 0.0), in_flight[i].value("step_s", 0.0)})});
   }
 }
 

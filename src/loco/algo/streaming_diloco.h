@@ -14,8 +14,12 @@
 //                      θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p      (τ > 0; with τ = 0, θ_m,p ← θ̃_p)
 //   last step T    exchanges in flight are applied as above; then every fragment that did not send
 //                  at T syncs once more with τ = 0, so the final θ_g holds every replica's work.
+//   τ auto         streaming.overlap_auto: τ is chosen from the measured exchange and step times
+//                  (note "overlap-auto", algo/overlap_auto.h); streaming.overlap is τ until then.
 //
 // τ = 0, P = 1 and codec fp32 is DiLoCo exactly (same replica_mean, same outer step, same schedule).
+// P = 1 with τ > 0 is overlapped DiLoCo: DiLoCo whose outer update lands τ steps after its exchange
+// starts (a one-step-delayed outer update when τ = 1), mixed with the replica's own progress meanwhile.
 #pragma once
 
 #include <future>
@@ -25,6 +29,7 @@
 
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/outer_nesterov.h"
+#include "loco/algo/overlap_auto.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/train/strategy.h"
@@ -34,7 +39,10 @@ namespace loco {
 
 class StreamingDiloco final : public Strategy {
  public:
-  StreamingDiloco(const StreamingConfig& config, const ExchangeConfig& exchange, const ReplicaContext& context);
+  // `simulated_replicas`: the replicas are threads of one process (dist.backend = "local"), so their links
+  // exist only in the link model (note "overlap-auto").
+  StreamingDiloco(const StreamingConfig& config, const ExchangeConfig& exchange, const ReplicaContext& context,
+                  bool simulated_replicas);
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
   void after_step(std::int64_t step) override;
@@ -52,13 +60,22 @@ class StreamingDiloco final : public Strategy {
     std::shared_ptr<double> emulated_s;  // link time the job was charged, set by the job
     double started_at;                   // emulated time it started on the link
     std::shared_ptr<double> contributed;  // Σ weight of the replicas in the average, set by the job (0: skip)
+    bool mix;                             // τ > 0: mix θ_m,p with the result
+    std::shared_ptr<ExchangeTiming> timing;  // streaming.overlap_auto: the slowest replica's, set by the job
   };
 
   bool sends_at(std::size_t fragment, std::int64_t step) const;
   // Starts fragment `fragment`'s exchange of its Δ after step `step`, to be applied after step `apply_after`.
   void send(std::size_t fragment, std::int64_t step, std::int64_t apply_after);
-  // Waits for the oldest exchange and applies it (mixing when `mix`).
-  void apply_oldest(bool mix);
+  // Waits for the oldest exchange and applies it.
+  void apply_oldest();
+  // The sends and applications due after step `step`.
+  void exchange_after_step(std::int64_t step);
+  // Takes up the τ that `timing` calls for (note "overlap-auto").
+  void adopt_overlap(const ExchangeTiming& timing);
+  // Seconds on the clock that τ auto measures with: emulated for simulated replicas behind an emulated
+  // link, wall time otherwise.
+  double now() const;
 
   StreamingConfig config_;
   ExchangeConfig exchange_;
@@ -69,6 +86,10 @@ class StreamingDiloco final : public Strategy {
   std::vector<OuterNesterov> outer_;
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::deque<Exchange> in_flight_;
+  std::int64_t overlap_;  // τ of the next exchange sent
+  bool emulated_clock_;  // τ auto measures on the emulated clock
+  StepDurations steps_;                 // since the last send (τ auto)
+  std::optional<double> last_step_end_;  // now() when the last after_step returned (τ auto)
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.
   std::unique_ptr<SerialWorker> background_;
 };

@@ -212,6 +212,10 @@ void validate_elastic(const RunConfig& c) {
     // Note "elastic-overlap" (elastic/elastic_diloco.h): one exchange in flight at most, none at a
     // synchronisation point.
     const StreamingConfig& s = c.streaming;
+    if (s.overlap_auto) {
+      reject("dist.elastic = true with streaming.overlap_auto = true: an elastic member keeps one exchange in flight "
+             "at most, so tau cannot grow with the exchange there; set streaming.overlap instead");
+    }
     const std::int64_t spacing = s.sync_every / (s.fragments + (s.embeddings_fragment ? 1 : 0));
     if (s.overlap > 0 && s.overlap >= spacing) {
       reject(fmt::format("dist.elastic = true with streaming needs streaming.overlap ({}) below the spacing of its "
@@ -277,6 +281,11 @@ void validate_dist(const RunConfig& c) {
     reject(fmt::format("streaming.overlap ({}) must lie in [0, streaming.sync_every = {}): a fragment's exchange "
                        "must land before its next one starts",
                        s.overlap, s.sync_every));
+  }
+  if (s.overlap_auto && s.sync_every < 2) {
+    reject(fmt::format("streaming.overlap_auto = true needs streaming.sync_every of 2 or more (it is {}): tau lies in "
+                       "[1, streaming.sync_every - 1]",
+                       s.sync_every));
   }
   if (!(s.mix >= 0 && s.mix <= 1)) reject("streaming.mix must lie in [0, 1]");
   if (c.comm.block_size <= 0) reject("comm.block_size must be positive");

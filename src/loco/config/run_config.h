@@ -99,6 +99,7 @@ struct StreamingConfig {
   std::string assignment = "strided";  // strided (block l -> l mod P) | sequential
   bool embeddings_fragment = false;    // embeddings, final norm and head as a fragment of their own
   std::int64_t overlap = 1;         // τ: inner steps between sending Δ_p and applying the result
+  bool overlap_auto = false;        // choose τ from the measured exchange and step times (algo/overlap_auto.h)
   double mix = 0.5;                 // α: θ_m,p ← α·θ_m,p + (1−α)·θ̃_p when τ > 0
   double outer_lr = 0.4;
   double outer_momentum = 0.9;

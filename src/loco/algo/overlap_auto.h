@@ -1,0 +1,57 @@
+// Note "overlap-auto" (streaming.overlap_auto; ALGORITHMS.md §4 point 2): Streaming DiLoCo's τ, the inner
+// steps that run while a fragment's exchange is in flight, chosen from measurements so that the exchange
+// is hidden and no more. A larger τ hides more but applies an older average (mixed with α): it costs loss,
+// so the rule takes the smallest τ that covers the exchange:
+//
+//     τ = min(τ_max, max(1, ⌈1.1 · E / s⌉))
+//
+//   E      seconds from the moment a replica sends Δ_p until the average is ready on it: the exchange's
+//          own time, any exchange queued ahead of it, and the wait for slower replicas;
+//   s      the median inner step of the replica (outside the waits for exchanges) since its last send;
+//   1.1    a margin for exchanges that take a little longer than the last one (rounds, jitter);
+//   τ_max  streaming.sync_every − 1: a fragment's exchange lands before its next one starts.
+//
+// E and s are the slowest replica's: every exchange ends with an all-gather of each replica's (E, s), so
+// every replica derives the same τ. It is taken up when that exchange is applied (a step every replica
+// agrees on), and used for the exchanges sent from then on, so all replicas apply every exchange at the
+// same step. Simulated replicas (dist.backend = "local") behind an emulated link (comm.bandwidth_mbps)
+// measure both on the emulated clock, where their link time exists; processes measure wall time: their
+// links are real, and comm.bandwidth_mbps there mostly describes the link for pacing. Until the first
+// exchange is applied, τ is streaming.overlap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace loco {
+
+namespace comm {
+class Group;
+}
+
+struct ExchangeTiming {
+  double exchange_s = 0;  // E
+  double step_s = 0;      // s
+};
+
+// The rule above (`most` ≥ 1 is τ_max); nullopt when s is unknown (no inner step measured, or a clock that
+// does not advance).
+std::optional<std::int64_t> overlap_to_hide(const ExchangeTiming& timing, std::int64_t most);
+
+// The largest E and the largest s over the group's replicas (an all-gather of two float64 per replica).
+ExchangeTiming slowest_across(comm::Group& group, const ExchangeTiming& mine);
+
+// The inner steps since the last send: their median is s (robust to a step that also evaluated or saved
+// a checkpoint).
+class StepDurations {
+ public:
+  void record(double seconds) { seconds_.push_back(seconds); }
+  // The median of the recorded steps (0 if none), and forgets them.
+  double take_median();
+
+ private:
+  std::vector<double> seconds_;
+};
+
+}  // namespace loco
