@@ -23,7 +23,6 @@ StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeCo
       context_(context),
       link_(*context.group, *context.clock),
       codec_(exchange_codec(exchange.codec, exchange.block_size)),
-      overlap_(config.overlap),
       emulated_clock_(simulated_replicas && context.group->options().link.emulates_anything()),
       background_(std::make_unique<SerialWorker>()) {}
 
@@ -45,6 +44,7 @@ void StreamingDiloco::attach(Llama& model, const FlatParameters& parameters) {
                                config_.fragments, config_.assignment == "strided", config_.embeddings_fragment);
   for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
   outer_steps_.assign(fragments_.size(), 0);
+  overlap_.assign(fragments_.size(), config_.overlap);
 }
 
 bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
@@ -89,14 +89,15 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
   in_flight_.push_back(std::move(x));
 }
 
-void StreamingDiloco::adopt_overlap(const ExchangeTiming& timing) {
+void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& timing) {
+  std::int64_t& overlap = overlap_[fragment];
   const auto tau = overlap_to_hide(timing, config_.sync_every - 1);
-  if (!tau || *tau == overlap_) return;
+  if (!tau || *tau == overlap) return;
   if (context_.group->rank() == 0) {
-    fmt::print(stderr, "streaming: tau {} -> {} (slowest replica: exchange {:.3f} s, inner step {:.3f} s)\n", overlap_,
-               *tau, timing.exchange_s, timing.step_s);
+    fmt::print(stderr, "streaming: {}: tau {} -> {} (slowest replica: exchange {:.3f} s, inner step {:.3f} s)\n",
+               fragments_[fragment].name(), overlap, *tau, timing.exchange_s, timing.step_s);
   }
-  overlap_ = *tau;
+  overlap = *tau;
 }
 
 void StreamingDiloco::apply_oldest() {
@@ -105,7 +106,7 @@ void StreamingDiloco::apply_oldest() {
   x.done.get();
   link_.occupy(x.started_at, *x.emulated_s);
   link_.wait();
-  if (config_.overlap_auto) adopt_overlap(*x.timing);
+  if (config_.overlap_auto) adopt_overlap(x.fragment, *x.timing);
   OuterNesterov& outer = outer_[x.fragment];
   if (*x.contributed > 0) outer.step(x.delta);
   ParameterFragment& fragment = fragments_[x.fragment];
@@ -139,7 +140,7 @@ void StreamingDiloco::exchange_after_step(std::int64_t step) {
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
-      send(p, step, step + overlap_);
+      send(p, step, step + overlap_[p]);
       sent_now[p] = true;
     }
   }
@@ -198,7 +199,8 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
   }
   outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
   link_.restore(json.value("link_free_at", 0.0));
-  overlap_ = json.value("overlap", config_.overlap);
+  const nlohmann::json overlap = json.value("overlap", nlohmann::json());
+  if (overlap.is_array() && overlap.size() == fragments_.size()) overlap_ = overlap.get<std::vector<std::int64_t>>();
   const nlohmann::json in_flight = json.value("in_flight", nlohmann::json::array());
   for (std::size_t i = 0; i < in_flight.size(); ++i) {
     const auto fragment = in_flight[i].at("fragment").get<std::size_t>();

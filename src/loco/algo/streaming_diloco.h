@@ -14,8 +14,9 @@
 //                      θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p      (τ > 0; with τ = 0, θ_m,p ← θ̃_p)
 //   last step T    exchanges in flight are applied as above; then every fragment that did not send
 //                  at T syncs once more with τ = 0, so the final θ_g holds every replica's work.
-//   τ auto         streaming.overlap_auto: τ is chosen from the measured exchange and step times
-//                  (note "overlap-auto", algo/overlap_auto.h); streaming.overlap is τ until then.
+//   τ auto         streaming.overlap_auto: each fragment's τ is chosen from the measured times of its
+//                  own exchanges and the inner steps (note "overlap-auto", algo/overlap_auto.h; fragments
+//                  differ in size); streaming.overlap is τ until then.
 //
 // τ = 0, P = 1 and codec fp32 is DiLoCo exactly (same replica_mean, same outer step, same schedule).
 // P = 1 with τ > 0 is overlapped DiLoCo: DiLoCo whose outer update lands τ steps after its exchange
@@ -71,8 +72,8 @@ class StreamingDiloco final : public Strategy {
   void apply_oldest();
   // The sends and applications due after step `step`.
   void exchange_after_step(std::int64_t step);
-  // Takes up the τ that `timing` calls for (note "overlap-auto").
-  void adopt_overlap(const ExchangeTiming& timing);
+  // Takes up the τ that `timing` of an exchange of `fragment` calls for (note "overlap-auto").
+  void adopt_overlap(std::size_t fragment, const ExchangeTiming& timing);
   // Seconds on the clock that τ auto measures with: emulated for simulated replicas behind an emulated
   // link, wall time otherwise.
   double now() const;
@@ -86,7 +87,7 @@ class StreamingDiloco final : public Strategy {
   std::vector<OuterNesterov> outer_;
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::deque<Exchange> in_flight_;
-  std::int64_t overlap_;  // τ of the next exchange sent
+  std::vector<std::int64_t> overlap_;  // per fragment: τ of its next exchange
   bool emulated_clock_;  // τ auto measures on the emulated clock
   StepDurations steps_;                 // since the last send (τ auto)
   std::optional<double> last_step_end_;  // now() when the last after_step returned (τ auto)
