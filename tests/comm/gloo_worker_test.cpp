@@ -85,6 +85,42 @@ TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
   }
 }
 
+// Run alone in its processes (its own rendezvous). Note "measured-link": with auto rounds and no
+// configured link, a group of processes learns its link from its large exchanges: the first runs
+// unpaced and is measured, every rank then holds the same estimate and sizes the next exchanges' rounds
+// from it, with the bits of an unpaced LocalGroup still. Simulated replicas (LocalGroup) have no link
+// to measure.
+TEST(GlooMeasuredLink, AutoLearnsTheLinkFromLargeExchanges) {
+  const auto environment = comm::rank_environment_from_env();
+  ASSERT_TRUE(environment) << "run this test through `loco launch --nproc N -- <this binary>`";
+  torch::set_num_threads(1);
+  GroupOptions options;
+  options.timeout = 60s;
+  options.round_size = RoundSize::parse("auto", "test");
+  const auto group = connect_from_environment(*environment, "gloo", options, 60s);
+  ASSERT_TRUE(group->measures_link());
+  EXPECT_EQ(group->round_bytes_per_peer(group->size()), 0);
+  test::check_quantized_all_reduce(*group, "int8", 1000);  // a few KB: too small to tell anything
+  EXPECT_FALSE(group->measured_link().estimate());
+  for (const std::string codec : {"fp32", "int8"}) {
+    const auto over_gloo = test::check_quantized_all_reduce(*group, codec, 1 << 20);
+    ASSERT_TRUE(group->measured_link().estimate()) << codec;
+    const std::int64_t round_bytes = group->round_bytes_per_peer(group->size());
+    EXPECT_GT(round_bytes, 0) << codec;
+    EXPECT_TRUE(group->ranks_differing_from_rank_0(round_bytes).empty()) << codec;
+    torch::Tensor in_process;
+    run_local_replicas(
+        group->size(),
+        [&](Group& local) {
+          EXPECT_FALSE(local.measures_link());
+          auto result = test::check_quantized_all_reduce(local, codec, 1 << 20);
+          if (local.rank() == group->rank()) in_process = result;
+        },
+        options);
+    EXPECT_TRUE(torch::equal(over_gloo, in_process)) << codec;
+  }
+}
+
 // Run with 2 ranks: rank 1 never starts the all-reduce; rank 0 must get CommTimeout in time.
 TEST(GlooFailures, StalledPeerTimesOut) {
   Group& group = world();

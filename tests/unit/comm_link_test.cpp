@@ -2,6 +2,9 @@
 // turns it into seconds; hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "loco/comm/link/link_fit.h"
 #include "loco/comm/link/link_model.h"
 #include "loco/comm/link/round_size.h"
 #include "loco/comm/link/traffic.h"
@@ -126,6 +129,52 @@ TEST(RoundSize, AutoSizesRoundsFromTheLink) {
   // A fixed size is taken as it is, whatever the link; off is one round.
   EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("32", "k"), LinkModel(), 8), 32768);
   EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("off", "k"), LinkModel::parse("10", "", 2), 2), 0);
+}
+
+// Note "measured-link": without a configured bandwidth, auto takes the measured link's B and L.
+TEST(RoundSize, AutoTakesTheMeasuredLinkWhereNoneIsConfigured) {
+  const RoundSize automatic = RoundSize::parse("auto", "k");
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{10e6, 0}), 10000);
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{10e6, 0.05}), 1250000);  // 1 s of traffic
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100", "", 4), 4, LinkSpec{10e6, 0}), 33333);
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{1e18, 0}), 1 << 30);  // loopback
+  EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("off", "k"), LinkModel(), 2, LinkSpec{10e6, 0}), 0);
+}
+
+// seconds = 8·bytes/B + rounds·L, by hand.
+TEST(LinkFit, FitsBandwidthAndLatencyToTheSamples) {
+  LinkFit fit;
+  EXPECT_FALSE(fit.estimate());
+  // One sample cannot tell B from L: all of it is bandwidth. 1 MB in 1 s: 8 Mbit/s.
+  fit.add({1e6, 1, 1.0});
+  EXPECT_DOUBLE_EQ(fit.estimate()->bandwidth_bps, 8e6);
+  EXPECT_EQ(fit.estimate()->latency_s, 0);
+  // A link of 10 Mbit/s and 50 ms: 1 MB in one round 0.85 s, in 20 rounds 1.8 s.
+  LinkFit exact;
+  exact.add({1e6, 1, 0.85});
+  exact.add({1e6, 20, 1.8});
+  EXPECT_NEAR(exact.estimate()->bandwidth_bps, 10e6, 1e-3);
+  EXPECT_NEAR(exact.estimate()->latency_s, 0.05, 1e-9);
+  // Paced rounds faster than one burst (it lost packets): no negative latency, B from all the bytes.
+  LinkFit bursty;
+  bursty.add({1e6, 1, 1.2});
+  bursty.add({1e6, 20, 0.8});
+  EXPECT_EQ(bursty.estimate()->latency_s, 0);
+  EXPECT_DOUBLE_EQ(bursty.estimate()->bandwidth_bps, 8e6);
+  // Only the last 8 samples count: a wild first one is forgotten.
+  LinkFit window;
+  window.add({1e6, 1, 100.0});
+  for (int i = 0; i < 4; ++i) {
+    window.add({1e6, 1, 0.85});
+    window.add({1e6, 20, 1.8});
+  }
+  EXPECT_NEAR(window.estimate()->bandwidth_bps, 10e6, 1e-3);
+  // Samples without time or bytes are no samples.
+  LinkFit empty;
+  empty.add({0, 1, 1.0});
+  empty.add({1e6, 1, 0.0});
+  empty.add({1e6, 1, std::numeric_limits<double>::infinity()});
+  EXPECT_FALSE(empty.estimate());
 }
 
 }  // namespace

@@ -18,8 +18,7 @@ torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const st
   }
   // Paced like every exchange (note "paced-exchange", comm/piecewise_reduce.h): rounds of at most R bytes
   // to each partner, one after another; the partners derive the same rounds from the same sizes.
-  const std::int64_t round_bytes = comm::round_bytes_per_peer(group.options().round_size, group.options().link,
-                                                              static_cast<int>(members.size()));
+  const std::int64_t round_bytes = group.round_bytes_per_peer(static_cast<int>(members.size()));
   const std::int64_t step = round_bytes > 0 ? std::max<std::int64_t>(round_bytes / flat.element_size(), 1)
                                             : std::max<std::int64_t>(flat.numel(), 1);
   for (std::int64_t start = 0; start < std::max<std::int64_t>(flat.numel(), 1); start += step) {

@@ -106,7 +106,6 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
     const Reference reference = options.verify && count > 0 ? reference_for(size, count) : Reference{};
     for (const auto& codec_name : options.codecs) {
       const auto codec = comm::make_codec(codec_name, options.block_size);
-      const bool ring = comm::uses_backend_ring(group, codec.get());
       auto work = input.clone();
       comm::CommStats op_cost;      // bytes and emulated time of the measured operation alone
       comm::ExchangeTimes phases;  // where the piecewise exchange's time went
@@ -123,6 +122,8 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
         return seconds;
       };
       for (int i = 0; i < options.warmup; ++i) run_once();
+      // After the warm-up: a group that measures its link (note "measured-link") paces from then on.
+      const bool ring = comm::uses_backend_ring(group, codec.get());
       std::vector<double> times, scatter, gather, compute;
       for (int i = 0; i < options.repeats; ++i) {
         times.push_back(slowest(group, run_once()));
@@ -152,6 +153,10 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
                            : nlohmann::ordered_json(nullptr);
       row["time_over_bound"] = bandwidth > 0 ? nlohmann::ordered_json(time_s / row["bound_s"].get<double>())
                                              : nlohmann::ordered_json(nullptr);
+      if (const auto measured = group.measured_link().estimate()) {
+        row["measured_mbps"] = measured->bandwidth_bps / 1e6;
+        row["measured_latency_ms"] = measured->latency_s * 1e3;
+      }
       if (!ring) {  // medians over the repeats of the slowest rank's seconds per phase
         row["round_kib"] = static_cast<double>(phases.round_bytes) / 1024;
         row["rounds"] = phases.rounds;

@@ -138,7 +138,8 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
   cmd->add_option("--round-kib", o.round_kib,
                   "Pacing: KiB per peer and round, off (one round; fp32 takes the backend's ring) or auto "
-                  "(from --bandwidth-mbps/--latency-ms; off without a bandwidth), as comm.round_kib")
+                  "(from --bandwidth-mbps/--latency-ms; without a bandwidth, from the link Gloo/NCCL exchanges measure, "
+                  "one round until then), as comm.round_kib")
       ->capture_default_str();
   cmd->add_option("--bandwidth-mbps", o.bandwidth_mbps,
                   "Link bandwidth in Mbit/s for bound_s and emulated_s; one value or one per rank");

@@ -93,8 +93,7 @@ void run_rank(TrainOptions options, const comm::RankEnvironment& environment) {
                                                     group_options(config.comm, environment.world_size), timeout);
   // The rounds of every exchange are collectives: ranks that cut them differently would wait for each
   // other until the timeout (note "paced-exchange").
-  const std::int64_t round_bytes = comm::round_bytes_per_peer(group->options().round_size, group->options().link,
-                                                              group->size());
+  const std::int64_t round_bytes = group->round_bytes_per_peer(group->size());
   if (const auto differing = group->ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
     throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
                                   "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",

@@ -53,7 +53,8 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   group_options.backend = backend;
   group_options.group.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
   group_options.quorum_timeout_s = config.comm.timeout_s;
-  // Members do not model a link (their group changes size), so comm.round_kib = auto leaves them unpaced.
+  // Members do not model a link (their group changes size), so comm.round_kib = auto sizes rounds from what
+  // each group's exchanges measure (note "measured-link"): a new group starts unpaced.
   group_options.group.round_size = comm::RoundSize::parse(config.comm.round_kib, "comm.round_kib");
   elastic::QuorumGroup groups(member, group_options);
   // The member id ("name#n") names the member's directory, with '#' spelled '-'.

@@ -284,6 +284,37 @@ WorkHandle Group::barrier_async(Timeout timeout) {
 void Group::all_reduce(const torch::Tensor& tensor, ReduceOp op, Timeout timeout) {
   all_reduce_async(tensor, op, timeout)->wait();
 }
+std::int64_t Group::round_bytes_per_peer(int peers) const {
+  return comm::round_bytes_per_peer(options_.round_size, options_.link, peers, measured_link_.estimate());
+}
+
+bool Group::measures_link() const {
+  return options_.round_size.mode == RoundSize::Mode::automatic && !(options_.link.slowest_bandwidth_bps() > 0) &&
+         size_ > 1 && backend() != "local";
+}
+
+void Group::learn_link(const std::vector<LinkSample>& samples, Timeout timeout) {
+  if (samples.empty()) return;
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const auto options = torch::TensorOptions().dtype(torch::kFloat64);
+  auto mine = torch::empty({n, 3}, options);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& s = samples[static_cast<std::size_t>(i)];
+    mine[i][0] = s.bytes;
+    mine[i][1] = s.rounds;
+    mine[i][2] = s.seconds;
+  }
+  const torch::Tensor all = torch::empty({size_ * n * 3}, options.device(device()));
+  start_all_gather(mine.view({-1}).to(device()), all, resolve(timeout))->wait();
+  // The most bytes any rank sent in the phase, in the time of the rank that waited least: the last to
+  // arrive, whose time holds no wait for replicas that were behind.
+  const torch::Tensor gathered = all.cpu().view({size_, n, 3});
+  const torch::Tensor most = gathered.amax(0), least = gathered.amin(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    measured_link_.add({most[i][0].item<double>(), most[i][1].item<double>(), least[i][2].item<double>()});
+  }
+}
+
 std::vector<int> Group::ranks_differing_from_rank_0(std::int64_t value, Timeout timeout) {
   const auto options = torch::TensorOptions().dtype(torch::kInt64).device(device());
   const torch::Tensor mine = torch::full({1}, value, options);

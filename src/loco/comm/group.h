@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "loco/comm/link/link_fit.h"
 #include "loco/comm/link/link_model.h"
 #include "loco/comm/link/round_size.h"
 
@@ -127,6 +128,19 @@ class Group {
   void recv(const torch::Tensor& tensor, int source, int tag = 0, Timeout timeout = kGroupTimeout);
   void barrier(Timeout timeout = kGroupTimeout);
 
+  // Bytes per peer and round of this group's paced exchanges among `peers` of its ranks (note
+  // "paced-exchange", link/round_size.h): from the configured link, or from the measured one.
+  std::int64_t round_bytes_per_peer(int peers) const;
+  // Note "measured-link" (link/link_fit.h): whether this group learns its link from its exchanges
+  // (comm.round_kib = auto without a configured bandwidth, ranks in different processes), and what it
+  // learnt so far. Every rank holds the same.
+  bool measures_link() const;
+  const LinkFit& measured_link() const { return measured_link_; }
+  // After an exchange, every rank with its own samples of it (the same count on every rank): each
+  // joins the fit with the most bytes any rank sent and the seconds of the rank that waited least (the
+  // last to arrive). One all-gather, left out of stats() like the set-up checks below.
+  void learn_link(const std::vector<LinkSample>& samples, Timeout timeout = kGroupTimeout);
+
   // The ranks whose `value` differs from rank 0's, in order (empty: all agree), for the checks at
   // set-up of what every rank must share (the tokenizer of its data). Every rank gets the same answer.
   // One int64 per rank, left out of stats() and of the emulated link: it is not training traffic.
@@ -167,6 +181,7 @@ class Group {
   int rank_;
   int size_;
   GroupOptions options_;
+  LinkFit measured_link_;  // the group's exchanges run one at a time, so it needs no lock
   std::shared_ptr<StatsCell> stats_ = std::make_shared<StatsCell>();
 };
 

@@ -127,7 +127,7 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
              c10::toString(tensor.scalar_type()));
   const auto started = std::chrono::steady_clock::now();
   ExchangeTimes times;
-  times.round_bytes = round_bytes_per_peer(group.options().round_size, group.options().link, group.size());
+  times.round_bytes = group.round_bytes_per_peer(group.size());
   const int size = group.size();
   const auto me = static_cast<std::size_t>(group.rank());
   auto host = tensor.to(torch::kCPU).contiguous().view({-1});  // a copy only if tensor is elsewhere
@@ -171,6 +171,17 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
                  static_cast<std::size_t>(pieces[piece]), result + piece_offsets[piece]);
   }
   if (!host.is_alias_of(tensor)) tensor.copy_(host.view(tensor.sizes()));
+  // Note "measured-link": each phase is a sample when it is large enough (a test every rank answers alike).
+  if (group.measures_link() && static_cast<double>(slot_bytes * (size - 1)) >= LinkFit::kMinSampleBytes) {
+    double sent = 0;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != group.rank()) sent += static_cast<double>(piece_bytes[static_cast<std::size_t>(peer)]);
+    }
+    group.learn_link({{sent, static_cast<double>(rounds.count), times.reduce_scatter_s},
+                      {static_cast<double>(slot_bytes * (size - 1)), static_cast<double>(ring_rounds.count * (size - 1)),
+                       times.all_gather_s}},
+                     timeout);
+  }
   if (times_out != nullptr) {
     times.compute_s = seconds_since(started) - times.reduce_scatter_s - times.all_gather_s;
     *times_out = times;

@@ -1,6 +1,6 @@
 #include "loco/comm/quantized_all_reduce.h"
 
-#include "loco/comm/link/round_size.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::comm {
 
@@ -24,13 +24,20 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
 
 bool uses_backend_ring(const Group& group, const Codec* codec) {
   const bool fp32 = codec == nullptr || codec->kind() == CodecKind::kFp32;
-  return fp32 && round_bytes_per_peer(group.options().round_size, group.options().link, group.size()) == 0;
+  return fp32 && group.round_bytes_per_peer(group.size()) == 0;
 }
 
 void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
                       ExchangeTimes* times) {
   if (uses_backend_ring(group, codec)) {
+    const auto started = std::chrono::steady_clock::now();
     group.all_reduce(tensor, op);
+    // Note "measured-link": the ring's 2(N − 1) steps each send 1/N of the tensor.
+    const int n = group.size();
+    const double sent = 2.0 * (n - 1) / n * static_cast<double>(tensor.numel() * tensor.element_size());
+    if (group.measures_link() && sent >= LinkFit::kMinSampleBytes) {
+      group.learn_link({{sent, 2.0 * (n - 1), seconds_since(started)}});
+    }
     return;
   }
   static const auto fp32 = make_codec("fp32");

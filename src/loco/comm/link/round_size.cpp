@@ -42,17 +42,22 @@ std::string RoundSize::describe() const {
   return fmt::format("{:g} KiB", static_cast<double>(bytes) / 1024);
 }
 
-std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& link, int group_size) {
+std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& link, int group_size,
+                                  const std::optional<LinkSpec>& measured) {
   switch (setting.mode) {
     case RoundSize::Mode::whole: return 0;
     case RoundSize::Mode::fixed: return setting.bytes;
     case RoundSize::Mode::automatic: break;
   }
-  const double bandwidth = link.slowest_bandwidth_bps();
-  if (bandwidth <= 0 || group_size < 2) return 0;
-  const double round_s = std::max(kRoundSeconds, link.highest_latency_s() / kLatencyShare);
+  const bool configured = link.slowest_bandwidth_bps() > 0;
+  const double bandwidth = configured ? link.slowest_bandwidth_bps() : measured ? measured->bandwidth_bps : 0;
+  if (!(bandwidth > 0) || !std::isfinite(bandwidth) || group_size < 2) return 0;
+  const double latency = configured ? link.highest_latency_s() : measured->latency_s;
+  const double round_s = std::max(kRoundSeconds, latency / kLatencyShare);
   const double per_peer = bandwidth / 8 * round_s / (group_size - 1);
-  return std::max(kMinRoundBytes, static_cast<std::int64_t>(per_peer));
+  // A measured loopback link can be absurdly fast; a round of 1 GiB is one round in practice anyway.
+  constexpr double kMaxRoundBytes = 1 << 30;
+  return std::max(kMinRoundBytes, static_cast<std::int64_t>(std::min(per_peer, kMaxRoundBytes)));
 }
 
 }  // namespace loco::comm

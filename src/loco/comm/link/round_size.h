@@ -12,10 +12,12 @@
 // T seconds of traffic over each link: short enough to keep bursts small, long enough that its latency
 // is at most 5% of it. 8 ms is what measured best over tc-shaped links (docs/results.md, "Pacing"):
 // 8 KiB per peer at 10 Mbit/s with 2 ranks (6.6 ms), 32 KiB at 100 Mbit/s with 4 ranks (7.9 ms); twice
-// or half that was 3–30% slower. No configured bandwidth: nothing to size rounds from, one round.
+// or half that was 3–30% slower. No configured bandwidth: B and L are what the group's exchanges measured
+// (note "measured-link", link_fit.h); before the first measurement, one round.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "loco/comm/link/link_model.h"
@@ -33,7 +35,9 @@ struct RoundSize {
 };
 
 // Bytes per peer and round for an exchange of a group of `group_size` (0: one round). The same on every
-// rank that has the same setting and link model, which is what keeps the ranks' rounds matched.
-std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& link, int group_size);
+// rank that has the same setting, link model and measurement, which is what keeps the ranks' rounds
+// matched. `measured` counts only where `link` has no bandwidth.
+std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& link, int group_size,
+                                  const std::optional<LinkSpec>& measured = std::nullopt);
 
 }  // namespace loco::comm

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""One markdown row of bench/utilisation.sh: a run's time over its window against the baseline's.
+
+The window is steps (a, b]: a = 5 (start-up left out), b = the run's last step - 1 (the final
+synchronisation every strategy makes at its last step left out); with 8 steps (DDP) a = 3.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+
+
+def elapsed(metrics_path):
+    """step -> elapsed_s, the last eval loss and the last bytes_sent (or None)."""
+    times, loss, sent = {}, None, None
+    with open(metrics_path) as f:
+        for line in f:
+            row = json.loads(line)
+            if "elapsed_s" in row and "step" in row:
+                times[row["step"]] = row["elapsed_s"]
+            loss = row.get("eval_loss", loss)
+            sent = row.get("bytes_sent", sent)
+    return times, loss, sent
+
+
+def window_seconds(times, first, last):
+    missing = [s for s in (first, last) if s not in times]
+    if missing:
+        raise SystemExit("utilisation_report: steps %s missing from the metrics (train.log_every = 1?)" % missing)
+    return times[last] - times[first]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for key in ("run", "log", "baseline", "name", "rate"):
+        p.add_argument("--" + key, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--ranks", type=int, required=True)
+    a = p.parse_args()
+    first = 3 if a.steps <= 10 else 5
+    last = a.steps - 1
+    times, loss, sent = elapsed(os.path.join(a.run, "metrics.jsonl"))
+    run_s = window_seconds(times, first, last)
+    base = [window_seconds(elapsed(m)[0], first, last)
+            for m in sorted(glob.glob(os.path.join(a.baseline, "p*", "metrics.jsonl")))]
+    if len(base) != a.ranks:
+        raise SystemExit("utilisation_report: %d baseline processes under %s, expected %d" % (len(base), a.baseline, a.ranks))
+    base_s = statistics.mean(base)
+    with open(a.log, errors="replace") as f:
+        log = f.read()
+    # τ auto's decisions (rank 0 prints them): the τ each fragment ended with, "fragment 0 / fragment 1".
+    settled = {}
+    for fragment, tau in re.findall(r"streaming: (?:fragment (\d+)[^:]*: )?tau \d+ -> (\d+)", log):
+        settled[fragment] = tau
+    if settled:
+        tau = " / ".join(settled[k] for k in sorted(settled))
+    else:
+        tau = "1" if "tau1" in a.name else "–"
+    print("| %d | %s | %s | (%d, %d] | %.1f | %.1f | **%.1f%%** | %s | %s | %s |" % (
+        a.ranks, a.rate, a.name, first, last, run_s, base_s, 100 * base_s / run_s,
+        "%.1f" % (sent / 1e6) if sent is not None else "–", "%.4f" % loss if loss is not None else "–", tau), flush=True)
+
+
+if __name__ == "__main__":
+    main()
