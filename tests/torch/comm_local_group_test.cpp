@@ -82,9 +82,11 @@ TEST_P(LocalCollectives, PacedExchangeGivesTheSameBitsAndBytes) {
 }
 
 // Training's all-reduce (codec_all_reduce): fp32 takes the backend's ring, one operation, unless the
-// group is paced; then it goes in rounds like every codec, to the same values within fp32 rounding.
+// group paces it in more than one round; then it goes in rounds like every codec, to the same values
+// within fp32 rounding.
 TEST(LocalGroupPacing, Fp32TakesTheRingOnlyWhenUnpaced) {
-  for (const char* round_kib : {"off", "1"}) {
+  // 20,000 bytes among 3 ranks: rounds of 1 KiB pace them; rounds of 64 KiB would be one round anyway.
+  for (const char* round_kib : {"off", "1", "64"}) {
     GroupOptions options;
     options.round_size = RoundSize::parse(round_kib, "test");
     run_local_replicas(
@@ -93,12 +95,12 @@ TEST(LocalGroupPacing, Fp32TakesTheRingOnlyWhenUnpaced) {
           auto values = torch::arange(5000, torch::kFloat32) * (group.rank() + 1);
           codec_all_reduce(group, values, nullptr, ReduceOp::mean);
           EXPECT_TRUE(torch::allclose(values, torch::arange(5000, torch::kFloat32) * 2.0, 1e-6)) << round_kib;
-          if (std::string(round_kib) == "off") {
-            EXPECT_EQ(group.stats().operations, 1u);
-            EXPECT_TRUE(uses_backend_ring(group, nullptr));
-          } else {
+          if (std::string(round_kib) == "1") {
             EXPECT_GT(group.stats().operations, 10u);
-            EXPECT_FALSE(uses_backend_ring(group, nullptr));
+            EXPECT_FALSE(uses_backend_ring(group, nullptr, 20000));
+          } else {
+            EXPECT_EQ(group.stats().operations, 1u) << round_kib;
+            EXPECT_TRUE(uses_backend_ring(group, nullptr, 20000)) << round_kib;
           }
         },
         options);

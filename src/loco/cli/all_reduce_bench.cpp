@@ -123,7 +123,7 @@ std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, con
       };
       for (int i = 0; i < options.warmup; ++i) run_once();
       // After the warm-up: a group that measures its link (note "measured-link") paces from then on.
-      const bool ring = comm::uses_backend_ring(group, codec.get());
+      const bool ring = comm::uses_backend_ring(group, codec.get(), count * 4);
       std::vector<double> times, scatter, gather, compute;
       for (int i = 0; i < options.repeats; ++i) {
         times.push_back(slowest(group, run_once()));

@@ -22,14 +22,15 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
       timeout, times);
 }
 
-bool uses_backend_ring(const Group& group, const Codec* codec) {
+bool uses_backend_ring(const Group& group, const Codec* codec, std::int64_t bytes) {
   const bool fp32 = codec == nullptr || codec->kind() == CodecKind::kFp32;
-  return fp32 && group.round_bytes_per_peer(group.size()) == 0;
+  const std::int64_t round_bytes = group.round_bytes_per_peer(group.size());
+  return fp32 && (round_bytes == 0 || round_bytes * group.size() >= bytes);
 }
 
 void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
                       ExchangeTimes* times) {
-  if (uses_backend_ring(group, codec)) {
+  if (uses_backend_ring(group, codec, tensor.numel() * 4)) {
     const auto started = std::chrono::steady_clock::now();
     group.all_reduce(tensor, op);
     // Note "measured-link": the ring's 2(N − 1) steps each send 1/N of the tensor.

@@ -21,12 +21,15 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
                           Timeout timeout = kGroupTimeout, ExchangeTimes* times = nullptr);
 
 // The all-reduce the training exchanges use: Gloo's (or NCCL's) own ring for fp32 (codec null or fp32)
-// on an unpaced group, where it is fastest; quantized_all_reduce otherwise, fp32 included, so that a
-// paced group paces every exchange. `times` stays untouched on the ring path.
+// where its exchange would be one round (uses_backend_ring); quantized_all_reduce otherwise, fp32
+// included, so that a paced group paces every exchange. `times` stays untouched on the ring path.
 void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
                       ExchangeTimes* times = nullptr);
 
-// Whether codec_all_reduce takes the backend's ring for this group and codec.
-bool uses_backend_ring(const Group& group, const Codec* codec);
+// Whether codec_all_reduce takes the backend's ring for this group, codec and a tensor of `bytes`: fp32
+// whose paced exchange would be one round anyway (no pacing, or rounds as large as the pieces, as
+// `auto` makes them for a link with tens of ms of latency), where the ring is faster (docs/results.md,
+// "Pacing": 1.22–1.26× of the bound against 1.9× for one-round pieces at 10 Mbit/s).
+bool uses_backend_ring(const Group& group, const Codec* codec, std::int64_t bytes);
 
 }  // namespace loco::comm
