@@ -106,6 +106,15 @@ TEST(OverlapAuto, SmallestOverlapThatHidesTheExchange) {
   EXPECT_EQ(overlap_to_hide({2.0, 0.0}, 99), std::nullopt);  // no step measured: keep τ
 }
 
+// τ rises at once and falls one step per exchange.
+TEST(OverlapAuto, RisesAtOnceFallsOneStepAtATime) {
+  EXPECT_EQ(next_overlap({2.0, 0.5}, 1, 99), 5);  // τ_hide = 5
+  EXPECT_EQ(next_overlap({0.1, 0.5}, 5, 99), 4);  // τ_hide = 1
+  EXPECT_EQ(next_overlap({0.1, 0.5}, 1, 99), 1);
+  EXPECT_EQ(next_overlap({100.0, 0.01}, 3, 9), 9);
+  EXPECT_EQ(next_overlap({2.0, 0.0}, 3, 99), 3);  // no step measured
+}
+
 TEST(OverlapAuto, StepDurationsGiveTheMedianAndForget) {
   StepDurations steps;
   EXPECT_EQ(steps.take_median(), 0.0);

@@ -19,6 +19,11 @@ std::optional<std::int64_t> overlap_to_hide(const ExchangeTiming& timing, std::i
   return std::max<std::int64_t>(static_cast<std::int64_t>(steps), 1);
 }
 
+std::int64_t next_overlap(const ExchangeTiming& timing, std::int64_t current, std::int64_t most) {
+  const auto hide = overlap_to_hide(timing, most);
+  return hide ? std::max(*hide, current - 1) : current;
+}
+
 ExchangeTiming slowest_across(comm::Group& group, const ExchangeTiming& mine) {
   const auto options = torch::TensorOptions().dtype(torch::kFloat64);
   auto local = torch::tensor({mine.exchange_s, mine.step_s}, options).to(group.device());

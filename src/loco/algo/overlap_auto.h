@@ -3,13 +3,17 @@
 // is hidden and no more. A larger τ hides more but applies an older average (mixed with α): it costs loss,
 // so the rule takes the smallest τ that covers the exchange:
 //
-//     τ = min(τ_max, max(1, ⌈1.1 · E / s⌉))
+//     τ_hide = min(τ_max, max(1, ⌈1.1 · E / s⌉)),   τ ← max(τ_hide, τ − 1)
 //
 //   E      seconds from the moment a replica sends Δ_p until the average is ready on it: the exchange's
 //          own time, any exchange queued ahead of it, and the wait for slower replicas;
 //   s      the median inner step of the replica (outside the waits for exchanges) since its last send;
 //   1.1    a margin for exchanges that take a little longer than the last one (rounds, jitter);
 //   τ_max  streaming.sync_every − 1: a fragment's exchange lands before its next one starts.
+//
+// τ rises at once but falls one step per exchange: an exchange overlapped with compute is slower the more
+// compute it overlaps on a busy CPU (4 ranks on 2 cores: 4.8, 9.1, 12.4 s as τ went 2, 3, 4), and one
+// fast exchange dropped τ from 3 to 1 and left the next one exposed.
 //
 // Each fragment has its own τ, from its own exchanges: fragments differ in size (the one that holds the
 // embeddings can take twice as long), and one τ for all swung between them (measured: 2, 3, 2, 4, 2, 3
@@ -37,9 +41,12 @@ struct ExchangeTiming {
   double step_s = 0;      // s
 };
 
-// The rule above (`most` ≥ 1 is τ_max); nullopt when s is unknown (no inner step measured, or a clock that
+// τ_hide above (`most` ≥ 1 is τ_max); nullopt when s is unknown (no inner step measured, or a clock that
 // does not advance).
 std::optional<std::int64_t> overlap_to_hide(const ExchangeTiming& timing, std::int64_t most);
+// The τ that follows `current` after an exchange measured `timing`: max(τ_hide, current − 1), or
+// `current` when s is unknown.
+std::int64_t next_overlap(const ExchangeTiming& timing, std::int64_t current, std::int64_t most);
 
 // The largest E and the largest s over the group's replicas (an all-gather of two float64 per replica).
 ExchangeTiming slowest_across(comm::Group& group, const ExchangeTiming& mine);

@@ -91,13 +91,13 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
 
 void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& timing) {
   std::int64_t& overlap = overlap_[fragment];
-  const auto tau = overlap_to_hide(timing, config_.sync_every - 1);
-  if (!tau || *tau == overlap) return;
+  const std::int64_t tau = next_overlap(timing, overlap, config_.sync_every - 1);
+  if (tau == overlap) return;
   if (context_.group->rank() == 0) {
     fmt::print(stderr, "streaming: {}: tau {} -> {} (slowest replica: exchange {:.3f} s, inner step {:.3f} s)\n",
-               fragments_[fragment].name(), overlap, *tau, timing.exchange_s, timing.step_s);
+               fragments_[fragment].name(), overlap, tau, timing.exchange_s, timing.step_s);
   }
-  overlap = *tau;
+  overlap = tau;
 }
 
 void StreamingDiloco::apply_oldest() {
