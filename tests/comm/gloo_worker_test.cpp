@@ -51,17 +51,27 @@ TEST(GlooCollectives, QuantizedAllReduceMatchesLocalGroupBitForBit) {
   }
 }
 
-// Run alone in its processes (its own rendezvous): a group paced in rounds of 1000 bytes per peer (note
-// "paced-exchange") gives the bits and bytes of an unpaced LocalGroup.
-TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
+// A group of the test's own, with comm.round_kib = `round_kib`: its own rendezvous, so such a test runs
+// alone in its processes (a ctest of its own).
+std::unique_ptr<Group> own_gloo_group(const std::string& round_kib) {
   const auto environment = comm::rank_environment_from_env();
-  ASSERT_TRUE(environment) << "run this test through `loco launch --nproc N -- <this binary>`";
+  if (!environment) {
+    ADD_FAILURE() << "run this test through `loco launch --nproc N -- <this binary>`";
+    return nullptr;
+  }
   torch::set_num_threads(1);
   GroupOptions options;
   options.timeout = 60s;
-  options.round_size = RoundSize::parse("0.9765625", "test");  // 1000 bytes
-  ASSERT_EQ(round_bytes_per_peer(options.round_size, options.link, 4), 1000);
-  const auto group = connect_from_environment(*environment, "gloo", options, 60s);
+  options.round_size = RoundSize::parse(round_kib, "test");
+  return connect_from_environment(*environment, "gloo", options, 60s);
+}
+
+// A group paced in rounds of 1000 bytes per peer (note "paced-exchange") gives the bits and bytes of an
+// unpaced LocalGroup.
+TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
+  const auto group = own_gloo_group("0.9765625");  // 1000 bytes
+  ASSERT_NE(group, nullptr);
+  ASSERT_EQ(group->round_bytes_per_peer(4), 1000);
   for (const auto& codec : codec_names()) {
     for (auto count : test::collective_counts()) {
       const auto before = group->stats();
@@ -85,19 +95,14 @@ TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
   }
 }
 
-// Run alone in its processes (its own rendezvous). Note "measured-link": with auto rounds and no
-// configured link, a group of processes learns its link from its large exchanges: the first runs
-// unpaced and is measured, every rank then holds the same estimate and sizes the next exchanges' rounds
-// from it, with the bits of an unpaced LocalGroup still. Simulated replicas (LocalGroup) have no link
-// to measure.
+// Note "measured-link": with auto rounds and no configured link, a group of processes learns its link
+// from its large exchanges: the first runs unpaced and is measured, every rank then holds the same
+// estimate and sizes the next exchanges' rounds from it, with the bits of an unpaced LocalGroup still.
+// Simulated replicas (LocalGroup) have no link to measure.
 TEST(GlooMeasuredLink, AutoLearnsTheLinkFromLargeExchanges) {
-  const auto environment = comm::rank_environment_from_env();
-  ASSERT_TRUE(environment) << "run this test through `loco launch --nproc N -- <this binary>`";
-  torch::set_num_threads(1);
-  GroupOptions options;
-  options.timeout = 60s;
-  options.round_size = RoundSize::parse("auto", "test");
-  const auto group = connect_from_environment(*environment, "gloo", options, 60s);
+  const auto group = own_gloo_group("auto");
+  ASSERT_NE(group, nullptr);
+  const GroupOptions& options = group->options();
   ASSERT_TRUE(group->measures_link());
   EXPECT_EQ(group->round_bytes_per_peer(group->size()), 0);
   test::check_quantized_all_reduce(*group, "int8", 1000);  // a few KB: too small to tell anything
