@@ -4,8 +4,8 @@
 
 #include "loco/algo/adversary.h"
 #include "loco/algo/outer_state_io.h"
-#include "loco/algo/replica_hash.h"
 #include "loco/algo/pseudo_gradient_average.h"
+#include "loco/algo/replica_hash.h"
 #include "loco/algo/replica_mean.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
@@ -29,19 +29,20 @@ StreamingDiloco::StreamingDiloco(const StreamingConfig& config, const ExchangeCo
 std::string StreamingDiloco::describe() const {
   const bool overlapped_diloco =
       config_.fragments == 1 && !config_.embeddings_fragment && (config_.overlap > 0 || config_.overlap_auto);
-  const std::string tau = config_.overlap_auto ? fmt::format("auto (from {})", config_.overlap)
-                                               : std::to_string(config_.overlap);
-  return fmt::format("streaming{}: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={}{} M={}",
-                     overlapped_diloco ? " (overlapped DiLoCo)" : "", config_.outer_lr, config_.outer_momentum,
-                     config_.sync_every, fragments_.size(), config_.assignment,
-                     config_.embeddings_fragment ? ", embeddings separate" : "", tau, config_.mix, exchange_.codec, describe_aggregation(exchange_.aggregation),
-                     context_.group->size()) +
+  const std::string tau =
+      config_.overlap_auto ? fmt::format("auto (from {})", config_.overlap) : std::to_string(config_.overlap);
+  return fmt::format(
+             "streaming{}: nesterov(pytorch) eta={} mu={} H={} fragments={} ({}{}) tau={} alpha={} codec={}{} M={}",
+             overlapped_diloco ? " (overlapped DiLoCo)" : "", config_.outer_lr, config_.outer_momentum,
+             config_.sync_every, fragments_.size(), config_.assignment,
+             config_.embeddings_fragment ? ", embeddings separate" : "", tau, config_.mix, exchange_.codec,
+             describe_aggregation(exchange_.aggregation), context_.group->size()) +
          describe_adversary(exchange_.adversary);
 }
 
 void StreamingDiloco::attach(Llama& model, const FlatParameters& parameters) {
-  fragments_ = block_fragments(parameters, static_cast<std::int64_t>(model->model->layers->size()),
-                               config_.fragments, config_.assignment == "strided", config_.embeddings_fragment);
+  fragments_ = block_fragments(parameters, static_cast<std::int64_t>(model->model->layers->size()), config_.fragments,
+                               config_.assignment == "strided", config_.embeddings_fragment);
   for (const auto& f : fragments_) outer_.emplace_back(f.read(), config_.outer_lr, config_.outer_momentum);
   outer_steps_.assign(fragments_.size(), 0);
   overlap_.assign(fragments_.size(), config_.overlap);
@@ -73,8 +74,8 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
   const double step_s = tuning ? steps_.take_median() : 0;
   // The job is the group's only user while it runs (SerialWorker), as charged_seconds needs.
   x.done = background_->submit([&group, delta = x.delta, codec = codec_.get(), aggregation = exchange_.aggregation,
-                                emulated = x.emulated_s, contributed = x.contributed, timing = x.timing, tuning, sent_at, step_s,
-                                emulated_clock = emulated_clock_, started_at = x.started_at,
+                                emulated = x.emulated_s, contributed = x.contributed, timing = x.timing, tuning,
+                                sent_at, step_s, emulated_clock = emulated_clock_, started_at = x.started_at,
                                 what = fmt::format("streaming: the outer step of {} sent after step {}",
                                                    fragments_[fragment].name(), step)]() mutable {
     *emulated = LinkTimeline::charged_seconds(group, [&] {
@@ -83,8 +84,9 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
     if (!tuning) return;
     // On the emulated link the average is ready when the link has carried it (LinkTimeline).
     const double ready_at = emulated_clock ? started_at + *emulated : steady_seconds();
-    *emulated += LinkTimeline::charged_seconds(
-        group, [&] { *timing = slowest_across(group, {ready_at - sent_at, step_s}); });
+    *emulated += LinkTimeline::charged_seconds(group, [&] {
+      *timing = slowest_across(group, {ready_at - sent_at, step_s});
+    });
   });
   in_flight_.push_back(std::move(x));
 }
@@ -119,9 +121,10 @@ void StreamingDiloco::apply_oldest() {
   if (exchange_.check_sync) {
     // Through the background thread too: it owns the group while exchanges may be queued.
     comm::Group& group = *context_.group;
-    const std::string what = fmt::format("global parameters of {} after its outer step {}",
-                                         fragment.name(), outer_steps_[x.fragment]);
-    background_->submit([&group, global = outer.global(), what] { require_identical_across_replicas(group, global, what); })
+    const std::string what =
+        fmt::format("global parameters of {} after its outer step {}", fragment.name(), outer_steps_[x.fragment]);
+    background_
+        ->submit([&group, global = outer.global(), what] { require_identical_across_replicas(group, global, what); })
         .get();
   }
 }
@@ -178,11 +181,18 @@ NamedTensors StreamingDiloco::state_tensors() const {
 nlohmann::json StreamingDiloco::state_json() const {
   nlohmann::json in_flight = nlohmann::json::array();
   for (const auto& x : in_flight_) {
-    in_flight.push_back({{"fragment", x.fragment}, {"apply_after", x.apply_after}, {"emulated_s", *x.emulated_s},
-                         {"started_at", x.started_at}, {"contributed", *x.contributed}, {"mix", x.mix},
-                         {"exchange_s", x.timing->exchange_s}, {"step_s", x.timing->step_s}});
+    in_flight.push_back({{"fragment", x.fragment},
+                         {"apply_after", x.apply_after},
+                         {"emulated_s", *x.emulated_s},
+                         {"started_at", x.started_at},
+                         {"contributed", *x.contributed},
+                         {"mix", x.mix},
+                         {"exchange_s", x.timing->exchange_s},
+                         {"step_s", x.timing->step_s}});
   }
-  return {{"outer_steps", outer_steps_}, {"in_flight", in_flight}, {"link_free_at", link_.free_at()},
+  return {{"outer_steps", outer_steps_},
+          {"in_flight", in_flight},
+          {"link_free_at", link_.free_at()},
           {"overlap", overlap_}};
 }
 
@@ -192,10 +202,11 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
                    saved_outer_tensor(tensors, fmt::format("outer/{}/momentum", p), outer_[p].momentum_buffer()));
   }
   if (!json.contains("outer_steps") || json.at("outer_steps").size() != fragments_.size()) {
-    throw CheckpointError(fmt::format("the checkpoint next to {} has no outer step counts for {} fragments; it was "
-                                      "written with other streaming settings. Resume with the settings it was "
-                                      "trained with",
-                                      tensors.source.string(), fragments_.size()));
+    throw CheckpointError(
+        fmt::format("the checkpoint next to {} has no outer step counts for {} fragments; it was "
+                    "written with other streaming settings. Resume with the settings it was "
+                    "trained with",
+                    tensors.source.string(), fragments_.size()));
   }
   outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
   link_.restore(json.value("link_free_at", 0.0));
@@ -207,16 +218,16 @@ void StreamingDiloco::load_state(const SafetensorsContent& tensors, const nlohma
     LOCO_CHECK(fragment < fragments_.size(), "in-flight exchange of fragment {}", fragment);
     std::promise<void> finished;
     finished.set_value();
-    in_flight_.push_back(Exchange{
-        fragment, in_flight[i].at("apply_after").get<std::int64_t>(),
-        saved_outer_tensor(tensors, fmt::format("in_flight/{}/delta", i), outer_[fragment].global()).clone(),
-        finished.get_future(), std::make_shared<double>(in_flight[i].at("emulated_s").get<double>()),
-        in_flight[i].at("started_at").get<double>(),
-        // Checkpoints written before robust aggregation always applied the average; before τ auto,
-        // only exchanges with τ > 0 (mixed) could be in flight.
-        std::make_shared<double>(in_flight[i].value("contributed", 1.0)), in_flight[i].value("mix", true),
-        std::make_shared<ExchangeTiming>(
-            ExchangeTiming{in_flight[i].value("exchange_s", 0.0), in_flight[i].value("step_s", 0.0)})});
+    in_flight_.push_back(
+        Exchange{fragment, in_flight[i].at("apply_after").get<std::int64_t>(),
+                 saved_outer_tensor(tensors, fmt::format("in_flight/{}/delta", i), outer_[fragment].global()).clone(),
+                 finished.get_future(), std::make_shared<double>(in_flight[i].at("emulated_s").get<double>()),
+                 in_flight[i].at("started_at").get<double>(),
+                 // Checkpoints written before robust aggregation always applied the average; before τ auto,
+                 // only exchanges with τ > 0 (mixed) could be in flight.
+                 std::make_shared<double>(in_flight[i].value("contributed", 1.0)), in_flight[i].value("mix", true),
+                 std::make_shared<ExchangeTiming>(
+                     ExchangeTiming{in_flight[i].value("exchange_s", 0.0), in_flight[i].value("step_s", 0.0)})});
   }
 }
 

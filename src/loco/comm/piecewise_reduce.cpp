@@ -109,7 +109,8 @@ torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds
   for (std::int64_t round = 0; round < rounds.count; ++round) {
     const std::int64_t start = rounds.start(slot_bytes, round), bytes = rounds.slice(slot_bytes, round);
     auto part = byte_buffer(bytes * size).to(group.device());
-    timed(times.all_gather_s, [&] { group.all_gather(mine.narrow(0, start, bytes).to(group.device()), part, timeout); });
+    timed(times.all_gather_s,
+          [&] { group.all_gather(mine.narrow(0, start, bytes).to(group.device()), part, timeout); });
     part = part.to(torch::kCPU);
     for (int source = 0; source < size; ++source) {
       gathered.narrow(0, source * slot_bytes + start, bytes).copy_(part.narrow(0, source * bytes, bytes));
@@ -178,8 +179,8 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
       if (peer != group.rank()) sent += static_cast<double>(piece_bytes[static_cast<std::size_t>(peer)]);
     }
     group.learn_link({{sent, static_cast<double>(rounds.count), times.reduce_scatter_s},
-                      {static_cast<double>(slot_bytes * (size - 1)), static_cast<double>(ring_rounds.count * (size - 1)),
-                       times.all_gather_s}},
+                      {static_cast<double>(slot_bytes * (size - 1)),
+                       static_cast<double>(ring_rounds.count * (size - 1)), times.all_gather_s}},
                      timeout);
   }
   if (times_out != nullptr) {
