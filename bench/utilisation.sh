@@ -12,9 +12,13 @@
 # once more whatever its schedule; DiLoCo with H = 100 runs 101 steps so that its synchronisation at
 # step 100 is inside the window. Every rank trains on its own batch of 8 sequences (dist.batch =
 # per_replica), one intra-op thread; comm.bandwidth_mbps = R so that comm.round_kib = auto paces the
-# exchanges; evaluation only at the end (its loss is printed, not timed). Needs root.
+# exchanges; evaluation only at the end (its loss is printed, not timed). Needs root, unless --emulate:
+# then the ranks run under `loco launch` on loopback with comm.delay = full, each exchange lasting at
+# least its time on the emulated link (docs/comm.md), for machines where network namespaces or tbf
+# are missing.
 #
 #   bench/utilisation.sh [--ranks "2 4"] [--rates "10 100"] [--runs "NAME ..."] [--out DIR] [--data DIR]
+#                        [--loco PATH] [--emulate]
 #
 # Runs (NAME): ddp, diloco-fp4-h100, diloco-fp4-h20, overlapped-fp4-h20-auto, streaming-fp4-h20-tau1,
 # streaming-fp4-h20-auto (see RUNS below). Prints one markdown row per (ranks, rate, run) and leaves the
@@ -28,6 +32,7 @@ RATES="10 100"
 SELECTED=""
 OUT=$ROOT/runs/utilisation-$(date -u +%Y%m%d-%H%M%S)
 DATA=$ROOT/data/brown
+EMULATE=0
 while (($#)); do
   case $1 in
     --ranks) RANKS=$2; shift 2 ;;
@@ -35,7 +40,9 @@ while (($#)); do
     --runs) SELECTED=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --data) DATA=$2; shift 2 ;;
-    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    --loco) LOCO=$2; shift 2 ;;
+    --emulate) EMULATE=1; shift ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
     *) echo "utilisation.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -63,7 +70,14 @@ common=(--config "$ROOT/bench/configs/small-5m.toml" --set "data.dir=$DATA" --se
         --set train.log_every=1 --set train.eval_every=0 --set train.checkpoint_every=0 --set dist.batch=per_replica)
 sets_of() { local s; for s in $1; do printf -- '--set\n%s\n' "$s"; done; }
 
-echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), loco $(git -C "$ROOT" rev-parse --short HEAD)"
+if ((EMULATE)); then
+  link="emulated link (loopback, comm.delay=full)"
+  ranks_over() { local n=$1 rate=$2; shift 2; "$LOCO" launch --nproc "$n" -- "$@" --set comm.delay=full; }
+else
+  link="tbf links"
+  ranks_over() { local n=$1 rate=$2; shift 2; "$ROOT/scripts/netns_run.sh" --nproc "$n" --rate "${rate}mbit" -- "$LOCO" "$@"; }
+fi
+echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), loco $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $link"
 echo "| ranks | Mbit/s | run | window | run s | baseline s | utilisation | sent MB/rank | eval loss | tau |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for ranks in $RANKS; do
@@ -84,7 +98,7 @@ for ranks in $RANKS; do
       IFS='|' read -r steps settings <<<"${RUNS[$name]}"
       dir=$OUT/$name-n$ranks-r$rate
       mapfile -t extra < <(sets_of "$settings")
-      "$ROOT/scripts/netns_run.sh" --nproc "$ranks" --rate "${rate}mbit" -- "$LOCO" train "${common[@]}" "${extra[@]}" \
+      ranks_over "$ranks" "$rate" train "${common[@]}" "${extra[@]}" \
         --set dist.backend=gloo --set "train.steps=$steps" --set "comm.bandwidth_mbps=$rate" \
         --set "train.out_dir=$dir" >"$dir.log" 2>&1 || { echo "utilisation.sh: $name failed (see $dir.log)" >&2; exit 1; }
       python3 "$ROOT/bench/utilisation_report.py" --run "$dir" --log "$dir.log" --baseline "$base" --steps "$steps" \
