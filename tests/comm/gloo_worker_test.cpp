@@ -4,6 +4,7 @@
 // simulated in this process: both backends must give the same bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "loco/comm/comm_error.h"
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/comm/member_exchange.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {
@@ -124,6 +126,34 @@ TEST(GlooMeasuredLink, AutoLearnsTheLinkFromLargeExchanges) {
         options);
     EXPECT_TRUE(torch::equal(over_gloo, in_process)) << codec;
   }
+}
+
+// Note "measured-link" for NoLoCo's exchange within pairs (comm/member_exchange.h): exchanges the whole
+// group makes at once teach it the link as its collectives do; one that is not group-wide (elastic NoLoCo,
+// where healed members sit out) teaches nothing. Run with an even number of ranks: pairs (0, 1), (2, 3), ...
+TEST(GlooMeasuredPairs, GroupWidePairExchangesLearnTheLink) {
+  const auto group = own_gloo_group("auto");
+  ASSERT_NE(group, nullptr);
+  ASSERT_EQ(group->size() % 2, 0);
+  const int me = group->rank(), partner = me ^ 1;
+  const std::vector<int> pair = {std::min(me, partner), std::max(me, partner)};
+  const std::size_t partner_index = me < partner ? 1 : 0;
+  auto values_of = [](int rank) { return torch::arange(1 << 18, torch::kFloat32).add_(0.5 * rank); };  // 1 MiB
+  auto exchange = [&](GroupWide group_wide) {
+    const auto theirs = exchange_among(*group, values_of(me), pair, group_wide);
+    EXPECT_FALSE(theirs[1 - partner_index].defined());
+    EXPECT_TRUE(torch::equal(theirs[partner_index], values_of(partner)));
+  };
+  ASSERT_TRUE(group->measures_link());
+  exchange(GroupWide::no);
+  EXPECT_FALSE(group->measured_link().estimate());
+  EXPECT_EQ(group->round_bytes_per_peer(2), 0);
+  exchange(GroupWide::yes);
+  ASSERT_TRUE(group->measured_link().estimate());
+  const std::int64_t round_bytes = group->round_bytes_per_peer(2);
+  EXPECT_GT(round_bytes, 0);
+  EXPECT_TRUE(group->ranks_differing_from_rank_0(round_bytes).empty());
+  exchange(GroupWide::yes);  // in the rounds learnt
 }
 
 // Run with 2 ranks: rank 1 never starts the all-reduce; rank 0 must get CommTimeout in time.

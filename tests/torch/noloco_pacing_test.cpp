@@ -25,7 +25,7 @@ TEST(NolocoPacing, PairMeanIsTheSameInRounds) {
             auto generator = at::detail::createCPUGenerator(5 + r);
             const auto mine = torch::randn({3, 3335}, generator, dtype);  // 10,005 values, not a multiple of a round
             const std::vector<int> members = group.rank() < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
-            out.means[r] = group_mean(group, mine, members);
+            out.means[r] = group_mean(group, mine, members, comm::GroupWide::yes);
             out.stats[r] = group.stats();
           },
           options);

@@ -2,37 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pairing.h"
 
 namespace loco {
 
-torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members) {
-  const int me = group.rank();
-  const torch::Tensor flat = mine.view({-1});
-  std::vector<torch::Tensor> theirs(members.size());
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    if (members[k] != me) theirs[k] = torch::empty_like(flat);
-  }
-  // Paced like every exchange (note "paced-exchange", comm/piecewise_reduce.h): rounds of at most R bytes
-  // to each partner, one after another; the partners derive the same rounds from the same sizes.
-  const std::int64_t round_bytes = group.round_bytes_per_peer(static_cast<int>(members.size()));
-  const std::int64_t step = round_bytes > 0 ? std::max<std::int64_t>(round_bytes / flat.element_size(), 1)
-                                            : std::max<std::int64_t>(flat.numel(), 1);
-  for (std::int64_t start = 0; start < std::max<std::int64_t>(flat.numel(), 1); start += step) {
-    const std::int64_t count = std::min(step, flat.numel() - start);
-    std::vector<comm::WorkHandle> work;
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      if (members[k] == me) continue;
-      work.push_back(group.send_async(flat.narrow(0, start, count), members[k]));
-      work.push_back(group.recv_async(theirs[k].narrow(0, start, count), members[k]));
-    }
-    for (auto& w : work) w->wait();
-  }
+torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members,
+                         comm::GroupWide group_wide) {
+  const torch::Tensor flat = mine.reshape({-1});
+  const std::vector<torch::Tensor> theirs = comm::exchange_among(group, flat, members, group_wide);
   torch::Tensor mean = torch::zeros_like(flat);
-  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == me ? flat : theirs[k]);
+  for (std::size_t k = 0; k < members.size(); ++k) mean.add_(members[k] == group.rank() ? flat : theirs[k]);
   return mean.div_(static_cast<double>(members.size())).view(mine.sizes());
 }
 
@@ -71,7 +52,9 @@ void Noloco::sync(std::int64_t step) {
   // (θ − φ, φ) of this replica, averaged with every other member's.
   const torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
   torch::Tensor mean;
-  link_.exchange_and_wait([&] { mean = group_mean(group, mine, members); });
+  // Every rank averages at this step, in pairs when the replicas are even in number (note "measured-link").
+  const auto group_wide = group.size() % 2 == 0 ? comm::GroupWide::yes : comm::GroupWide::no;
+  link_.exchange_and_wait([&] { mean = group_mean(group, mine, members, group_wide); });
   noloco_outer_step(config_, mean, slow_, momentum_);
   parameters_->write(slow_);
   ++outer_steps_;

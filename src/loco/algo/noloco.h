@@ -17,14 +17,17 @@
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/algo/sync_schedule.h"
+#include "loco/comm/member_exchange.h"
 #include "loco/train/strategy.h"
 
 namespace loco {
 
 // The mean over `members` (ranks of `group`, ascending, holding this rank) of each member's `mine`:
-// sent to and received from every other member, point to point, and summed in rank order so that every
+// sent to and received from every other member, point to point (comm/member_exchange.h, whose GroupWide
+// says whether the exchange may teach the group its link), and summed in rank order so that every
 // member computes the same bytes.
-torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members);
+torch::Tensor group_mean(comm::Group& group, const torch::Tensor& mine, const std::vector<int>& members,
+                         comm::GroupWide group_wide);
 
 // The update above from `mean` = mean_G of (θ − φ, φ) concatenated: `momentum` and `slow` in place.
 void noloco_outer_step(const NolocoConfig& config, const torch::Tensor& mean, torch::Tensor& slow,

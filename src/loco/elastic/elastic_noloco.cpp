@@ -84,7 +84,8 @@ void ElasticNoloco::average(comm::Group& group, const membership::QuorumReply& q
   try {
     member_.before_exchange();
     const torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
-    const torch::Tensor mean = group_mean(group, mine, members);
+    // Healed members sit this out, so no exchange is group-wide.
+    const torch::Tensor mean = group_mean(group, mine, members, comm::GroupWide::no);
     noloco_outer_step(config_, mean, slow_, momentum_);
     parameters_->write(slow_);
     ++outer_steps_;
