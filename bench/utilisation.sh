@@ -18,7 +18,11 @@
 # are missing.
 #
 #   bench/utilisation.sh [--ranks "2 4"] [--rates "10 100"] [--runs "NAME ..."] [--out DIR] [--data DIR]
-#                        [--loco PATH] [--emulate]
+#                        [--loco PATH] [--emulate] [--repeats K]
+#
+# --repeats K measures every (ranks, rate) group K times, each time its baseline and then its runs, so that
+# the VM's drift falls on baseline and run alike; rows are named "RUN #k", and a last table gives each
+# run's median utilisation and range (bench/utilisation_report.py --medians).
 #
 # Runs (NAME): ddp, diloco-fp4-h100, diloco-fp4-h20, overlapped-fp4-h20-auto, streaming-fp4-h20-tau1,
 # streaming-fp4-h20-auto (see RUNS below). Prints one markdown row per (ranks, rate, run) and leaves the
@@ -33,6 +37,7 @@ SELECTED=""
 OUT=$ROOT/runs/utilisation-$(date -u +%Y%m%d-%H%M%S)
 DATA=$ROOT/data/brown
 EMULATE=0
+REPEATS=1
 while (($#)); do
   case $1 in
     --ranks) RANKS=$2; shift 2 ;;
@@ -42,7 +47,8 @@ while (($#)); do
     --data) DATA=$2; shift 2 ;;
     --loco) LOCO=$2; shift 2 ;;
     --emulate) EMULATE=1; shift ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    -h|--help) sed -n 2,28p "$0"; exit 0 ;;
     *) echo "utilisation.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -60,6 +66,7 @@ declare -A RUNS=(
   [streaming-fp4-h20-auto]="61|dist.algorithm=streaming streaming.fragments=2 streaming.sync_every=20 streaming.codec=fp4 streaming.overlap_auto=true"
 )
 ORDER="ddp diloco-fp4-h100 diloco-fp4-h20 overlapped-fp4-h20-auto streaming-fp4-h20-tau1 streaming-fp4-h20-auto"
+[[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "utilisation.sh: --repeats needs a positive whole number, not '$REPEATS'" >&2; exit 64; }
 [[ -n $SELECTED ]] || SELECTED=$ORDER
 for name in $SELECTED; do
   [[ -n ${RUNS[$name]-} ]] || { echo "utilisation.sh: unknown run '$name' (one of: $ORDER)" >&2; exit 64; }
@@ -80,29 +87,40 @@ fi
 echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), loco $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $link"
 echo "| ranks | Mbit/s | run | window | run s | baseline s | utilisation | sent MB/rank | eval loss | tau |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
+rows=$OUT/rows.md
+: >"$rows"
 for ranks in $RANKS; do
   for rate in $RATES; do
-    # The baseline: N processes at once, the same per-rank work, no group; again for every rate, since
-    # this VM's speed drifts by several percent over tens of minutes.
-    base=$OUT/baseline-n$ranks-r$rate
-    pids=()
-    for ((r = 0; r < ranks; r++)); do
-      "$LOCO" train "${common[@]}" --set train.steps=101 --set "train.seed=$r" --set "train.out_dir=$base/p$r" \
-        >"$base-p$r.log" 2>&1 &
-      pids+=($!)
-    done
-    for pid in "${pids[@]}"; do
-      wait "$pid" || { echo "utilisation.sh: a baseline process failed (see $base-p*.log)" >&2; exit 1; }
-    done
-    for name in $SELECTED; do
-      IFS='|' read -r steps settings <<<"${RUNS[$name]}"
-      dir=$OUT/$name-n$ranks-r$rate
-      mapfile -t extra < <(sets_of "$settings")
-      ranks_over "$ranks" "$rate" train "${common[@]}" "${extra[@]}" \
-        --set dist.backend=gloo --set "train.steps=$steps" --set "comm.bandwidth_mbps=$rate" \
-        --set "train.out_dir=$dir" >"$dir.log" 2>&1 || { echo "utilisation.sh: $name failed (see $dir.log)" >&2; exit 1; }
-      python3 "$ROOT/bench/utilisation_report.py" --run "$dir" --log "$dir.log" --baseline "$base" --steps "$steps" \
-        --ranks "$ranks" --rate "$rate" --name "$name"
+    for ((rep = 1; rep <= REPEATS; rep++)); do
+      tag=n$ranks-r$rate
+      label=""
+      if ((REPEATS > 1)); then tag+=-k$rep; label=" #$rep"; fi
+      # The baseline: N processes at once, the same per-rank work, no group; again for every rate and
+      # repeat, since this VM's speed drifts by several percent over tens of minutes.
+      base=$OUT/baseline-$tag
+      pids=()
+      for ((r = 0; r < ranks; r++)); do
+        "$LOCO" train "${common[@]}" --set train.steps=101 --set "train.seed=$r" --set "train.out_dir=$base/p$r" \
+          >"$base-p$r.log" 2>&1 &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do
+        wait "$pid" || { echo "utilisation.sh: a baseline process failed (see $base-p*.log)" >&2; exit 1; }
+      done
+      for name in $SELECTED; do
+        IFS='|' read -r steps settings <<<"${RUNS[$name]}"
+        dir=$OUT/$name-$tag
+        mapfile -t extra < <(sets_of "$settings")
+        ranks_over "$ranks" "$rate" train "${common[@]}" "${extra[@]}" \
+          --set dist.backend=gloo --set "train.steps=$steps" --set "comm.bandwidth_mbps=$rate" \
+          --set "train.out_dir=$dir" >"$dir.log" 2>&1 || { echo "utilisation.sh: $name failed (see $dir.log)" >&2; exit 1; }
+        python3 "$ROOT/bench/utilisation_report.py" --run "$dir" --log "$dir.log" --baseline "$base" --steps "$steps" \
+          --ranks "$ranks" --rate "$rate" --name "$name$label" | tee -a "$rows"
+      done
     done
   done
 done
+if ((REPEATS > 1)); then
+  echo
+  python3 "$ROOT/bench/utilisation_report.py" --medians "$rows"
+fi

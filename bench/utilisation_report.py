@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""One markdown row of bench/utilisation.sh: a run's time over its window against the baseline's.
+"""One markdown row of bench/utilisation.sh: a run's time over its window against the baseline's; with
+--medians ROWS, the median (and range) of each (ranks, rate, run) over the repeats in ROWS, the rows that
+`bench/utilisation.sh --repeats K` printed.
 
 The window is steps (a, b]: a = 5 (start-up left out), b = the run's last step - 1 (the final
 synchronisation every strategy makes at its last step left out); with 8 steps (DDP) a = 3.
@@ -32,13 +34,37 @@ def window_seconds(times, first, last):
     return times[last] - times[first]
 
 
+def medians(rows_path):
+    """Rows named "RUN #k" grouped by (ranks, rate, RUN): median utilisation, its range, the repeats."""
+    groups = {}
+    with open(rows_path) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 10 or not cells[0].isdigit():
+                continue
+            ranks, rate, name = cells[0], cells[1], re.sub(r" #\d+$", "", cells[2])
+            groups.setdefault((ranks, rate, name), []).append(float(cells[6].strip("*%")))
+    print("| ranks | Mbit/s | run | repeats | median utilisation | range |")
+    print("|---|---|---|---|---|---|")
+    for (ranks, rate, name), values in groups.items():
+        print("| %s | %s | %s | %d | **%.1f%%** | %.1f–%.1f%% |" % (
+            ranks, rate, name, len(values), statistics.median(values), min(values), max(values)))
+
+
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--medians", help="rows printed by bench/utilisation.sh --repeats K")
     for key in ("run", "log", "baseline", "name", "rate"):
-        p.add_argument("--" + key, required=True)
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--ranks", type=int, required=True)
+        p.add_argument("--" + key)
+    p.add_argument("--steps", type=int)
+    p.add_argument("--ranks", type=int)
     a = p.parse_args()
+    if a.medians:
+        medians(a.medians)
+        return
+    missing = [k for k in ("run", "log", "baseline", "name", "rate", "steps", "ranks") if getattr(a, k) is None]
+    if missing:
+        p.error("missing --" + ", --".join(missing))
     first = 3 if a.steps <= 10 else 5
     last = a.steps - 1
     times, loss, sent = elapsed(os.path.join(a.run, "metrics.jsonl"))
