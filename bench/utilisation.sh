@@ -73,6 +73,11 @@ for name in $SELECTED; do
 done
 
 mkdir -p "$OUT"
+# One thread per process for the matmuls too: OpenBLAS (Debian's pthread build) keeps a pool of one
+# thread per core that train.threads does not reach for a single replica (results.md, "Replicas as
+# threads and OpenBLAS's own thread pool"), so N processes would run N pools on the same cores, their
+# spinning workers making the baseline as much as 20% slower than the runs at random.
+export OPENBLAS_NUM_THREADS=1
 common=(--config "$ROOT/bench/configs/small-5m.toml" --set "data.dir=$DATA" --set train.threads=1
         --set train.log_every=1 --set train.eval_every=0 --set train.checkpoint_every=0 --set dist.batch=per_replica)
 sets_of() { local s; for s in $1; do printf -- '--set\n%s\n' "$s"; done; }

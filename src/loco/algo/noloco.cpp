@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "loco/algo/outer_state_io.h"
 #include "loco/algo/pairing.h"
 

@@ -88,6 +88,8 @@ void run_rank(TrainOptions options, const comm::RankEnvironment& environment) {
                                   config.dist.replicas, environment.world_size));
   }
   if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
+  // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
+  if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
   const auto group = comm::connect_from_environment(environment, config.dist.backend,
                                                     group_options(config.comm, environment.world_size), timeout);
