@@ -15,6 +15,7 @@
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/membership/run_secret.h"
+#include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
@@ -126,6 +127,10 @@ void keep_adversary_of(RunConfig& config, int replica) {
 }
 
 std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
+  // Note "blas-pool": members that `loco launch --elastic --nproc N` started share a machine.
+  if (const auto local = parse_whole_number(environment("LOCAL_WORLD_SIZE")); local && *local > 1) {
+    limit_blas_threads(options.config.train.threads);
+  }
   const std::string address = environment("LOCO_COORDINATOR");
   const std::string run_id = environment("LOCO_RUN_ID");
   if (address.empty() || run_id.empty()) {
