@@ -74,9 +74,10 @@ done
 
 mkdir -p "$OUT"
 # One thread per process for the matmuls too: OpenBLAS (Debian's pthread build) keeps a pool of one
-# thread per core that train.threads does not reach for a single replica (results.md, "Replicas as
-# threads and OpenBLAS's own thread pool"), so N processes would run N pools on the same cores, their
-# spinning workers making the baseline as much as 20% slower than the runs at random.
+# thread per core that train.threads does not reach in a process alone on its machine, which is what the
+# baseline's processes look like to loco (ranks sharing a machine size it themselves, note "blas-pool"),
+# so N baseline processes would run N pools on the same cores: 2 processes of small-5m stepped in
+# 1.20-1.46 s with a pool each and 1.00-1.04 s with one thread (results.md, "End-to-end utilisation").
 export OPENBLAS_NUM_THREADS=1
 common=(--config "$ROOT/bench/configs/small-5m.toml" --set "data.dir=$DATA" --set train.threads=1
         --set train.log_every=1 --set train.eval_every=0 --set train.checkpoint_every=0 --set dist.batch=per_replica)
