@@ -55,7 +55,7 @@ TEST(GlooCollectives, QuantizedAllReduceMatchesLocalGroupBitForBit) {
 
 // A group of the test's own, with comm.round_kib = `round_kib`: its own rendezvous, so such a test runs
 // alone in its processes (a ctest of its own).
-std::unique_ptr<Group> own_gloo_group(const std::string& round_kib) {
+std::unique_ptr<Group> own_gloo_group(const std::string& round_kib, const std::string& latency_ms = "") {
   const auto environment = comm::rank_environment_from_env();
   if (!environment) {
     ADD_FAILURE() << "run this test through `loco launch --nproc N -- <this binary>`";
@@ -65,25 +65,22 @@ std::unique_ptr<Group> own_gloo_group(const std::string& round_kib) {
   GroupOptions options;
   options.timeout = 60s;
   options.round_size = RoundSize::parse(round_kib, "test");
+  if (!latency_ms.empty()) options.link = LinkModel::parse("1000", latency_ms, environment->world_size);
   return connect_from_environment(*environment, "gloo", options, 60s);
 }
 
-// A group paced in rounds of 1000 bytes per peer (note "paced-exchange") gives the bits and bytes of an
-// unpaced LocalGroup.
-TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
-  const auto group = own_gloo_group("0.9765625");  // 1000 bytes
-  ASSERT_NE(group, nullptr);
-  ASSERT_EQ(group->round_bytes_per_peer(4), 1000);
+// Every codec and size through `group`, paced, gives the bits and bytes of an unpaced LocalGroup.
+void check_paced_matches_unpaced_local_group(Group& group) {
   for (const auto& codec : codec_names()) {
     for (auto count : test::collective_counts()) {
-      const auto before = group->stats();
-      const auto over_gloo = test::check_quantized_all_reduce(*group, codec, count);
-      const auto paced_ops = group->stats().operations - before.operations;
+      const auto before = group.stats();
+      const auto over_gloo = test::check_quantized_all_reduce(group, codec, count);
+      const auto paced_ops = group.stats().operations - before.operations;
       torch::Tensor in_process;
       std::uint64_t unpaced_ops = 0;
-      run_local_replicas(group->size(), [&](Group& local) {
+      run_local_replicas(group.size(), [&](Group& local) {
         auto result = test::check_quantized_all_reduce(local, codec, count);
-        if (local.rank() == group->rank()) {
+        if (local.rank() == group.rank()) {
           in_process = result;
           unpaced_ops = local.stats().operations;
         }
@@ -95,6 +92,26 @@ TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
       }
     }
   }
+}
+
+// A group paced in rounds of 1000 bytes per peer (note "paced-exchange") gives the bits and bytes of an
+// unpaced LocalGroup.
+TEST(GlooPaced, QuantizedAllReduceMatchesUnpacedLocalGroup) {
+  const auto group = own_gloo_group("0.9765625");  // 1000 bytes
+  ASSERT_NE(group, nullptr);
+  ASSERT_EQ(group->round_bytes_per_peer(4), 1000);
+  ASSERT_EQ(group->rounds_in_flight(group->size()), 1);
+  check_paced_matches_unpaced_local_group(*group);
+}
+
+// Rounds in flight (link/round_size.h): with a configured latency, up to kMaxRoundsInFlight rounds of an
+// exchange run at once on Gloo's threads (the latency is not injected: the loopback link is used as it
+// is), with the bits of an unpaced LocalGroup still.
+TEST(GlooRoundsInFlight, QuantizedAllReduceMatchesUnpacedLocalGroup) {
+  const auto group = own_gloo_group("0.9765625", "20");  // 1000 bytes at 1 Gbit/s: 16 µs per peer
+  ASSERT_NE(group, nullptr);
+  ASSERT_EQ(group->rounds_in_flight(group->size()), kMaxRoundsInFlight);
+  check_paced_matches_unpaced_local_group(*group);
 }
 
 // Note "measured-link": with auto rounds and no configured link, a group of processes learns its link

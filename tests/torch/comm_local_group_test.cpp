@@ -226,5 +226,33 @@ TEST(LocalGroupAccounting, LatencyDelayAddsRoundsTimesLatency) {
       options);
 }
 
+// Note "latency-injection" with rounds in flight (link/round_size.h): 8 + 8 rounds of 4 KiB behind 100 ms
+// keep all of a phase's rounds in flight, so the exchange waits about one latency per phase (0.2 s), not
+// one per round (1.6 s, as before rounds were in flight); with the bandwidth emulated too (`full`), each
+// round's bytes follow the previous round's, not its latency.
+TEST(LocalGroupAccounting, RoundsInFlightPayTheLatencyOncePerPhase) {
+  for (const LinkDelay delay : {LinkDelay::latency, LinkDelay::full}) {
+    GroupOptions options;
+    options.link = LinkModel::parse("1000", "100", 2);
+    options.delay = delay;
+    options.round_size = RoundSize::parse("4", "test");
+    run_local_replicas(
+        2,
+        [&](Group& group) {
+          ASSERT_EQ(group.rounds_in_flight(2), kMaxRoundsInFlight);
+          const auto values = torch::ones({16384});  // fp32: pieces of 32 KiB, 8 rounds each way
+          ExchangeTimes times;
+          const auto start = Clock::now();
+          quantized_all_reduce(group, values, *make_codec("fp32"), ReduceOp::sum, kGroupTimeout, &times);
+          const double elapsed = seconds_since(start);
+          EXPECT_TRUE(torch::equal(values, torch::full({16384}, 2.0f)));
+          EXPECT_EQ(times.rounds, 16);
+          EXPECT_GE(elapsed, 2 * 0.1 - 1e-3);
+          EXPECT_LT(elapsed, 0.8) << "rounds waited out one latency each";
+        },
+        options);
+  }
+}
+
 }  // namespace
 }  // namespace loco::comm

@@ -113,7 +113,7 @@ TEST(RoundSize, ParsesAutoOffAndKib) {
   }
 }
 
-// The auto rule (round_size.h): R = max(4 KiB, B/8 · max(8 ms, L / 0.05) / (N − 1)).
+// The auto rule (round_size.h): R = max(4 KiB, B/8 · max(8 ms, L / (W_max − 1)) / (N − 1)).
 TEST(RoundSize, AutoSizesRoundsFromTheLink) {
   const RoundSize automatic = RoundSize::parse("auto", "k");
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 4), 0);  // no bandwidth: one round
@@ -124,8 +124,10 @@ TEST(RoundSize, AutoSizesRoundsFromTheLink) {
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("10", "", 2), 2), 10000);
   // 1 Mbit/s, 8 ranks: 143 bytes per peer would cost more in round trips than it saves; the floor.
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("1", "", 8), 8), 4096);
-  // 50 ms of latency: rounds of 1 s of traffic, so that latency is 5% of a round. The slowest link counts.
-  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100,50", "50,10", 2), 2), 6250000);
+  // 50 ms of latency: rounds stay at 8 ms (it is hidden by rounds in flight, below). The slowest link counts.
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100,50", "50,10", 2), 2), 50000);
+  // 100 ms would need 14 rounds of 8 ms in flight; 7 rounds of 100/7 ms cover it.
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("10", "100", 2), 2), 17857);
   // A fixed size is taken as it is, whatever the link; off is one round.
   EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("32", "k"), LinkModel(), 8), 32768);
   EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("off", "k"), LinkModel::parse("10", "", 2), 2), 0);
@@ -135,10 +137,39 @@ TEST(RoundSize, AutoSizesRoundsFromTheLink) {
 TEST(RoundSize, AutoTakesTheMeasuredLinkWhereNoneIsConfigured) {
   const RoundSize automatic = RoundSize::parse("auto", "k");
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{10e6, 0}), 10000);
-  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{10e6, 0.05}), 1250000);  // 1 s of traffic
+  EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{10e6, 0.05}), 10000);
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel::parse("100", "", 4), 4, LinkSpec{10e6, 0}), 33333);
   EXPECT_EQ(round_bytes_per_peer(automatic, LinkModel(), 2, LinkSpec{1e18, 0}), 1 << 30);  // loopback
   EXPECT_EQ(round_bytes_per_peer(RoundSize::parse("off", "k"), LinkModel(), 2, LinkSpec{10e6, 0}), 0);
+}
+
+// Rounds in flight (round_size.h): W = min(8, 1 + ⌈L / t⌉), t a round's time on the wire.
+TEST(RoundSize, RoundsInFlightCoverTheLatency) {
+  const RoundSize automatic = RoundSize::parse("auto", "k");
+  // No latency, or no link to size from: one round after another.
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel::parse("10", "", 2), 2), 1);
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel(), 2), 1);
+  EXPECT_EQ(rounds_in_flight(RoundSize::parse("off", "k"), LinkModel::parse("10", "20", 2), 2), 1);
+  // 10 Mbit/s, 2 ranks, 20 ms: rounds of 8 ms; 3 more cover 20 ms.
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel::parse("10", "20", 2), 2), 4);
+  // The same link shared by 3 peers: rounds are still 8 ms on the wire.
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel::parse("10", "20", 4), 4), 4);
+  // 100 ms: the cap, with longer rounds (above).
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel::parse("10", "100", 2), 2), kMaxRoundsInFlight);
+  // A fixed size where the bandwidth is known: 4 KiB at 1 Gbit/s is 33 µs on the wire; 1 MiB at 10 Mbit/s
+  // is 839 ms, longer than the latency: one more round covers it. No bandwidth: one after another.
+  EXPECT_EQ(rounds_in_flight(RoundSize::parse("4", "k"), LinkModel::parse("1000", "20", 2), 2), kMaxRoundsInFlight);
+  EXPECT_EQ(rounds_in_flight(RoundSize::parse("1024", "k"), LinkModel::parse("10", "20", 2), 2), 2);
+  EXPECT_EQ(rounds_in_flight(RoundSize::parse("4", "k"), LinkModel::parse("", "20", 2), 2), 1);
+  // A measured link counts where none is configured.
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel(), 2, LinkSpec{10e6, 0.02}), 4);
+  EXPECT_EQ(rounds_in_flight(automatic, LinkModel(), 2, LinkSpec{10e6, 0}), 1);
+}
+
+// Rounds in flight hide all but one latency; one after another, each pays it.
+TEST(LinkFit, WaitedRoundsCountsOneLatencyForRoundsInFlight) {
+  EXPECT_EQ(LinkFit::waited_rounds(40, 1), 40);
+  EXPECT_EQ(LinkFit::waited_rounds(40, 4), 1);
 }
 
 // seconds = 8·bytes/B + rounds·L, by hand.

@@ -14,6 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+Clock::duration as_duration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 std::uint64_t byte_size(const torch::Tensor& tensor) {
   return static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
 }
@@ -53,7 +57,7 @@ class AccountedWork final : public Work {
       const bool was_complete = inner_->is_completed();
       inner_->wait();
       if (finish_) finish_();
-      delay(was_complete ? started_ : Clock::now());
+      delay(inner_->completed_at().value_or(was_complete ? started_ : Clock::now()));
     } catch (...) {
       error_ = std::current_exception();
     }
@@ -68,12 +72,10 @@ class AccountedWork final : public Work {
   }
 
  private:
-  // Note "latency-injection" (group.h). `completed` is when the transfer was seen to finish; a
-  // transfer that had finished before wait() was called is taken to have finished at once.
+  // Note "latency-injection" (group.h). `completed` is when the backend finished the transfer; where it
+  // cannot tell, when wait() saw it finish, and a transfer already finished when wait() was called is
+  // taken to have finished at once.
   void delay(Clock::time_point completed) const {
-    auto as_duration = [](double seconds) {
-      return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    };
     if (charge_.delay == LinkDelay::latency) std::this_thread::sleep_until(completed + as_duration(charge_.latency_s));
     if (charge_.delay == LinkDelay::full) std::this_thread::sleep_until(charge_.link_done);
   }
@@ -165,11 +167,12 @@ WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emul
     stats_->stats.bytes_recv += traffic.bytes_recv;
     stats_->stats.operations += 1;
     stats_->stats.emulated_s += emulated_s;
-    // The link carries one operation after another: one started while another is in flight (DDP's
-    // buckets) waits for it, as on a real link.
+    // The link carries one operation's bytes after another: one started while another is in flight (DDP's
+    // buckets, the rounds of a paced exchange) sends once that one's bytes are out, while its latency
+    // passes, as on a real link.
     const auto start = std::max(Clock::now(), stats_->link_free);
-    charge.link_done = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(emulated_s));
-    stats_->link_free = charge.link_done;
+    charge.link_done = start + as_duration(emulated_s);
+    stats_->link_free = start + as_duration(std::max(emulated_s - latency_s, 0.0));
   }
   auto stats = stats_;
   return std::make_shared<AccountedWork>(std::move(work), charge, std::move(finish), [stats](double blocked_s) {
@@ -286,6 +289,10 @@ void Group::all_reduce(const torch::Tensor& tensor, ReduceOp op, Timeout timeout
 }
 std::int64_t Group::round_bytes_per_peer(int peers) const {
   return comm::round_bytes_per_peer(options_.round_size, options_.link, peers, measured_link_.estimate());
+}
+
+int Group::rounds_in_flight(int peers) const {
+  return comm::rounds_in_flight(options_.round_size, options_.link, peers, measured_link_.estimate());
 }
 
 bool Group::measures_link() const {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,11 @@ namespace loco::comm {
 enum class ReduceOp { sum, mean };
 
 // How the emulated link shows in real time (note "latency-injection"): `none` only accounts for it;
-// `latency` delays each operation's completion by its rounds × the link latency (for links shaped by
-// tc, where the kernel has no netem to add latency); `full` delays completion until the link model's
-// whole time has passed (bandwidth too), with the operations of one rank carried one after another
-// (an operation started while another is in flight finishes its time after that one).
+// `latency` delays each operation's completion by its rounds × the link latency, counted from when the
+// backend finished it (for links shaped by tc, where the kernel has no netem to add latency); `full`
+// delays completion until the link model's whole time has passed (bandwidth too), with the bytes of one
+// rank's operations carried one after another (an operation started while another is in flight sends
+// after that one's bytes, while that one's latency passes, as on a real link).
 enum class LinkDelay { none, latency, full };
 
 // "none", "latency" or "full"; ConfigError naming `key` (the option or config key) otherwise.
@@ -77,6 +79,10 @@ class Work {
   // Whether wait() would return at once. Gloo's send and recv report completion only from wait():
   // poll collectives, not messages.
   virtual bool is_completed() = 0;
+  // When the backend finished the transfer, where it can tell (LocalGroup's collectives, Gloo's): an
+  // operation waited for after later ones were started may have finished long before its wait()
+  // (note "latency-injection").
+  virtual std::optional<std::chrono::steady_clock::time_point> completed_at() const { return std::nullopt; }
 };
 using WorkHandle = std::shared_ptr<Work>;
 
@@ -131,6 +137,8 @@ class Group {
   // Bytes per peer and round of this group's paced exchanges among `peers` of its ranks (note
   // "paced-exchange", link/round_size.h): from the configured link, or from the measured one.
   std::int64_t round_bytes_per_peer(int peers) const;
+  // How many of those rounds an exchange keeps in flight (link/round_size.h, "Rounds in flight").
+  int rounds_in_flight(int peers) const;
   // Note "measured-link" (link/link_fit.h): whether this group learns its link from its exchanges
   // (comm.round_kib = auto without a configured bandwidth, ranks in different processes), and what it
   // learnt so far. Every rank holds the same.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "loco/comm/link/link_fit.h"
+#include "loco/comm/round_window.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::comm {
@@ -18,23 +19,29 @@ std::vector<torch::Tensor> exchange_among(Group& group, const torch::Tensor& min
   const std::int64_t round_bytes = group.round_bytes_per_peer(static_cast<int>(members.size()));
   const std::int64_t step = round_bytes > 0 ? std::max<std::int64_t>(round_bytes / flat.element_size(), 1)
                                             : std::max<std::int64_t>(flat.numel(), 1);
+  const std::int64_t count = std::max<std::int64_t>(flat.numel(), 1);
+  const std::int64_t rounds = (count + step - 1) / step;
+  const int in_flight = group.rounds_in_flight(static_cast<int>(members.size()));
   const auto started = SteadyClock::now();
-  int rounds = 0;
-  for (std::int64_t start = 0; start < std::max<std::int64_t>(flat.numel(), 1); start += step, ++rounds) {
-    const std::int64_t count = std::min(step, flat.numel() - start);
+  auto start = [&](std::int64_t round) {
+    const std::int64_t first = round * step, values = std::min(step, flat.numel() - first);
     std::vector<WorkHandle> work;
     for (std::size_t k = 0; k < members.size(); ++k) {
       if (members[k] == me) continue;
-      work.push_back(group.send_async(flat.narrow(0, start, count), members[k]));
-      work.push_back(group.recv_async(theirs[k].narrow(0, start, count), members[k]));
+      work.push_back(group.send_async(flat.narrow(0, first, values), members[k]));
+      work.push_back(group.recv_async(theirs[k].narrow(0, first, values), members[k]));
     }
+    return work;
+  };
+  auto finish = [](std::vector<WorkHandle>& work) {
     for (auto& w : work) w->wait();
-  }
+  };
+  run_rounds(rounds, in_flight, start, finish);
   // A test every rank answers alike: the size is the model's, the same on every rank.
   const auto bytes_per_member = static_cast<double>(flat.numel() * flat.element_size());
   if (group_wide == GroupWide::yes && group.measures_link() && bytes_per_member >= LinkFit::kMinSampleBytes) {
     const double others = static_cast<double>(members.size()) - 1;
-    group.learn_link({{bytes_per_member * others, static_cast<double>(rounds), seconds_since(started)}});
+    group.learn_link({{bytes_per_member * others, LinkFit::waited_rounds(rounds, in_flight), seconds_since(started)}});
   }
   return theirs;
 }

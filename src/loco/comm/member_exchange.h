@@ -1,8 +1,9 @@
 // Every member's copy of a tensor, point to point: NoLoCo's exchange within its pair (or three).
 //
 // Note "paced-exchange" (piecewise_reduce.h): the values go in rounds of at most R bytes to each other
-// member (R = Group::round_bytes_per_peer for the members), one round after another; every member derives
-// the same rounds from the same size, and the values are the same whatever the rounds.
+// member (R = Group::round_bytes_per_peer for the members), up to Group::rounds_in_flight rounds started
+// before the first is waited for (round_window.h); every member derives the same rounds from the same
+// size, and the values are the same whatever the rounds.
 //
 // Note "measured-link" (link/link_fit.h): where every rank of the group makes the same call at once, in
 // groups of one size (NoLoCo's pairs when the group's size is even), an exchange of at least

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "loco/comm/link/round_size.h"
+#include "loco/comm/round_window.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
 
@@ -61,15 +62,22 @@ void timed(double& total, Run&& run) {
   total += seconds_since(start);
 }
 
+// A started round of a phase: the buffers its collective writes into and reads from, and its handle.
+struct OpenRound {
+  std::int64_t round;
+  torch::Tensor sent, received;
+  WorkHandle work;
+};
+
 // The reduce-scatter phase's all-to-all: `outgoing` holds piece r (piece_bytes[r] bytes) for every
 // rank r, back to back; returns, on the host, this rank's piece from every rank in rank order.
 torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const std::vector<std::int64_t>& piece_bytes,
-                              const Rounds& rounds, Timeout timeout, ExchangeTimes& times) {
+                              const Rounds& rounds, int in_flight, Timeout timeout, ExchangeTimes& times) {
   const int size = group.size();
   const std::int64_t mine = piece_bytes[static_cast<std::size_t>(group.rank())];
   auto incoming = byte_buffer(mine * size);
   const auto outgoing_offsets = offsets_of(piece_bytes);
-  for (std::int64_t round = 0; round < rounds.count; ++round) {
+  auto start = [&](std::int64_t round) {
     std::vector<std::int64_t> send_splits, recv_splits;
     std::vector<torch::Tensor> send_parts;
     for (int peer = 0; peer < size; ++peer) {
@@ -79,24 +87,29 @@ torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const
           outgoing.narrow(0, outgoing_offsets[p] + rounds.start(piece_bytes[p], round), send_splits.back()));
       recv_splits.push_back(rounds.slice(mine, round));
     }
-    const std::int64_t received_bytes = rounds.slice(mine, round);
-    auto received = byte_buffer(received_bytes * size).to(group.device());
-    const auto sent = torch::cat(send_parts).to(group.device());
-    timed(times.reduce_scatter_s, [&] { group.all_to_all(sent, received, send_splits, recv_splits, timeout); });
-    received = received.to(torch::kCPU);
+    auto received = byte_buffer(rounds.slice(mine, round) * size).to(group.device());
+    auto sent = torch::cat(send_parts).to(group.device());
+    auto work = group.all_to_all_async(sent, received, send_splits, recv_splits, timeout);
+    return OpenRound{round, sent, received, work};
+  };
+  auto finish = [&](OpenRound& open) {
+    timed(times.reduce_scatter_s, [&] { open.work->wait(); });
+    const std::int64_t received_bytes = rounds.slice(mine, open.round);
+    const auto received = open.received.to(torch::kCPU);
     for (int source = 0; source < size; ++source) {
-      incoming.narrow(0, source * mine + rounds.start(mine, round), received_bytes)
+      incoming.narrow(0, source * mine + rounds.start(mine, open.round), received_bytes)
           .copy_(received.narrow(0, source * received_bytes, received_bytes));
     }
     ++times.rounds;
-  }
+  };
+  run_rounds(rounds.count, in_flight, start, finish);
   return incoming;
 }
 
 // The all-gather phase: every rank's `slot_bytes` of `mine` to every rank, rank r's at r·slot_bytes of
 // the result (on the host). A ring all-gather per round.
-torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds& rounds, Timeout timeout,
-                           ExchangeTimes& times) {
+torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds& rounds, int in_flight,
+                           Timeout timeout, ExchangeTimes& times) {
   const int size = group.size();
   const std::int64_t slot_bytes = mine.numel();
   if (rounds.count == 1) {  // the common case without a copy
@@ -106,17 +119,23 @@ torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds
     return gathered.to(torch::kCPU);
   }
   auto gathered = byte_buffer(slot_bytes * size);
-  for (std::int64_t round = 0; round < rounds.count; ++round) {
-    const std::int64_t start = rounds.start(slot_bytes, round), bytes = rounds.slice(slot_bytes, round);
+  auto start = [&](std::int64_t round) {
+    const std::int64_t first = rounds.start(slot_bytes, round), bytes = rounds.slice(slot_bytes, round);
     auto part = byte_buffer(bytes * size).to(group.device());
-    timed(times.all_gather_s,
-          [&] { group.all_gather(mine.narrow(0, start, bytes).to(group.device()), part, timeout); });
-    part = part.to(torch::kCPU);
+    auto sent = mine.narrow(0, first, bytes).to(group.device());
+    auto work = group.all_gather_async(sent, part, timeout);
+    return OpenRound{round, sent, part, work};
+  };
+  auto finish = [&](OpenRound& open) {
+    timed(times.all_gather_s, [&] { open.work->wait(); });
+    const std::int64_t first = rounds.start(slot_bytes, open.round), bytes = rounds.slice(slot_bytes, open.round);
+    const auto part = open.received.to(torch::kCPU);
     for (int source = 0; source < size; ++source) {
-      gathered.narrow(0, source * slot_bytes + start, bytes).copy_(part.narrow(0, source * bytes, bytes));
+      gathered.narrow(0, source * slot_bytes + first, bytes).copy_(part.narrow(0, source * bytes, bytes));
     }
     ++times.rounds;
-  }
+  };
+  run_rounds(rounds.count, in_flight, start, finish);
   return gathered;
 }
 
@@ -129,6 +148,7 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   const auto started = std::chrono::steady_clock::now();
   ExchangeTimes times;
   times.round_bytes = group.round_bytes_per_peer(group.size());
+  const int in_flight = group.rounds_in_flight(group.size());
   const int size = group.size();
   const auto me = static_cast<std::size_t>(group.rank());
   auto host = tensor.to(torch::kCPU).contiguous().view({-1});  // a copy only if tensor is elsewhere
@@ -154,7 +174,7 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
     codec.encode(values + piece_offsets[piece], static_cast<std::size_t>(pieces[piece]),
                  outgoing.data_ptr<std::uint8_t>() + outgoing_offsets[piece]);
   }
-  const torch::Tensor incoming = exchange_pieces(group, outgoing, piece_bytes, rounds, timeout, times);
+  const torch::Tensor incoming = exchange_pieces(group, outgoing, piece_bytes, rounds, in_flight, timeout, times);
 
   // 3. Reduce my piece from every rank's contribution.
   auto reduced_piece = torch::zeros({pieces[me]}, torch::kFloat32);
@@ -165,7 +185,7 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   // "Collectives").
   auto reduced = torch::zeros({slot_bytes}, torch::kUInt8);
   codec.encode(reduced_piece.data_ptr<float>(), static_cast<std::size_t>(pieces[me]), reduced.data_ptr<std::uint8_t>());
-  const torch::Tensor gathered = gather_slots(group, reduced, ring_rounds, timeout, times);
+  const torch::Tensor gathered = gather_slots(group, reduced, ring_rounds, in_flight, timeout, times);
   float* result = host.data_ptr<float>();
   for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
     codec.decode(gathered.data_ptr<std::uint8_t>() + static_cast<std::int64_t>(piece) * slot_bytes,
@@ -178,9 +198,9 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
     for (int peer = 0; peer < size; ++peer) {
       if (peer != group.rank()) sent += static_cast<double>(piece_bytes[static_cast<std::size_t>(peer)]);
     }
-    group.learn_link({{sent, static_cast<double>(rounds.count), times.reduce_scatter_s},
+    group.learn_link({{sent, LinkFit::waited_rounds(rounds.count, in_flight), times.reduce_scatter_s},
                       {static_cast<double>(slot_bytes * (size - 1)),
-                       static_cast<double>(ring_rounds.count * (size - 1)), times.all_gather_s}},
+                       LinkFit::waited_rounds(ring_rounds.count, in_flight) * (size - 1), times.all_gather_s}},
                      timeout);
   }
   if (times_out != nullptr) {

@@ -14,10 +14,12 @@
 // backend, so LocalGroup and C10dGroup give bit-identical results.
 //
 // Note "paced-exchange": the group's GroupOptions::round_size (link/round_size.h) cuts both phases into
-// rounds run one after another: all-to-alls of the pieces' bytes [k·R, (k+1)·R), R per peer, then ring
-// all-gathers of the reduced pieces' spans [k·S, (k+1)·S) with S = R·(N−1), so that every ring step, like
-// every all-to-all round, keeps a link busy for about the same time. Every rank derives the same rounds
-// from the same piece sizes, and the values are the same whatever the rounds.
+// rounds: all-to-alls of the pieces' bytes [k·R, (k+1)·R), R per peer, then ring all-gathers of the
+// reduced pieces' spans [k·S, (k+1)·S) with S = R·(N−1), so that every ring step, like every all-to-all
+// round, keeps a link busy for about the same time. Up to Group::rounds_in_flight of a phase's rounds are
+// started before the first is waited for (round_window.h), so that a link's latency is paid about once
+// per phase. Every rank derives the same rounds from the same piece sizes, and the values are the same
+// whatever the rounds and the window.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "loco/comm/c10d/c10d_compat.h"
@@ -15,15 +16,25 @@ namespace loco::comm {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 class C10dWork final : public Work {
  public:
+  // `stamp_completion`: record when the backend finished (Gloo's collectives complete their future from
+  // the worker thread that ran them; NCCL's future completes when the kernel is queued, so not there).
   C10dWork(c10::intrusive_ptr<c10d::Work> work, std::vector<at::Tensor> keep_alive, Timeout timeout,
-           std::string context, std::function<bool()> abandoned)
+           std::string context, std::function<bool()> abandoned, bool stamp_completion)
       : work_(std::move(work)),
         keep_alive_(std::move(keep_alive)),
         timeout_(timeout),
         context_(std::move(context)),
-        abandoned_(std::move(abandoned)) {}
+        abandoned_(std::move(abandoned)) {
+    if (stamp_completion) {
+      work_->getFuture()->addCallback([finished = finished_](c10::ivalue::Future&) {
+        finished->store(Clock::now().time_since_epoch().count());
+      });
+    }
+  }
 
   void wait() override {
     if (abandoned_) {
@@ -42,8 +53,15 @@ class C10dWork final : public Work {
     }
   }
   bool is_completed() override { return work_->isCompleted(); }
+  std::optional<Clock::time_point> completed_at() const override {
+    const Clock::rep finished = finished_->load();
+    if (finished == 0) return std::nullopt;
+    return Clock::time_point(Clock::duration(finished));
+  }
 
  private:
+  // The backend's completion time since the clock's epoch; 0 until it is known.
+  std::shared_ptr<std::atomic<Clock::rep>> finished_ = std::make_shared<std::atomic<Clock::rep>>(0);
   c10::intrusive_ptr<c10d::Work> work_;
   std::vector<at::Tensor> keep_alive_;  // c10d holds its own references too; this makes it explicit
   Timeout timeout_;
@@ -144,7 +162,7 @@ class C10dGroup final : public Group {
     const std::string context = fmt::format("{} on rank {} ({})", operation, rank(), name_);
     try {
       return std::make_shared<C10dWork>(start(), std::move(tensors), timeout, context,
-                                        pollable ? options().abandoned : nullptr);
+                                        pollable ? options().abandoned : nullptr, pollable && name_ == "gloo");
     } catch (const std::exception& e) {
       throw_typed(e, context, /*group_is_up=*/true);
     }
@@ -162,7 +180,12 @@ c10::intrusive_ptr<C10dBackend> make_gloo(const C10dOptions& options, const c10:
   // handshake and every later operation run under it; per-call timeouts can only be shorter.
   auto gloo_options =
       c10d::ProcessGroupGloo::Options::create(std::max(options.rendezvous_timeout, options.group.timeout));
-  gloo_options->threads = 1;  // loco issues one operation at a time per group; 2-core machines need the cores
+  // A paced exchange keeps up to kMaxRoundsInFlight rounds started (link/round_size.h, "Rounds in
+  // flight"); over a link with real latency each needs a thread of its own to be on the wire at once (the
+  // threads wait on a queue, idle, otherwise). Where the latency is injected in-process (note
+  // "latency-injection"), one thread carries the rounds' bytes one after another, as a real link's
+  // pipeline does, and the injection adds each round's latency from its own completion.
+  gloo_options->threads = options.group.delay == LinkDelay::none ? kMaxRoundsInFlight : 1;
   if (!options.interface.empty()) {
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(options.interface));
   } else {

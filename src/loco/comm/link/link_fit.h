@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <optional>
 
@@ -36,6 +37,15 @@ class LinkFit {
  public:
   static constexpr std::size_t kSamples = 8;
   static constexpr double kMinSampleBytes = 256 * 1024;  // smaller phases are mostly latency and overhead
+
+  // The rounds of a phase that each paid the latency, for LinkSample::rounds: all of them when they ran
+  // one after another; one when rounds were in flight together (link/round_size.h), which hide the
+  // others' latency, or, where they did not quite, leave the rest in the fitted bandwidth. (Counting
+  // rounds / in_flight instead would put a hidden latency on ever fewer rounds, shrink the fitted L and
+  // with it the window, and swing between the two.)
+  static double waited_rounds(std::int64_t rounds, int in_flight) {
+    return in_flight > 1 ? 1.0 : static_cast<double>(rounds);
+  }
 
   void add(const LinkSample& sample);
   // The fitted link; nullopt before the first sample.

@@ -14,8 +14,14 @@ namespace {
 
 // The auto rule's constants (round_size.h).
 constexpr double kRoundSeconds = 0.008;
-constexpr double kLatencyShare = 0.05;
 constexpr std::int64_t kMinRoundBytes = 4 * 1024;
+
+// The link the rule works from: the configured one where it has a bandwidth, else the measured one.
+std::optional<LinkSpec> link_for_rounds(const LinkModel& link, const std::optional<LinkSpec>& measured) {
+  if (link.slowest_bandwidth_bps() > 0) return LinkSpec{link.slowest_bandwidth_bps(), link.highest_latency_s()};
+  if (measured && measured->bandwidth_bps > 0 && std::isfinite(measured->bandwidth_bps)) return measured;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -49,15 +55,23 @@ std::int64_t round_bytes_per_peer(const RoundSize& setting, const LinkModel& lin
     case RoundSize::Mode::fixed: return setting.bytes;
     case RoundSize::Mode::automatic: break;
   }
-  const bool configured = link.slowest_bandwidth_bps() > 0;
-  const double bandwidth = configured ? link.slowest_bandwidth_bps() : measured ? measured->bandwidth_bps : 0;
-  if (!(bandwidth > 0) || !std::isfinite(bandwidth) || group_size < 2) return 0;
-  const double latency = configured ? link.highest_latency_s() : measured->latency_s;
-  const double round_s = std::max(kRoundSeconds, latency / kLatencyShare);
-  const double per_peer = bandwidth / 8 * round_s / (group_size - 1);
+  const auto spec = link_for_rounds(link, measured);
+  if (!spec || group_size < 2) return 0;
+  const double round_s = std::max(kRoundSeconds, spec->latency_s / (kMaxRoundsInFlight - 1));
+  const double per_peer = spec->bandwidth_bps / 8 * round_s / (group_size - 1);
   // A measured loopback link can be absurdly fast; a round of 1 GiB is one round in practice anyway.
   constexpr double kMaxRoundBytes = 1 << 30;
   return std::max(kMinRoundBytes, static_cast<std::int64_t>(std::min(per_peer, kMaxRoundBytes)));
+}
+
+int rounds_in_flight(const RoundSize& setting, const LinkModel& link, int group_size,
+                     const std::optional<LinkSpec>& measured) {
+  const std::int64_t round_bytes = round_bytes_per_peer(setting, link, group_size, measured);
+  const auto spec = link_for_rounds(link, measured);
+  if (round_bytes == 0 || !spec || !(spec->latency_s > 0) || group_size < 2) return 1;
+  const double round_s = 8.0 * static_cast<double>(round_bytes) * (group_size - 1) / spec->bandwidth_bps;
+  const double covering = 1 + std::ceil(spec->latency_s / round_s);
+  return static_cast<int>(std::min<double>(kMaxRoundsInFlight, covering));
 }
 
 }  // namespace loco::comm

@@ -20,12 +20,19 @@ using Clock = LocalWorld::Clock;
 // A collective run by the rank's worker thread; wait() takes its result (or its exception).
 class FutureWork final : public Work {
  public:
-  explicit FutureWork(std::shared_future<void> future) : future_(std::move(future)) {}
+  // `finished_at` is set by the worker before it completes `future`.
+  FutureWork(std::shared_future<void> future, std::shared_ptr<const Clock::time_point> finished_at)
+      : future_(std::move(future)), finished_at_(std::move(finished_at)) {}
   void wait() override { future_.get(); }
   bool is_completed() override { return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+  std::optional<Clock::time_point> completed_at() const override {
+    if (future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+    return *finished_at_;
+  }
 
  private:
   std::shared_future<void> future_;
+  std::shared_ptr<const Clock::time_point> finished_at_;
 };
 
 // A receive takes its message when waited on; its ticket was reserved when it was started, so
@@ -161,8 +168,15 @@ class LocalGroup final : public Group {
   WorkHandle collective(std::string operation, LocalWorld::Contribution contribution, Timeout timeout,
                         Consume consume) {
     const std::uint64_t sequence = next_sequence_++;
+    auto finished_at = std::make_shared<Clock::time_point>();
     std::packaged_task<void()> task([this, sequence, operation = std::move(operation),
-                                     contribution = std::move(contribution), timeout, consume = std::move(consume)] {
+                                     contribution = std::move(contribution), timeout, consume = std::move(consume),
+                                     finished_at] {
+      // Set before the future is: a waiter that sees the future ready reads it after this write.
+      struct Stamp {
+        Clock::time_point* at;
+        ~Stamp() { *at = Clock::now(); }
+      } stamp{finished_at.get()};
       consume(world_->exchange(rank(), sequence, operation, contribution, Clock::now() + timeout));
     });
     auto future = task.get_future().share();
@@ -171,7 +185,7 @@ class LocalGroup final : public Group {
       queue_.push_back(std::move(task));
     }
     queue_changed_.notify_one();
-    return std::make_shared<FutureWork>(std::move(future));
+    return std::make_shared<FutureWork>(std::move(future), std::move(finished_at));
   }
 
   void run_worker() {
