@@ -168,8 +168,8 @@ std::vector<ConfigKey> make_keys() {
       bind("comm", "delay", &R::comm, &C::delay, "how much of the emulated link time is also waited out",
            {{"none", ""}, {"latency", "rounds x latency"}, {"full", "all of it"}}),
       bind("comm", "round_kib", &R::comm, &C::round_kib,
-           "pacing: KiB per peer and round of every exchange; auto sizes rounds from comm.bandwidth_mbps and "
-           "comm.latency_ms (one round without a bandwidth); off: one round"),
+           "pacing: KiB per peer and round of every exchange; auto sizes rounds, and how many are in flight, from "
+           "comm.bandwidth_mbps and comm.latency_ms, or from what the exchanges measure; off: one round"),
       bind("comm", "timeout_s", &R::comm, &C::timeout_s, "timeout of every communication, in seconds"),
   };
 }
