@@ -8,6 +8,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/comm_error.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/comm/member_exchange.h"
 #include "loco/comm/quantized_all_reduce.h"
 #include "support/collective_checks.h"
 
@@ -252,6 +253,30 @@ TEST(LocalGroupAccounting, RoundsInFlightPayTheLatencyOncePerPhase) {
         },
         options);
   }
+}
+
+// The same for NoLoCo's pair exchange (member_exchange.h): 8 rounds of 4 KiB behind 100 ms, sent and
+// received with all 8 in flight, wait about one latency (0.1 s), not one per round (0.8 s).
+TEST(LocalGroupAccounting, PairExchangeKeepsItsRoundsInFlight) {
+  GroupOptions options;
+  options.link = LinkModel::parse("1000", "100", 2);
+  options.delay = LinkDelay::latency;
+  options.round_size = RoundSize::parse("4", "test");
+  run_local_replicas(
+      2,
+      [&](Group& group) {
+        ASSERT_EQ(group.rounds_in_flight(2), kMaxRoundsInFlight);
+        const auto mine = torch::full({8192}, static_cast<float>(group.rank() + 1));  // 32 KiB: 8 rounds
+        const auto start = Clock::now();
+        const auto theirs = exchange_among(group, mine, {0, 1}, GroupWide::no);
+        const double elapsed = seconds_since(start);
+        EXPECT_TRUE(torch::equal(theirs[static_cast<std::size_t>(1 - group.rank())],
+                                 torch::full({8192}, static_cast<float>(2 - group.rank()))));
+        EXPECT_EQ(group.stats().operations, 16u);  // a send and a receive per round
+        EXPECT_GE(elapsed, 0.1 - 1e-3);
+        EXPECT_LT(elapsed, 0.5) << "rounds waited out one latency each";
+      },
+      options);
 }
 
 }  // namespace

@@ -62,6 +62,16 @@ void timed(double& total, Run&& run) {
   total += seconds_since(start);
 }
 
+// Puts a round's `part` (`size` blocks of `bytes`, one per source rank, on any device) into the host
+// tensor its phase assembles: block r at r·stride + first of `whole`.
+void place_by_source(const torch::Tensor& whole, const torch::Tensor& part, std::int64_t stride, std::int64_t first,
+                     std::int64_t bytes, int size) {
+  const torch::Tensor host = part.to(torch::kCPU);
+  for (int source = 0; source < size; ++source) {
+    whole.narrow(0, source * stride + first, bytes).copy_(host.narrow(0, source * bytes, bytes));
+  }
+}
+
 // A started round of a phase: the buffers its collective writes into and reads from, and its handle.
 struct OpenRound {
   std::int64_t round;
@@ -94,12 +104,8 @@ torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const
   };
   auto finish = [&](OpenRound& open) {
     timed(times.reduce_scatter_s, [&] { open.work->wait(); });
-    const std::int64_t received_bytes = rounds.slice(mine, open.round);
-    const auto received = open.received.to(torch::kCPU);
-    for (int source = 0; source < size; ++source) {
-      incoming.narrow(0, source * mine + rounds.start(mine, open.round), received_bytes)
-          .copy_(received.narrow(0, source * received_bytes, received_bytes));
-    }
+    place_by_source(incoming, open.received, mine, rounds.start(mine, open.round), rounds.slice(mine, open.round),
+                    size);
     ++times.rounds;
   };
   run_rounds(rounds.count, in_flight, start, finish);
@@ -128,11 +134,8 @@ torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds
   };
   auto finish = [&](OpenRound& open) {
     timed(times.all_gather_s, [&] { open.work->wait(); });
-    const std::int64_t first = rounds.start(slot_bytes, open.round), bytes = rounds.slice(slot_bytes, open.round);
-    const auto part = open.received.to(torch::kCPU);
-    for (int source = 0; source < size; ++source) {
-      gathered.narrow(0, source * slot_bytes + first, bytes).copy_(part.narrow(0, source * bytes, bytes));
-    }
+    place_by_source(gathered, open.received, slot_bytes, rounds.start(slot_bytes, open.round),
+                    rounds.slice(slot_bytes, open.round), size);
     ++times.rounds;
   };
   run_rounds(rounds.count, in_flight, start, finish);
