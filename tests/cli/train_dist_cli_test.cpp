@@ -300,6 +300,37 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
 // Ranks on different hosts read their own data directories: data prepared with different tokenizers
 // stop every rank before training. Rank 0 reads the byte-level data, rank 1 a BPE preparation (the
 // model's vocabulary of 512 holds both, so only the tokenizer check can catch it).
+// What comm.round_kib = auto chose is in the log (rank 0, when it changes) and in metrics.jsonl. With no
+// bandwidth given, ranks in processes learn their link from exchanges where every rank exchanges alike:
+// NoLoCo's pairs with 2 ranks (the first exchange, one round, is the first sample; ~0.9 MB per rank with
+// hidden_size 64, above LinkFit::kMinSampleBytes), never with 3 (a pair and a three).
+TEST_F(TrainDistCli, PacingIsLoggedAndNolocoLearnsTheLinkOnlyInPairs) {
+  const std::vector<std::string> noloco = {"dist.algorithm=noloco", "noloco.sync_every=2", "model.hidden_size=64",
+                                           "train.steps=6", "dist.replicas=0", "dist.batch=per_replica"};
+  auto r = launch_gloo("pacing-noloco-2", 2, noloco);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] comm: one round among 2 ranks, 1 in flight (no link known)"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex(R"(\[rank 0\] comm: rounds of [0-9.e+]+ KiB per peer among 2 ranks, [1-8] in flight \(link [0-9.e+]+ Mbit/s, [0-9.e+-]+ ms, measured\))")))
+      << r.output;
+  auto lines = metrics(*dir_ / "pacing-noloco-2");
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_FALSE(lines[0].contains("round_kib"));  // no exchange yet
+  EXPECT_EQ(lines[1].at("round_kib"), 0.0);        // the first: one round
+  EXPECT_FALSE(lines[1].contains("link_mbps"));
+  EXPECT_GT(lines[3].at("round_kib").get<double>(), 0.0);  // paced from the measured link
+  EXPECT_GT(lines[3].at("link_mbps").get<double>(), 0.0);
+
+  r = launch_gloo("pacing-noloco-3", 3, noloco);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("measured"), std::string::npos) << r.output;
+  lines = metrics(*dir_ / "pacing-noloco-3");
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[5].at("round_kib"), 0.0);
+  EXPECT_FALSE(lines[5].contains("link_mbps"));
+}
+
 TEST_F(TrainDistCli, RanksWhoseDataHaveDifferentTokenizersAreRefused) {
   for (int i = 0; i < 12; ++i) {
     test::write_text(*dir_ / "bpe-text" / fmt::format("{}.txt", i), test::generated_document(i, 30));

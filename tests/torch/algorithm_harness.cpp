@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/comm/local/local_group.h"
@@ -80,7 +81,8 @@ RunConfig algorithm_config(const AlgorithmFixture& fixture, const std::string& a
 }
 
 std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunConfig& config,
-                                     const std::vector<Batch>& batches, std::int64_t steps, int micro_batches) {
+                                     const std::vector<Batch>& batches, std::int64_t steps, int micro_batches,
+                                     const comm::GroupOptions& group_options, std::chrono::milliseconds step_pause) {
   const int replicas = static_cast<int>(batches.size());
   const double lr0 = fixture.inner.at("lr0");
   const double decay = fixture.inner.at("lr_decay");
@@ -112,6 +114,7 @@ std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunC
       strategy->after_backward();
       optimizer.clip_gradients(config.optim.grad_clip);
       optimizer.step();
+      std::this_thread::sleep_for(step_pause);
       strategy->after_step(k + 1);
       run.losses.push_back(step_loss);
     }
@@ -122,7 +125,8 @@ std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunC
     for (std::size_t g = 0; g < optimizer.parameters().groups(); ++g) {
       run.group_numel.push_back(optimizer.parameters().buffer(g).numel());
     }
-  });
+    run.comm = group.stats();
+  }, group_options);
   return runs;
 }
 

@@ -11,9 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "loco/comm/group.h"
 #include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
 #include "loco/train/flat_parameters.h"
@@ -55,12 +57,17 @@ struct ReplicaRun {
   NamedTensors strategy_state;     // state_tensors() after the last step
   std::vector<FlatParameters::Slot> slots;  // layout of the flat parameter buffers
   std::vector<std::int64_t> group_numel;    // elements of each buffer
+  comm::CommStats comm;                     // the replica's group after the last step
 };
 
 // Runs batches.size() replicas for `steps` steps; replica m trains on batches[m] at every step,
-// split into `micro_batches` equal row slices (gradient accumulation).
+// split into `micro_batches` equal row slices (gradient accumulation). `group` sets the replicas' link
+// (emulated latency, ...); each step sleeps `step_pause` before after_step, standing for compute that
+// exchanges in the background can hide.
 std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunConfig& config,
-                                     const std::vector<Batch>& batches, std::int64_t steps, int micro_batches = 1);
+                                     const std::vector<Batch>& batches, std::int64_t steps, int micro_batches = 1,
+                                     const comm::GroupOptions& group = {},
+                                     std::chrono::milliseconds step_pause = std::chrono::milliseconds(0));
 
 // max |a − b| over parameters matched by name (every name of `a` must be in `b` with the same shape).
 double max_abs_diff(const NamedTensors& a, const NamedTensors& b);

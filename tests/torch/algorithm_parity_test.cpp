@@ -310,5 +310,24 @@ TEST(AlgorithmParity, StreamingWithoutOverlapOneFragmentIsDiloco) {
   EXPECT_LT(Diff(f.parameters("tau0/global"), diloco.parameters("global/1")), kTolerance);
 }
 
+// comm_s counts what training waited, not the exchanges it overlapped (comm::BackgroundWaits). The
+// fixture's schedule behind 50 ms of emulated latency, each step 300 ms of "compute": the exchanges sent
+// at steps 2, 4 and 6 (each two phases of one round, 100 ms) finish during the next step's compute; the
+// final synchronisation at 7 sends both fragments and waits for each (200 ms). The background thread
+// waits through all five (500 ms), training through the last two only. Before, comm_s was the five.
+TEST(AlgorithmParity, StreamingCountsOnlyTheWaitsOfTraining) {
+  const auto f = load_algorithm_fixture("algorithms_streaming.safetensors");
+  comm::GroupOptions slow;
+  slow.link = comm::LinkModel::parse("", "50", 2);
+  slow.delay = comm::LinkDelay::latency;
+  const auto runs = run_replicas(f, StreamingConfig(f), fixture_batches(f, 2), 7, 1, slow, std::chrono::milliseconds(300));
+  ExpectLosses(f, runs, 7);  // the values do not depend on the timing
+  for (const auto& run : runs) {
+    EXPECT_GE(run.comm.background_s, 5 * 0.1 - 0.01);
+    EXPECT_GE(run.comm.blocked_s, 2 * 0.1 - 0.01);
+    EXPECT_LT(run.comm.blocked_s, 2 * 0.1 + 0.15);
+  }
+}
+
 }  // namespace
 }  // namespace loco::test

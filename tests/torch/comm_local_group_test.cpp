@@ -213,6 +213,58 @@ TEST(LocalGroupAccounting, FullDelayMakesOperationsTakeTheEmulatedTime) {
       options);
 }
 
+// Waits on a thread that runs exchanges in the background are not the training's (comm_s): they count
+// in background_s; what the training thread waits for them it records itself.
+TEST(LocalGroupAccounting, BackgroundWaitsAreNotTheTrainings) {
+  GroupOptions options;
+  options.link = LinkModel::parse("", "30", 2);
+  options.delay = LinkDelay::latency;
+  run_local_replicas(
+      2,
+      [](Group& group) {
+        std::thread background([&group] {
+          const BackgroundWaits outer;
+          { const BackgroundWaits nested; }
+          EXPECT_TRUE(BackgroundWaits::on_this_thread());  // the nested scope left the outer one in force
+          group.all_reduce(torch::ones({8}));                // 2 rounds of 30 ms
+        });
+        background.join();
+        EXPECT_FALSE(BackgroundWaits::on_this_thread());
+        EXPECT_EQ(group.stats().blocked_s, 0.0);
+        EXPECT_GE(group.stats().background_s, 2 * 0.030 - 1e-3);
+        group.record_blocked(0.25);
+        EXPECT_EQ(group.stats().blocked_s, 0.25);
+        group.all_reduce(torch::ones({8}));  // on the training's thread
+        EXPECT_GE(group.stats().blocked_s, 0.25 + 2 * 0.030 - 1e-3);
+        EXPECT_LT(group.stats().background_s, 0.25);
+      },
+      options);
+}
+
+// What sized an exchange's rounds, as metrics.jsonl and the log show it. 100 Mbit/s, 20 ms, 2 ranks:
+// R = 100e6 / 8 · 8 ms = 100,000 B per peer; a round is 8 ms on the wire, so W = 1 + ⌈20 / 8⌉ = 4.
+TEST(LocalGroupAccounting, PacingSaysWhatSizedTheRounds) {
+  GroupOptions options;
+  options.link = LinkModel::parse("100", "20", 2);
+  options.round_size = RoundSize::parse("auto", "comm.round_kib");
+  run_local_replicas(
+      2,
+      [](Group& group) {
+        EXPECT_FALSE(group.last_pacing());
+        const Pacing pacing = group.pacing(2);
+        EXPECT_EQ(pacing.round_bytes, 100000);
+        EXPECT_EQ(pacing.in_flight, 4);
+        EXPECT_EQ(pacing.describe(),
+                  "rounds of 97.66 KiB per peer among 2 ranks, 4 in flight (link 100 Mbit/s, 20 ms, configured)");
+        ASSERT_TRUE(group.last_pacing());
+        EXPECT_EQ(group.last_pacing()->describe(), pacing.describe());
+      },
+      options);
+  run_local_replicas(2, [](Group& group) {  // no link, one round
+    EXPECT_EQ(group.pacing(2).describe(), "one round among 2 ranks, 1 in flight (no link known)");
+  });
+}
+
 TEST(LocalGroupAccounting, LatencyDelayAddsRoundsTimesLatency) {
   GroupOptions options;
   options.link = LinkModel::parse("", "20", 3);

@@ -54,6 +54,12 @@ bool StreamingDiloco::sends_at(std::size_t fragment, std::int64_t step) const {
   return step > 0 && step % h == offset;
 }
 
+void StreamingDiloco::wait_for_background(const std::function<void()>& wait) const {
+  const auto started = SteadyClock::now();
+  wait();
+  context_.group->record_blocked(seconds_since(started));
+}
+
 double StreamingDiloco::now() const { return emulated_clock_ ? context_.clock->now() : steady_seconds(); }
 
 void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t apply_after) {
@@ -78,6 +84,7 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
                                 sent_at, step_s, emulated_clock = emulated_clock_, started_at = x.started_at,
                                 what = fmt::format("streaming: the outer step of {} sent after step {}",
                                                    fragments_[fragment].name(), step)]() mutable {
+    const comm::BackgroundWaits background;  // training goes on meanwhile: not its wait
     *emulated = LinkTimeline::charged_seconds(group, [&] {
       *contributed = average_pseudo_gradients(group, delta, codec, aggregation, std::nullopt, what).weight;
     });
@@ -105,7 +112,7 @@ void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& 
 void StreamingDiloco::apply_oldest() {
   Exchange x = std::move(in_flight_.front());
   in_flight_.pop_front();
-  x.done.get();
+  wait_for_background([&] { x.done.get(); });
   link_.occupy(x.started_at, *x.emulated_s);
   link_.wait();
   if (config_.overlap_auto) adopt_overlap(x.fragment, *x.timing);
@@ -123,9 +130,11 @@ void StreamingDiloco::apply_oldest() {
     comm::Group& group = *context_.group;
     const std::string what =
         fmt::format("global parameters of {} after its outer step {}", fragment.name(), outer_steps_[x.fragment]);
-    background_
-        ->submit([&group, global = outer.global(), what] { require_identical_across_replicas(group, global, what); })
-        .get();
+    auto checked = background_->submit([&group, global = outer.global(), what] {
+      const comm::BackgroundWaits background;
+      require_identical_across_replicas(group, global, what);
+    });
+    wait_for_background([&] { checked.get(); });
   }
 }
 
@@ -172,7 +181,7 @@ NamedTensors StreamingDiloco::state_tensors() const {
     out.emplace_back(fmt::format("outer/{}/momentum", p), outer_[p].momentum_buffer());
   }
   for (std::size_t i = 0; i < in_flight_.size(); ++i) {
-    in_flight_[i].done.wait();
+    wait_for_background([&] { in_flight_[i].done.wait(); });
     out.emplace_back(fmt::format("in_flight/{}/delta", i), in_flight_[i].delta);
   }
   return out;

@@ -23,6 +23,7 @@
 // starts (a one-step-delayed outer update when τ = 1), mixed with the replica's own progress meanwhile.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -77,6 +78,9 @@ class StreamingDiloco final : public Strategy {
   // Seconds on the clock that τ auto measures with: emulated for simulated replicas behind an emulated
   // link, wall time otherwise.
   double now() const;
+  // Runs `wait` for a job of the background thread and counts it as time the training waited for
+  // communication (comm::BackgroundWaits: the job's own waits are not).
+  void wait_for_background(const std::function<void()>& wait) const;
 
   StreamingConfig config_;
   ExchangeConfig exchange_;

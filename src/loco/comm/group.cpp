@@ -129,6 +129,14 @@ LinkDelay parse_link_delay(const std::string& text, const std::string& key) {
 
 WorkHandle completed_work() { return std::make_shared<CompletedWork>(); }
 
+namespace {
+thread_local bool waits_in_background = false;
+}  // namespace
+
+BackgroundWaits::BackgroundWaits() : outer_(waits_in_background) { waits_in_background = true; }
+BackgroundWaits::~BackgroundWaits() { waits_in_background = outer_; }
+bool BackgroundWaits::on_this_thread() { return waits_in_background; }
+
 std::vector<std::int64_t> even_split(std::int64_t count, int parts) {
   LOCO_CHECK(parts > 0 && count >= 0, "cannot split {} elements into {} parts", count, parts);
   std::vector<std::int64_t> splits(static_cast<std::size_t>(parts), count / parts);
@@ -176,9 +184,16 @@ WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emul
   }
   auto stats = stats_;
   return std::make_shared<AccountedWork>(std::move(work), charge, std::move(finish), [stats](double blocked_s) {
+    // Called on the thread that waited.
+    const bool background = BackgroundWaits::on_this_thread();
     std::lock_guard lock(stats->mutex);
-    stats->stats.blocked_s += blocked_s;
+    (background ? stats->stats.background_s : stats->stats.blocked_s) += blocked_s;
   });
+}
+
+void Group::record_blocked(double seconds) {
+  std::lock_guard lock(stats_->mutex);
+  stats_->stats.blocked_s += seconds;
 }
 
 WorkHandle Group::collective_charged(WorkHandle work, const Traffic& traffic, std::function<void()> finish) {
@@ -293,6 +308,37 @@ std::int64_t Group::round_bytes_per_peer(int peers) const {
 
 int Group::rounds_in_flight(int peers) const {
   return comm::rounds_in_flight(options_.round_size, options_.link, peers, measured_link_.estimate());
+}
+
+Pacing Group::pacing(int peers) {
+  Pacing p;
+  p.peers = peers;
+  p.round_bytes = round_bytes_per_peer(peers);
+  p.in_flight = rounds_in_flight(peers);
+  if (const auto link = link_for_rounds(options_.link, measured_link_.estimate())) {
+    p.from = options_.link.slowest_bandwidth_bps() > 0 ? Pacing::From::configured : Pacing::From::measured;
+    p.link = *link;
+  }
+  std::lock_guard lock(pacing_mutex_);
+  last_pacing_ = p;
+  return p;
+}
+
+std::optional<Pacing> Group::last_pacing() const {
+  std::lock_guard lock(pacing_mutex_);
+  return last_pacing_;
+}
+
+std::string Pacing::describe() const {
+  const std::string rounds =
+      round_bytes > 0 ? fmt::format("rounds of {:.4g} KiB per peer", static_cast<double>(round_bytes) / 1024)
+                      : std::string("one round");
+  const std::string source =
+      from == From::nothing
+          ? std::string("no link known")
+          : fmt::format("link {:.4g} Mbit/s, {:.3g} ms, {}", link.bandwidth_bps / 1e6, link.latency_s * 1e3,
+                        from == From::configured ? "configured" : "measured");
+  return fmt::format("{} among {} ranks, {} in flight ({})", rounds, peers, in_flight, source);
 }
 
 bool Group::measures_link() const {

@@ -66,8 +66,39 @@ struct CommStats {
   std::uint64_t bytes_sent = 0;  // payload and codec scales, as the algorithm sends them (traffic.h)
   std::uint64_t bytes_recv = 0;
   std::uint64_t operations = 0;
-  double blocked_s = 0;   // wall time spent in wait(): communication not hidden behind compute
+  double blocked_s = 0;   // wall time the training waited for communication: not hidden behind compute
   double emulated_s = 0;  // time the operations would take on the emulated link
+  double background_s = 0;  // wall time a background thread spent in wait() (BackgroundWaits)
+};
+
+// While one is alive, this thread's waits are not the training's: it runs exchanges in the background
+// while training goes on (Streaming DiLoCo's overlapped exchanges). Its wait() time counts in
+// CommStats::background_s instead of blocked_s, and the training thread adds what it then waits for the
+// background's results itself (Group::record_blocked). Without this, blocked_s (`comm_s` in
+// metrics.jsonl) counted the whole of every overlapped exchange as time training waited.
+class BackgroundWaits {
+ public:
+  BackgroundWaits();
+  ~BackgroundWaits();
+  BackgroundWaits(const BackgroundWaits&) = delete;
+  BackgroundWaits& operator=(const BackgroundWaits&) = delete;
+  static bool on_this_thread();
+
+ private:
+  bool outer_;
+};
+
+// How a paced exchange among `peers` ranks is cut (note "paced-exchange", link/round_size.h), and from
+// what: for metrics.jsonl and the log, so that a user sees what comm.round_kib = auto chose.
+struct Pacing {
+  int peers = 0;
+  std::int64_t round_bytes = 0;  // per peer and round; 0: one round
+  int in_flight = 1;             // rounds started before the first is waited for
+  enum class From { nothing, configured, measured } from = From::nothing;  // the link that sized them
+  LinkSpec link;                 // that link (from != nothing)
+
+  // "rounds of 32 KiB per peer among 2 ranks, 1 in flight (link 94.1 Mbit/s, 3.2 ms, measured)".
+  std::string describe() const;
 };
 
 class Work {
@@ -105,6 +136,9 @@ class Group {
   virtual torch::Device device() const { return torch::kCPU; }
   const GroupOptions& options() const { return options_; }
   CommStats stats() const;
+  // Adds to blocked_s a wait of the training that is not a wait() of this group's: for the results of
+  // exchanges it runs in the background (BackgroundWaits).
+  void record_blocked(double seconds);
 
   // In place: every rank ends with the sum (or mean) of all ranks' tensors.
   WorkHandle all_reduce_async(const torch::Tensor& tensor, ReduceOp op = ReduceOp::sum,
@@ -139,6 +173,10 @@ class Group {
   std::int64_t round_bytes_per_peer(int peers) const;
   // How many of those rounds an exchange keeps in flight (link/round_size.h, "Rounds in flight").
   int rounds_in_flight(int peers) const;
+  // Both, and the link they come from, for an exchange about to run; remembered as last_pacing().
+  Pacing pacing(int peers);
+  // The pacing of the last paced exchange (nullopt before the first).
+  std::optional<Pacing> last_pacing() const;
   // Note "measured-link" (link/link_fit.h): whether this group learns its link from its exchanges
   // (comm.round_kib = auto without a configured bandwidth, ranks in different processes), and what it
   // learnt so far. Every rank holds the same.
@@ -190,6 +228,8 @@ class Group {
   int size_;
   GroupOptions options_;
   LinkFit measured_link_;  // the group's exchanges run one at a time, so it needs no lock
+  mutable std::mutex pacing_mutex_;  // last_pacing() is read by the training thread while exchanges run
+  std::optional<Pacing> last_pacing_;
   std::shared_ptr<StatsCell> stats_ = std::make_shared<StatsCell>();
 };
 

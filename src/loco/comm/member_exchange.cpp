@@ -16,12 +16,13 @@ std::vector<torch::Tensor> exchange_among(Group& group, const torch::Tensor& min
   for (std::size_t k = 0; k < members.size(); ++k) {
     if (members[k] != me) theirs[k] = torch::empty_like(flat);
   }
-  const std::int64_t round_bytes = group.round_bytes_per_peer(static_cast<int>(members.size()));
+  const Pacing pacing = group.pacing(static_cast<int>(members.size()));
+  const std::int64_t round_bytes = pacing.round_bytes;
   const std::int64_t step = round_bytes > 0 ? std::max<std::int64_t>(round_bytes / flat.element_size(), 1)
                                             : std::max<std::int64_t>(flat.numel(), 1);
   const std::int64_t count = std::max<std::int64_t>(flat.numel(), 1);
   const std::int64_t rounds = (count + step - 1) / step;
-  const int in_flight = group.rounds_in_flight(static_cast<int>(members.size()));
+  const int in_flight = pacing.in_flight;
   const auto started = SteadyClock::now();
   auto start = [&](std::int64_t round) {
     const std::int64_t first = round * step, values = std::min(step, flat.numel() - first);

@@ -150,8 +150,9 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
              c10::toString(tensor.scalar_type()));
   const auto started = std::chrono::steady_clock::now();
   ExchangeTimes times;
-  times.round_bytes = group.round_bytes_per_peer(group.size());
-  const int in_flight = group.rounds_in_flight(group.size());
+  const Pacing pacing = group.pacing(group.size());
+  times.round_bytes = pacing.round_bytes;
+  const int in_flight = pacing.in_flight;
   const int size = group.size();
   const auto me = static_cast<std::size_t>(group.rank());
   auto host = tensor.to(torch::kCPU).contiguous().view({-1});  // a copy only if tensor is elsewhere

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 #include "loco/train/emulated_clock.h"
 
 namespace loco {
@@ -14,13 +17,18 @@ class CommunicationTotals {
   // `group` is nullptr for a single replica (no bytes to count).
   CommunicationTotals(nlohmann::json before, const comm::Group* group, const EmulatedClock& clock);
 
-  // {"sim_wall_s"} (note "emulated-wall-clock") and, with a group, {"bytes_sent", "bytes_recv", "comm_s"}.
+  // {"sim_wall_s"} (note "emulated-wall-clock") and, with a group, {"bytes_sent", "bytes_recv", "comm_s"};
+  // once a paced exchange ran, how the last one was cut (comm::Pacing): {"round_kib" (0: one round),
+  // "rounds_in_flight"} and, where a link sized them, {"link_mbps", "link_ms"}.
   nlohmann::json now() const;
+  // The last exchange's pacing, described, when it differs from what this returned before (for the log).
+  std::optional<std::string> pacing_change();
 
  private:
   nlohmann::json before_;
   const comm::Group* group_;
   const EmulatedClock& clock_;
+  std::optional<std::string> reported_pacing_;
 };
 
 }  // namespace loco

@@ -16,14 +16,13 @@ namespace {
 constexpr double kRoundSeconds = 0.008;
 constexpr std::int64_t kMinRoundBytes = 4 * 1024;
 
-// The link the rule works from: the configured one where it has a bandwidth, else the measured one.
+}  // namespace
+
 std::optional<LinkSpec> link_for_rounds(const LinkModel& link, const std::optional<LinkSpec>& measured) {
   if (link.slowest_bandwidth_bps() > 0) return LinkSpec{link.slowest_bandwidth_bps(), link.highest_latency_s()};
   if (measured && measured->bandwidth_bps > 0 && std::isfinite(measured->bandwidth_bps)) return measured;
   return std::nullopt;
 }
-
-}  // namespace
 
 RoundSize RoundSize::parse(const std::string& text, const std::string& key) {
   if (text == "auto") return {Mode::automatic, 0};

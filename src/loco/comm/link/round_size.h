@@ -44,6 +44,10 @@ struct RoundSize {
   std::string describe() const;  // "auto", "off" or "32 KiB"
 };
 
+// The link the auto rule works from: the configured one where it has a bandwidth, else the measured one
+// (nullopt: neither).
+std::optional<LinkSpec> link_for_rounds(const LinkModel& link, const std::optional<LinkSpec>& measured);
+
 // Bytes per peer and round for an exchange of a group of `group_size` (0: one round). The same on every
 // rank that has the same setting, link model and measurement, which is what keeps the ranks' rounds
 // matched. `measured` counts only where `link` has no bandwidth.
