@@ -91,8 +91,8 @@ else
   ranks_over() { local n=$1 rate=$2; shift 2; "$ROOT/scripts/netns_run.sh" --nproc "$n" --rate "${rate}mbit" -- "$LOCO" "$@"; }
 fi
 echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), loco $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $link"
-echo "| ranks | Mbit/s | run | window | run s | baseline s | utilisation | sent MB/rank | eval loss | tau |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| ranks | Mbit/s | run | window | run s | baseline s | utilisation | sent MB/rank | eval loss | tau | exchange s | waited s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 rows=$OUT/rows.md
 : >"$rows"
 for ranks in $RANKS; do

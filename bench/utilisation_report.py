@@ -5,6 +5,15 @@
 
 The window is steps (a, b]: a = 5 (start-up left out), b = the run's last step - 1 (the final
 synchronisation every strategy makes at its last step left out); with 8 steps (DDP) a = 3.
+
+Where rank 0's window went, from every rank's metrics (rank 0's and replica_R/metrics.jsonl): its compute,
+and what it was blocked on communication (comm_s), split in two. At a step where every rank was blocked,
+the rank that arrived last waited only for the exchange itself: the least any rank was blocked at that
+step is the exchange's exposed time ("exchange s"); the rest of rank 0's blocked time at that step is
+waiting for a rank that was behind ("waited s", which on this VM is its processes' unequal speed). So
+run s = rank 0's compute + exchange s + waited s. comm_s counts only the training's waits since
+loco 55b02a6 (comm::BackgroundWaits); before, Streaming's comm_s held its background exchanges
+too, which makes these two columns meaningless for Streaming runs made earlier.
 """
 import argparse
 import glob
@@ -14,14 +23,14 @@ import re
 import statistics
 
 
-def elapsed(metrics_path):
-    """step -> elapsed_s, the last eval loss and the last bytes_sent (or None)."""
+def elapsed(metrics_path, key="elapsed_s"):
+    """step -> `key` (elapsed_s or comm_s), the last eval loss and the last bytes_sent (or None)."""
     times, loss, sent = {}, None, None
     with open(metrics_path) as f:
         for line in f:
             row = json.loads(line)
-            if "elapsed_s" in row and "step" in row:
-                times[row["step"]] = row["elapsed_s"]
+            if key in row and "step" in row:
+                times[row["step"]] = row[key]
             loss = row.get("eval_loss", loss)
             sent = row.get("bytes_sent", sent)
     return times, loss, sent
@@ -34,13 +43,29 @@ def window_seconds(times, first, last):
     return times[last] - times[first]
 
 
+def blocked_split(run_dir, ranks, first, last):
+    """(exchange s, waited s) of rank 0 over the window (see the docstring)."""
+    paths = [os.path.join(run_dir, "metrics.jsonl")] + [
+        os.path.join(run_dir, "replica_%d" % r, "metrics.jsonl") for r in range(1, ranks)]
+    blocked = []  # per rank: step -> seconds blocked in that step
+    for path in paths:
+        comm = elapsed(path, "comm_s")[0]
+        blocked.append({s: comm[s] - comm[s - 1] for s in range(first + 1, last + 1) if s in comm and s - 1 in comm})
+    exchange = waited = 0.0
+    for step, mine in blocked[0].items():
+        least = min(b.get(step, 0.0) for b in blocked)
+        exchange += least
+        waited += mine - least
+    return exchange, waited
+
+
 def medians(rows_path):
     """Rows named "RUN #k" grouped by (ranks, rate, RUN): median utilisation, its range, the repeats."""
     groups = {}
     with open(rows_path) as f:
         for line in f:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) != 10 or not cells[0].isdigit():
+            if len(cells) < 10 or not cells[0].isdigit():
                 continue
             ranks, rate, name = cells[0], cells[1], re.sub(r" #\d+$", "", cells[2])
             groups.setdefault((ranks, rate, name), []).append(float(cells[6].strip("*%")))
@@ -84,9 +109,11 @@ def main():
         tau = " / ".join(settled[k] for k in sorted(settled))
     else:
         tau = "1" if "tau1" in a.name else "–"
-    print("| %d | %s | %s | (%d, %d] | %.1f | %.1f | **%.1f%%** | %s | %s | %s |" % (
+    exchange_s, waited_s = blocked_split(a.run, a.ranks, first, last)
+    print("| %d | %s | %s | (%d, %d] | %.1f | %.1f | **%.1f%%** | %s | %s | %s | %.1f | %.1f |" % (
         a.ranks, a.rate, a.name, first, last, run_s, base_s, 100 * base_s / run_s,
-        "%.1f" % (sent / 1e6) if sent is not None else "–", "%.4f" % loss if loss is not None else "–", tau), flush=True)
+        "%.1f" % (sent / 1e6) if sent is not None else "–", "%.4f" % loss if loss is not None else "–", tau,
+        exchange_s, waited_s), flush=True)
 
 
 if __name__ == "__main__":
