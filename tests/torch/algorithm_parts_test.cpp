@@ -124,15 +124,16 @@ TEST(OverlapAuto, StepDurationsGiveTheMedianAndForget) {
   EXPECT_EQ(steps.take_median(), 0.4);
 }
 
-// Every replica learns the slowest exchange and the slowest step, each maybe from another replica.
-TEST(OverlapAuto, SlowestAcrossTakesEachMaximum) {
+// Every replica learns the exchange as the replica that sent last saw it (the least E: the others' E held
+// their wait for it) and the slowest step, each from another replica.
+TEST(OverlapAuto, TimingAcrossTakesTheLastSendersExchangeAndTheSlowestStep) {
   std::vector<ExchangeTiming> seen(3);
   comm::run_local_replicas(3, [&](comm::Group& group) {
     const double r = group.rank();
-    seen[static_cast<std::size_t>(group.rank())] = slowest_across(group, {1.0 + r, 10.0 - r});
+    seen[static_cast<std::size_t>(group.rank())] = timing_across(group, {3.0 - r, 8.0 + r});
   });
   for (const auto& timing : seen) {
-    EXPECT_EQ(timing.exchange_s, 3.0);
+    EXPECT_EQ(timing.exchange_s, 1.0);
     EXPECT_EQ(timing.step_s, 10.0);
   }
 }

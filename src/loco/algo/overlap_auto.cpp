@@ -24,13 +24,13 @@ std::int64_t next_overlap(const ExchangeTiming& timing, std::int64_t current, st
   return hide ? std::max(*hide, current - 1) : current;
 }
 
-ExchangeTiming slowest_across(comm::Group& group, const ExchangeTiming& mine) {
+ExchangeTiming timing_across(comm::Group& group, const ExchangeTiming& mine) {
   const auto options = torch::TensorOptions().dtype(torch::kFloat64);
   auto local = torch::tensor({mine.exchange_s, mine.step_s}, options).to(group.device());
   auto all = torch::empty({2 * group.size()}, options.device(group.device()));
   group.all_gather(local, all);
-  const auto rows = all.to(torch::kCPU).view({group.size(), 2}).amax(0);
-  return {rows[0].item<double>(), rows[1].item<double>()};
+  const auto rows = all.to(torch::kCPU).view({group.size(), 2});
+  return {rows.select(1, 0).min().item<double>(), rows.select(1, 1).max().item<double>()};
 }
 
 double StepDurations::take_median() {

@@ -6,7 +6,7 @@
 //     τ_hide = min(τ_max, max(1, ⌈1.1 · E / s⌉)),   τ ← max(τ_hide, τ − 1)
 //
 //   E      seconds from the moment a replica sends Δ_p until the average is ready on it: the exchange's
-//          own time, any exchange queued ahead of it, and the wait for slower replicas;
+//          own time and any exchange queued ahead of it, as the replica that sent last saw them;
 //   s      the median inner step of the replica (outside the waits for exchanges) since its last send;
 //   1.1    a margin for exchanges that take a little longer than the last one (rounds, jitter);
 //   τ_max  streaming.sync_every − 1: a fragment's exchange lands before its next one starts.
@@ -17,8 +17,13 @@
 //
 // Each fragment has its own τ, from its own exchanges: fragments differ in size (the one that holds the
 // embeddings can take twice as long), and one τ for all swung between them (measured: 2, 3, 2, 4, 2, 3
-// at 10 Mbit/s). E and s are the slowest replica's: every exchange ends with an all-gather of each
-// replica's (E, s), so every replica derives the same τ. It is taken up when that exchange is applied (a
+// at 10 Mbit/s). Every exchange ends with an all-gather of each replica's (E, s), so every replica derives
+// the same τ: E is the least of them, s the largest. A replica that sent earlier than the others also
+// timed its wait for them, which τ does not hide: where one replica computes more slowly than another
+// (measured on this VM's 2 cores: 2 processes drift up to 14% apart, pinned or not), the faster one
+// falls further ahead at every exchange, and a τ sized on its E climbed to 4–6 steps for exchanges of
+// 0.3 s (docs/results.md, "Where the time goes") while it still waited as long. The faster replica now
+// waits for the slower at the step that applies the exchange, as in DiLoCo, and τ hides the link. It is taken up when that exchange is applied (a
 // step every replica agrees on), and used for the fragment's exchanges sent from then on, so all
 // replicas apply every exchange at the same step. Simulated replicas (dist.backend = "local") behind an
 // emulated link (comm.bandwidth_mbps) measure both on the emulated clock, where their link time exists;
@@ -48,8 +53,8 @@ std::optional<std::int64_t> overlap_to_hide(const ExchangeTiming& timing, std::i
 // `current` when s is unknown.
 std::int64_t next_overlap(const ExchangeTiming& timing, std::int64_t current, std::int64_t most);
 
-// The largest E and the largest s over the group's replicas (an all-gather of two float64 per replica).
-ExchangeTiming slowest_across(comm::Group& group, const ExchangeTiming& mine);
+// The least E and the largest s over the group's replicas (an all-gather of two float64 per replica).
+ExchangeTiming timing_across(comm::Group& group, const ExchangeTiming& mine);
 
 // The inner steps since the last send: their median is s (robust to a step that also evaluated or saved
 // a checkpoint).

@@ -92,7 +92,7 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
     // On the emulated link the average is ready when the link has carried it (LinkTimeline).
     const double ready_at = emulated_clock ? started_at + *emulated : steady_seconds();
     *emulated += LinkTimeline::charged_seconds(group, [&] {
-      *timing = slowest_across(group, {ready_at - sent_at, step_s});
+      *timing = timing_across(group, {ready_at - sent_at, step_s});
     });
   });
   in_flight_.push_back(std::move(x));
@@ -103,7 +103,7 @@ void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& 
   const std::int64_t tau = next_overlap(timing, overlap, config_.sync_every - 1);
   if (tau == overlap) return;
   if (context_.group->rank() == 0) {
-    fmt::print(stderr, "streaming: {}: tau {} -> {} (slowest replica: exchange {:.3f} s, inner step {:.3f} s)\n",
+    fmt::print(stderr, "streaming: {}: tau {} -> {} (exchange {:.3f} s, slowest inner step {:.3f} s)\n",
                fragments_[fragment].name(), overlap, tau, timing.exchange_s, timing.step_s);
   }
   overlap = tau;

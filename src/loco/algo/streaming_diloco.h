@@ -63,7 +63,7 @@ class StreamingDiloco final : public Strategy {
     double started_at;                   // emulated time it started on the link
     std::shared_ptr<double> contributed;  // Σ weight of the replicas in the average, set by the job (0: skip)
     bool mix;                             // τ > 0: mix θ_m,p with the result
-    std::shared_ptr<ExchangeTiming> timing;  // streaming.overlap_auto: the slowest replica's, set by the job
+    std::shared_ptr<ExchangeTiming> timing;  // streaming.overlap_auto: timing_across's, set by the job
   };
 
   bool sends_at(std::size_t fragment, std::int64_t step) const;
