@@ -314,7 +314,8 @@ TEST(AlgorithmParity, StreamingWithoutOverlapOneFragmentIsDiloco) {
 // fixture's schedule behind 50 ms of emulated latency, each step 300 ms of "compute": the exchanges sent
 // at steps 2, 4 and 6 (each two phases of one round, 100 ms) finish during the next step's compute; the
 // final synchronisation at 7 sends both fragments and waits for each (200 ms). The background thread
-// waits through all five (500 ms), training through the last two only. Before, comm_s was the five.
+// waits through all five (up to 500 ms: a wait entered late, after a transfer ended, is shorter), training
+// through the last two only. Before, comm_s was the background's five.
 TEST(AlgorithmParity, StreamingCountsOnlyTheWaitsOfTraining) {
   const auto f = load_algorithm_fixture("algorithms_streaming.safetensors");
   comm::GroupOptions slow;
@@ -323,7 +324,7 @@ TEST(AlgorithmParity, StreamingCountsOnlyTheWaitsOfTraining) {
   const auto runs = run_replicas(f, StreamingConfig(f), fixture_batches(f, 2), 7, 1, slow, std::chrono::milliseconds(300));
   ExpectLosses(f, runs, 7);  // the values do not depend on the timing
   for (const auto& run : runs) {
-    EXPECT_GE(run.comm.background_s, 5 * 0.1 - 0.01);
+    EXPECT_GT(run.comm.background_s, 0.3);
     EXPECT_GE(run.comm.blocked_s, 2 * 0.1 - 0.01);
     EXPECT_LT(run.comm.blocked_s, 2 * 0.1 + 0.15);
   }
