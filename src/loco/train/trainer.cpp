@@ -350,8 +350,8 @@ void Trainer::log(const StepResult& result) {
                            {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
                            {"elapsed_s", s.elapsed_s()}};
   record.update(s.communication->now());
-  // What comm.round_kib = auto chose, when it changes (the lead replica's view; the rounds are the same
-  // on every rank).
+  // What comm.round_kib = auto chose for the lead replica's last exchange, when it changes (every rank
+  // of an exchange cuts the same rounds).
   if (const auto pacing = s.communication->pacing_change(); pacing && s.lead) s.say("comm: " + *pacing);
   s.strategy->add_log_fields(record);
   if (s.evaluation_due()) evaluate_into(record);
