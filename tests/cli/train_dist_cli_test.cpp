@@ -297,9 +297,6 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
-// Ranks on different hosts read their own data directories: data prepared with different tokenizers
-// stop every rank before training. Rank 0 reads the byte-level data, rank 1 a BPE preparation (the
-// model's vocabulary of 512 holds both, so only the tokenizer check can catch it).
 // What comm.round_kib = auto chose is in the log (rank 0, when it changes) and in metrics.jsonl. With no
 // bandwidth given, ranks in processes learn their link from exchanges where every rank exchanges alike:
 // NoLoCo's pairs with 2 ranks (the first exchange, one round, is the first sample; ~0.9 MB per rank with
@@ -324,13 +321,17 @@ TEST_F(TrainDistCli, PacingIsLoggedAndNolocoLearnsTheLinkOnlyInPairs) {
 
   r = launch_gloo("pacing-noloco-3", 3, noloco);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.find("measured"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[rank 0] comm: one round among "), std::string::npos) << r.output;  // it logs, and
+  EXPECT_EQ(r.output.find("measured"), std::string::npos) << r.output;                        // never learns
   lines = metrics(*dir_ / "pacing-noloco-3");
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[5].at("round_kib"), 0.0);
   EXPECT_FALSE(lines[5].contains("link_mbps"));
 }
 
+// Ranks on different hosts read their own data directories: data prepared with different tokenizers
+// stop every rank before training. Rank 0 reads the byte-level data, rank 1 a BPE preparation (the
+// model's vocabulary of 512 holds both, so only the tokenizer check can catch it).
 TEST_F(TrainDistCli, RanksWhoseDataHaveDifferentTokenizersAreRefused) {
   for (int i = 0; i < 12; ++i) {
     test::write_text(*dir_ / "bpe-text" / fmt::format("{}.txt", i), test::generated_document(i, 30));
