@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "loco/comm/group.h"
+#include "loco/comm/link/traffic.h"
 
 namespace loco {
 
@@ -33,13 +34,28 @@ ExchangeTiming timing_across(comm::Group& group, const ExchangeTiming& mine) {
   return {rows.select(1, 0).min().item<double>(), rows.select(1, 1).max().item<double>()};
 }
 
-double StepDurations::take_median() {
+std::optional<double> predicted_exchange_seconds(std::int64_t bytes, int group_size,
+                                                 const std::optional<MeasuredExchange>& measured,
+                                                 const comm::LinkModel& link) {
+  if (measured && measured->bytes > 0) {
+    return measured->exchange_s * static_cast<double>(bytes) / static_cast<double>(measured->bytes);
+  }
+  if (!(link.slowest_bandwidth_bps() > 0)) return std::nullopt;
+  return link.collective_seconds(comm::ring_all_reduce_traffic(static_cast<std::uint64_t>(bytes), group_size));
+}
+
+double StepDurations::median() const {
   if (seconds_.empty()) return 0;
-  auto middle = seconds_.begin() + static_cast<std::ptrdiff_t>(seconds_.size() / 2);
-  std::nth_element(seconds_.begin(), middle, seconds_.end());
-  const double median = *middle;
+  std::vector<double> sorted = seconds_;
+  auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
+  return *middle;
+}
+
+double StepDurations::take_median() {
+  const double median_s = median();
   seconds_.clear();
-  return median;
+  return median_s;
 }
 
 }  // namespace loco

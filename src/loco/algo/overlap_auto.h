@@ -23,17 +23,28 @@
 // (measured on this VM's 2 cores: 2 processes drift up to 14% apart, pinned or not), the faster one
 // falls further ahead at every exchange, and a τ sized on its E climbed to 4–6 steps for exchanges of
 // 0.3 s (docs/results.md, "Where the time goes") while it still waited as long. The faster replica now
-// waits for the slower at the step that applies the exchange, as in DiLoCo, and τ hides the link. It is taken up when that exchange is applied (a
-// step every replica agrees on), and used for the fragment's exchanges sent from then on, so all
-// replicas apply every exchange at the same step. Simulated replicas (dist.backend = "local") behind an
-// emulated link (comm.bandwidth_mbps) measure both on the emulated clock, where their link time exists;
-// processes measure wall time: their links are real, and comm.bandwidth_mbps there mostly describes the
-// link for pacing. Until a fragment's first exchange is applied, its τ is streaming.overlap.
+// waits for the slower at the step that applies the exchange, as in DiLoCo, and τ hides the link. It is
+// taken up when that exchange is applied (a step every replica agrees on), and used for the fragment's
+// exchanges sent from then on, so all replicas apply every exchange at the same step. Simulated replicas
+// (dist.backend = "local") behind an emulated link (comm.bandwidth_mbps) measure both on the emulated
+// clock, where their link time exists; processes measure wall time: their links are real, and
+// comm.bandwidth_mbps there describes the link for pacing and for the first exchanges below.
+//
+// First exchanges: a fragment has measured nothing when it first sends, and with τ = streaming.overlap
+// that exchange stayed exposed (10 Mbit/s: 0.7–1.4 s at each fragment's first application, 1.2–2.5% of a
+// 60-step run; docs/results.md). So its E is predicted from what every replica knows alike: another
+// fragment's measured E scaled by the bytes (per byte the same link carries them), else the ring
+// all-reduce of its encoded bytes on the configured link (comm.bandwidth_mbps, latency_ms), else nothing
+// (τ stays streaming.overlap). s is each replica's median step so far, agreed once per run by an
+// all-gather of one value (the largest; later it is the s of the last timing_across). The predicted τ is
+// taken up at the send, by the same rule as a measured one, and the first measurement corrects it.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include "loco/comm/link/link_model.h"
 
 namespace loco {
 
@@ -56,12 +67,27 @@ std::int64_t next_overlap(const ExchangeTiming& timing, std::int64_t current, st
 // The least E and the largest s over the group's replicas (an all-gather of two float64 per replica).
 ExchangeTiming timing_across(comm::Group& group, const ExchangeTiming& mine);
 
+// An exchange whose E was measured (agreed by timing_across), and the bytes each replica encoded for it.
+struct MeasuredExchange {
+  double exchange_s = 0;
+  std::int64_t bytes = 0;
+};
+
+// E of an exchange of `bytes` per replica among `group_size` replicas that has not been measured (first
+// exchanges above): `measured` scaled to `bytes`, else the ring all-reduce of `bytes` on `link` where it
+// has a bandwidth; nullopt when neither is known.
+std::optional<double> predicted_exchange_seconds(std::int64_t bytes, int group_size,
+                                                 const std::optional<MeasuredExchange>& measured,
+                                                 const comm::LinkModel& link);
+
 // The inner steps since the last send: their median is s (robust to a step that also evaluated or saved
 // a checkpoint).
 class StepDurations {
  public:
   void record(double seconds) { seconds_.push_back(seconds); }
-  // The median of the recorded steps (0 if none), and forgets them.
+  // The median of the recorded steps (0 if none).
+  double median() const;
+  // The median, and forgets the steps.
   double take_median();
 
  private:

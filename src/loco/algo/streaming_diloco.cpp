@@ -98,15 +98,56 @@ void StreamingDiloco::send(std::size_t fragment, std::int64_t step, std::int64_t
   in_flight_.push_back(std::move(x));
 }
 
-void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& timing) {
+std::int64_t StreamingDiloco::exchange_bytes(std::size_t fragment) const {
+  const auto count = fragments_[fragment].numel();
+  return codec_ ? static_cast<std::int64_t>(codec_->encoded_bytes(static_cast<std::size_t>(count)))
+                : count * static_cast<std::int64_t>(sizeof(float));
+}
+
+void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& timing, const std::string& source) {
   std::int64_t& overlap = overlap_[fragment];
   const std::int64_t tau = next_overlap(timing, overlap, config_.sync_every - 1);
   if (tau == overlap) return;
   if (context_.group->rank() == 0) {
-    fmt::print(stderr, "streaming: {}: tau {} -> {} (exchange {:.3f} s, slowest inner step {:.3f} s)\n",
-               fragments_[fragment].name(), overlap, tau, timing.exchange_s, timing.step_s);
+    fmt::print(stderr, "streaming: {}: tau {} -> {} ({}exchange {:.3f} s{}, slowest inner step {:.3f} s)\n",
+               fragments_[fragment].name(), overlap, tau, source.empty() ? "" : "predicted ", timing.exchange_s,
+               source.empty() ? "" : " from " + source, timing.step_s);
   }
   overlap = tau;
+}
+
+void StreamingDiloco::adopt_measured_overlap(std::size_t fragment, const ExchangeTiming& timing) {
+  adopt_overlap(fragment, timing, "");
+  last_measured_ = MeasuredExchange{timing.exchange_s, exchange_bytes(fragment)};
+  last_measured_fragment_ = fragment;
+  if (timing.step_s > 0) agreed_step_s_ = timing.step_s;
+}
+
+void StreamingDiloco::predict_first_overlap(std::size_t fragment) {
+  if (!config_.overlap_auto || outer_steps_[fragment] > 0) return;
+  const comm::Group& group = *context_.group;
+  const auto exchange_s =
+      predicted_exchange_seconds(exchange_bytes(fragment), group.size(), last_measured_, group.options().link);
+  if (!exchange_s) return;
+  const double step_s = agreed_step_seconds();
+  if (!(step_s > 0)) return;
+  adopt_overlap(fragment, {*exchange_s, step_s},
+                last_measured_ ? fragments_[last_measured_fragment_].name() + "'s exchange" : "the configured link");
+}
+
+double StreamingDiloco::agreed_step_seconds() {
+  if (agreed_step_s_) return *agreed_step_s_;
+  // Through the background thread: it owns the group while exchanges may be queued (none are, in a run
+  // that has applied none yet, unless it resumed with some in flight).
+  comm::Group& group = *context_.group;
+  double agreed = 0;
+  auto gathered = background_->submit([&group, &agreed, mine = steps_.median()] {
+    const comm::BackgroundWaits background;
+    agreed = timing_across(group, {0, mine}).step_s;
+  });
+  wait_for_background([&] { gathered.get(); });
+  if (agreed > 0) agreed_step_s_ = agreed;
+  return agreed;
 }
 
 void StreamingDiloco::apply_oldest() {
@@ -115,7 +156,7 @@ void StreamingDiloco::apply_oldest() {
   wait_for_background([&] { x.done.get(); });
   link_.occupy(x.started_at, *x.emulated_s);
   link_.wait();
-  if (config_.overlap_auto) adopt_overlap(x.fragment, *x.timing);
+  if (config_.overlap_auto) adopt_measured_overlap(x.fragment, *x.timing);
   OuterNesterov& outer = outer_[x.fragment];
   if (*x.contributed > 0) outer.step(x.delta);
   ParameterFragment& fragment = fragments_[x.fragment];
@@ -152,6 +193,7 @@ void StreamingDiloco::exchange_after_step(std::int64_t step) {
   std::vector<bool> sent_now(fragments_.size(), false);
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     if (sends_at(p, step)) {
+      predict_first_overlap(p);
       send(p, step, step + overlap_[p]);
       sent_now[p] = true;
     }

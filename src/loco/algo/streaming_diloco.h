@@ -73,8 +73,17 @@ class StreamingDiloco final : public Strategy {
   void apply_oldest();
   // The sends and applications due after step `step`.
   void exchange_after_step(std::int64_t step);
-  // Takes up the τ that `timing` of an exchange of `fragment` calls for (note "overlap-auto").
-  void adopt_overlap(std::size_t fragment, const ExchangeTiming& timing);
+  // Bytes each replica encodes for an exchange of `fragment`.
+  std::int64_t exchange_bytes(std::size_t fragment) const;
+  // Takes up the τ that `timing` of an exchange of `fragment` calls for (note "overlap-auto"); `source`
+  // names where a predicted E came from ("" for a measured one).
+  void adopt_overlap(std::size_t fragment, const ExchangeTiming& timing, const std::string& source);
+  // adopt_overlap for a measured exchange, remembered for predictions.
+  void adopt_measured_overlap(std::size_t fragment, const ExchangeTiming& timing);
+  // Before `fragment` first sends: τ from a predicted E (note "overlap-auto", first exchanges).
+  void predict_first_overlap(std::size_t fragment);
+  // s as the replicas agreed it last, or agreed now (an all-gather); 0 while no step was measured.
+  double agreed_step_seconds();
   // Seconds on the clock that τ auto measures with: emulated for simulated replicas behind an emulated
   // link, wall time otherwise.
   double now() const;
@@ -94,6 +103,9 @@ class StreamingDiloco final : public Strategy {
   std::vector<std::int64_t> overlap_;  // per fragment: τ of its next exchange
   bool emulated_clock_;  // τ auto measures on the emulated clock
   StepDurations steps_;                 // since the last send (τ auto)
+  std::optional<MeasuredExchange> last_measured_;  // the last exchange τ auto measured (any fragment)
+  std::size_t last_measured_fragment_ = 0;         // ... and its fragment
+  std::optional<double> agreed_step_s_;            // s the replicas last agreed on (τ auto)
   std::optional<double> last_step_end_;  // now() when the last after_step returned (τ auto)
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.
   std::unique_ptr<SerialWorker> background_;

@@ -146,7 +146,8 @@ std::vector<ConfigKey> make_keys() {
       bind("streaming", "embeddings_fragment", &R::streaming, &S::embeddings_fragment,
            "embeddings, final norm and output layer form a fragment of their own"),
       bind("streaming", "overlap", &R::streaming, &S::overlap,
-           "tau: inner steps that run while a fragment's exchange is in flight (with overlap_auto: until measured)"),
+           "tau: inner steps that run while a fragment's exchange is in flight (with overlap_auto: until measured or "
+           "predicted)"),
       bind("streaming", "overlap_auto", &R::streaming, &S::overlap_auto,
            "choose tau from the measured exchange and step times: the smallest that hides the exchange"),
       bind("streaming", "mix", &R::streaming, &S::mix, "alpha: weight of the local fragment when mixing (tau > 0)"),
