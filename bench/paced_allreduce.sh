@@ -7,13 +7,14 @@
 #
 #   bench/paced_allreduce.sh [--round-kib auto|off|K] [--ranks "2 4 8"] [--rates "10 100"]
 #                            [--sizes-10 4MB,16MB] [--sizes-100 4MB,16MB,64MB] [--codec fp32,bf16,int8,fp4]
-#                            [--repeats 3] [--latency-ms L --delay latency] [--measured]
+#                            [--repeats 3] [--latency-ms L --delay latency] [--measured] [--burst BYTES]
 #
 # --latency-ms adds an emulated one-way latency (tbf gives none; netem is missing here), charged in
 # real time with --delay latency (rounds x latency per operation) and counted in the bound.
 # --measured leaves the rate out of loco's options, so that auto sizes rounds from the link the
 # exchanges measure (note "measured-link"; the warm-up exchange is the first sample); the bound is then
 # computed here from the bytes sent, 8 * wire_bytes / rate + N * latency, and the row shows the fit.
+# --burst sets the tbf bucket of every link (netns_run.sh's default: 4 ms at the rate, at least 8 KiB).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +29,7 @@ REPEATS=3
 EXTRA=()
 LATENCY_MS=0
 MEASURED=0
+SHAPE=()
 while (($#)); do
   case $1 in
     --round-kib) ROUND_KIB=$2; shift 2 ;;
@@ -40,13 +42,14 @@ while (($#)); do
     --latency-ms) LATENCY_MS=$2; EXTRA+=("$1" "$2"); shift 2 ;;
     --delay) EXTRA+=("$1" "$2"); shift 2 ;;
     --measured) MEASURED=1; shift ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    --burst) SHAPE+=(--burst "$2"); shift 2 ;;
+    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
     *) echo "paced_allreduce.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
 [[ -x $LOCO ]] || { echo "paced_allreduce.sh: no loco binary at $LOCO (run scripts/setup.sh first)" >&2; exit 2; }
 
-echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), round_kib=$ROUND_KIB ${EXTRA[*]}$( ((MEASURED)) && echo ' measured link')"
+echo "# $(date -u +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), round_kib=$ROUND_KIB ${EXTRA[*]} ${SHAPE[*]}$( ((MEASURED)) && echo ' measured link')"
 echo "| Mbit/s | ranks | size | codec | path | round KiB | rounds | time s | bound s | time/bound | reduce-scatter s | all-gather s | codec work s | measured Mbit/s, ms |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for rate in $RATES; do
@@ -55,7 +58,7 @@ for rate in $RATES; do
   link=(--bandwidth-mbps "$rate")
   ((MEASURED)) && link=()
   for ranks in $RANKS; do
-    "$ROOT/scripts/netns_run.sh" --nproc "$ranks" --rate "${rate}mbit" -- "$LOCO" bench allreduce --backend gloo \
+    "$ROOT/scripts/netns_run.sh" --nproc "$ranks" --rate "${rate}mbit" "${SHAPE[@]}" -- "$LOCO" bench allreduce --backend gloo \
       --sizes "$sizes" --codec "$CODECS" "${link[@]}" --repeats "$REPEATS" --round-kib "$ROUND_KIB" \
       "${EXTRA[@]}" 2>&1 | sed -n 's/^\[rank 0\] {/{/p' | python3 -c '
 import json, sys

@@ -332,10 +332,10 @@ TEST(AlgorithmParity, StreamingCountsOnlyTheWaitsOfTraining) {
 }
 
 // Note "overlap-auto", first exchanges: replicas that measure wall time (as processes do) behind a link of
-// 225 ms latency whose bandwidth makes the bytes take nothing, each step ≥ 200 ms of "compute", H = 8 and 2
+// 150 ms latency whose bandwidth makes the bytes take nothing, each step ≥ 200 ms of "compute", H = 8 and 2
 // fragments. Fragment 1 sends first (step 4) with nothing measured, so its τ comes from the configured
-// link: the ring's 2 rounds, 0.45 s, hidden by ⌈1.1 · 0.45 / s⌉ = 2 or 3 steps (s 0.2–0.49 s), not 1.
-// Applied by step 7, its measured exchange predicts fragment 0's at its first send (step 8).
+// link: 1.4 times the ring's 2 rounds, 0.42 s, hidden by ⌈1.1 · 0.42 / s⌉ = 2 or 3 steps (s 0.2–0.46 s),
+// not 1. Applied by step 7, its measured exchange predicts fragment 0's at its first send (step 8).
 TEST(AlgorithmParity, StreamingPredictsTheOverlapOfFirstExchanges) {
   const auto f = load_algorithm_fixture("algorithms_streaming.safetensors");
   RunConfig c = StreamingConfig(f);
@@ -345,13 +345,13 @@ TEST(AlgorithmParity, StreamingPredictsTheOverlapOfFirstExchanges) {
   c.streaming.overlap_auto = true;
   c.dist.backend = "gloo";  // make_strategy: τ auto on the wall clock, not the emulated one
   comm::GroupOptions slow;
-  slow.link = comm::LinkModel::parse("100000", "225", 2);
+  slow.link = comm::LinkModel::parse("100000", "150", 2);
   slow.delay = comm::LinkDelay::latency;
   testing::internal::CaptureStderr();
   run_replicas(f, c, fixture_batches(f, 2), 12, 1, slow, std::chrono::milliseconds(200));
   const std::string log = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(std::regex_search(
-      log, std::regex(R"(fragment 1 [^:]*: tau 1 -> [23] \(predicted exchange 0\.450 s from the configured link, )")))
+      log, std::regex(R"(fragment 1 [^:]*: tau 1 -> [23] \(predicted exchange 0\.420 s from the configured link, )")))
       << log;
   EXPECT_TRUE(std::regex_search(
       log, std::regex(R"(fragment 0 [^:]*: tau 1 -> [2-7] \(predicted exchange [0-9.]+ s from fragment 1 [^)]*\)'s exchange, )")))

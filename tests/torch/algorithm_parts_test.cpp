@@ -129,17 +129,17 @@ TEST(OverlapAuto, StepDurationsGiveTheMedianAndForget) {
 }
 
 // A first exchange's E (note "overlap-auto", first exchanges), by hand: 1.25 MB per replica among 2 on
-// 10 Mbit/s with 20 ms is the ring's 2·(1/2)·1.25 MB = 1 s of bytes and 2 rounds of 20 ms; a measured
-// exchange of 0.5 MB in 2 s, scaled to 1.25 MB, is 5 s and wins over the configured link.
+// 10 Mbit/s with 20 ms is the ring's 2·(1/2)·1.25 MB = 1 s of bytes and 2 rounds of 20 ms, 1.04 s, times
+// 1.4; a measured exchange of 0.5 MB in 2 s, scaled to 1.25 MB, is 5 s and wins over the configured link.
 TEST(OverlapAuto, PredictsAnExchangeNotYetMeasured) {
   const auto link = comm::LinkModel::parse("10", "20", 2);
-  EXPECT_NEAR(*predicted_exchange_seconds(1'250'000, 2, std::nullopt, link), 1.04, 1e-12);
+  EXPECT_NEAR(*predicted_exchange_seconds(1'250'000, 2, std::nullopt, link), 1.4 * 1.04, 1e-12);
   const MeasuredExchange measured{2.0, 500'000};
   EXPECT_NEAR(*predicted_exchange_seconds(1'250'000, 2, measured, link), 5.0, 1e-12);
   EXPECT_NEAR(*predicted_exchange_seconds(1'250'000, 2, measured, comm::LinkModel()), 5.0, 1e-12);
   // 4 replicas: 2·(3/4) of the bytes, 6 rounds.
   EXPECT_NEAR(*predicted_exchange_seconds(1'250'000, 4, std::nullopt, comm::LinkModel::parse("10", "20", 4)),
-              1.5 + 0.12, 1e-12);
+              1.4 * (1.5 + 0.12), 1e-12);
   EXPECT_EQ(predicted_exchange_seconds(1'250'000, 2, std::nullopt, comm::LinkModel()), std::nullopt);
   EXPECT_EQ(predicted_exchange_seconds(1'250'000, 2, std::nullopt, comm::LinkModel::parse("", "20", 2)),
             std::nullopt);  // a latency alone says nothing of the bytes

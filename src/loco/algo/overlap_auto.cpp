@@ -9,7 +9,8 @@
 namespace loco {
 
 namespace {
-constexpr double kMargin = 1.1;  // note "overlap-auto"
+constexpr double kMargin = 1.1;           // note "overlap-auto"
+constexpr double kExchangeOverBound = 1.4;  // note "overlap-auto", first exchanges
 }
 
 std::optional<std::int64_t> overlap_to_hide(const ExchangeTiming& timing, std::int64_t most) {
@@ -41,7 +42,8 @@ std::optional<double> predicted_exchange_seconds(std::int64_t bytes, int group_s
     return measured->exchange_s * static_cast<double>(bytes) / static_cast<double>(measured->bytes);
   }
   if (!(link.slowest_bandwidth_bps() > 0)) return std::nullopt;
-  return link.collective_seconds(comm::ring_all_reduce_traffic(static_cast<std::uint64_t>(bytes), group_size));
+  return kExchangeOverBound *
+         link.collective_seconds(comm::ring_all_reduce_traffic(static_cast<std::uint64_t>(bytes), group_size));
 }
 
 double StepDurations::median() const {

@@ -33,9 +33,13 @@
 // First exchanges: a fragment has measured nothing when it first sends, and with τ = streaming.overlap
 // that exchange stayed exposed (10 Mbit/s: 0.7–1.4 s at each fragment's first application, 1.2–2.5% of a
 // 60-step run; docs/results.md). So its E is predicted from what every replica knows alike: another
-// fragment's measured E scaled by the bytes (per byte the same link carries them), else the ring
-// all-reduce of its encoded bytes on the configured link (comm.bandwidth_mbps, latency_ms), else nothing
-// (τ stays streaming.overlap). s is each replica's median step so far, agreed once per run by an
+// fragment's measured E scaled by the bytes (per byte the same link carries them), else 1.4 times the
+// ring all-reduce's bound for its encoded bytes on the configured link (comm.bandwidth_mbps, latency_ms),
+// else nothing (τ stays streaming.overlap). 1.4: the bound is what no exchange beats; paced rounds take
+// 1.1–1.2 times it alone (docs/results.md, "Pacing"), and overlapped with the training's compute on 2
+// cores the first exchanges took 1.38–1.41 times it (10 Mbit/s, 2.7 MB in fp4): a prediction short of
+// E leaves part of the exchange exposed (τ 2 where 3 was needed: 0.4 s), one a step long applies an
+// average one step older for an exchange or two, until the measurements bring τ down. s is each replica's median step so far, agreed once per run by an
 // all-gather of one value (the largest; later it is the s of the last timing_across). The predicted τ is
 // taken up at the send, by the same rule as a measured one, and the first measurement corrects it.
 #pragma once
@@ -74,8 +78,8 @@ struct MeasuredExchange {
 };
 
 // E of an exchange of `bytes` per replica among `group_size` replicas that has not been measured (first
-// exchanges above): `measured` scaled to `bytes`, else the ring all-reduce of `bytes` on `link` where it
-// has a bandwidth; nullopt when neither is known.
+// exchanges above): `measured` scaled to `bytes`, else 1.4 times the ring all-reduce's bound for `bytes`
+// on `link` where it has a bandwidth; nullopt when neither is known.
 std::optional<double> predicted_exchange_seconds(std::int64_t bytes, int group_size,
                                                  const std::optional<MeasuredExchange>& measured,
                                                  const comm::LinkModel& link);
