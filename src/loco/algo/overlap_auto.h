@@ -39,9 +39,12 @@
 // 1.1–1.2 times it alone (docs/results.md, "Pacing"), and overlapped with the training's compute on 2
 // cores the first exchanges took 1.38–1.41 times it (10 Mbit/s, 2.7 MB in fp4): a prediction short of
 // E leaves part of the exchange exposed (τ 2 where 3 was needed: 0.4 s), one a step long applies an
-// average one step older for an exchange or two, until the measurements bring τ down. s is each replica's median step so far, agreed once per run by an
-// all-gather of one value (the largest; later it is the s of the last timing_across). The predicted τ is
-// taken up at the send, by the same rule as a measured one, and the first measurement corrects it.
+// average one step older for an exchange or two, until the measurements bring τ down. s is each
+// replica's median step so far, agreed once per run by an all-gather of one value (the largest; later it
+// is the s of the last timing_across). The predicted τ is taken up at the send, by the same rule as a
+// measured one, and the first measurement corrects it. Every replica must hold the same
+// comm.bandwidth_mbps, as for the rounds' sizes (link/round_size.h): one that predicts and one that
+// cannot would not meet at the agreement.
 #pragma once
 
 #include <cstdint>
