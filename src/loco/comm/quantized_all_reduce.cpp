@@ -1,5 +1,6 @@
 #include "loco/comm/quantized_all_reduce.h"
 
+#include "loco/comm/link/round_size.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::comm {
@@ -24,8 +25,12 @@ void quantized_all_reduce(Group& group, const torch::Tensor& tensor, const Codec
 
 bool uses_backend_ring(const Group& group, const Codec* codec, std::int64_t bytes) {
   const bool fp32 = codec == nullptr || codec->kind() == CodecKind::kFp32;
+  if (!fp32) return false;
   const std::int64_t round_bytes = group.round_bytes_per_peer(group.size());
-  return fp32 && (round_bytes == 0 || round_bytes * group.size() >= bytes);
+  if (round_bytes == 0 || round_bytes * group.size() >= bytes) return true;
+  constexpr double kRingFromBps = 50e6;  // note "fp32-ring"
+  const auto link = link_for_rounds(group.options().link, group.measured_link().estimate());
+  return group.options().round_size.mode == RoundSize::Mode::automatic && link && link->bandwidth_bps >= kRingFromBps;
 }
 
 void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
