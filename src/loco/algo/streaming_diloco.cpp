@@ -118,21 +118,21 @@ void StreamingDiloco::adopt_overlap(std::size_t fragment, const ExchangeTiming& 
 
 void StreamingDiloco::adopt_measured_overlap(std::size_t fragment, const ExchangeTiming& timing) {
   adopt_overlap(fragment, timing, "");
-  last_measured_ = MeasuredExchange{timing.exchange_s, exchange_bytes(fragment)};
-  last_measured_fragment_ = fragment;
+  last_measured_ = FragmentExchange{fragment, {timing.exchange_s, exchange_bytes(fragment)}};
   if (timing.step_s > 0) agreed_step_s_ = timing.step_s;
 }
 
 void StreamingDiloco::predict_first_overlap(std::size_t fragment) {
   if (!config_.overlap_auto || outer_steps_[fragment] > 0) return;
   const comm::Group& group = *context_.group;
+  const auto measured = last_measured_ ? std::optional(last_measured_->exchange) : std::nullopt;
   const auto exchange_s =
-      predicted_exchange_seconds(exchange_bytes(fragment), group.size(), last_measured_, group.options().link);
+      predicted_exchange_seconds(exchange_bytes(fragment), group.size(), measured, group.options().link);
   if (!exchange_s) return;
   const double step_s = agreed_step_seconds();
   if (!(step_s > 0)) return;
   adopt_overlap(fragment, {*exchange_s, step_s},
-                last_measured_ ? fragments_[last_measured_fragment_].name() + "'s exchange" : "the configured link");
+                last_measured_ ? fragments_[last_measured_->fragment].name() + "'s exchange" : "the configured link");
 }
 
 double StreamingDiloco::agreed_step_seconds() {

@@ -103,8 +103,11 @@ class StreamingDiloco final : public Strategy {
   std::vector<std::int64_t> overlap_;  // per fragment: τ of its next exchange
   bool emulated_clock_;  // τ auto measures on the emulated clock
   StepDurations steps_;                 // since the last send (τ auto)
-  std::optional<MeasuredExchange> last_measured_;  // the last exchange τ auto measured (any fragment)
-  std::size_t last_measured_fragment_ = 0;         // ... and its fragment
+  struct FragmentExchange {
+    std::size_t fragment;
+    MeasuredExchange exchange;
+  };
+  std::optional<FragmentExchange> last_measured_;  // the last exchange τ auto measured (any fragment)
   std::optional<double> agreed_step_s_;            // s the replicas last agreed on (τ auto)
   std::optional<double> last_step_end_;  // now() when the last after_step returned (τ auto)
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.

@@ -28,9 +28,11 @@ bool uses_backend_ring(const Group& group, const Codec* codec, std::int64_t byte
   if (!fp32) return false;
   const std::int64_t round_bytes = group.round_bytes_per_peer(group.size());
   if (round_bytes == 0 || round_bytes * group.size() >= bytes) return true;
-  constexpr double kRingFromBps = 50e6;  // note "fp32-ring"
+  // Note "fp32-ring": a round size the user gave paces fp32 at any rate; auto only on slow links.
+  if (group.options().round_size.mode != RoundSize::Mode::automatic) return false;
+  constexpr double kRingFromBps = 50e6;
   const auto link = link_for_rounds(group.options().link, group.measured_link().estimate());
-  return group.options().round_size.mode == RoundSize::Mode::automatic && link && link->bandwidth_bps >= kRingFromBps;
+  return link && link->bandwidth_bps >= kRingFromBps;
 }
 
 void codec_all_reduce(Group& group, const torch::Tensor& tensor, const Codec* codec, ReduceOp op,
