@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DDP overlap benchmark (issue 5 "Performance"; ALGORITHMS.md §8: published 35-38% speedup when
+# DDP overlap benchmark (issue 5 "Performance"; docs/algorithm-reference.md §8: published 35-38% speedup when
 # compute and communication are balanced).
 #
 #   bench/ddp_overlap.sh [LOCO] [DATA_DIR] [THREADS_PER_REPLICA]

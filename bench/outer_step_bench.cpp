@@ -19,6 +19,7 @@
 #include <string>
 
 #include "loco/algo/make_strategy.h"
+#include "loco/train/fixed_membership.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/load_config.h"
 #include "loco/model/weights.h"
@@ -73,8 +74,10 @@ int main(int argc, char** argv) {
     loco::Llama model(config.model);
     loco::InnerOptimizer optimizer(loco::model_parameters(model), config.optim);
     loco::EmulatedClock clock([] { return 0.0; });
-    const loco::ReplicaContext context{&group, &clock, 1 << 30, static_cast<std::uint64_t>(config.train.seed),
-                                       config.replica_batch() * config.data.seq_len};
+    loco::FixedMembership membership(&group, replicas, /*shared_data=*/true);
+    const loco::ReplicaContext context{&group,   &clock, 1 << 30, static_cast<std::uint64_t>(config.train.seed),
+                                       config.replica_batch() * config.data.seq_len,
+                                       nullptr,  &membership};
     auto strategy = loco::make_strategy(config, context);
     strategy->attach(model, optimizer.parameters());
     const torch::Tensor tokens = torch::randint(config.model.vocab_size, {batch, seq}, torch::kInt64);

@@ -8,7 +8,7 @@ STUDY_DIR is loco sweep's output of bench/sweeps/scaling-study.toml (summary.jso
 summary.csv), CLAIMS_DIR that of bench/sweeps/scaling-claims.toml. Prints markdown: the best loss of each
 (N, M) as the mean over its seeds, its gap to data parallel, the tuned learning rates, the laws that
 `loco fit` fits to the tables (L(N, M) from cells.csv, eta*(N, M) and lr*(N, M) from summary.csv) with
-their leave-one-out errors, and a verdict on each claim of ALGORITHMS.md §3 under the rule below; with
+their leave-one-out errors, and a verdict on each claim of docs/algorithm-reference.md §3 under the rule below; with
 --diagnostics (bench/sweeps/scaling-diagnostics.toml's output), each of its settings (seeds pooled) against
 the data parallel cell of the same model size; with --confirmation, the section described below. Draws
 scaling-loss.png, scaling-eta.png, scaling-batch.png (and scaling-confirmation.png) into --charts

@@ -1,5 +1,5 @@
 // loco train / eval / generate / export as a user runs them: the happy path end to end, and the
-// error paths of DESIGN.md §4 (clear message, non-zero exit, nothing good overwritten).
+// error paths of docs/design.md §4 (clear message, non-zero exit, nothing good overwritten).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // loco train with several replicas, as a user runs it: simulated replicas (dist.backend = "local")
 // and one process per replica (`loco launch` + Gloo) give the same losses; bytes per sync follow
-// ALGORITHMS.md §9; a resumed run continues exactly; bad dist/comm settings are clear errors.
+// docs/algorithm-reference.md §9; a resumed run continues exactly; bad dist/comm settings are clear errors.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -124,10 +124,10 @@ TEST_F(TrainDistCli, LocalAndGlooReplicasTrainTheSame) {
   }
 }
 
-// ALGORITHMS.md §1's special case through the whole trainer: DiLoCo with one replica, η = 1 and μ = 0 sets
-// θ_g to the replica's own parameters at every sync, so it trains exactly as one replica alone (the same
-// data, schedule and inner AdamW state); with momentum it does not. A step offset between the schedule,
-// the data or the outer state, or a sync that reset the inner optimizer, would show here.
+// A special case of docs/algorithm-reference.md §1 through the whole trainer: DiLoCo with one replica, η = 1
+// and μ = 0 sets θ_g to the replica's own parameters at every sync, so it trains exactly as one replica
+// alone (the same data, schedule and inner AdamW state); with momentum it does not. A step offset between
+// the schedule, the data or the outer state, or a sync that reset the inner optimizer, would show here.
 TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplica) {
   const std::vector<std::string> common = {"train.steps=14", "dist.replicas=1", "optim.lr=1e-2"};
   auto sets = common;
@@ -154,7 +154,7 @@ TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplica) {
   EXPECT_GT(std::abs(nesterov - a), 1e-3);
 }
 
-// ALGORITHMS.md §9 with N parameters of b = 4 bytes: ring all-reduce 2·N·b·(M−1)/M per sync for
+// docs/algorithm-reference.md §9 with N parameters of b = 4 bytes: ring all-reduce 2·N·b·(M−1)/M per sync for
 // data parallel (every step) and DiLoCo (every H steps); NoLoCo 2·N·b to its partner per sync.
 // Replica 3 sends 100 times its pseudo-gradient from step 6 on (dist.adversary): the mean is thrown far off,
 // clip and centered_clip end near the run without it (docs/algorithms.md "Robust aggregation").

@@ -1,4 +1,4 @@
-// A member of an elastic test run (tests/membership/elastic_groups_test.cpp starts several): joins the
+// A member of an elastic test run (tests/membership/runs/elastic_groups_test.cpp starts several): joins the
 // coordinator, and for each round asks for a quorum, all-reduces a 1 over the quorum's group and prints
 // what it saw. A member behind its quorum's step (it joined late) catches up to it, as a healed replica
 // would. A group that fails, or whose quorum breaks, is abandoned and the round is retried with the next

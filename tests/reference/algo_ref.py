@@ -1,5 +1,5 @@
 """Reference update rules of loco's distributed training algorithms, in plain PyTorch, written from
-/work/shared/ALGORITHMS.md (§1 DiLoCo skeleton, §4 Streaming DiLoCo, §5 NoLoCo, §8 data parallel).
+docs/algorithm-reference.md (§1 DiLoCo skeleton, §4 Streaming DiLoCo, §5 NoLoCo, §8 data parallel).
 Nothing here calls loco. Used by make_algo_fixtures.py; float64 throughout.
 
 Replicas are simulated one after the other in one process: each has its own model, its own AdamW
@@ -80,7 +80,7 @@ def mean_of(dicts):
 
 
 class OuterNesterov:
-    """PyTorch-form Nesterov SGD on global params (dampening 0, no weight decay), ALGORITHMS.md §1:
+    """PyTorch-form Nesterov SGD on global params (dampening 0, no weight decay), docs/algorithm-reference.md §1:
     b = mu*b + delta;  theta_g -= eta*(delta + mu*b)."""
 
     def __init__(self, params, eta, mu):
@@ -137,7 +137,7 @@ def run_data_parallel_replicas(make_model, batches, steps):
 
 
 def run_diloco(make_model, batches, sync_every, rounds, eta, mu):
-    """DiLoCo (ALGORITHMS.md §1): H inner steps per replica, then Nesterov on theta_g with
+    """DiLoCo (docs/algorithm-reference.md §1): H inner steps per replica, then Nesterov on theta_g with
     delta = mean_m(theta_g - theta_m), theta_m = theta_g. Returns losses[m][k], theta_g after each
     round, the Nesterov buffer after each round."""
     replicas = [Replica(make_model, b) for b in batches]
@@ -159,7 +159,7 @@ def run_diloco(make_model, batches, sync_every, rounds, eta, mu):
 
 
 def run_noloco(make_model, batches, sync_every, rounds, alpha, beta, gamma, groups=None):
-    """NoLoCo (ALGORITHMS.md §5, authors' code form): at each sync, for replica i in group G,
+    """NoLoCo (docs/algorithm-reference.md §5, authors' code form): at each sync, for replica i in group G,
     m_i = alpha*m_i + beta*mean_G(theta - phi) + gamma*(mean_G(phi) - phi_i); phi_i += m_i;
     theta_i = phi_i. groups[r] lists the groups (lists of replicas) of round r; None: one group
     holding every replica. Returns losses[m][k] and phi[round][m]."""
@@ -194,7 +194,7 @@ def run_noloco(make_model, batches, sync_every, rounds, alpha, beta, gamma, grou
 
 
 def run_streaming(make_model, batches, fragments, sync_every, overlap, mix, eta, mu, total_steps):
-    """Streaming DiLoCo (ALGORITHMS.md §4), exchange in full precision.
+    """Streaming DiLoCo (docs/algorithm-reference.md §4), exchange in full precision.
 
     fragments: list of lists of parameter names. Fragment p sends at steps t > 0 with
     t = p*H/P (mod H) ("step t" = after t inner steps). A send at t computes

@@ -187,7 +187,7 @@ def streaming_fixture(path, diloco_globals):
     assert tau0_events == ["sync fragment 0 at 3", "final sync fragment 0 at 6"], tau0_events
     for params in tau0_m:
         assert max_diff(params, tau0_g) == 0
-    # Self-check: tau = 0, P = 1 is DiLoCo (ALGORITHMS.md §4).
+    # Self-check: tau = 0, P = 1 is DiLoCo (docs/algorithm-reference.md §4).
     assert max_diff(tau0_g, diloco_globals[1]) < 1e-15, max_diff(tau0_g, diloco_globals[1])
     tensors = {**prefixed("param", algo_ref.named(initial_model())), **batch_tensors("", data),
                **loss_tensors("", losses), **prefixed("global", theta_g),

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "loco/algo/make_strategy.h"
+#include "loco/train/fixed_membership.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/model/hf_export.h"
 #include "loco/model/llama.h"
@@ -95,8 +96,10 @@ std::vector<ReplicaRun> run_replicas(const AlgorithmFixture& fixture, const RunC
     load_model_weights(model, fixture.content, "param/");
     InnerOptimizer optimizer(model_parameters(model), config.optim);
     EmulatedClock clock([] { return 0.0; });
-    const ReplicaContext context{&group, &clock, steps, static_cast<std::uint64_t>(config.train.seed),
-                                 config.replica_batch() * config.data.seq_len};
+    FixedMembership membership(&group, replicas, /*shared_data=*/true);
+    const ReplicaContext context{&group,   &clock, steps, static_cast<std::uint64_t>(config.train.seed),
+                                 config.replica_batch() * config.data.seq_len,
+                                 nullptr,  &membership};
     auto strategy = make_strategy(config, context);
     strategy->attach(model, optimizer.parameters());
     const std::int64_t rows = batch.input_ids.size(0) / micro_batches;

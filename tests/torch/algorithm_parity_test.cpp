@@ -1,5 +1,5 @@
 // loco's distributed strategies (src/loco/algo/) against plain-PyTorch simulations of the update rules
-// in ALGORITHMS.md: tests/fixtures/algorithms_*.safetensors, written by
+// in docs/algorithm-reference.md: tests/fixtures/algorithms_*.safetensors, written by
 //
 //     /usr/bin/python3 tests/reference/make_algo_fixtures.py
 //
@@ -41,7 +41,7 @@ void ExpectLosses(const AlgorithmFixture& f, const std::vector<ReplicaRun>& runs
 double Diff(const NamedTensors& actual, const NamedTensors& expected) { return max_abs_diff(expected, actual); }
 
 // ---------------------------------------------------------------------------------------------
-// Data parallel (ALGORITHMS.md §8)
+// Data parallel (docs/algorithm-reference.md §8)
 
 void CheckDdp(RunConfig config, int micro_batches) {
   const auto f = load_algorithm_fixture("algorithms_ddp.safetensors");
@@ -97,7 +97,7 @@ TEST(AlgorithmParity, DdpFixtureIsFarFromOneReplicaAlone) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// DiLoCo and Local SGD (ALGORITHMS.md §1)
+// DiLoCo and Local SGD (docs/algorithm-reference.md §1)
 
 RunConfig DilocoConfig(const AlgorithmFixture& f) {
   RunConfig c = algorithm_config(f, "diloco", 2);
@@ -162,7 +162,7 @@ TEST(AlgorithmParity, LocalSgdAveragesReplicas) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// NoLoCo (ALGORITHMS.md §5)
+// NoLoCo (docs/algorithm-reference.md §5)
 
 RunConfig NolocoConfig(const AlgorithmFixture& f, int replicas) {
   RunConfig c = algorithm_config(f, "noloco", replicas);
@@ -249,7 +249,7 @@ TEST(AlgorithmParity, NolocoWithBetaAndGammaSwappedDoesNotMatch) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Streaming DiLoCo (ALGORITHMS.md §4)
+// Streaming DiLoCo (docs/algorithm-reference.md §4)
 
 RunConfig StreamingConfig(const AlgorithmFixture& f) {
   RunConfig c = algorithm_config(f, "streaming", 2);

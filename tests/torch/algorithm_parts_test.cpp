@@ -1,5 +1,5 @@
 // The parts the strategies share, on known cases: NoLoCo's pairing, the synchronisation schedule
-// (fixed H and the Quadratic Synchronisation Rule, ALGORITHMS.md §6), dist.check_sync's detector,
+// (fixed H and the Quadratic Synchronisation Rule, docs/algorithm-reference.md §6), dist.check_sync's detector,
 // the emulated link's timeline and Streaming DiLoCo's τ auto.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -167,20 +167,20 @@ TEST(LinkTimeline, ExchangesQueueAndWaitsMoveTheClock) {
       [](comm::Group& group) {
         double compute = 0;
         EmulatedClock clock([&compute] { return compute; });
-        LinkTimeline link(group, clock);
+        LinkTimeline link(clock);
         torch::Tensor values = torch::ones({250000});
         const double one = LinkTimeline::charged_seconds(group, [&] { group.all_reduce(values); });
         EXPECT_GT(one, 0.1);  // 1 MB at 8 Mbit/s, in a ring of two
-        link.queue([&] { group.all_reduce(values); });
+        link.queue(group, [&] { group.all_reduce(values); });
         EXPECT_DOUBLE_EQ(link.free_at(), one);
         compute = one / 2;  // half of it hidden by compute; the next one queues behind it
-        link.queue([&] { group.all_reduce(values); });
+        link.queue(group, [&] { group.all_reduce(values); });
         EXPECT_DOUBLE_EQ(link.free_at(), 2 * one);
         link.wait();
         EXPECT_DOUBLE_EQ(clock.now(), 2 * one);
         compute = one;  // the clock is past the link: a blocking exchange starts now
         const double before = clock.now();
-        link.exchange_and_wait([&] { group.all_reduce(values); });
+        link.exchange_and_wait(group, [&] { group.all_reduce(values); });
         EXPECT_DOUBLE_EQ(clock.now(), before + one);
         EXPECT_DOUBLE_EQ(link.free_at(), before + one);
       },

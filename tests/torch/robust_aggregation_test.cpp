@@ -1,4 +1,4 @@
-// The robust aggregation rules (src/loco/algo/robust_aggregation.h, ALGORITHMS.md §11) on hand-computed
+// The robust aggregation rules (src/loco/algo/robust_aggregation.h, docs/algorithm-reference.md §11) on hand-computed
 // cases: three replicas of which one is far off, two replicas, ties, a NaN, weights; then the same rules
 // across ranks (algo/pseudo_gradient_average.h: piece by piece over a LocalGroup, through codecs), which
 // must give what one call over every replica's whole vector gives.

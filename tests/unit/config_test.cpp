@@ -374,6 +374,35 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
               }()).dist.elastic);
 }
 
+// Every key means in an elastic run what it means in a static one (note "membership"), or is refused there:
+// the DiLoCo family's weights, drops and check take effect in both (tests/membership/runs/elastic_parity_test.cpp
+// shows it); data parallel's buckets exist only in static runs.
+TEST(Config, ElasticRunsTakeEveryKeyThatTheyUseAndRefuseTheOthers) {
+  ScratchDir dir;
+  const std::vector<std::string> elastic = {"dist.elastic=true", "dist.backend=gloo", "dist.batch=per_replica",
+                                            "dist.replicas=3"};
+  auto with = [&](std::vector<std::string> changes) {
+    changes.insert(changes.begin(), elastic.begin(), elastic.end());
+    return changes;
+  };
+  const RunConfig outer = load_text(dir, kValidConfig,
+                                    with({"dist.algorithm=diloco", "diloco.weighted=true", "diloco.drop_rate=0.2",
+                                          "dist.check_sync=true"}));
+  EXPECT_TRUE(outer.diloco.weighted);
+  EXPECT_DOUBLE_EQ(outer.diloco.drop_rate, 0.2);
+  EXPECT_TRUE(outer.exchange().check_sync);
+  EXPECT_TRUE(load_text(dir, kValidConfig, with({"dist.algorithm=ddp"})).dist.elastic);
+  for (const std::string key : {"ddp.bucket_mb=4", "ddp.first_bucket_mb=0.5", "ddp.overlap=false"}) {
+    const std::string error = config_error(dir, kValidConfig, with({"dist.algorithm=ddp", key}));
+    EXPECT_NE(error.find("dist.elastic = true exchanges data parallel's gradients in one piece"), std::string::npos)
+        << key << ": " << error;
+    EXPECT_NE(error.find("Leave them at their defaults (25, 1, true)"), std::string::npos) << error;
+  }
+  // The same keys shape a static run.
+  const RunConfig buckets = load_text(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "ddp.bucket_mb=4"});
+  EXPECT_DOUBLE_EQ(buckets.ddp.bucket_mb, 4);
+}
+
 // dist.churn (config/churn_schedule.h): simulated faults of an elastic run of replica threads.
 // random:SEED[:FAULTS] draws a schedule that the explicit form's checks accept, portably (pinned), within
 // the run's steps, never with every replica gone at once, and with as many faults as asked when there is

@@ -1,4 +1,4 @@
-// Scaling-law fits: the published joint fit from the published table (ALGORITHMS.md §3), known
+// Scaling-law fits: the published joint fit from the published table (docs/algorithm-reference.md §3), known
 // parameters recovered from noisy synthetic data, the optimiser, and clear errors.
 #include <gtest/gtest.h>
 

@@ -132,7 +132,7 @@ TEST(SimAnalytic, MatchesTheClosedForm) {
               step / (step + inner + (2 * n / 1e10 + 0.01) / 50), 1e-12);
 }
 
-// ALGORITHMS.md §4: Streaming DiLoCo's table, 1B model, H = 100. Every cell within 15%.
+// docs/algorithm-reference.md §4: Streaming DiLoCo's table, 1B model, H = 100. Every cell within 15%.
 TEST(SimCalibration, ReproducesThePublishedTableWithin15Percent) {
   auto results = run_calibration();
   ASSERT_EQ(results.size(), 5u);

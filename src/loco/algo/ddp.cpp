@@ -34,7 +34,7 @@ struct DataParallel::Hooks {
 };
 
 DataParallel::DataParallel(const DdpConfig& config, const ReplicaContext& context)
-    : config_(config), context_(context), link_(*context.group, *context.clock), hooks_(std::make_unique<Hooks>()) {}
+    : config_(config), context_(context), link_(*context.clock), hooks_(std::make_unique<Hooks>()) {}
 
 DataParallel::~DataParallel() = default;
 
@@ -88,7 +88,9 @@ void DataParallel::launch_ready_buckets() {
 void DataParallel::launch(std::size_t bucket) {
   comm::Group& group = *context_.group;
   // The link carries one bucket after another.
-  link_.queue([&] { launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean)); });
+  link_.queue(group, [&] {
+    launched_.push_back(group.all_reduce_async(bucket_gradients_[bucket], comm::ReduceOp::mean));
+  });
 }
 
 void DataParallel::after_backward() {

@@ -1,4 +1,4 @@
-// Data parallel training, the baseline (ALGORITHMS.md §8; PyTorch DDP, Li et al. 2020). libtorch has
+// Data parallel training, the baseline (docs/algorithm-reference.md §8; PyTorch DDP, Li et al. 2020). libtorch has
 // no DDP module, so this is loco's own reducer:
 //
 //     g ← mean_m g_m   every step, before clipping and the optimizer step

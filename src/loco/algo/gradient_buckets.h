@@ -1,4 +1,4 @@
-// DDP's buckets (ALGORITHMS.md §8): parameters are taken in reverse order (the order backward
+// DDP's buckets (docs/algorithm-reference.md §8): parameters are taken in reverse order (the order backward
 // produces their gradients) and packed into buckets of at most `first_cap_bytes` for the first
 // bucket and `cap_bytes` for the others. A bucket is a contiguous slice of one flat gradient buffer
 // (note "flat-parameters"), so it is all-reduced in place with no copy; each buffer has its own open

@@ -14,7 +14,7 @@ namespace loco {
 
 class LinkTimeline {
  public:
-  LinkTimeline(comm::Group& group, EmulatedClock& clock) : group_(group), clock_(clock) {}
+  explicit LinkTimeline(EmulatedClock& clock) : clock_(clock) {}
 
   // Runs `exchange` and returns the link time the group charged for it. The caller must be the
   // group's only user meanwhile.
@@ -24,20 +24,19 @@ class LinkTimeline {
   double start_time() const;
   // Records that an exchange started at `start` holds the link for `seconds`.
   void occupy(double start, double seconds) { free_at_ = start + seconds; }
-  // Runs `exchange` (the group's only user meanwhile) and queues its link time after the exchanges
+  // Runs `exchange` (`group`'s only user meanwhile) and queues its link time after the exchanges
   // before it; does not wait for it.
-  void queue(const std::function<void()>& exchange);
+  void queue(comm::Group& group, const std::function<void()>& exchange);
   // Waits (on the emulated clock) until the link has carried everything queued.
   void wait() { clock_.wait_until(free_at_); }
   // A blocking exchange: queue, then wait.
-  void exchange_and_wait(const std::function<void()>& exchange);
+  void exchange_and_wait(comm::Group& group, const std::function<void()>& exchange);
 
   // For checkpoints: when the link is free.
   double free_at() const { return free_at_; }
   void restore(double free_at) { free_at_ = free_at; }
 
  private:
-  comm::Group& group_;
   EmulatedClock& clock_;
   double free_at_ = 0;
 };

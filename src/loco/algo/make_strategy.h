@@ -1,4 +1,4 @@
-// Builds the strategy `dist.algorithm` names from the config (DESIGN.md §3 "Strategy"): a
+// Builds the strategy `dist.algorithm` names from the config (docs/design.md §3 "Strategy"): a
 // StrategyFactory (train/strategy.h) for the trainer. Callers: cli/cmd_train.cpp, the tests' algorithm
 // harness and bench/outer_step_bench.cpp.
 #pragma once

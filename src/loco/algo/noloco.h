@@ -1,14 +1,21 @@
-// NoLoCo (ALGORITHMS.md §5): no collective over all replicas. Every H inner steps each replica
-// averages with the members of its group (pairing.h: a seeded random pair, or a three for odd M),
-// point to point, and updates its slow weights φ with heavy-ball momentum, in the form of the
+// NoLoCo (docs/algorithm-reference.md §5): no collective over all replicas. Every H inner steps each
+// replica averages with the members of its group (pairing.h: a seeded random pair, or a three for an odd
+// number), point to point, and updates its slow weights φ with heavy-ball momentum, in the form of the
 // authors' code:
 //
 //     m_i ← α·m_i + β·mean_G(θ − φ) + γ·(mean_G(φ) − φ_i)       G: this replica's group
 //     φ_i ← φ_i + m_i ;   θ_i ← φ_i
 //
-// Each replica sends (θ_i − φ_i, φ_i) to every other member and receives theirs: 2·N values per
-// partner (§9). Means are taken in rank order, so both members of a pair compute the same means.
-// φ and m live on the host; the run's last step always syncs. The evaluation model is φ_i.
+// Each replica sends (θ_i − φ_i, φ_i) to every other member and receives theirs: 2·N values per partner
+// (§9). Means are taken in rank order, so both members of a pair compute the same means. φ and m live on
+// the host; the run's last step always syncs. The evaluation model is φ_i.
+//
+// For static and elastic runs alike (note "membership"): the groups are drawn among the participants of
+// each synchronisation that did not just heal, seeded by (train.seed, the number of synchronisation points
+// before it), so every participant draws the same ones. NoLoCo's replicas differ by design: there is no
+// vote, and a member that heals takes an up-to-date member's whole state and sits the round out. Where the
+// membership lets a member fail, an exchange that fails is skipped: nothing is applied, and the member is
+// paired again at the next synchronisation.
 #pragma once
 
 #include <optional>
@@ -16,8 +23,9 @@
 
 #include "loco/algo/link_timeline.h"
 #include "loco/algo/parameter_fragment.h"
-#include "loco/algo/sync_schedule.h"
+#include "loco/algo/sync_points.h"
 #include "loco/comm/member_exchange.h"
+#include "loco/train/membership.h"
 #include "loco/train/strategy.h"
 
 namespace loco {
@@ -35,28 +43,35 @@ void noloco_outer_step(const NolocoConfig& config, const torch::Tensor& mean, to
 
 class Noloco final : public Strategy {
  public:
-  // Pairs are drawn from context.seed.
-  Noloco(const NolocoConfig& config, SyncSchedule schedule, const ReplicaContext& context);
+  // `context.membership` must be set.
+  Noloco(const NolocoConfig& config, const ReplicaContext& context);
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
+  void begin() override;
   void after_step(std::int64_t step) override;
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
+  void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;
   nlohmann::json state_json() const override;
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
-  void sync(std::int64_t step);
+  Membership::Synchronisation synchronisation();
+  // One synchronisation: averages with this replica's group unless it just healed or has averaged there.
+  bool attempt(const Participants& who);
+  // Averages with this replica's group of the participants that did not heal.
+  void average(const Participants& who);
 
   NolocoConfig config_;
-  SyncSchedule schedule_;
+  SyncPoints points_;
   ReplicaContext context_;
+  Membership& membership_;
   LinkTimeline link_;
   std::optional<ParameterFragment> parameters_;
-  torch::Tensor slow_;      // φ_i
-  torch::Tensor momentum_;  // m_i
-  std::int64_t outer_steps_ = 0;
+  torch::Tensor slow_;            // φ_i
+  torch::Tensor momentum_;        // m_i
+  std::int64_t outer_steps_ = 0;  // synchronisations this replica averaged in
 };
 
 }  // namespace loco

@@ -15,6 +15,12 @@ void OuterNesterov::step(const torch::Tensor& mean_pseudo_gradient) {
   global_.sub_(mean_pseudo_gradient.add(buffer_, momentum_), lr_);
 }
 
+OuterNesterov OuterNesterov::copy() const {
+  OuterNesterov copied(global_.clone(), lr_, momentum_);
+  copied.buffer_.copy_(buffer_);
+  return copied;
+}
+
 void OuterNesterov::load(const torch::Tensor& global, const torch::Tensor& momentum_buffer) {
   LOCO_CHECK(global.numel() == global_.numel() && momentum_buffer.numel() == buffer_.numel(),
              "outer state of {} values for {} parameters", global.numel(), global_.numel());

@@ -1,4 +1,4 @@
-// The outer optimizer of DiLoCo and Streaming DiLoCo (ALGORITHMS.md §1): Nesterov momentum in
+// The outer optimizer of DiLoCo and Streaming DiLoCo (docs/algorithm-reference.md §1): Nesterov momentum in
 // PyTorch's form (dampening 0, no weight decay) on the global parameters, fed the averaged
 // pseudo-gradient instead of a gradient:
 //
@@ -27,6 +27,8 @@ class OuterNesterov {
   void step(const torch::Tensor& mean_pseudo_gradient);
   // Checkpoint restore.
   void load(const torch::Tensor& global, const torch::Tensor& momentum_buffer);
+  // A copy with tensors of its own (an outer step computed on it leaves this one as it is).
+  OuterNesterov copy() const;
 
  private:
   torch::Tensor global_;

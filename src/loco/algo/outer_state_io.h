@@ -1,5 +1,5 @@
 // Reading a strategy's outer state back from a checkpoint, with errors that name the checkpoint
-// file and say what to do (DESIGN.md §4): a missing or misshapen tensor means the checkpoint was
+// file and say what to do (docs/design.md §4): a missing or misshapen tensor means the checkpoint was
 // written by another algorithm or model.
 #pragma once
 

@@ -1,5 +1,5 @@
-// Note "overlap-auto" (streaming.overlap_auto; ALGORITHMS.md §4 point 2): Streaming DiLoCo's τ, the inner
-// steps that run while a fragment's exchange is in flight, chosen from measurements so that the exchange
+// Note "overlap-auto" (streaming.overlap_auto; docs/algorithm-reference.md §4 point 2): Streaming DiLoCo's τ,
+// the inner steps that run while a fragment's exchange is in flight, chosen from measurements so that the exchange
 // is hidden and no more. A larger τ hides more but applies an older average (mixed with α): it costs loss,
 // so the rule takes the smallest τ that covers the exchange:
 //

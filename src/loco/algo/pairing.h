@@ -1,4 +1,4 @@
-// NoLoCo's partner choice (ALGORITHMS.md §5): at outer step s every replica draws the same seeded
+// NoLoCo's partner choice (docs/algorithm-reference.md §5): at outer step s every replica draws the same seeded
 // permutation of the M replicas and pairs perm[k] with perm[k + ⌊M/2⌋]; with odd M the one left
 // over, perm[M−1], joins perm[0]'s pair as a group of three. Portable (data/shuffle.h), so every
 // rank of every machine computes the same groups without communicating.

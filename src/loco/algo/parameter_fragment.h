@@ -1,6 +1,6 @@
 // A set of parameters that one outer step updates together, seen as one flat vector: all of the
 // model for DiLoCo and NoLoCo, a few transformer blocks for a Streaming DiLoCo fragment
-// (ALGORITHMS.md §4 point 1). The pieces are 1-D views into the flat parameter buffers (note
+// (docs/algorithm-reference.md §4 point 1). The pieces are 1-D views into the flat parameter buffers (note
 // "flat-parameters"); neighbouring slices of one buffer are merged, so a fragment is a handful of
 // copies, not one per parameter tensor.
 #pragma once
@@ -45,7 +45,7 @@ void with_values(std::vector<ParameterFragment>& fragments, const std::vector<to
 // One fragment with every parameter.
 ParameterFragment whole_model(const FlatParameters& parameters);
 
-// Streaming DiLoCo's fragments (ALGORITHMS.md §4): block l goes to fragment l mod P ("strided") or
+// Streaming DiLoCo's fragments (docs/algorithm-reference.md §4): block l goes to fragment l mod P ("strided") or
 // to fragment floor(l·P/L) ("sequential"). The embeddings join block 0's fragment and the final
 // norm and output layer the last block's, unless `embeddings_own_fragment`, which adds them as
 // fragment P.

@@ -1,6 +1,6 @@
 // The average of the replicas' pseudo-gradients in an outer step of DiLoCo, Local SGD and Streaming DiLoCo
-// (ALGORITHMS.md §1, §4 point 3, §11): the mean (replica_mean.h) or a robust rule (robust_aggregation.h),
-// chosen by `dist.aggregation`, through the exchange's codec.
+// (docs/algorithm-reference.md §1, §4 point 3, §11): the mean (replica_mean.h) or a robust rule
+// (robust_aggregation.h), chosen by `dist.aggregation`, through the exchange's codec.
 //
 // What is checked (docs/security.md): with a robust rule every replica's values meet piece by piece
 // (comm/piecewise_reduce.h), so each contribution is checked where it arrives: one with a NaN or an

@@ -1,4 +1,4 @@
-// The debug check of dist.check_sync (ALGORITHMS.md §10: "compare a hash of θ_g across replicas after
+// The debug check of dist.check_sync (docs/algorithm-reference.md §10: "compare a hash of θ_g across replicas after
 // every outer step"): replicas that should hold identical global parameters but do not have
 // diverged silently (a wrong schedule step after a restore, fragments reduced in another order).
 #pragma once

@@ -1,4 +1,4 @@
-// Robust aggregation of pseudo-gradients (ALGORITHMS.md §11): the rule that takes the place of the mean of
+// Robust aggregation of pseudo-gradients (docs/algorithm-reference.md §11): the rule that replaces the mean of
 // the replicas' Δ in the outer step of DiLoCo, Local SGD and Streaming DiLoCo (`dist.aggregation`), for
 // runs where a replica may be broken or hostile. Over the M replicas that take part (weight > 0, every
 // value of their Δ finite):

@@ -1,5 +1,5 @@
 // When a DiLoCo-family strategy synchronises: every H inner steps, or with the Quadratic
-// Synchronisation Rule (ALGORITHMS.md §6) an H recomputed at every sync from the inner learning rate,
+// Synchronisation Rule (docs/algorithm-reference.md §6) an H recomputed at every sync from the inner learning rate,
 //
 //     H = max(H_base, floor((α / lr_t)²)),   capped by the steps left; H = H_base during warmup,
 //
@@ -28,6 +28,7 @@ class SyncSchedule {
   std::int64_t interval_after(std::int64_t step) const;
 
   std::int64_t next() const { return next_; }
+  std::int64_t total_steps() const { return total_steps_; }
   std::string describe() const;  // "H=100" or "QSR(H_base=4, alpha=0.2)"
   void restore_next(std::int64_t next) { next_ = next; }
 

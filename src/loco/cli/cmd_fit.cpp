@@ -1,5 +1,5 @@
 // `loco fit`: scaling laws from finished runs (CSV tables or loco run directories): per-group power
-// laws, the joint forms of ALGORITHMS.md §3, optimal learning rate and batch against N, their
+// laws, the joint forms of docs/algorithm-reference.md §3, optimal learning rate and batch against N, their
 // leave-one-out errors at the largest N, predictions, and a chart.
 #include <fmt/format.h>
 
@@ -62,7 +62,7 @@ void add_fit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "fit",
       "Fit scaling laws (loss, optimal lr, outer lr and batch against N and M) to results; predict larger runs "
-      "(ALGORITHMS.md §3; docs/fit.md)");
+      "(docs/algorithm-reference.md §3; docs/fit.md)");
   set_example(cmd, "loco fit runs/ --predict 1e9:8");
   cmd->add_option("inputs", o.inputs,
                   "Results CSV files (params,replicas,loss[,algorithm,tokens,lr,batch]), run directories, "

@@ -173,7 +173,7 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate",
       "Compute utilisation of dp / DiLoCo / Streaming DiLoCo / NoLoCo on slow links, and the bandwidth "
-      "a target utilisation needs (ALGORITHMS.md §3-4; docs/simulate.md)");
+      "a target utilisation needs (docs/algorithm-reference.md §3-4; docs/simulate.md)");
   set_example(cmd, "loco simulate --params 1e9 --layers 24 --step-time 0.1 --bandwidth 1");
   cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9")->check(finite_number());
   cmd->add_option("--layers", o.layers, "Transformer layers L (N is spread evenly over them)");
@@ -209,7 +209,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
   cmd->add_option("--sweep-points", o.sweep_points, "Bandwidths in the sweep")->capture_default_str();
   cmd->add_flag("--calibrate", o.calibrate,
-                "Reproduce the published table of ALGORITHMS.md §4 and print the relative errors");
+                "Reproduce the published table of docs/algorithm-reference.md §4 and print the relative errors");
   cmd->callback([options, cmd] { run_simulate(*options, *cmd); });
 }
 

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "loco/cli/churn_player.h"
-#include "loco/config/adversary.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
+#include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
@@ -47,7 +47,7 @@ std::string member_name() {
 }  // namespace
 
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
-                                            const std::string& backend, const MemberStepHook& after_step) {
+                                            const std::string& backend, int replica, const MemberStepHook& after_step) {
   const RunConfig& config = options.config;
   membership::MemberClient member(member_options);
   elastic::QuorumGroupOptions group_options;
@@ -58,11 +58,11 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   // each group's exchanges measure (note "measured-link"): a new group starts unpaced.
   group_options.group.round_size = comm::RoundSize::parse(config.comm.round_kib, "comm.round_kib");
   elastic::QuorumGroup groups(member, group_options);
-  // The member id ("name#n") names the member's directory, with '#' spelled '-'.
-  options.member_name = member.credentials().member_id;
-  std::replace(options.member_name.begin(), options.member_name.end(), '#', '-');
-  options.make_strategy = [&groups, &member](const RunConfig& c, const ReplicaContext& context) {
-    return elastic::make_elastic_strategy(c, context, groups, member);
+  elastic::QuorumMembership membership(groups, member, static_cast<std::uint64_t>(config.replica_batch()),
+                                       config.comm.timeout_s, replica);
+  options.membership = &membership;
+  options.make_strategy = [&membership](const RunConfig& c, const ReplicaContext& context) {
+    return elastic::make_elastic_strategy(c, context, membership);
   };
   if (after_step) options.after_step = [&after_step, &member](std::int64_t step) { after_step(step, member); };
   fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {}:{})\n", member.credentials().member_id,
@@ -121,11 +121,6 @@ bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int6
 
 }  // namespace
 
-void keep_adversary_of(RunConfig& config, int replica) {
-  const auto adversary = parse_adversary(config.dist.adversary, config.dist.replicas);
-  if (adversary && adversary->replica != replica) config.dist.adversary.clear();
-}
-
 std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   // Note "blas-pool": members that `loco launch --elastic --nproc N` started share a machine.
   if (const auto local = parse_whole_number(environment("LOCAL_WORLD_SIZE")); local && *local > 1) {
@@ -150,13 +145,14 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
                       "`loco launch --elastic` gives its ranks one (docs/security.md)");
   }
   member_options.secret = *secret;
-  if (!options.config.dist.adversary.empty()) keep_adversary_of(options.config, churn_replica(options.config));
   const std::string backend = options.config.dist.backend;
   const RunConfig& config = options.config;
-  if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend);
+  // dist.adversary and dist.churn name replicas: this member plays rank R of loco launch --elastic.
+  const bool numbered = !config.dist.adversary.empty() || !config.dist.churn.empty();
+  const int replica = numbered ? churn_replica(config) : -1;
+  if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend, replica);
   // dist.churn: this rank's n-th process plays its schedule from its n-th life on; a leave is a kill -9
   // (the launcher reports it and starts the rank again), a return waits for the run to reach its step.
-  const int replica = churn_replica(config);
   const std::vector<ChurnEvent> schedule =
       parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
   const membership::CoordinatorAddress coordinator = member_options.coordinator;
@@ -182,7 +178,7 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
     }
     player.say(fmt::format("returns at step {} as a new member", *back));
   }
-  return train_as_member(std::move(options), member_options, backend, player.hook());
+  return train_as_member(std::move(options), member_options, backend, replica, player.hook());
 }
 
 }  // namespace loco::cli

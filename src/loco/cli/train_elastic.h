@@ -15,14 +15,12 @@ namespace loco::cli {
 using MemberStepHook = std::function<void(std::int64_t step, membership::MemberClient& member)>;
 
 // Joins as `member_options` says and trains `options` (complete config) with groups of `backend` ("gloo"
-// or "nccl"); fills the strategy factory and the member's directory name. Nullopt when other members
-// finished the run while this one was behind (it says so on stderr; not a failure).
+// or "nccl"), as replica `replica` of the run's numbering (thread r, or rank R of loco launch --elastic;
+// -1: none): fills the membership and the strategy factory. Nullopt when other members finished the run
+// while this one was behind (it says so on stderr; not a failure).
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
-                                            const std::string& backend, const MemberStepHook& after_step = {});
-
-// dist.adversary in an elastic run: the replica it names (thread r, or rank R of loco launch --elastic) is
-// the only member that keeps it; every other member's config drops it.
-void keep_adversary_of(RunConfig& config, int replica);
+                                            const std::string& backend, int replica,
+                                            const MemberStepHook& after_step = {});
 
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).

@@ -98,11 +98,10 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
   member_options.name = fmt::format("replica-{}", r);
   TrainOptions mine = options;
   mine.quiet = options.quiet || r != 0;  // one progress line per step is enough
-  keep_adversary_of(mine.config, r);
   for (bool first = true;; first = false) {
     if (!first) progress.starts();
     try {
-      std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", take_events);
+      std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", r, take_events);
       progress.stops(/*finished=*/true);
       return summary;
     } catch (const ReplicaLeaves&) {

@@ -1,4 +1,4 @@
-// Usage errors (DESIGN.md §4, docs/errors.md "Usage errors"): a bad command line exits with 2 and one
+// Usage errors (docs/design.md §4, docs/errors.md "Usage errors"): a bad command line exits with 2 and one
 // line that names the option and shows a valid command, before any work. Every subcommand carries an
 // example (shown under its --help too), and number options check their values here, so that nothing
 // like a NaN temperature or a negative count reaches the code behind them.

@@ -1,4 +1,4 @@
-// Errors of the communication layer (DESIGN.md §4, recoverable tier). They derive from loco::Error,
+// Errors of the communication layer (docs/design.md §4, recoverable tier). They derive from loco::Error,
 // so the CLI prints their message and exits 1. A group that threw PeerLost or CommTimeout is out of
 // step (Gloo may still be inside the abandoned operation); a strategy that survives failures
 // (membership, later) must build a new group without the missing replica rather than reuse it.

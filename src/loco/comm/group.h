@@ -1,4 +1,4 @@
-// The communication interface every strategy talks to (DESIGN.md §3 "Group"): collectives and
+// The communication interface every strategy talks to (docs/design.md §3 "Group"): collectives and
 // point-to-point messages between the replicas of one run, with a timeout on every call, typed errors
 // (comm_error.h), and per-rank accounting of bytes, blocked time and emulated link time.
 //

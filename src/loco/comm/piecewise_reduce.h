@@ -1,4 +1,4 @@
-// A reduction done piece by piece where every rank's values meet (ALGORITHMS.md §4 point 3 and §11), the
+// A reduction done piece by piece where every rank's values meet (docs/algorithm-reference.md §4 point 3 and §11), the
 // pattern of quantized_all_reduce.h with the reduction of a piece left to the caller:
 //
 //   1. The flat tensor is cut into `size` pieces (aligned to the codec's blocks); rank r owns piece r.

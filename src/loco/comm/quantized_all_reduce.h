@@ -1,4 +1,4 @@
-// All-reduce with every contribution sent through a codec (ALGORITHMS.md §4 point 3; DESIGN.md §3
+// All-reduce with every contribution sent through a codec (docs/algorithm-reference.md §4 point 3; docs/design.md §3
 // "Group"): the sum is taken in fp32 and nothing is re-quantised at each hop. It is piecewise_reduce.h
 // whose reduction of a piece decodes the `size` encodings and sums them in fp32, in rank order (divided by
 // `size` here for the mean).

@@ -200,7 +200,7 @@ void require_sync_every(const char* key, std::int64_t h) {
   if (h <= 0) reject(fmt::format("{} ({}) must be positive: the inner steps between synchronisations", key, h));
 }
 
-// Note "elastic-data" (elastic/elastic_diloco.h): members come and go, so each trains on its own batch.
+// Note "elastic-data" (elastic/round_layout.h): members come and go, so each trains on its own batch.
 void validate_elastic(const RunConfig& c) {
   const Algorithm algorithm = algorithm_named(c.dist.algorithm);
   if (algorithm == Algorithm::none) {
@@ -209,7 +209,7 @@ void validate_elastic(const RunConfig& c) {
                        c.dist.algorithm));
   }
   if (algorithm == Algorithm::streaming) {
-    // Note "elastic-overlap" (elastic/elastic_diloco.h): one exchange in flight at most, none at a
+    // Note "elastic-overlap" (elastic/quorum_membership.h): one exchange in flight at most, none at a
     // synchronisation point.
     const StreamingConfig& s = c.streaming;
     if (s.overlap_auto) {
@@ -222,6 +222,19 @@ void validate_elastic(const RunConfig& c) {
                          "fragments' synchronisations, streaming.sync_every / fragments = {}: an elastic member has "
                          "one exchange in flight at most. Lower streaming.overlap, or raise streaming.sync_every",
                          s.overlap, spacing));
+    }
+  }
+  if (algorithm == Algorithm::ddp) {
+    // Elastic data parallel exchanges the whole gradient once the step's quorum is known (elastic/elastic_ddp.h):
+    // the keys that shape a static run's buckets would be accepted and never read.
+    const DdpConfig defaults;
+    if (c.ddp.bucket_mb != defaults.bucket_mb || c.ddp.first_bucket_mb != defaults.first_bucket_mb ||
+        c.ddp.overlap != defaults.overlap) {
+      reject(fmt::format("dist.elastic = true exchanges data parallel's gradients in one piece after backward, once "
+                         "each step's quorum is known: ddp.bucket_mb, ddp.first_bucket_mb and ddp.overlap shape the "
+                         "buckets of a run without dist.elastic and do not apply. Leave them at their defaults "
+                         "({}, {}, {})",
+                         defaults.bucket_mb, defaults.first_bucket_mb, defaults.overlap));
     }
   }
   if (c.dist.backend == "local" && c.dist.replicas < 1) {

@@ -1,4 +1,4 @@
-// Reading, overriding, completing and checking a RunConfig (DESIGN.md §3 "Config and CLI").
+// Reading, overriding, completing and checking a RunConfig (docs/design.md §3 "Config and CLI").
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// The run configuration: one struct per TOML section (DESIGN.md §3 "Config and CLI").
+// The run configuration: one struct per TOML section (docs/design.md §3 "Config and CLI").
 // Field names are the config keys; the table in config_keys.cpp binds each to its help text, so
 // parsing, printing and `--help-config` all come from one place.
 #pragma once
@@ -62,7 +62,7 @@ struct TrainConfig {
   std::int64_t threads = 0;       // intra-op threads; 0: all cores
 };
 
-// How replicas cooperate (DESIGN.md §3 "Strategy"; ALGORITHMS.md).
+// How replicas cooperate (docs/design.md §3 "Strategy"; docs/algorithm-reference.md).
 struct DistConfig {
   std::string algorithm = "none";  // none | ddp | diloco | streaming | noloco | localsgd
   std::int64_t replicas = 0;       // M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl

@@ -10,9 +10,8 @@
 
 namespace loco::elastic {
 
-ElasticDdp::ElasticDdp(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                       std::uint64_t windows_per_step, double vote_timeout_s)
-    : context_(context), member_(context, groups, member, vote_timeout_s), windows_per_step_(windows_per_step) {}
+ElasticDdp::ElasticDdp(const ReplicaContext& context, QuorumMembership& membership, std::uint64_t windows_per_step)
+    : context_(context), member_(membership.member()), windows_per_step_(windows_per_step) {}
 
 std::string ElasticDdp::describe() const {
   return fmt::format("ddp (elastic): fp32 gradient mean over the quorum every step, in one exchange, member {}",
@@ -57,7 +56,8 @@ void ElasticDdp::after_backward() {
       return false;
     }
     if (!decision->outliers.empty()) {
-      member_.heal(group, named_parameters_, SnapshotSection::model, /*check_alike=*/true);
+      member_.heal(group, named_parameters_, SnapshotSection::model, membership::ReplicasAlike::yes,
+                   /*check_alike=*/true);
     }
     set_gradients(mean);
     ++commits_;

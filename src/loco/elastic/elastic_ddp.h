@@ -1,5 +1,5 @@
 // Elastic data parallel (docs/fault-tolerance.md "Elastic data parallel"): the gradient mean of
-// algo/ddp.h (ALGORITHMS.md §8) over whichever members form the quorum at each step, committed in two
+// algo/ddp.h (docs/algorithm-reference.md §8) over whichever members form the quorum at each step, committed in two
 // phases like an outer step (as torchft asks for a quorum and votes on every step). After backward, at
 // step S+1 (S steps done):
 //
@@ -25,6 +25,12 @@
 // algo/ddp.h there are no buckets and no overlap with backward: the gradient is exchanged in one piece
 // once the quorum is known.
 //
+// Why a protocol of its own rather than algo/ddp.h over a membership (note "membership"): data parallel
+// synchronises inside a step, between backward and the optimizer, and a heal there must give the member
+// the donor's step and make the trainer's step start over with it; the DiLoCo family and NoLoCo
+// synchronise between steps, where the membership's one attempt loop serves them. Static data parallel
+// overlaps buckets with backward, which a quorum known only after backward cannot.
+//
 // Data (note "elastic-data", round_layout.h): a round is one step, w = this member's batch. The quorum that
 // commits step S+1 lays out step S+2. A member that heals trains on its donor's windows for its first
 // step, which therefore counts nothing.
@@ -33,6 +39,7 @@
 #include <memory>
 
 #include "loco/elastic/elastic_member.h"
+#include "loco/elastic/quorum_membership.h"
 #include "loco/elastic/round_layout.h"
 #include "loco/train/strategy.h"
 
@@ -40,11 +47,9 @@ namespace loco::elastic {
 
 class ElasticDdp final : public Strategy {
  public:
-  // `context.replica` must be set (the trainer's state); `context.group` is unused: the groups are the
-  // quorums'. `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the
-  // longest a vote waits for the others'.
-  ElasticDdp(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-             std::uint64_t windows_per_step, double vote_timeout_s);
+  // `context.replica` must be set (the trainer's state); the groups are `membership`'s quorums' (after
+  // its attach). `windows_per_step`: the sequences this member trains on per step.
+  ElasticDdp(const ReplicaContext& context, QuorumMembership& membership, std::uint64_t windows_per_step);
 
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
@@ -64,7 +69,7 @@ class ElasticDdp final : public Strategy {
   void start_round(const membership::QuorumReply& quorum);
 
   ReplicaContext context_;
-  ElasticMember member_;
+  ElasticMember& member_;
   std::uint64_t windows_per_step_;
   NamedTensors named_parameters_;  // the model's parameters as a snapshot names them: what heals compare
   const FlatParameters* parameters_ = nullptr;

@@ -20,16 +20,13 @@ constexpr double kFailureVoteWaitS = 5;
 
 }  // namespace
 
-ElasticMember::ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                             double vote_timeout_s, membership::ReplicasAlike alike)
-    : context_(context),
+ElasticMember::ElasticMember(ReplicaState& replica, QuorumGroup& groups, membership::MemberClient& member,
+                             double vote_timeout_s)
+    : replica_(replica),
       groups_(groups),
       member_(member),
       vote_timeout_s_(vote_timeout_s),
-      alike_(alike),
-      fault_(FaultInjection::from_environment()) {
-  LOCO_CHECK(context_.replica != nullptr, "an elastic strategy needs the trainer's replica state");
-}
+      fault_(FaultInjection::from_environment()) {}
 
 void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
                                 const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt) {
@@ -59,7 +56,7 @@ void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double wa
   // A rejoin at a replacement coordinator may give the same id: the incarnation tells them apart.
   const membership::Credentials now = member_.credentials();
   if (credentials_ && (credentials_->member_id != now.member_id || credentials_->incarnation != now.incarnation)) {
-    log_.add("rejoin", context_.replica->step(), 0,
+    log_.add("rejoin", replica_.step(), 0,
              fmt::format("{} -> {}{}", credentials_->member_id, now.member_id,
                          credentials_->incarnation != now.incarnation ? " (a new coordinator)" : ""));
   }
@@ -69,11 +66,11 @@ void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double wa
   const std::string members = fmt::format("{} members ({})", quorum.members.size(), fmt::join(quorum.members, ", "));
   fmt::print(stderr, "elastic: quorum q{} at step {}: {}\n", quorum.quorum_id, quorum.step, members);
   log_.set_quorum(quorum.quorum_id, quorum.members.size(), now.member_id);
-  log_.add("quorum", context_.replica->step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
+  log_.add("quorum", replica_.step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
 }
 
 HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section,
-                                bool check_alike) {
+                                membership::ReplicasAlike alike, bool check_alike) {
   const membership::QuorumReply& quorum = groups_.quorum();
   const auto& steps = quorum.steps;
   const bool in_step = std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; });
@@ -88,7 +85,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
     digests.emplace_back(reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>()) + r * digest_length,
                          static_cast<std::size_t>(digest_length));
   }
-  const membership::HealPlan plan = membership::plan_heal(steps, digests, alike_);
+  const membership::HealPlan plan = membership::plan_heal(steps, digests, alike);
   if (plan.receivers.empty()) return {};
   // Every member of the quorum reaches this point with the same plan (the digests were gathered), so the
   // transfers of a quorum are numbered alike everywhere: their subgroups' names.
@@ -111,7 +108,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
   std::string state;
   StateTransferOptions options;
   if (group.rank() == plan.donor) {
-    state = context_.replica->encode();
+    state = replica_.encode();
     options.before_sending = [this](std::int64_t chunk, torch::Tensor& outgoing) {
       if (chunk == 0 && fault_ && fault_->at(FaultMoment::donating)) outgoing.data_ptr<std::uint8_t>()[0] ^= 0xff;
     };
@@ -136,12 +133,12 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
                                       "it is not applied",
                                       sender, digest.substr(0, 16), plan.canonical_hash.substr(0, 16)));
   }
-  const std::int64_t was = context_.replica->step();
-  context_.replica->adopt(state, "member " + sender);
+  const std::int64_t was = replica_.step();
+  replica_.adopt(state, "member " + sender);
   const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,
-                                         context_.replica->step());
+                                         replica_.step());
   fmt::print(stderr, "elastic: healed {}\n", detail);
-  log_.add("heal", context_.replica->step(), seconds_since(started), detail);
+  log_.add("heal", replica_.step(), seconds_since(started), detail);
   return {plan.receivers, true};
 }
 
@@ -181,6 +178,14 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
                             const std::string& why) {
   fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
   log_.add("abort", step, seconds_since(started_), why);
+  report_failure(quorum, step);
+}
+
+void ElasticMember::skip(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,
+                         const std::string& partners, const std::string& why) {
+  fmt::print(stderr, "elastic: averaging with {} at step {} failed ({}); skipped, paired again at the next "
+                     "synchronisation\n", partners, step, why);
+  log_.add("skip", step, seconds_since(started_), why);
   report_failure(quorum, step);
 }
 

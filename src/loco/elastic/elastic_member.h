@@ -1,8 +1,8 @@
-// What every elastic strategy does with the run's membership at a synchronisation (docs/fault-tolerance.md
-// "Elastic DiLoCo", "Elastic data parallel"): join the quorum, heal the members that are behind or unlike
-// the canonical state, vote in two phases, and give a synchronisation up cleanly when a collective fails.
-// ElasticDiloco (an outer step every H steps) and ElasticDdp (a gradient mean every step) differ only in
-// what they exchange, which part of the replica state they compare, and what a heal means for them.
+// The member runtime of an elastic run (docs/fault-tolerance.md "Elastic DiLoCo", "Elastic data
+// parallel"): join the quorum, heal the members that are behind or unlike the canonical state, vote in two
+// phases, and give a synchronisation up cleanly when a collective fails. QuorumMembership
+// (quorum_membership.h) serves the strategies of algo/ with it; ElasticDdp (a gradient mean every step)
+// runs its own protocol on it.
 #pragma once
 
 #include <functional>
@@ -33,10 +33,9 @@ struct HealOutcome {
 
 class ElasticMember {
  public:
-  // `context.replica` must be set (the trainer's state); `vote_timeout_s`: the longest a vote waits for
-  // the others'; `alike`: whether up-to-date members hold the same state (not NoLoCo's).
-  ElasticMember(const ReplicaContext& context, QuorumGroup& groups, membership::MemberClient& member,
-                double vote_timeout_s, membership::ReplicasAlike alike = membership::ReplicasAlike::yes);
+  // `replica`: the trainer's state, which heals replace; `vote_timeout_s`: the longest a vote waits for the
+  // others'.
+  ElasticMember(ReplicaState& replica, QuorumGroup& groups, membership::MemberClient& member, double vote_timeout_s);
 
   // One synchronisation, tried with one quorum after another until it is done: `attempt` gets the group
   // and the quorum of the synchronisation this member reports as `reported()` (asked anew each time: a
@@ -50,11 +49,12 @@ class ElasticMember {
 
   // When a member of the quorum reported a step behind the others' (or always, with `check_alike`): every
   // member's SHA-256 of `compared` (its tensors now, named as in `section` of a snapshot) is gathered; the
-  // members behind (and, when replicas are alike, those unlike the canonical state) adopt the donor's
+  // members behind (and, when replicas are `alike`, those unlike the canonical state) adopt the donor's
   // whole replica state after checking it (membership/heal_rules.h, note "elastic-heal"), sent to them
   // alone (QuorumGroup::subgroup): the other members return at once. CommError when the transfer or the
   // check fails.
-  HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section, bool check_alike = false);
+  HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section,
+                   membership::ReplicasAlike alike = membership::ReplicasAlike::yes, bool check_alike = false);
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
   // refused and nothing was committed (the group is abandoned: retry with the next quorum).
@@ -70,6 +70,10 @@ class ElasticMember {
   // overlapped exchange does) and will be retried with the next quorum: logged, then reported
   // (report_failure).
   void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why);
+  // An exchange with the members `partners` of `quorum` at `step` failed (`why`) and has no second phase
+  // (NoLoCo's group mean): the round is skipped, logged and reported (report_failure).
+  void skip(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& partners,
+            const std::string& why);
 
   // LOCO_FAULT=exchanging:... fires here (tests, chaos runs).
   void before_exchange();
@@ -79,11 +83,10 @@ class ElasticMember {
  private:
   void note_quorum(const membership::QuorumReply& quorum, double waited_s);
 
-  ReplicaContext context_;
+  ReplicaState& replica_;
   QuorumGroup& groups_;
   membership::MemberClient& member_;
   double vote_timeout_s_;
-  membership::ReplicasAlike alike_;
   std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:..., donating:... or receiving:...
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum

@@ -1,16 +1,17 @@
-// The elastic strategy of a config's dist.algorithm (docs/fault-tolerance.md): ElasticDiloco for diloco,
-// localsgd and streaming with overlap 0, ElasticNoloco for noloco, ElasticDdp for ddp; ConfigError for
-// the others (none: the config refuses them first).
+// The strategy of an elastic member (docs/fault-tolerance.md): algo/'s strategy for dist.algorithm over the
+// member's QuorumMembership (diloco, localsgd, streaming, noloco: the same classes as a static run's), or
+// ElasticDdp for ddp, which keeps its own protocol (elastic_ddp.h says why).
 #pragma once
 
 #include <memory>
 
-#include "loco/elastic/quorum_group.h"
+#include "loco/elastic/quorum_membership.h"
 #include "loco/train/strategy.h"
 
 namespace loco::elastic {
 
+// `context.membership` is `membership`.
 std::unique_ptr<Strategy> make_elastic_strategy(const RunConfig& config, const ReplicaContext& context,
-                                                QuorumGroup& groups, membership::MemberClient& member);
+                                                QuorumMembership& membership);
 
 }  // namespace loco::elastic

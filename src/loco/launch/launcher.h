@@ -1,4 +1,4 @@
-// Starts the ranks of one node like torchrun and supervises them (DESIGN.md §3 "Launch").
+// Starts the ranks of one node like torchrun and supervises them (docs/design.md §3 "Launch").
 //
 // Each rank is a child process with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR
 // and MASTER_PORT set (the variables comm/c10d/rank_environment.h reads). Its stdout and stderr come back

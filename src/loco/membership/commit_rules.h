@@ -1,4 +1,4 @@
-// Two-phase synchronisation (DESIGN.md §3 "Membership"; docs/fault-tolerance.md "Commits"): after an
+// Two-phase synchronisation (docs/design.md §3 "Membership"; docs/fault-tolerance.md "Commits"): after an
 // outer step computed on copies, every member of the quorum votes (ok, and a hash of the global
 // parameters it would commit); the coordinator commits only when every member voted ok and the quorum is
 // whole and has min_replicas, and aborts otherwise; nothing is applied on abort. The votes also check

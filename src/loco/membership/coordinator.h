@@ -1,4 +1,4 @@
-// The coordinator's state (DESIGN.md §3 "Membership"): who is a member of the run, their heartbeats,
+// The coordinator's state (docs/design.md §3 "Membership"): who is a member of the run, their heartbeats,
 // who waits at a synchronisation point, the quorums formed so far and recent events. Times are the
 // coordinator's clock in seconds, passed in, so that the logic is tested without waiting; the server
 // (coordinator_server.h) adds the network, the clock and the locking.

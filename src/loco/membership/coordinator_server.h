@@ -1,4 +1,4 @@
-// `loco coordinator`: the run's coordinator on the network (DESIGN.md §3 "Membership";
+// `loco coordinator`: the run's coordinator on the network (docs/design.md §3 "Membership";
 // docs/fault-tolerance.md has the protocol). JSON over HTTP/1.1 (cpp-httplib):
 //
 //   POST /v1/join       {run_id, name}                       → {member_id, incarnation, heartbeat_interval_s,

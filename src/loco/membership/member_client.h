@@ -1,4 +1,4 @@
-// A replica's side of membership (DESIGN.md §3 "Membership"): joins the run at its coordinator,
+// A replica's side of membership (docs/design.md §3 "Membership"): joins the run at its coordinator,
 // heartbeats from a thread of its own (a stopped process stops heartbeating, which is how the
 // coordinator tells a hang from a slow link), asks for a quorum at each synchronisation point and leaves.
 // The heartbeat thread also learns at once when the member's quorum broke (a member left or expired),

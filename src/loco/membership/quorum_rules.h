@@ -1,4 +1,4 @@
-// When a run's replicas may synchronise together (DESIGN.md §3 "Membership"; docs/fault-tolerance.md):
+// When a run's replicas may synchronise together (docs/design.md §3 "Membership"; docs/fault-tolerance.md):
 // the quorum rules as pure functions of what the coordinator knows (members, heartbeats, who waits at a
 // synchronisation point) and its clock, tested without a network or torch.
 //

@@ -1,5 +1,5 @@
 // The Llama decoder with Hugging Face LlamaForCausalLM semantics and parameter names
-// (DESIGN.md §3 "Model"):
+// (docs/design.md §3 "Model"):
 //   model.embed_tokens → model.layers.{i} (DecoderLayer) → model.norm → lm_head
 // lm_head is absent when tie_word_embeddings: the logits then use model.embed_tokens.weight.
 #pragma once

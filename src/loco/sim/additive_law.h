@@ -1,5 +1,5 @@
 // L(N, M) = A·N^(α+β·M) + C, the best held-out form of the DiLoCo scaling-law paper
-// (ALGORITHMS.md §3), fitted like Chinchilla's: Huber loss on log(prediction) − log(loss),
+// (docs/algorithm-reference.md §3), fitted like Chinchilla's: Huber loss on log(prediction) − log(loss),
 // minimised by BFGS from many random starts; the best start wins.
 //
 // Internally A and C are fitted as logarithms (both stay positive) and the exponent as

@@ -1,4 +1,4 @@
-// The analytic wall-clock model of ALGORITHMS.md §3 (Charles et al. 2025, Appendix A), per step:
+// The analytic wall-clock model of docs/algorithm-reference.md §3 (Charles et al. 2025, Appendix A), per step:
 //
 //   compute               = step time (6·N·B / (R·Q) when derived from the batch)
 //   data parallel         = all-reduce(N) among all R workers over the inter-replica link

@@ -20,7 +20,7 @@ TimingModel parse_timing_model(const std::string& name) {
   if (name == "analytic") return TimingModel::kAnalytic;
   throw ConfigError(
       fmt::format("unknown timing model '{}'; use schedule (the per-layer simulator) or "
-                  "analytic (the closed-form model of ALGORITHMS.md §3).",
+                  "analytic (the closed-form model of docs/algorithm-reference.md §3).",
                   name));
 }
 

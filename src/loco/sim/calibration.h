@@ -1,4 +1,4 @@
-// The calibration table of ALGORITHMS.md §4 (Streaming DiLoCo, Douillard et al. 2025): inter-replica
+// The calibration table of docs/algorithm-reference.md §4 (Streaming DiLoCo, Douillard et al. 2025): inter-replica
 // bandwidth in Gbit/s needed for 50/80/90/95/99% compute utilisation, 1B model, H = 100, 3-layer
 // fragments, and the scenario loco uses to reproduce it. docs/simulate.md derives the choices.
 #pragma once

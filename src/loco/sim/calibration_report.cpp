@@ -37,7 +37,7 @@ double worst_relative_error(const std::vector<CalibrationResult>& results) {
 std::string format_calibration_table(const std::vector<CalibrationResult>& results) {
   const Scenario s = calibration_scenario();
   std::string out = fmt::format(
-      "Calibration: ALGORITHMS.md §4 (Streaming DiLoCo, 1B model, H = 100, 3-layer fragments).\n"
+      "Calibration: docs/algorithm-reference.md §4 (Streaming DiLoCo, 1B model, H = 100, 3-layer fragments).\n"
       "Scenario: {:.3g} exchanged values in {} layers, {:g} s per step, {} replicas, {:g} bits per "
       "value (FP4 row: {:g}).\n"
       "Cells: Gbit/s needed, loco (published, relative error).\n\n",

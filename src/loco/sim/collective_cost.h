@@ -1,6 +1,6 @@
 // How long one collective takes on a link: the volume a worker pushes through its link divided by
 // the bandwidth (the link is busy for that long), plus the link's latency once per collective
-// (ALGORITHMS.md §3 and §9).
+// (docs/algorithm-reference.md §3 and §9).
 #pragma once
 
 #include "loco/sim/scenario.h"

@@ -1,4 +1,4 @@
-// Optimal learning rate, outer learning rate and batch size against model size (ALGORITHMS.md §3): at
+// Optimal learning rate, outer learning rate and batch size against model size (docs/algorithm-reference.md §3): at
 // each N the value of the run with the lowest loss, then y* = A·N^α per (algorithm, M), and
 // y* = A·N^α·M^β across the replica counts of one algorithm. Fitted only where some size was run at more
 // than one value. Each law also reports its leave-one-out error at the largest N: refitted without that

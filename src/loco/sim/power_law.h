@@ -1,4 +1,4 @@
-// Power laws fitted by least squares on log values (ALGORITHMS.md §3):
+// Power laws fitted by least squares on log values (docs/algorithm-reference.md §3):
 //   per group      y = A·N^α               (loss against size for one algorithm and M; also the
 //                                          optimal learning rate or batch against size)
 //   joint          L = A·N^α·M^β           (DiLoCo across replica counts)

@@ -1,4 +1,4 @@
-// `loco fit`: every scaling-law form of ALGORITHMS.md §3 over a set of results, each with its
+// `loco fit`: every scaling-law form of docs/algorithm-reference.md §3 over a set of results, each with its
 // residuals and its leave-one-out error at the largest N (fit without the largest size, predict
 // it), plus the optimal learning rate, outer learning rate and batch size against N, and predictions.
 //

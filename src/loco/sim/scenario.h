@@ -1,6 +1,6 @@
 // The input of the utilisation simulator and of the analytic wall-clock model: one model, the
 // compute time of one inner step, R workers grouped in M replicas, and two links (inside a replica
-// and between replicas). ALGORITHMS.md §3 (wall-clock model) and §4 (utilisation simulator).
+// and between replicas). docs/algorithm-reference.md §3 (wall-clock model) and §4 (utilisation simulator).
 #pragma once
 
 namespace loco::sim {

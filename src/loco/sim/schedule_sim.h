@@ -1,4 +1,4 @@
-// The per-layer schedule simulator of ALGORITHMS.md §4: one worker's compute stream and its two
+// The per-layer schedule simulator of docs/algorithm-reference.md §4: one worker's compute stream and its two
 // links, replayed step by step until the schedule repeats, then measured.
 //
 // Nodes, per step and per layer l (N/L values each):

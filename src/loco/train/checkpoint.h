@@ -1,4 +1,4 @@
-// Checkpoints (DESIGN.md §3 "Checkpoints"): one directory per checkpoint,
+// Checkpoints (docs/design.md §3 "Checkpoints"): one directory per checkpoint,
 //   OUT_DIR/checkpoints/step_N/
 //     model.safetensors      parameters, HF names
 //     optimizer.safetensors  AdamW moments (exp_avg/<name>, exp_avg_sq/<name>)

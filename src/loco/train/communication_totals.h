@@ -1,4 +1,4 @@
-// The communication counts of a run as metrics.jsonl and checkpoints report them (DESIGN.md §3
+// The communication counts of a run as metrics.jsonl and checkpoints report them (docs/design.md §3
 // "Metrics"): what the run had counted before this process started (a resumed checkpoint's
 // "communication") plus what this process has counted since.
 #pragma once

@@ -1,4 +1,4 @@
-// metrics.jsonl (DESIGN.md §3 "Metrics"): one JSON object per logged step, flushed line by line so
+// metrics.jsonl (docs/design.md §3 "Metrics"): one JSON object per logged step, flushed line by line so
 // a crashed run keeps everything it logged. On resume, lines after the resumed step are dropped so
 // the file reads as one uninterrupted run.
 #pragma once

@@ -1,4 +1,4 @@
-// How replicas cooperate (DESIGN.md §3 "Strategy"). The trainer owns the inner loop and calls the
+// How replicas cooperate (docs/design.md §3 "Strategy"). The trainer owns the inner loop and calls the
 // strategy around every inner step; a strategy decides when and what to exchange and owns any
 // outer state (global parameters, momentum buffers), which it serialises into checkpoints.
 //
@@ -28,16 +28,19 @@ namespace comm {
 class Group;
 }
 class EmulatedClock;
+class Membership;
 class ReplicaState;
 
 // What a strategy needs to know about the replica it serves.
 struct ReplicaContext {
-  comm::Group* group = nullptr;       // all replicas of the run; nullptr only for a single replica
+  comm::Group* group = nullptr;       // all replicas of a static run; nullptr for a single replica or an
+                                      // elastic member (whose groups are its quorums')
   EmulatedClock* clock = nullptr;     // this replica's (note "emulated-wall-clock")
   std::int64_t total_steps = 0;       // the run's last step (strategies sync there)
   std::uint64_t seed = 0;             // train.seed, for seeded choices (left-out replicas, pairs)
   std::int64_t tokens_per_step = 0;   // tokens this replica trains on per inner step
   ReplicaState* replica = nullptr;    // the replica's whole state (note "elastic-heal"); set by the trainer
+  Membership* membership = nullptr;   // who takes part in synchronisations (note "membership"); set by the trainer
 };
 
 class Strategy {
@@ -48,8 +51,9 @@ class Strategy {
   virtual std::string describe() const = 0;
   // The model's parameters are flat (note "flat-parameters") and hold the initial weights.
   virtual void attach(Llama& model, const FlatParameters& parameters) {}
-  // Once, before the first step, when the replica's state is in place (a resume's included): elastic
-  // strategies join their first quorum here, so that a resumed member reports the checkpoint's step.
+  // Once, before the first step, when the replica's state is in place (a resume's included): strategies
+  // whose membership changes join their first quorum here, so that a resumed member reports the
+  // checkpoint's step.
   virtual void begin() {}
   // A micro-batch's backward is next; `last` when it is the step's last (data parallel waits for it).
   virtual void before_backward(bool last) {}
@@ -62,7 +66,7 @@ class Strategy {
   // and restores the replica's own afterwards.
   virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }
 
-  // Fields of its own for the next metrics line (elastic strategies: the membership).
+  // Fields of its own for the next metrics line (an elastic member's: its membership's).
   virtual void add_log_fields(nlohmann::json& record) {}
 
   // Outer state for checkpoints: tensors and scalars; restored before training continues.

@@ -16,6 +16,7 @@
 #include "loco/train/communication_totals.h"
 #include "loco/train/emulated_clock.h"
 #include "loco/train/fault_injection.h"
+#include "loco/train/fixed_membership.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
@@ -47,21 +48,6 @@ void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std:
         "vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
         "model.vocab_size = 0 to take the data's vocabulary, or prepare the data with --vocab-size {}",
         data_dir, data_vocab, model.vocab_size, model.vocab_size));
-  }
-}
-
-// Ranks on several hosts each read their own data directory, prepared there: all must hold ids of one
-// tokenizer, or the replicas would learn different meanings for the same ids and average them.
-void require_one_tokenizer_on_every_rank(comm::Group& group, const std::string& data_dir) {
-  const std::string hash = data::prepared_tokenizer_hash(data_dir);
-  const std::vector<int> differing =
-      group.ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(hash), nullptr, 16)));
-  if (!differing.empty()) {
-    throw DataError(fmt::format(
-        "the ranks' data were prepared with different tokenizers: rank(s) {} differ from rank 0 (this rank, {}, "
-        "reads {}, prepared with {}). Prepare every rank's data with one tokenizer: loco prepare --tokenizer-from "
-        "RANK_0_DATA_DIR --input CORPUS --out NEW_DIR, or copy rank 0's data directory",
-        fmt::join(differing, ", "), group.rank(), data_dir, hash));
   }
 }
 
@@ -103,7 +89,9 @@ struct Trainer::State {
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
   std::optional<EmulatedClock> clock;
-  std::unique_ptr<ReplicaState> access;  // the strategy's view of this replica
+  std::unique_ptr<ReplicaState> access;  // the strategy's and the membership's view of this replica
+  std::unique_ptr<Membership> own_membership;  // a static run's (FixedMembership)
+  Membership* membership = nullptr;            // options.membership, or own_membership
   std::unique_ptr<Strategy> strategy;
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
@@ -199,11 +187,6 @@ void Trainer::set_up() {
   State& s = *state_;
   RunConfig& config = s.config;
   const TrainConfig& tc = config.train;
-  const bool elastic = config.dist.elastic;
-  const int replicas = s.replicas();
-  if (!elastic && replicas != config.dist.replicas) {
-    throw InternalError(fmt::format("dist.replicas is {} but the group has {} ranks", config.dist.replicas, replicas));
-  }
   if (!s.options.make_strategy && algorithm_named(config.dist.algorithm) != Algorithm::none) {
     throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
   }
@@ -216,10 +199,14 @@ void Trainer::set_up() {
   s.train_data = data::TokenDataset::open(config.data.dir, "train");
   s.val_data = data::TokenDataset::open(config.data.dir, "val");
   resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
-  // Replicas as threads share one data directory; elastic members are not checked yet (docs/data.md).
-  if (s.group != nullptr && !elastic && replicas > 1 && config.dist.backend != "local") {
-    require_one_tokenizer_on_every_rank(*s.group, config.data.dir);
+  if (s.options.membership == nullptr) {
+    s.own_membership = std::make_unique<FixedMembership>(s.group, config.dist.replicas, config.dist.backend == "local");
   }
+  s.membership = s.options.membership ? s.options.membership : s.own_membership.get();
+  s.access = std::make_unique<Access>(*this);
+  s.membership->attach(*s.access);
+  // Elastic members' data directories are not compared yet (docs/data.md).
+  s.membership->check_same_data(config.data.dir);
   // Fails now, not after training, when the validation split cannot hold one sequence.
   data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
@@ -229,7 +216,7 @@ void Trainer::set_up() {
     require_same_data_stream(config, *s.resumed);
     require_same_tokenizer(config.data.dir, *s.resumed);
   }
-  s.out_dir = elastic ? fs::path(tc.out_dir) / "members" / s.options.member_name : replica_directory(tc.out_dir, s.rank);
+  s.out_dir = s.membership->directory(tc.out_dir);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   if (s.resumed) require_resumable(*s.resumed, s.out_dir, tc.steps);
   write_file_atomic(s.out_dir / "config.toml", to_toml(config));
@@ -237,18 +224,19 @@ void Trainer::set_up() {
   s.model = initial_model(config);
   s.model->to(s.device);
   s.optimizer.emplace(model_parameters(s.model), config.optim);
-  // An elastic run's members read one global order of windows; the strategy says where (note "elastic-data").
-  s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), elastic ? 0 : s.rank,
-                    elastic ? 1 : replicas, true);
+  // An elastic run's members read one global order of windows, laid out by each quorum (note "elastic-data").
+  const DataSlice slice = s.membership->data_slice();
+  s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), slice.rank, slice.of,
+                    true);
   s.clock.emplace(replica_compute_seconds(s.group, tc.threads == 1 && !s.device.is_cuda(),
-                                          config.dist.backend == "local" ? replicas : 1));
-  s.access = std::make_unique<Access>(*this);
+                                          config.dist.backend == "local" ? s.replicas() : 1));
   const ReplicaContext context{s.group,
                                &*s.clock,
                                tc.steps,
                                static_cast<std::uint64_t>(tc.seed),
                                config.replica_batch() * config.data.seq_len,
-                               s.access.get()};
+                               s.access.get(),
+                               s.membership};
   s.strategy = s.options.make_strategy ? s.options.make_strategy(config, context) : std::make_unique<SingleReplica>();
   s.strategy->attach(s.model, s.optimizer->parameters());
   s.inputs = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);

@@ -5,9 +5,11 @@
 //
 // Trainer::run is a recipe of named phases over the trainer's state (trainer.cpp):
 //   set_up → restore → announce → { train_step → log (+ evaluate) → save } per step → summarise
-// Replica files: note "replica-directories" (train/run_directory.h); an elastic run's members write
-// OUT_DIR/members/NAME. Strategies reach the replica's whole state through ReplicaContext::replica
-// (note "elastic-heal", train/replica_state.h).
+// Who takes part in the strategy's synchronisations, where the replica writes and which data it reads
+// are its membership's (note "membership", train/membership.h): every replica of `group` in a static run
+// (note "replica-directories", train/run_directory.h), an elastic member's quorums otherwise. Strategies
+// reach the replica's whole state through ReplicaContext::replica (note "elastic-heal",
+// train/replica_state.h).
 #pragma once
 
 #include <filesystem>
@@ -42,7 +44,9 @@ struct TrainOptions {
   bool quiet = false;                              // no progress output (tests)
   comm::Group* group = nullptr;                    // the run's replicas; nullptr: a single replica
   StrategyFactory make_strategy = nullptr;         // empty: a single replica (dist.algorithm = "none")
-  std::string member_name = {};                    // dist.elastic: this member's directory OUT_DIR/members/NAME
+  // Who takes part in synchronisations (an elastic member's QuorumMembership); nullptr: every replica of
+  // `group` (FixedMembership). Must outlive the run.
+  Membership* membership = nullptr;
   // Called after each optimizer step (once it is logged and saved) with the step count; may throw to end
   // the run (simulated churn: cli/train_local_elastic.h).
   std::function<void(std::int64_t step)> after_step = {};

@@ -1,4 +1,4 @@
-// Errors, in the two tiers of DESIGN.md §4.
+// Errors, in the two tiers of docs/design.md §4.
 //
 // 1. loco::Error and its subclasses: conditions a user can cause and fix (bad config, missing
 //    corpus, corrupted checkpoint, unwritable directory). The message is one paragraph that names

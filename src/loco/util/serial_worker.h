@@ -1,7 +1,7 @@
 // Jobs that run on one thread of their own, one after another in the order they were submitted, while the
 // submitter goes on. Used for Streaming DiLoCo's overlapped exchanges (algo/streaming_diloco.h: while any
 // are queued the worker is the only user of the strategy's group, so every replica starts the same
-// collectives in the same order, ALGORITHMS.md §10) and for destroying abandoned process groups off the
+// collectives in the same order, docs/algorithm-reference.md §10) and for destroying abandoned process groups off the
 // training thread (note "group-graveyard", comm/group_graveyard.h).
 #pragma once
 

@@ -1,5 +1,5 @@
 // c10d reports failures as c10::Error or std::runtime_error with a message; loco's callers need a
-// typed error (comm_error.h) with one line of cause and no C++ backtrace (DESIGN.md §4).
+// typed error (comm_error.h) with one line of cause and no C++ backtrace (docs/design.md §4).
 #pragma once
 
 #include <exception>

@@ -1,4 +1,4 @@
-// Groups across processes and hosts through c10d (DESIGN.md §3 "Group"): ProcessGroupGloo on CPU and
+// Groups across processes and hosts through c10d (docs/design.md §3 "Group"): ProcessGroupGloo on CPU and
 // ProcessGroupNCCL on CUDA (when built against a CUDA libtorch), rendezvous through c10d's TCPStore
 // on rank 0. c10d moves the tensors; loco adds the interface, accounting and typed errors.
 #pragma once

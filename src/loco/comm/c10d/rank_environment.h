@@ -1,6 +1,6 @@
 // Who am I in a multi-process run: the rank, world size and rendezvous address a process reads from
 // its environment before it joins a c10d group (PyTorch's env:// rendezvous), in the conventions of
-// the launchers people already use (DESIGN.md §3 "Launch"; `loco launch` in src/loco/launch sets them):
+// the launchers people already use (docs/design.md §3 "Launch"; `loco launch` in src/loco/launch sets them):
 //   torchrun / loco launch / by hand: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 //                                     MASTER_PORT
 //   Slurm (srun):                     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,

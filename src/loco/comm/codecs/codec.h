@@ -1,8 +1,8 @@
-// Value codecs: fp32 values to bytes and back, independent of any transport (DESIGN.md §3 "Group").
+// Value codecs: fp32 values to bytes and back, independent of any transport (docs/design.md §3 "Group").
 //
 // A quantised all-reduce encodes each rank's chunk, sends the bytes, and the receiver decodes and
 // sums in fp32 (decode_add); the reduced chunk is encoded once more and all-gathered
-// (ALGORITHMS.md §4 point 3). Formats, error bounds and sizes: docs/codecs.md.
+// (docs/algorithm-reference.md §4 point 3). Formats, error bounds and sizes: docs/codecs.md.
 //
 // Codecs are stateless and thread-safe. encode/decode run over whole tensors: no allocation and no
 // virtual call per value. Encoding is deterministic and bit-identical on every machine (explicit

@@ -1,4 +1,4 @@
-// The emulated network (DESIGN.md §3 "Group"): turns the bytes and rounds of an operation into the
+// The emulated network (docs/design.md §3 "Group"): turns the bytes and rounds of an operation into the
 // seconds it would take on a given link, so that a run on loopback or in one process reports what it
 // would cost on, say, 1 Gbit/s with 50 ms latency.
 //

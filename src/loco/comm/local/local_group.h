@@ -1,4 +1,4 @@
-// M replicas in one process (DESIGN.md §3 "Group"): for experiments with simulated replicas and for
+// M replicas in one process (docs/design.md §3 "Group"): for experiments with simulated replicas and for
 // tests. No sockets: ranks hand each other tensors through shared memory. Each replica runs in its
 // own thread and uses its own Group; a Group is not shared between threads.
 //

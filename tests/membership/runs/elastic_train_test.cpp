@@ -139,7 +139,7 @@ class ElasticTrain : public ::testing::Test {
   static Checks data_parallel() { return {{"dist.algorithm=ddp"}, "commits", {""}}; }
   static Checks noloco() { return {{"dist.algorithm=noloco", "noloco.sync_every=4"}, "outer_steps", {}}; }
   void survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
-                        int synchronisations);
+                        int synchronisations, int steps = 24);
   void simulated_churn(const std::string& run, const Checks& checks, int synchronisations);
 
   static constexpr int kLateJoinSteps = 400;  // long enough that the late member arrives before the others finish
@@ -158,11 +158,11 @@ std::string ElasticTrain::secret_;
 
 // Three members; c fails with `fault`; a and b finish in a quorum of two without losing an outer step.
 void ElasticTrain::survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
-                                    int synchronisations) {
+                                    int synchronisations, int steps) {
   const auto coordinator_process = coordinator(run, 3);
-  auto a = member(run, "a", 24, "", checks.settings);
-  auto b = member(run, "b", 24, "", checks.settings);
-  auto c = member(run, "c", 24, fault, checks.settings);
+  auto a = member(run, "a", steps, "", checks.settings);
+  auto b = member(run, "b", steps, "", checks.settings);
+  auto c = member(run, "c", steps, fault, checks.settings);
   EXPECT_EQ(a->wait(180), 0) << a->output();
   EXPECT_EQ(b->wait(180), 0) << b->output();
   EXPECT_EQ(c->wait(30), 128 + 9) << c->output();
@@ -178,7 +178,7 @@ void ElasticTrain::survivors_finish(const std::string& run, const std::string& f
   EXPECT_EQ(last.at("member"), "a#1") << last;
   EXPECT_EQ(last.at(checks.counter), synchronisations) << last;  // none lost
   for (const std::string& tensor : checks.tensors) {
-    const std::string ga = final_global(run, "a-1", 24, tensor), gb = final_global(run, "b-1", 24, tensor);
+    const std::string ga = final_global(run, "a-1", steps, tensor), gb = final_global(run, "b-1", steps, tensor);
     EXPECT_FALSE(ga.empty());
     EXPECT_TRUE(ga == gb) << "the survivors' global parameters differ";
   }
@@ -503,7 +503,20 @@ TEST_F(ElasticTrain, StreamingWithOverlapSurvivorsFinishAfterAMemberIsKilledInsi
   EXPECT_FALSE(events("streaming-overlap-exchange", "a-1", "abort").empty());
 }
 
-// With one member, elastic Streaming DiLoCo with overlap is Streaming DiLoCo (algo/streaming_diloco.h, tested
+// The exchange begun at the last synchronisation point before the end (step 22 of 23) is in flight when c
+// is killed after it: a and b learn of it at the last step, where that exchange lands before the last
+// synchronisation; they retry it without c, then still synchronise every fragment at step 23 (11 points and
+// the last step).
+TEST_F(ElasticTrain, StreamingWithOverlapRetriesAnExchangeThatFailsAtTheLastStep) {
+  const Checks streaming = {
+      {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2", "streaming.overlap=1"},
+      "outer_steps",
+      {"outer/0/global", "outer/1/global"}};
+  survivors_finish("streaming-overlap-last", "22:KILL", streaming, 22 / 2 + 1, 23);
+  EXPECT_FALSE(events("streaming-overlap-last", "a-1", "abort").empty());
+}
+
+// With one member, elastic Streaming DiLoCo with overlap is Streaming DiLoCo (algo/diloco.h, tested
 // against the Python reference): the same global parameters and model to the last bit, here with τ = 2 of a
 // spacing of 4 and α = 0.25 (a mix the wrong way round, or an outer step applied a step early or late, would
 // change both), and an exchange that starts 2 steps before the end. Resumed from its checkpoint at step 20,

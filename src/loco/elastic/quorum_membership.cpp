@@ -1,0 +1,141 @@
+#include "loco/elastic/quorum_membership.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "loco/algo/outer_state_io.h"
+#include "loco/comm/comm_error.h"
+#include "loco/elastic/state_digest.h"
+#include "loco/train/replica_state.h"
+#include "loco/util/error.h"
+
+namespace loco::elastic {
+
+QuorumMembership::QuorumMembership(QuorumGroup& groups, membership::MemberClient& client,
+                                   std::uint64_t windows_per_step, double vote_timeout_s, int replica)
+    : groups_(groups),
+      client_(client),
+      windows_per_step_(windows_per_step),
+      vote_timeout_s_(vote_timeout_s),
+      replica_number_(replica),
+      member_id_(client.credentials().member_id) {}
+
+void QuorumMembership::attach(ReplicaState& replica) {
+  replica_ = &replica;
+  member_ = std::make_unique<ElasticMember>(replica, groups_, client_, vote_timeout_s_);
+}
+
+ElasticMember& QuorumMembership::member() {
+  LOCO_CHECK(member_ != nullptr, "QuorumMembership::member() before attach()");
+  return *member_;
+}
+
+const membership::QuorumReply& QuorumMembership::quorum() const {
+  LOCO_CHECK(quorum_.has_value(), "a quorum membership asked for its quorum before joining one");
+  return *quorum_;
+}
+
+// The member id ("name#n") names the member's directory, with '#' spelled '-'.
+std::filesystem::path QuorumMembership::directory(const std::filesystem::path& out_dir) const {
+  std::string name = member_id_;
+  std::replace(name.begin(), name.end(), '#', '-');
+  return out_dir / "members" / name;
+}
+
+std::string QuorumMembership::describe() const { return fmt::format("elastic member {}", member_id_); }
+
+void QuorumMembership::begin(const Synchronisation& sync) { synchronise(replica_->step(), sync); }
+
+void QuorumMembership::synchronise(std::int64_t, const Synchronisation& sync) {
+  bool adopted = false;  // this member adopted another's state during this synchronisation: it counts 0
+  member().synchronise(
+      [this] { return replica_->step(); },  // after a heal: the donor's
+      [&](comm::Group& group, const membership::QuorumReply& quorum) {
+        quorum_ = quorum;
+        std::vector<int> receivers;
+        if (quorum.step > 0) {  // at 0 the run starts: nobody is behind
+          const auto alike = sync.alike ? membership::ReplicasAlike::yes : membership::ReplicasAlike::no;
+          const HealOutcome healed = member_->heal(group, sync.compared(), SnapshotSection::strategy, alike);
+          adopted = adopted || healed.this_member;
+          receivers = healed.receivers;
+        }
+        return sync.attempt(Participants{&group, replica_->step(), receivers, adopted});
+      });
+}
+
+bool QuorumMembership::commit(const Participants& who, const std::function<NamedTensors()>& candidate,
+                              const std::vector<int>& rejected,
+                              const std::function<void(comm::Group&, int root)>& share) {
+  if (candidate) {
+    const membership::QuorumReply& q = quorum();
+    std::vector<std::string> names;  // reported: the coordinator removes a member rejected repeatedly
+    for (const int rank : rejected) names.push_back(q.members.at(static_cast<std::size_t>(rank)));
+    const std::optional<membership::CommitReply> decision =
+        member_->vote(q.quorum_id, who.step, state_digest(candidate()), names);
+    if (!decision) return false;  // refused: nothing committed
+    if (decision->outcome != membership::Outcome::commit) {
+      member_->aborted(who.step, decision->reason);
+      return false;
+    }
+    if (!decision->outliers.empty()) {
+      int canonical = 0;  // the lowest-ranked member whose vote held the common hash
+      while (std::binary_search(decision->outliers.begin(), decision->outliers.end(),
+                                q.members[static_cast<std::size_t>(canonical)])) {
+        ++canonical;
+      }
+      share(*who.group, canonical);
+    }
+  }
+  ++synchronisations_;
+  return true;
+}
+
+void QuorumMembership::failed(const Participants& who, const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const comm::CommError& e) {
+    member_->give_up(quorum_, who.step, e.what());
+  }
+}
+
+void QuorumMembership::skipped(const Participants& who, const std::vector<int>& with, const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const comm::CommError& e) {
+    std::vector<std::string> names;
+    for (const int rank : with) names.push_back(quorum().members.at(static_cast<std::size_t>(rank)));
+    member_->skip(quorum_, who.step, fmt::format("{}", fmt::join(names, ", ")), e.what());
+  }
+}
+
+void QuorumMembership::round_begins(const Participants& who, std::int64_t point, std::int64_t steps, bool again) {
+  const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steps)) * windows_per_step_;
+  const std::size_t members = quorum().members.size();
+  const int rank = quorum().rank;
+  replica_->seek_data(again ? rounds_.restart(members, rank, windows) : rounds_.start(members, rank, windows));
+  last_point_ = std::max(last_point_, point);
+}
+
+void QuorumMembership::before_exchange() { member().before_exchange(); }
+
+void QuorumMembership::add_log_fields(nlohmann::json& record) {
+  record["outer_steps"] = synchronisations_;
+  member().log().add_fields_to(record);
+}
+
+// The membership's state travels with the strategy's: a member that heals continues its donor's rounds.
+void QuorumMembership::save_to(nlohmann::json& json) const {
+  json["last_point"] = last_point_;
+  json["synchronisations"] = synchronisations_;
+  rounds_.save_to(json);
+}
+
+void QuorumMembership::load_from(const nlohmann::json& json, const SafetensorsContent& tensors) {
+  last_point_ = saved_outer_integer(json, "last_point", tensors);
+  synchronisations_ = saved_outer_integer(json, "synchronisations", tensors);
+  rounds_.load_from(json, tensors);
+}
+
+}  // namespace loco::elastic
