@@ -32,7 +32,9 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"sim", {"util", "config"}},
       {"sweep", {"util", "config", "sim"}},
       {"plugins", {"util", "data"}},
-      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "elastic", "train", "algo", "sim", "sweep"}},
+      {"run", {"util", "io", "config", "data", "model", "comm", "membership", "elastic", "train", "algo"}},
+      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "membership", "elastic", "train", "algo", "sim",
+               "sweep", "run"}},
   };
   return allowed;
 }

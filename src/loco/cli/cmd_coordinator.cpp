@@ -18,9 +18,8 @@
 #include "loco/cli/commands.h"
 #include "loco/cli/quorum_options.h"
 #include "loco/cli/usage.h"
-#include "loco/comm/c10d/store_server.h"
-#include "loco/membership/coordinator_server.h"
 #include "loco/membership/run_secret.h"
+#include "loco/run/served_coordinator.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -76,11 +75,9 @@ void run_coordinator(const CoordinatorArgs& args) {
       !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
   options.coordinator.rules = args.rules;
   options.coordinator.max_rejections = args.max_rejections;
-  options.coordinator.incarnation = membership::new_incarnation();
   options.secret = coordinator_secret(args.secret_file);
-  const comm::StoreServer store(args.store_port);
-  options.store_port = store.port();
-  membership::CoordinatorServer server(options);
+  run::ServedCoordinator coordinator(options, args.store_port);
+  membership::CoordinatorServer& server = coordinator.server();
 
   int stop_pipe[2];
   if (::pipe(stop_pipe) != 0) throw IoError("loco coordinator cannot create a pipe for its signal handler");
@@ -99,8 +96,8 @@ void run_coordinator(const CoordinatorArgs& args) {
   });
 
   fmt::print("loco coordinator: run {} on {}:{} (incarnation {}), store on port {}; status at http://{}:{}/\n",
-             options.coordinator.run_id, args.host, server.port(), options.coordinator.incarnation, store.port(),
-             args.host, server.port());
+             options.coordinator.run_id, args.host, coordinator.port(), coordinator.options().coordinator.incarnation,
+             coordinator.store_port(), args.host, coordinator.port());
   std::fflush(stdout);
   server.serve();
   request_stop(0);  // wakes the stopper if serve() ended without a signal

@@ -1,24 +1,23 @@
 // loco train --config FILE.toml [--set section.key=value …] [--resume CHECKPOINT_DIR] [--help-config]
 //
 // dist.backend = "local" runs dist.replicas replicas as threads of this process; "gloo" and "nccl"
-// run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun);
-// dist.elastic = true runs this process as one member of an elastic run (cli/train_elastic.h), or with
-// dist.backend = "local" every replica as a thread that is a member (cli/train_local_elastic.h).
+// run one replica per process, started by `loco launch --nproc M -- train …` (or torchrun, srun)
+// (run/replica_runs.h); dist.elastic = true runs this process as one member of an elastic run
+// (run/elastic_member_run.h), or with dist.backend = "local" every replica as a thread that is a member
+// (run/local_elastic_run.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
-#ifdef LOCO_HAVE_MEMBERSHIP
-#include "loco/cli/train_elastic.h"
-#include "loco/cli/train_local_elastic.h"
-#endif
-#include "loco/comm/c10d/connect.h"
-#include "loco/comm/local/local_group.h"
-#include "loco/config/algorithms.h"
+#include "loco/comm/c10d/rank_environment.h"
 #include "loco/config/load_config.h"
-#include "loco/train/checkpoint.h"
+#ifdef LOCO_HAVE_MEMBERSHIP
+#include "loco/run/elastic_member_run.h"
+#include "loco/run/local_elastic_run.h"
+#endif
+#include "loco/run/replica_runs.h"
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
@@ -46,15 +45,6 @@ RunConfig given_config(const TrainArgs& args) {
   return config;
 }
 
-comm::GroupOptions group_options(const CommConfig& c, int replicas) {
-  comm::GroupOptions options;
-  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(c.timeout_s * 1000));
-  options.link = comm::LinkModel::parse(c.bandwidth_mbps, c.latency_ms, replicas);
-  options.delay = comm::parse_link_delay(c.delay, "comm.delay");
-  options.round_size = comm::RoundSize::parse(c.round_kib, "comm.round_kib");
-  return options;
-}
-
 void print_summary(const TrainSummary& s) {
   fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
              s.tokens_per_s);
@@ -79,58 +69,12 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
   return *environment;
 }
 
-// One replica per process: this process is rank RANK of WORLD_SIZE (note "replica-directories").
-void run_rank(TrainOptions options, const comm::RankEnvironment& environment) {
-  const RunConfig& config = options.config;
-  if (environment.world_size != config.dist.replicas) {
-    throw ConfigError(fmt::format("dist.replicas is {} but WORLD_SIZE is {}; set dist.replicas = 0 to take it from "
-                                  "the launcher",
-                                  config.dist.replicas, environment.world_size));
-  }
-  if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
-  // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
-  if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
-  const auto group = comm::connect_from_environment(environment, config.dist.backend,
-                                                    group_options(config.comm, environment.world_size), timeout);
-  // The rounds of every exchange are collectives: ranks that cut them differently would wait for each
-  // other until the timeout (note "paced-exchange").
-  const std::int64_t round_bytes = group->round_bytes_per_peer(group->size());
-  if (const auto differing = group->ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
-    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
-                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
-                                  round_bytes, fmt::join(differing, ", ")));
-  }
-  options.group = group.get();
-  const TrainSummary summary = Trainer(options).run();
-  if (group->rank() == 0) print_summary(summary);
-}
-
-// Simulated replicas: one thread each, connected by a LocalGroup (a single replica needs none).
-void run_local(const TrainOptions& options) {
-  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
-  const int replicas = static_cast<int>(options.config.dist.replicas);
-  if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return print_summary(Trainer(options).run());
-  if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
-  TrainSummary summary;
-  comm::run_local_replicas(
-      replicas,
-      [&](comm::Group& group) {
-        TrainOptions mine = options;
-        mine.group = &group;
-        const TrainSummary s = Trainer(mine).run();
-        if (group.rank() == 0) summary = s;
-      },
-      group_options(options.config.comm, replicas));
-  print_summary(summary);
-}
-
 // A member of an elastic run: it finds its coordinator, not its rank, in the environment.
 void run_elastic(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
 #ifdef LOCO_HAVE_MEMBERSHIP
-  if (options.config.dist.backend == "local") return print_summary(run_local_elastic(options));
-  if (const auto summary = run_elastic_member(options)) print_summary(*summary);
+  if (options.config.dist.backend == "local") return print_summary(run::train_local_elastic(options));
+  if (const auto summary = run::train_elastic_member(options)) print_summary(*summary);
 #else
   throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
                     "rebuild; docs/build.md)");
@@ -151,12 +95,14 @@ void run_train(const TrainArgs& args) {
   }
   if (options.config.dist.backend == "local") {
     complete_run_config(options.config);
-    return run_local(options);
+    return print_summary(run::train_local_replicas(options));
   }
   // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
   const auto environment = comm::rank_environment_from_env();
   complete_run_config(options.config, environment ? environment->world_size : 1);
-  run_rank(options, require_launched(environment, options.config));
+  if (const auto summary = run::train_rank(options, require_launched(environment, options.config))) {
+    print_summary(*summary);
+  }
 }
 
 }  // namespace

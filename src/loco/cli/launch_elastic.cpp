@@ -6,9 +6,8 @@
 #include <optional>
 #include <random>
 
-#include "loco/comm/c10d/store_server.h"
-#include "loco/membership/coordinator_server.h"
 #include "loco/membership/run_secret.h"
+#include "loco/run/served_coordinator.h"
 
 namespace loco::cli {
 
@@ -23,13 +22,10 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   const char* given_run_id = std::getenv("LOCO_RUN_ID");
   const std::string run_id =
       given_run_id != nullptr && *given_run_id != '\0' ? given_run_id : fmt::format("run-{:08x}", std::random_device{}());
-  const comm::StoreServer store(0);
   membership::ServerOptions server_options;
   server_options.host = "127.0.0.1";
   server_options.port = 0;
-  server_options.store_port = store.port();
   server_options.coordinator.run_id = run_id;
-  server_options.coordinator.incarnation = membership::new_incarnation();
   server_options.coordinator.rules = elastic.rules;
   server_options.coordinator.rules.start_replicas = options.nproc;
   server_options.coordinator.max_rejections = elastic.max_rejections;
@@ -37,7 +33,8 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   // (docs/security.md).
   const std::optional<std::string> given_secret = membership::run_secret_from_environment();
   server_options.secret = given_secret ? *given_secret : membership::new_run_secret();
-  membership::CoordinatorServer server(server_options);
+  run::ServedCoordinator served(server_options, 0);
+  membership::CoordinatorServer& server = served.server();
   server.start();
   fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{} (status http://127.0.0.1:{}/)\n",
              run_id, server.port(), server.port());

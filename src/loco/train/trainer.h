@@ -48,7 +48,7 @@ struct TrainOptions {
   // `group` (FixedMembership). Must outlive the run.
   Membership* membership = nullptr;
   // Called after each optimizer step (once it is logged and saved) with the step count; may throw to end
-  // the run (simulated churn: cli/train_local_elastic.h).
+  // the run (simulated churn: run/local_elastic_run.h).
   std::function<void(std::int64_t step)> after_step = {};
 };
 

@@ -1,4 +1,4 @@
-#include "loco/cli/train_local_elastic.h"
+#include "loco/run/local_elastic_run.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,16 +10,15 @@
 #include <mutex>
 #include <thread>
 
-#include "loco/cli/churn_player.h"
-#include "loco/cli/train_elastic.h"
-#include "loco/comm/c10d/store_server.h"
+#include "loco/run/churn_player.h"
+#include "loco/run/elastic_member_run.h"
 #include "loco/config/churn_schedule.h"
-#include "loco/membership/coordinator_server.h"
 #include "loco/membership/run_secret.h"
+#include "loco/run/served_coordinator.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 
-namespace loco::cli {
+namespace loco::run {
 namespace {
 
 // The coordinator's rules for replicas on one machine: a stalled replica is given up after 1 s without
@@ -128,26 +127,24 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
 
 }  // namespace
 
-TrainSummary run_local_elastic(const TrainOptions& options) {
+TrainSummary train_local_elastic(const TrainOptions& options) {
   const RunConfig& config = options.config;
   const int replicas = static_cast<int>(config.dist.replicas);
   const std::vector<ChurnEvent> schedule =
       parse_churn_schedule(config.dist.churn, config.dist.replicas, config.train.steps);
   say_what_was_drawn(config.dist.churn, schedule);
-  const comm::StoreServer store(0);
   membership::ServerOptions server_options;
   server_options.host = "127.0.0.1";
   server_options.port = 0;
-  server_options.store_port = store.port();
   server_options.coordinator.run_id = fmt::format("local-{}", ::getpid());
-  server_options.coordinator.incarnation = membership::new_incarnation();
   server_options.coordinator.rules.min_replicas = 1;
   server_options.coordinator.rules.start_replicas = replicas;
   server_options.coordinator.rules.heartbeat_timeout_s = kHeartbeatTimeoutS;
   server_options.coordinator.rules.join_window_s = kJoinWindowS;
   server_options.log = [](const std::string&) {};  // the members log what matters to a run
   server_options.secret = membership::new_run_secret();  // a run of this process's own
-  membership::CoordinatorServer server(server_options);
+  ServedCoordinator served(server_options, 0);
+  membership::CoordinatorServer& server = served.server();
   server.start();
   membership::MemberOptions coordinator;
   coordinator.coordinator = {"127.0.0.1", server.port()};
@@ -180,4 +177,4 @@ TrainSummary run_local_elastic(const TrainOptions& options) {
   throw Error("no replica finished the run: every replica left (dist.churn) before the last step");
 }
 
-}  // namespace loco::cli
+}  // namespace loco::run

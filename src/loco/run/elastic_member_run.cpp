@@ -1,4 +1,4 @@
-#include "loco/cli/train_elastic.h"
+#include "loco/run/elastic_member_run.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "loco/cli/churn_player.h"
+#include "loco/run/churn_player.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
@@ -19,7 +19,7 @@
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
-namespace loco::cli {
+namespace loco::run {
 
 namespace {
 
@@ -121,7 +121,7 @@ bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int6
 
 }  // namespace
 
-std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
+std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   // Note "blas-pool": members that `loco launch --elastic --nproc N` started share a machine.
   if (const auto local = parse_whole_number(environment("LOCAL_WORLD_SIZE")); local && *local > 1) {
     limit_blas_threads(options.config.train.threads);
@@ -181,4 +181,4 @@ std::optional<TrainSummary> run_elastic_member(TrainOptions options) {
   return train_as_member(std::move(options), member_options, backend, replica, player.hook());
 }
 
-}  // namespace loco::cli
+}  // namespace loco::run

@@ -1,6 +1,6 @@
 // One replica's part of a dist.churn schedule (config/churn_schedule.h), played from its member's step
-// hook: the same schedule drives replicas as threads of one process (train_local_elastic.h) and ranks
-// of `loco launch --elastic` (train_elastic.h). Built with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
+// hook: the same schedule drives replicas as threads of one process (local_elastic_run.h) and ranks
+// of `loco launch --elastic` (elastic_member_run.h). Built with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "loco/cli/train_elastic.h"
+#include "loco/run/elastic_member_run.h"
 #include "loco/config/churn_schedule.h"
 
-namespace loco::cli {
+namespace loco::run {
 
 // When `spec` is a random schedule, prints what it drew in the explicit form (to edit or replay).
 void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& schedule);
@@ -48,4 +48,4 @@ class ChurnPlayer {
   bool gone_ = false;
 };
 
-}  // namespace loco::cli
+}  // namespace loco::run

@@ -7,10 +7,10 @@
 
 #include "loco/train/trainer.h"
 
-namespace loco::cli {
+namespace loco::run {
 
 // The summary of the lowest-numbered replica that finished the run; the first error of a replica thread
 // is rethrown once every thread has ended.
-TrainSummary run_local_elastic(const TrainOptions& options);
+TrainSummary train_local_elastic(const TrainOptions& options);
 
-}  // namespace loco::cli
+}  // namespace loco::run

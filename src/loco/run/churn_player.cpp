@@ -1,11 +1,11 @@
-#include "loco/cli/churn_player.h"
+#include "loco/run/churn_player.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <thread>
 
-namespace loco::cli {
+namespace loco::run {
 
 void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& schedule) {
   if (spec.find('@') == std::string::npos && !schedule.empty()) {
@@ -61,4 +61,4 @@ MemberStepHook ChurnPlayer::hook() {
   };
 }
 
-}  // namespace loco::cli
+}  // namespace loco::run

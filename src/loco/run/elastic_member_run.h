@@ -9,7 +9,7 @@
 #include "loco/membership/member_client.h"
 #include "loco/train/trainer.h"
 
-namespace loco::cli {
+namespace loco::run {
 
 // Called after each optimizer step with the member's client (simulated stalls pause its heartbeats).
 using MemberStepHook = std::function<void(std::int64_t step, membership::MemberClient& member)>;
@@ -24,6 +24,6 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
 
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).
-std::optional<TrainSummary> run_elastic_member(TrainOptions options);
+std::optional<TrainSummary> train_elastic_member(TrainOptions options);
 
-}  // namespace loco::cli
+}  // namespace loco::run

@@ -1,0 +1,69 @@
+#include "loco/run/replica_runs.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "loco/comm/c10d/connect.h"
+#include "loco/comm/local/local_group.h"
+#include "loco/config/algorithms.h"
+#include "loco/config/load_config.h"
+#include "loco/train/runtime.h"
+#include "loco/util/error.h"
+
+namespace loco::run {
+
+comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
+  comm::GroupOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(comm.timeout_s * 1000));
+  options.link = comm::LinkModel::parse(comm.bandwidth_mbps, comm.latency_ms, replicas);
+  options.delay = comm::parse_link_delay(comm.delay, "comm.delay");
+  options.round_size = comm::RoundSize::parse(comm.round_kib, "comm.round_kib");
+  return options;
+}
+
+TrainSummary train_local_replicas(const TrainOptions& options) {
+  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+  const int replicas = static_cast<int>(options.config.dist.replicas);
+  if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return Trainer(options).run();
+  if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
+  TrainSummary summary;
+  comm::run_local_replicas(
+      replicas,
+      [&](comm::Group& group) {
+        TrainOptions mine = options;
+        mine.group = &group;
+        const TrainSummary s = Trainer(mine).run();
+        if (group.rank() == 0) summary = s;
+      },
+      group_options(options.config.comm, replicas));
+  return summary;
+}
+
+std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment) {
+  const RunConfig& config = options.config;
+  if (environment.world_size != config.dist.replicas) {
+    throw ConfigError(fmt::format("dist.replicas is {} but WORLD_SIZE is {}; set dist.replicas = 0 to take it from "
+                                  "the launcher",
+                                  config.dist.replicas, environment.world_size));
+  }
+  if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
+  // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
+  if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  const auto group = comm::connect_from_environment(environment, config.dist.backend,
+                                                    group_options(config.comm, environment.world_size), timeout);
+  // The rounds of every exchange are collectives: ranks that cut them differently would wait for each
+  // other until the timeout (note "paced-exchange").
+  const std::int64_t round_bytes = group->round_bytes_per_peer(group->size());
+  if (const auto differing = group->ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
+    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
+                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
+                                  round_bytes, fmt::join(differing, ", ")));
+  }
+  options.group = group.get();
+  const TrainSummary summary = Trainer(options).run();
+  if (group->rank() == 0) return summary;
+  return std::nullopt;
+}
+
+}  // namespace loco::run

@@ -1,0 +1,27 @@
+// How `loco train` runs the replicas of a static run (docs/algorithms.md "Replicas and backends"): as
+// threads of this process connected by a LocalGroup (dist.backend = "local"), or as this process's one
+// rank of a c10d group (gloo, nccl: started by loco launch, torchrun or srun). The replicas of an elastic
+// run: elastic_member_run.h (one per process) and local_elastic_run.h (threads).
+#pragma once
+
+#include <optional>
+
+#include "loco/comm/c10d/rank_environment.h"
+#include "loco/comm/group.h"
+#include "loco/train/trainer.h"
+
+namespace loco::run {
+
+// The group options of a run's comm section for `replicas` replicas (the emulated link, pacing, timeout).
+comm::GroupOptions group_options(const CommConfig& comm, int replicas);
+
+// dist.replicas replicas as threads (one, without a group, for dist.algorithm = "none"): replica 0's
+// summary.
+TrainSummary train_local_replicas(const TrainOptions& options);
+
+// This process as rank RANK of WORLD_SIZE (note "replica-directories"): rank 0's summary, nullopt on the
+// other ranks. ConfigError when WORLD_SIZE is not dist.replicas, or the ranks would pace their exchanges
+// in rounds of different sizes.
+std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment);
+
+}  // namespace loco::run
