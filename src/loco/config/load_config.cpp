@@ -13,11 +13,11 @@
 
 #include "loco/config/algorithms.h"
 #include "loco/config/adversary.h"
-#include "loco/config/churn_schedule.h"
 #include "loco/config/config_keys.h"
+#include "loco/config/dist_checks.h"
+#include "loco/config/strategy_checks.h"
 #include "loco/config/toml_text.h"
 #include "loco/util/error.h"
-#include "loco/util/parse_number.h"
 
 namespace loco {
 
@@ -196,171 +196,6 @@ void validate_choices(const RunConfig& c) {
   }
 }
 
-void require_sync_every(const char* key, std::int64_t h) {
-  if (h <= 0) reject(fmt::format("{} ({}) must be positive: the inner steps between synchronisations", key, h));
-}
-
-// Note "elastic-data" (elastic/round_layout.h): members come and go, so each trains on its own batch.
-void validate_elastic(const RunConfig& c) {
-  const Algorithm algorithm = algorithm_named(c.dist.algorithm);
-  if (algorithm == Algorithm::none) {
-    reject(fmt::format("dist.elastic = true needs an algorithm that exchanges (diloco, localsgd, streaming, noloco or "
-                       "ddp), not {}",
-                       c.dist.algorithm));
-  }
-  if (algorithm == Algorithm::streaming) {
-    // Note "elastic-overlap" (elastic/quorum_membership.h): one exchange in flight at most, none at a
-    // synchronisation point.
-    const StreamingConfig& s = c.streaming;
-    if (s.overlap_auto) {
-      reject("dist.elastic = true with streaming.overlap_auto = true: an elastic member keeps one exchange in flight "
-             "at most, so tau cannot grow with the exchange there; set streaming.overlap instead");
-    }
-    const std::int64_t spacing = s.sync_every / (s.fragments + (s.embeddings_fragment ? 1 : 0));
-    if (s.overlap > 0 && s.overlap >= spacing) {
-      reject(fmt::format("dist.elastic = true with streaming needs streaming.overlap ({}) below the spacing of its "
-                         "fragments' synchronisations, streaming.sync_every / fragments = {}: an elastic member has "
-                         "one exchange in flight at most. Lower streaming.overlap, or raise streaming.sync_every",
-                         s.overlap, spacing));
-    }
-  }
-  if (algorithm == Algorithm::ddp) {
-    // Elastic data parallel exchanges the whole gradient once the step's quorum is known (elastic/elastic_ddp.h):
-    // the keys that shape a static run's buckets would be accepted and never read.
-    const DdpConfig defaults;
-    if (c.ddp.bucket_mb != defaults.bucket_mb || c.ddp.first_bucket_mb != defaults.first_bucket_mb ||
-        c.ddp.overlap != defaults.overlap) {
-      reject(fmt::format("dist.elastic = true exchanges data parallel's gradients in one piece after backward, once "
-                         "each step's quorum is known: ddp.bucket_mb, ddp.first_bucket_mb and ddp.overlap shape the "
-                         "buckets of a run without dist.elastic and do not apply. Leave them at their defaults "
-                         "({}, {}, {})",
-                         defaults.bucket_mb, defaults.first_bucket_mb, defaults.overlap));
-    }
-  }
-  if (c.dist.backend == "local" && c.dist.replicas < 1) {
-    reject("dist.elastic = true with dist.backend = \"local\" runs dist.replicas replicas as threads: set "
-           "dist.replicas to 1 or more");
-  }
-  if (c.dist.batch != "per_replica") {
-    reject("dist.elastic = true needs dist.batch = \"per_replica\": the number of replicas changes during the run, "
-           "so train.batch_size is each replica's batch");
-  }
-  if (!c.comm.bandwidth_mbps.empty() || !c.comm.latency_ms.empty()) {
-    reject("comm.bandwidth_mbps / comm.latency_ms emulate the links of a fixed group of ranks; an elastic run's groups "
-           "change with its members, so they are not emulated there: leave them empty and give the ranks real "
-           "shaped links (scripts/netns_run.sh, docs/slow-links.md)");
-  }
-}
-
-void validate_dist(const RunConfig& c) {
-  const DistConfig& d = c.dist;
-  const Algorithm algorithm = algorithm_named(d.algorithm);
-  if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
-  // Ranks are ints in c10d, and every replica is a thread or a process: far below this.
-  constexpr std::int64_t kMaxReplicas = 1 << 16;
-  if (d.replicas > kMaxReplicas) {
-    reject(fmt::format("dist.replicas ({}) must be at most {}", d.replicas, kMaxReplicas));
-  }
-  if (algorithm == Algorithm::none && d.replicas > 1) {
-    std::vector<std::string> connecting;
-    for (const auto& entry : algorithm_registry()) {
-      if (entry.algorithm != Algorithm::none) connecting.push_back(entry.name);
-    }
-    reject(fmt::format("dist.replicas = {} needs an algorithm that connects them; set dist.algorithm ({})",
-                       d.replicas, fmt::join(connecting, ", ")));
-  }
-  if (d.batch == "split" && c.train.batch_size % d.replicas != 0) {
-    reject(fmt::format("train.batch_size ({}) is the global batch (dist.batch = \"split\") and must divide "
-                       "evenly among dist.replicas ({}); change one, or set dist.batch = \"per_replica\"",
-                       c.train.batch_size, d.replicas));
-  }
-  require_sync_every("diloco.sync_every", c.diloco.sync_every);
-  require_sync_every("streaming.sync_every", c.streaming.sync_every);
-  require_sync_every("noloco.sync_every", c.noloco.sync_every);
-  require_sync_every("localsgd.sync_every", c.localsgd.sync_every);
-  if (!(c.diloco.outer_lr > 0) || !(c.streaming.outer_lr > 0)) reject("the outer learning rates must be positive");
-  if (!(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1) ||
-      !(c.streaming.outer_momentum >= 0 && c.streaming.outer_momentum < 1)) {
-    reject("diloco.outer_momentum and streaming.outer_momentum must lie in [0, 1)");
-  }
-  if (!(c.diloco.drop_rate >= 0 && c.diloco.drop_rate < 1)) reject("diloco.drop_rate must lie in [0, 1)");
-  const StreamingConfig& s = c.streaming;
-  if (s.fragments < 1 || (algorithm == Algorithm::streaming && s.fragments > c.model.num_hidden_layers)) {
-    reject(fmt::format("streaming.fragments ({}) must lie in [1, model.num_hidden_layers = {}]: every fragment "
-                       "holds at least one transformer block",
-                       s.fragments, c.model.num_hidden_layers));
-  }
-  if (s.overlap < 0 || s.overlap >= s.sync_every) {
-    reject(fmt::format("streaming.overlap ({}) must lie in [0, streaming.sync_every = {}): a fragment's exchange "
-                       "must land before its next one starts",
-                       s.overlap, s.sync_every));
-  }
-  if (s.overlap_auto && s.sync_every < 2) {
-    reject(fmt::format("streaming.overlap_auto = true needs streaming.sync_every of 2 or more (it is {}): tau lies in "
-                       "[1, streaming.sync_every - 1]",
-                       s.sync_every));
-  }
-  if (!(s.mix >= 0 && s.mix <= 1)) reject("streaming.mix must lie in [0, 1]");
-  if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
-  if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
-  if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
-    const auto kib = parse_whole_number(c.comm.round_kib);
-    if (!kib || *kib < 0) {
-      reject(fmt::format("comm.round_kib '{}' is not a round size: give auto (sized from the link), off (one round) "
-                         "or a size in KiB per peer and round, e.g. 32",
-                         c.comm.round_kib));
-    }
-  }
-  try {
-    const int ranks = static_cast<int>(d.replicas);
-    parse_per_rank_values(c.comm.bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
-    parse_per_rank_values(c.comm.latency_ms, "latency (ms)", ranks);
-  } catch (const Error& e) {
-    reject(fmt::format("comm.bandwidth_mbps / comm.latency_ms: {}", e.what()));
-  }
-  const NolocoConfig& n = c.noloco;
-  if (!(n.momentum >= 0 && n.momentum < 1) || !(n.beta > 0) || !(n.gamma > 0)) {
-    reject("noloco.momentum must lie in [0, 1); noloco.beta and noloco.gamma must be positive");
-  }
-  if (c.localsgd.qsr_alpha < 0) reject("localsgd.qsr_alpha must be 0 (fixed H) or positive");
-  const bool outer_step = algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd ||
-                          algorithm == Algorithm::streaming;
-  if (d.aggregation != "mean" && !outer_step) {
-    reject(fmt::format("dist.aggregation = \"{}\" combines the pseudo-gradients of an outer step: it needs "
-                       "dist.algorithm diloco, localsgd or streaming, not {}",
-                       d.aggregation, d.algorithm));
-  }
-  if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
-  if (d.clip_iterations < 1) reject(fmt::format("dist.clip_iterations ({}) must be at least 1", d.clip_iterations));
-  if (!(d.clip_radius > 0) || !std::isfinite(d.clip_radius)) {
-    reject(fmt::format("dist.clip_radius ({}) must be a positive number", d.clip_radius));
-  }
-  if (!d.adversary.empty()) {
-    parse_adversary(d.adversary, d.replicas);
-    if (!outer_step) {
-      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming");
-    }
-  }
-  if (d.elastic) validate_elastic(c);
-  if (!d.churn.empty()) {
-    if (!d.elastic) {
-      reject("dist.churn schedules faults of an elastic run's replicas (threads with dist.backend = \"local\", or the "
-             "ranks of loco launch --elastic): it needs dist.elastic = true");
-    }
-    parse_churn_schedule(d.churn, d.replicas, c.train.steps);
-  }
-  // Simulated replicas may share one GPU: their models and inner steps run there, while the outer step
-  // works on host copies of the parameters (θ_g and the fragments' values live on the host), which is
-  // what the local collectives exchange. Data parallel's buckets exchange device tensors, which the
-  // host-side groups refuse (seen on an H100); elastic members have not been run on a GPU this way.
-  if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1 && (d.algorithm == "ddp" || d.elastic)) {
-    reject(fmt::format("dist.backend = \"local\" runs the replicas of {} on the CPU only; use train.device = "
-                       "\"cpu\", or one process per GPU with dist.backend = \"nccl\" and loco launch. Replicas of "
-                       "diloco, localsgd, streaming and noloco may share a GPU",
-                       d.elastic ? "an elastic run" : "ddp"));
-  }
-}
-
 }  // namespace
 
 std::int64_t RunConfig::replica_batch() const {
@@ -419,7 +254,9 @@ void resolve_derived(RunConfig& c, std::int64_t world_size) {
 
 void validate(const RunConfig& c) {
   validate_choices(c);
-  validate_dist(c);
+  check_dist_section(c);
+  check_strategy_sections(c);
+  check_comm_section(c);
   validate_train(c.train, c.data, c.replica_batch());
   tokens_per_step(c);  // the trainer multiplies these sizes: ConfigError when they overflow
   validate_model(c.model, c.data);

@@ -1,0 +1,127 @@
+#include "loco/config/dist_checks.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "loco/config/adversary.h"
+#include "loco/config/algorithms.h"
+#include "loco/config/churn_schedule.h"
+#include "loco/util/error.h"
+#include "loco/util/parse_number.h"
+
+namespace loco {
+
+namespace {
+
+[[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
+
+bool has_outer_step(Algorithm algorithm) {
+  return algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd || algorithm == Algorithm::streaming;
+}
+
+// What every elastic run needs, whatever its algorithm (the strategies' own limits: strategy_checks.cpp).
+// Note "elastic-data" (elastic/round_layout.h): members come and go, so each trains on its own batch.
+void check_elastic_run(const RunConfig& c) {
+  if (algorithm_named(c.dist.algorithm) == Algorithm::none) {
+    reject(fmt::format("dist.elastic = true needs an algorithm that exchanges (diloco, localsgd, streaming, noloco or "
+                       "ddp), not {}",
+                       c.dist.algorithm));
+  }
+  if (c.dist.backend == "local" && c.dist.replicas < 1) {
+    reject("dist.elastic = true with dist.backend = \"local\" runs dist.replicas replicas as threads: set "
+           "dist.replicas to 1 or more");
+  }
+  if (c.dist.batch != "per_replica") {
+    reject("dist.elastic = true needs dist.batch = \"per_replica\": the number of replicas changes during the run, "
+           "so train.batch_size is each replica's batch");
+  }
+  if (!c.comm.bandwidth_mbps.empty() || !c.comm.latency_ms.empty()) {
+    reject("comm.bandwidth_mbps / comm.latency_ms emulate the links of a fixed group of ranks; an elastic run's groups "
+           "change with its members, so they are not emulated there: leave them empty and give the ranks real "
+           "shaped links (scripts/netns_run.sh, docs/slow-links.md)");
+  }
+}
+
+}  // namespace
+
+void check_dist_section(const RunConfig& c) {
+  const DistConfig& d = c.dist;
+  const Algorithm algorithm = algorithm_named(d.algorithm);
+  if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
+  // Ranks are ints in c10d, and every replica is a thread or a process: far below this.
+  constexpr std::int64_t kMaxReplicas = 1 << 16;
+  if (d.replicas > kMaxReplicas) {
+    reject(fmt::format("dist.replicas ({}) must be at most {}", d.replicas, kMaxReplicas));
+  }
+  if (algorithm == Algorithm::none && d.replicas > 1) {
+    std::vector<std::string> connecting;
+    for (const auto& entry : algorithm_registry()) {
+      if (entry.algorithm != Algorithm::none) connecting.push_back(entry.name);
+    }
+    reject(fmt::format("dist.replicas = {} needs an algorithm that connects them; set dist.algorithm ({})",
+                       d.replicas, fmt::join(connecting, ", ")));
+  }
+  if (d.batch == "split" && c.train.batch_size % d.replicas != 0) {
+    reject(fmt::format("train.batch_size ({}) is the global batch (dist.batch = \"split\") and must divide "
+                       "evenly among dist.replicas ({}); change one, or set dist.batch = \"per_replica\"",
+                       c.train.batch_size, d.replicas));
+  }
+  if (d.aggregation != "mean" && !has_outer_step(algorithm)) {
+    reject(fmt::format("dist.aggregation = \"{}\" combines the pseudo-gradients of an outer step: it needs "
+                       "dist.algorithm diloco, localsgd or streaming, not {}",
+                       d.aggregation, d.algorithm));
+  }
+  if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
+  if (d.clip_iterations < 1) reject(fmt::format("dist.clip_iterations ({}) must be at least 1", d.clip_iterations));
+  if (!(d.clip_radius > 0) || !std::isfinite(d.clip_radius)) {
+    reject(fmt::format("dist.clip_radius ({}) must be a positive number", d.clip_radius));
+  }
+  if (!d.adversary.empty()) {
+    parse_adversary(d.adversary, d.replicas);
+    if (!has_outer_step(algorithm)) {
+      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming");
+    }
+  }
+  if (d.elastic) check_elastic_run(c);
+  if (!d.churn.empty()) {
+    if (!d.elastic) {
+      reject("dist.churn schedules faults of an elastic run's replicas (threads with dist.backend = \"local\", or the "
+             "ranks of loco launch --elastic): it needs dist.elastic = true");
+    }
+    parse_churn_schedule(d.churn, d.replicas, c.train.steps);
+  }
+  // Simulated replicas may share one GPU: their models and inner steps run there, while the outer step
+  // works on host copies of the parameters (θ_g and the fragments' values live on the host), which is
+  // what the local collectives exchange. Data parallel's buckets exchange device tensors, which the
+  // host-side groups refuse (seen on an H100); elastic members have not been run on a GPU this way.
+  if (d.backend == "local" && c.train.device != "cpu" && d.replicas > 1 && (d.algorithm == "ddp" || d.elastic)) {
+    reject(fmt::format("dist.backend = \"local\" runs the replicas of {} on the CPU only; use train.device = "
+                       "\"cpu\", or one process per GPU with dist.backend = \"nccl\" and loco launch. Replicas of "
+                       "diloco, localsgd, streaming and noloco may share a GPU",
+                       d.elastic ? "an elastic run" : "ddp"));
+  }
+}
+
+void check_comm_section(const RunConfig& c) {
+  if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
+  if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
+  if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
+    const auto kib = parse_whole_number(c.comm.round_kib);
+    if (!kib || *kib < 0) {
+      reject(fmt::format("comm.round_kib '{}' is not a round size: give auto (sized from the link), off (one round) "
+                         "or a size in KiB per peer and round, e.g. 32",
+                         c.comm.round_kib));
+    }
+  }
+  try {
+    const int ranks = static_cast<int>(c.dist.replicas);
+    parse_per_rank_values(c.comm.bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
+    parse_per_rank_values(c.comm.latency_ms, "latency (ms)", ranks);
+  } catch (const Error& e) {
+    reject(fmt::format("comm.bandwidth_mbps / comm.latency_ms: {}", e.what()));
+  }
+}
+
+}  // namespace loco

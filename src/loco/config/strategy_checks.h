@@ -1,0 +1,20 @@
+// The checks of each strategy's config section, one function per strategy, each beside the others and
+// apart from the run's general checks (load_config.cpp). Every section is checked in every config, chosen
+// or not, as every key is parsed; what a strategy needs of the run as a whole (a layer per fragment, the
+// limits of an elastic run) is checked with it. ConfigError naming the key and the fix.
+#pragma once
+
+#include "loco/config/run_config.h"
+
+namespace loco {
+
+void check_ddp_section(const RunConfig& config);
+void check_diloco_section(const RunConfig& config);
+void check_localsgd_section(const RunConfig& config);
+void check_streaming_section(const RunConfig& config);
+void check_noloco_section(const RunConfig& config);
+
+// All of the above.
+void check_strategy_sections(const RunConfig& config);
+
+}  // namespace loco
