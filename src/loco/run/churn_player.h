@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "loco/run/elastic_member_run.h"
 #include "loco/config/churn_schedule.h"
+#include "loco/run/elastic_member_run.h"
 
 namespace loco::run {
 

@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <thread>
 
-#include "loco/run/churn_player.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
+#include "loco/run/churn_player.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"

@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
-#include "loco/run/churn_player.h"
-#include "loco/run/elastic_member_run.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/membership/run_secret.h"
+#include "loco/run/churn_player.h"
+#include "loco/run/elastic_member_run.h"
 #include "loco/run/served_coordinator.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
