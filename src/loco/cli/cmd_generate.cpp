@@ -22,8 +22,8 @@ struct GenerateArgs {
 void run_generate(GenerateArgs args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
-  configure_threads(checkpoint.config.train.threads);
   const torch::Device device = resolve_device(args.device);
+  configure_threads(checkpoint.config.train.threads, device);
   Llama model = restore_model(checkpoint, device);
 
   std::vector<std::int64_t> prompt{tokenizer->bos_id()};

@@ -95,7 +95,7 @@ std::vector<ConfigKey> make_keys() {
            {{"cpu", ""}, {"cuda", ""}, {"auto", "CUDA when available"}}),
       bind("train", "autocast", &R::train, &T::autocast, "mixed precision of the forward pass",
            {{"none", ""}, {"bf16", "CUDA only"}}),
-      bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: all cores"),
+      bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: chosen from the device (1 on the CPU, where OpenBLAS has its own pool; every core with CUDA)"),
       bind("dist", "algorithm", &R::dist, &Dist::algorithm, "how replicas cooperate", algorithm_choices()),
       bind("dist", "replicas", &R::dist, &Dist::replicas,
            "replicas M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl"),

@@ -182,7 +182,7 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
   if (t.log_every <= 0) reject("train.log_every must be positive");
   if (t.out_dir.empty()) reject("train.out_dir is empty; name the run directory");
-  if (t.threads < 0) reject("train.threads must be 0 (all cores) or positive");
+  if (t.threads < 0) reject("train.threads must be 0 (chosen from the device) or positive");
 }
 
 // Every string key with choices holds one of them (config_keys.cpp lists them).

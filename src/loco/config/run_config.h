@@ -59,7 +59,7 @@ struct TrainConfig {
   std::string out_dir = "runs/default";
   std::string device = "cpu";     // cpu | cuda | auto
   std::string autocast = "none";  // none | bf16 (CUDA only)
-  std::int64_t threads = 0;       // intra-op threads; 0: all cores
+  std::int64_t threads = 0;       // intra-op threads; 0: chosen from the device (note "auto-threads")
 };
 
 // How replicas cooperate (docs/design.md §3 "Strategy"; docs/algorithm-reference.md).

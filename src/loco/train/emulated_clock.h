@@ -48,8 +48,9 @@ class EmulatedClock {
 };
 
 // The compute time source of a replica (the second paragraph above): the process's CPU time shared
-// among its `local_replicas` when every replica computes with one intra-op thread on the CPU
-// (`single_cpu_thread`), wall time since now minus the group's blocked time otherwise. Not the replica
+// among its `local_replicas` when every replica computes on one core of the CPU (`single_cpu_thread`:
+// one intra-op thread, one BLAS thread per call), wall time since now minus the group's blocked time
+// otherwise. Not the replica
 // thread's own CPU time: BLAS may compute on threads of its own (measured: a single replica's main
 // thread showed a third of the CPU time of the same work on a replica thread).
 std::function<double()> replica_compute_seconds(const comm::Group* group, bool single_cpu_thread,

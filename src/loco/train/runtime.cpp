@@ -24,19 +24,29 @@ torch::Device resolve_device(const std::string& name) {
   return torch::kCUDA;
 }
 
-void configure_threads(std::int64_t threads) {
-  const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(static_cast<int>(n));
+std::int64_t intra_op_threads(std::int64_t configured, const torch::Device& device) {
+  if (configured > 0) return configured;
+  return device.is_cuda() ? static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency())) : 1;
+}
+
+void configure_threads(std::int64_t threads, const torch::Device& device) {
+  torch::set_num_threads(static_cast<int>(intra_op_threads(threads, device)));
   keep_freed_memory_in_heap();
 }
 
 void limit_blas_threads(std::int64_t threads) {
-  const auto n = threads > 0 ? threads : static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::int64_t n = threads > 0 ? threads : 1;  // note "auto-threads": replicas that share the cores
   // Looked up at run time: libblas.so.3 is whichever BLAS Debian's alternatives point to.
   using SetThreads = void (*)(int);
   if (const auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     set(static_cast<int>(n));
   }
+}
+
+int blas_threads_per_call() {
+  using GetThreads = int (*)();
+  const auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 0;
 }
 
 void keep_freed_memory_in_heap() {

@@ -191,8 +191,8 @@ void Trainer::set_up() {
     throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
   }
 
-  configure_threads(tc.threads);
   s.device = resolve_device(tc.device);
+  configure_threads(tc.threads, s.device);
   s.bf16 = tc.autocast == "bf16";
   if (s.bf16 && !s.device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
 
@@ -228,7 +228,11 @@ void Trainer::set_up() {
   const DataSlice slice = s.membership->data_slice();
   s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), slice.rank, slice.of,
                     true);
-  s.clock.emplace(replica_compute_seconds(s.group, tc.threads == 1 && !s.device.is_cuda(),
+  // CPU time measures a replica's compute only where it computes on one core: one intra-op thread and a
+  // BLAS pool cut to one thread per call (note "blas-pool"), as when replicas share the machine.
+  const bool on_one_core = !s.device.is_cuda() && intra_op_threads(tc.threads, s.device) == 1 &&
+                           blas_threads_per_call() == 1;
+  s.clock.emplace(replica_compute_seconds(s.group, on_one_core,
                                           config.dist.backend == "local" ? s.replicas() : 1));
   const ReplicaContext context{s.group,
                                &*s.clock,
