@@ -44,8 +44,9 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-CommandResult run_loco(const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(LOCO_BINARY);
+namespace {
+
+CommandResult run_command(std::string cmd, const std::vector<std::string>& args) {
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
@@ -57,6 +58,14 @@ CommandResult run_loco(const std::vector<std::string>& args) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+}  // namespace
+
+CommandResult run_loco(const std::vector<std::string>& args) { return run_command(shell_quote(LOCO_BINARY), args); }
+
+CommandResult run_loco_within(int seconds, const std::vector<std::string>& args) {
+  return run_command(fmt::format("timeout -k 5 {} {}", seconds, shell_quote(LOCO_BINARY)), args);
 }
 
 void write_text(const fs::path& path, const std::string& text) {

@@ -29,6 +29,10 @@ struct CommandResult {
 // Runs the loco binary with `args` (shell-quoted here), capturing its output.
 CommandResult run_loco(const std::vector<std::string>& args);
 
+// run_loco, stopped after `seconds` by timeout(1) (exit code 124 then): for inputs that could make loco
+// hang, so that a regression fails the test instead of stalling the suite.
+CommandResult run_loco_within(int seconds, const std::vector<std::string>& args);
+
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);
 // The bytes of the file at `path` ("" when it cannot be read).

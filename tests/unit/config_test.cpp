@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 
 #include "loco/comm/codecs/codec.h"
@@ -98,6 +100,62 @@ TEST(Config, WrongTypesAreRejected) {
   EXPECT_NE(message.find("train.steps"), std::string::npos) << message;
   message = config_error(dir, kValidConfig, {"model.tie_word_embeddings=yes"});
   EXPECT_NE(message.find("true or false"), std::string::npos) << message;
+}
+
+// Note "one-number-parser": a TOML file and --set refuse the same numbers, with the same words.
+TEST(Config, NumbersFromTomlAndSetGoThroughOneParser) {
+  ScratchDir dir;
+  auto with = [](const std::string& section_line, const std::string& line) {
+    std::string text = kValidConfig;
+    const auto at = text.find(section_line) + section_line.size();
+    return text.insert(at, "\n" + line);
+  };
+  for (const char* value : {"inf", "+inf", "-inf", "nan", "1e999"}) {
+    for (const char* key : {"grad_clip", "weight_decay", "eps"}) {
+      const std::string from_file = config_error(dir, with("[optim]", fmt::format("{} = {}", key, value)));
+      const std::string from_set = config_error(dir, kValidConfig, {fmt::format("optim.{}={}", key, value)});
+      EXPECT_NE(from_file.find("is not a finite number"), std::string::npos) << key << " = " << value << ": " << from_file;
+      EXPECT_NE(from_set.find("is not a finite number"), std::string::npos) << key << "=" << value << ": " << from_set;
+    }
+  }
+  std::string infinite_lr = kValidConfig;
+  infinite_lr.replace(infinite_lr.find("lr = 1e-3"), 9, "lr = inf");
+  EXPECT_NE(config_error(dir, infinite_lr).find("'inf' for optim.lr"), std::string::npos) << config_error(dir, infinite_lr);
+  for (const std::string line : {"rope_theta = inf", "rms_norm_eps = 1e999"}) {
+    const std::string message = config_error(dir, with("[model]", line));
+    EXPECT_NE(message.find("is not a finite number"), std::string::npos) << line << ": " << message;
+  }
+  std::string huge_steps = kValidConfig;
+  huge_steps.replace(huge_steps.find("steps = 50"), 10, "steps = 99999999999999999999");
+  std::string message = config_error(dir, huge_steps);
+  EXPECT_NE(message.find("'99999999999999999999' for train.steps"), std::string::npos) << message;
+  message = config_error(dir, std::string(kValidConfig) + "\n[diloco]\nsync_every = 99999999999999999999\n");
+  EXPECT_NE(message.find("an integer of at most 64 bits"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"diloco.sync_every=99999999999999999999"});
+  EXPECT_NE(message.find("an integer of at most 64 bits"), std::string::npos) << message;
+  // TOML's other spellings of integers mean what they say, and the same through --set.
+  const RunConfig config = load_text(dir, std::string(kValidConfig) + "\n[diloco]\nsync_every = 1_000\n", {"train.seed=0x10"});
+  EXPECT_EQ(config.diloco.sync_every, 1000);
+  EXPECT_EQ(config.train.seed, 16);
+  EXPECT_EQ(load_text(dir, std::string(kValidConfig) + "\n[diloco]\nsync_every = 0o17\n").diloco.sync_every, 15);
+  EXPECT_EQ(load_text(dir, kValidConfig, {"diloco.sync_every=0b101"}).diloco.sync_every, 5);
+  EXPECT_NE(config_error(dir, kValidConfig, {"diloco.sync_every=0x-5"}).find("not an integer"), std::string::npos);
+}
+
+TEST(Config, NegativeTokensAndModelsNoMachineHoldsAreRefused) {
+  ScratchDir dir;
+  std::string message = config_error(dir, kValidConfig, {"train.tokens=-1"});
+  EXPECT_NE(message.find("train.tokens (-1)"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.num_hidden_layers=1099511627776"});
+  EXPECT_NE(message.find("more than 8796093022208 parameters"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.vocab_size=4611686018427387904"});
+  EXPECT_NE(message.find("64 bits"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.max_position_embeddings=1099511627776"});
+  EXPECT_NE(message.find("at most 16777216"), std::string::npos) << message;
+  // The largest preset is far inside the bound.
+  EXPECT_NO_THROW(load_text(dir, kValidConfig, {"model.hidden_size=8192", "model.num_attention_heads=64",
+                                                "model.num_key_value_heads=8", "model.num_hidden_layers=80",
+                                                "model.vocab_size=128256"}));
 }
 
 // comm.round_kib is text ("auto", "off" or KiB); a TOML number for a text key is taken as its text.

@@ -5,7 +5,9 @@
 #include "loco/cli/usage.h"
 #include "loco/data/tokenizer.h"
 #include "loco/model/hf_export.h"
+#include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/run_directory.h"
 
 namespace loco::cli {
 
@@ -17,10 +19,12 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& args) {
+  refuse_data_and_checkpoint_directories(args.out_dir, "--out");
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
-  NamedTensors parameters;
-  for (const auto& [name, tensor] : checkpoint.model.tensors) parameters.emplace_back(name, tensor);
+  // Through the model, so that the weights pass the checks a model load makes (type, shape, finite values).
+  const Llama model = restore_model(checkpoint, torch::kCPU);
+  const NamedTensors parameters = model_parameters(model);
   write_hf_export(args.out_dir, hf_config_json(checkpoint.config.model, tokenizer->bos_id(), tokenizer->eos_id()),
                   parameters, args.checkpoint);
   fmt::print("exported {} (step {}) to {}: config.json, model.safetensors, tokenizer files\n", args.checkpoint,

@@ -2,7 +2,11 @@
 // run the chosen one, and turn errors into a one-paragraph message and an exit code.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
@@ -10,10 +14,33 @@
 
 namespace {
 
-int report(const char* kind, const std::exception& e, int exit_code) {
-  fmt::print(stderr, "loco: {}{}\n", kind, e.what());
+// A message names what it refuses, and a path or value can be megabytes long (a 2 MB data.dir): each word
+// longer than this is shown by its two ends, so the paragraph stays readable.
+constexpr std::size_t kLongestWordShown = 240;
+
+std::string shorten_long_words(std::string_view text) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    const std::string_view word = text.substr(at, end - at);
+    if (word.size() > kLongestWordShown) {
+      out += fmt::format("{}...({} characters)...{}", word.substr(0, 160), word.size(), word.substr(word.size() - 60));
+    } else {
+      out += word;
+    }
+    if (end < text.size()) out += text[end];
+    at = end + 1;
+  }
+  return out;
+}
+
+int report(const char* kind, std::string_view message, int exit_code) {
+  fmt::print(stderr, "loco: {}{}\n", kind, shorten_long_words(message));
   return exit_code;
 }
+
+int report(const char* kind, const std::exception& e, int exit_code) { return report(kind, e.what(), exit_code); }
 
 }  // namespace
 
@@ -50,6 +77,10 @@ int main(int argc, char** argv) {
     return report("error: ", e, 1);
   } catch (const loco::InternalError& e) {
     return report("", e, 70);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the system refuses outright (too long, a loop of symbolic links) where loco asked about it.
+    return report("error: ",
+                  fmt::format("cannot use '{}': {}. Check the path.", e.path1().string(), e.code().message()), 1);
   } catch (const std::exception& e) {
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
     return report("unexpected error: ", e, 1);

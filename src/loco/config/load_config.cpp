@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -31,24 +32,41 @@ const ConfigKey& require_key(const std::string& section, const std::string& name
       where, suggest_config_key(dotted)));
 }
 
-ConfigValue parse_text_value(const ConfigKey& key, const std::string& text) {
+// Note "one-number-parser": a number for a config key is read from its text, whether the text comes from
+// `--set` or from a TOML file (the literal as written, underscores between digits removed), so the same
+// value is refused the same way everywhere: toml11 itself turns 1e999 into inf and saturates
+// 99999999999999999999 to 2^63 - 1 without a word. Integers may be written in base 16, 8 or 2 with TOML's
+// prefixes (0x, 0o, 0b); floats must be finite.
+ConfigValue parse_text_value(const ConfigKey& key, const std::string& text, const std::string& where) {
   const ConfigValue current = key.get(RunConfig{});
   auto bad = [&](const char* expected) {
-    return ConfigError(fmt::format("'{}' for {} is not {}; give it like {}={}", text, key.dotted(),
+    return ConfigError(fmt::format("'{}' for {} ({}) is not {}; give it like {}={}", text, key.dotted(), where,
                                    expected, key.dotted(), format_config_value(current)));
   };
   switch (current.index()) {
     case 0: {  // integer
+      int base = 10;
+      std::size_t digits = 0;
+      if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'o' || text[1] == 'b')) {
+        base = text[1] == 'x' ? 16 : text[1] == 'o' ? 8 : 2;
+        digits = 2;
+      }
+      const char* begin = text.c_str() + digits;
       char* end = nullptr;
       errno = 0;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || errno == ERANGE) throw bad("an integer");
+      const long long v = std::strtoll(begin, &end, base);
+      const bool signed_prefix = digits > 0 && (*begin == '-' || *begin == '+' || std::isspace(*begin));
+      if (text.size() == digits || *end != '\0' || end == begin || signed_prefix || std::isspace(text[0])) {
+        throw bad("an integer");
+      }
+      if (errno == ERANGE) throw bad("an integer of at most 64 bits");
       return static_cast<std::int64_t>(v);
     }
     case 1: {  // float
       char* end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !std::isfinite(v)) throw bad("a finite number");
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || std::isspace(text[0])) throw bad("a number");
+      if (!std::isfinite(v)) throw bad("a finite number");
       return v;
     }
     case 2:  // boolean
@@ -63,6 +81,14 @@ ConfigValue parse_text_value(const ConfigKey& key, const std::string& text) {
   }
 }
 
+// A TOML number's literal as the file writes it, without the underscores TOML allows between digits.
+std::string toml_number_text(const toml::value& v) {
+  const toml::source_location where = v.location();
+  std::string text = where.line_str().substr(where.column() - 1, where.region());
+  text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+  return text;
+}
+
 ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std::string& where) {
   const ConfigValue current = key.get(RunConfig{});
   auto bad = [&]() {
@@ -72,11 +98,10 @@ ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std:
   switch (current.index()) {
     case 0:
       if (!v.is_integer()) throw bad();
-      return static_cast<std::int64_t>(v.as_integer());
+      return parse_text_value(key, toml_number_text(v), where);
     case 1:
-      if (v.is_integer()) return static_cast<double>(v.as_integer());
-      if (!v.is_floating()) throw bad();
-      return v.as_floating();
+      if (!v.is_integer() && !v.is_floating()) throw bad();
+      return parse_text_value(key, toml_number_text(v), where);
     case 2:
       if (!v.is_boolean()) throw bad();
       return v.as_boolean();
@@ -105,6 +130,11 @@ void apply_toml(RunConfig& config, const toml::value& root, const std::string& f
 }
 
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
+
+// Bounds on a model's size that no configuration meant for a machine reaches: a value beyond them is a
+// typo or an edited file, refused before it becomes an allocation.
+constexpr std::int64_t kMostParameters = std::int64_t{1} << 43;  // 8.8 trillion
+constexpr std::int64_t kLongestSequence = std::int64_t{1} << 24;  // 16.8M positions
 
 // a·b for a size derived from the config; a product beyond 64 bits comes of a value far too large, a typo.
 std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
@@ -153,6 +183,30 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
   if (!(m.rope_theta > 0) || !(m.rms_norm_eps > 0) || !(m.initializer_range > 0)) {
     reject("model.rope_theta, model.rms_norm_eps and model.initializer_range must be positive");
   }
+  if (m.max_position_embeddings > kLongestSequence) {
+    reject(fmt::format("model.max_position_embeddings ({}) and data.seq_len are at most {}; a longer sequence "
+                       "is a typo",
+                       m.max_position_embeddings, kLongestSequence));
+  }
+  // Attention and MLP weights per layer, embeddings and head: an upper bound of the parameters, whose
+  // products checked_product refuses before they overflow (and each term is bounded before a sum).
+  const std::int64_t attention =
+      checked_product(4, checked_product(m.hidden_size, m.hidden_size, "model.hidden_size²"), "the attention weights");
+  const std::int64_t mlp =
+      checked_product(3, checked_product(m.hidden_size, m.intermediate_size, "the MLP weights"), "the MLP weights");
+  const std::int64_t embeddings =
+      checked_product(2, checked_product(std::max<std::int64_t>(m.vocab_size, 1), m.hidden_size, "the embeddings"),
+                      "the embeddings and head");
+  const std::int64_t layers =
+      std::max({attention, mlp, embeddings}) > kMostParameters
+          ? kMostParameters + 1
+          : checked_product(m.num_hidden_layers, attention + mlp, "the parameters of every layer");
+  if (layers > kMostParameters - std::min(embeddings, kMostParameters)) {
+    reject(fmt::format("the model has more than {} parameters (model.num_hidden_layers {}, model.hidden_size {}, "
+                       "model.intermediate_size {}, model.vocab_size {}); no machine holds it, so one of them is a "
+                       "typo",
+                       kMostParameters, m.num_hidden_layers, m.hidden_size, m.intermediate_size, m.vocab_size));
+  }
 }
 
 void validate_optim(const OptimConfig& o) {
@@ -171,6 +225,7 @@ void validate_optim(const OptimConfig& o) {
 void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t replica_batch) {
   if (d.seq_len <= 0) reject("data.seq_len must be positive");
   if (d.dir.empty()) reject("data.dir is empty; point it at a directory written by `loco prepare`");
+  if (t.tokens < 0) reject(fmt::format("train.tokens ({}) must be 0 (use train.steps) or positive", t.tokens));
   if (t.steps <= 0) reject("set train.steps or train.tokens to a positive number: how long to train");
   if (t.batch_size <= 0) reject("train.batch_size must be positive");
   if (t.micro_batch_size <= 0 || replica_batch % t.micro_batch_size != 0) {
@@ -192,6 +247,17 @@ void validate_choices(const RunConfig& c) {
     const auto* text = std::get_if<std::string>(&value);
     if (text != nullptr && !key.allows(*text)) {
       reject(fmt::format("{} '{}' is unknown; choose {}", key.dotted(), *text, key.choice_list()));
+    }
+  }
+}
+
+// Every number is finite, however the config was built (a file, --set, a checkpoint's state.json).
+void validate_finite(const RunConfig& c) {
+  for (const auto& key : config_keys()) {
+    const ConfigValue value = key.get(c);
+    const auto* number = std::get_if<double>(&value);
+    if (number != nullptr && !std::isfinite(*number)) {
+      reject(fmt::format("{} = {} is not a finite number; give a finite value", key.dotted(), *number));
     }
   }
 }
@@ -226,7 +292,7 @@ void apply_override(RunConfig& config, const std::string& assignment) {
   std::string section = assignment.substr(0, dot);
   std::string name = assignment.substr(dot + 1, eq - dot - 1);
   const ConfigKey& key = require_key(section, name, "in --set " + assignment);
-  key.set(config, parse_text_value(key, assignment.substr(eq + 1)));
+  key.set(config, parse_text_value(key, assignment.substr(eq + 1), "in --set " + assignment));
 }
 
 void resolve_derived(RunConfig& c, std::int64_t world_size) {
@@ -253,6 +319,7 @@ void resolve_derived(RunConfig& c, std::int64_t world_size) {
 }
 
 void validate(const RunConfig& c) {
+  validate_finite(c);
   validate_choices(c);
   check_dist_section(c);
   check_strategy_sections(c);

@@ -24,7 +24,10 @@ std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::i
     if (options.temperature <= 0) {
       next = logits.argmax().item<std::int64_t>();
     } else {
-      logits = logits / options.temperature;
+      // In double and shifted so that the largest is 0: divided by a tiny temperature, raw logits overflow to
+      // inf, and in float32 a temperature below 1e-45 is 0 (the largest logit would become 0/0).
+      logits = logits.to(torch::kFloat64);
+      logits = (logits - logits.max()) / options.temperature;
       if (options.top_k > 0 && options.top_k < logits.size(0)) {
         const double kth = std::get<0>(logits.topk(options.top_k)).index({-1}).item<double>();
         logits = logits.masked_fill(logits < kth, -std::numeric_limits<double>::infinity());

@@ -25,6 +25,18 @@ void load_model_weights(Llama& model, const SafetensorsContent& content, const s
           "configuration (check model.* in the config)",
           content.source.string(), prefix + name, shape_string(saved.sizes()), shape_string(param.sizes())));
     }
+    // copy_ would convert any type, and a relabelled header (F32 bytes read as I32) would load as numbers.
+    if (saved.scalar_type() != param.scalar_type()) {
+      throw CheckpointError(fmt::format("{} holds {} as {} but the model's parameters are {}; the file was altered "
+                                        "or written by another tool. Use another checkpoint",
+                                        content.source.string(), prefix + name, c10::toString(saved.scalar_type()),
+                                        c10::toString(param.scalar_type())));
+    }
+    if (!torch::isfinite(saved).all().item<bool>()) {
+      throw CheckpointError(fmt::format("{} holds {} with values that are not finite (NaN or infinite); the file was "
+                                        "altered, or the run had diverged. Use an earlier checkpoint",
+                                        content.source.string(), prefix + name));
+    }
     param.copy_(saved);
   }
 }

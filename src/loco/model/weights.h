@@ -11,8 +11,8 @@ namespace loco {
 
 NamedTensors model_parameters(const Llama& model);
 
-// Copies every parameter from `content` (by name); throws CheckpointError when one is missing or
-// has another shape (a checkpoint of a different model).
+// Copies every parameter from `content` (by name); throws CheckpointError when one is missing, has another
+// shape (a checkpoint of a different model) or type, or holds NaN or infinite values.
 void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix = "");
 
 std::string shape_string(c10::IntArrayRef sizes);  // "64x128"

@@ -14,35 +14,74 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kFormatVersion = 1;
+// state.json holds the config, counts and the data position: a few KiB, far below this.
+constexpr std::uint64_t kMaxStateFileBytes = 64ull << 20;
 
-// Files only a resume reads.
-bool holds_training_state(const std::string& name) {
-  return name == "optimizer.safetensors" || name == "strategy.safetensors";
+// Note "checkpoint-files": which files a checkpoint has is fixed by the format, not by the list state.json
+// carries (an edited list must not turn a check off). Every file a reader reads is listed with its size
+// and CRC-32 and verified first; a file the format names that is on disk but not listed is refused, as
+// is a listed name the format does not have.
+struct FormatFile {
+  const char* name;
+  bool required;         // every checkpoint has it (else: only checkpoints whose run needs it)
+  bool training_state;  // read by a resume only
+};
+constexpr FormatFile kFormatFiles[] = {
+    {"model.safetensors", true, false},      {"optimizer.safetensors", true, true},
+    {"strategy.safetensors", false, true},   {"tokenizer.json", true, false},
+    {"tokenizer.model", false, false},
+};
+
+const FormatFile* format_file(const std::string& name) {
+  for (const auto& file : kFormatFiles) {
+    if (name == file.name) return &file;
+  }
+  return nullptr;
+}
+
+CheckpointError edited(const fs::path& dir, const std::string& what) {
+  return CheckpointError(fmt::format("{}/state.json {}; it was edited or corrupted. Resume from another checkpoint",
+                                     dir.string(), what));
+}
+
+void verify_file(const fs::path& dir, const std::string& name, const nlohmann::json& expected) {
+  const fs::path path = dir / name;
+  std::error_code unreadable;  // a path the file system refuses (a symbolic link loop) is missing as well
+  const fs::file_status status = fs::status(path, unreadable);
+  if (!fs::exists(status)) {
+    throw CheckpointError(fmt::format("checkpoint {} is missing {}; it was copied incompletely. Use another "
+                                      "checkpoint or copy this one again",
+                                      dir.string(), name));
+  }
+  if (!fs::is_regular_file(status)) {
+    throw CheckpointError(fmt::format("checkpoint file {} is not a regular file (a directory, FIFO or device took "
+                                      "its place); loco does not read it. Use another checkpoint",
+                                      path.string()));
+  }
+  const auto size = fs::file_size(path);
+  if (size != json_integer<std::uint64_t>(expected.at("bytes")) || crc32_hex_of_file(path) != expected.at("crc32")) {
+    throw CheckpointError(fmt::format(
+        "checkpoint file {} is corrupted or truncated ({} bytes, checksum mismatch against state.json). "
+        "Resume from an earlier checkpoint in {}",
+        path.string(), size, dir.parent_path().string()));
+  }
 }
 
 void verify_files(const fs::path& dir, const nlohmann::json& files, CheckpointUse use) {
+  if (!files.is_object()) throw edited(dir, "has no list of files");
   for (const auto& [name, expected] : files.items()) {
-    if (use == CheckpointUse::inference && holds_training_state(name)) continue;
-    // The names come from the file: only plain names, of regular files inside the checkpoint, are read.
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-      throw CheckpointError(fmt::format("{}/state.json lists '{}', which is not the name of a file in the checkpoint; "
-                                        "it was edited or corrupted. Resume from another checkpoint",
-                                        dir.string(), name));
+    if (format_file(name) == nullptr) {
+      throw edited(dir, fmt::format("lists '{}', which is not a file of a loco checkpoint", name.substr(0, 200)));
     }
-    const fs::path path = dir / name;
-    std::error_code unreadable;  // a name the file system refuses (too long) is missing as well
-    if (!fs::is_regular_file(path, unreadable)) {
-      throw CheckpointError(fmt::format("checkpoint {} is missing {}; it was copied incompletely. Use another "
-                                        "checkpoint or copy this one again",
-                                        dir.string(), name));
+  }
+  for (const auto& file : kFormatFiles) {
+    if (use == CheckpointUse::inference && file.training_state) continue;
+    const bool listed = files.contains(file.name);
+    std::error_code ignored;
+    if (!listed && (file.required || fs::exists(fs::symlink_status(dir / file.name, ignored)))) {
+      throw edited(dir, fmt::format("does not list {}, so its checksum cannot be verified", file.name));
     }
-    const auto size = fs::file_size(path);
-    if (size != json_integer<std::uint64_t>(expected.at("bytes")) || crc32_hex_of_file(path) != expected.at("crc32")) {
-      throw CheckpointError(fmt::format(
-          "checkpoint file {} is corrupted or truncated ({} bytes, checksum mismatch against state.json). "
-          "Resume from an earlier checkpoint in {}",
-          path.string(), size, dir.parent_path().string()));
-    }
+    if (listed) verify_file(dir, file.name, files.at(file.name));
   }
 }
 
@@ -54,9 +93,10 @@ nlohmann::json read_state_file(const fs::path& dir) {
                                       "OUT_DIR/checkpoints/step_N; pass one of those directories",
                                       dir.string()));
   }
+  const std::string text = read_file(state_path, kMaxStateFileBytes);  // IoError for a FIFO, device, ...
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(read_file(state_path));
+    doc = nlohmann::json::parse(text);
     if (doc.at("format") != "loco-checkpoint") throw CheckpointError("");
   } catch (const std::exception&) {
     throw CheckpointError(fmt::format("{} is corrupted or not a loco checkpoint's state file. Resume from "
@@ -75,10 +115,20 @@ nlohmann::json read_state_file(const fs::path& dir) {
 
 // The config a checkpoint was written with. Keys it predates keep their defaults, and those that mean
 // "derive it" (dist.replicas = 0) are derived as the run would have.
-RunConfig saved_config(const nlohmann::json& json) {
-  RunConfig config = from_json(json);
-  resolve_derived(config);
-  return config;
+// It is checked as any config is (complete_run_config): a checkpoint is a file a user may have edited, and
+// eval, generate and export build a model from it. Its vocabulary was resolved from the data, so 0 is wrong.
+RunConfig saved_config(const fs::path& dir, const nlohmann::json& json) {
+  try {
+    RunConfig config = from_json(json);
+    complete_run_config(config);
+    if (config.model.vocab_size <= 0) {
+      throw ConfigError(fmt::format("model.vocab_size is {}, and a trained model has a vocabulary",
+                                    config.model.vocab_size));
+    }
+    return config;
+  } catch (const ConfigError& e) {
+    throw edited(dir, fmt::format("holds a config loco refuses ({})", e.what()));
+  }
 }
 
 }  // namespace
@@ -94,11 +144,24 @@ nlohmann::json checkpoint_state_json(const CheckpointState& state) {
 }
 
 CheckpointState checkpoint_state_from_json(const nlohmann::json& doc) {
+  // Counts and times cannot be negative; the error names the field, since nlohmann's would not.
+  auto count = [&](const char* name) {
+    try {
+      return json_count<std::int64_t>(doc.at(name));
+    } catch (const nlohmann::json::type_error&) {
+      throw nlohmann::json::type_error::create(302, fmt::format("field '{}' must be a count from 0, but is {}", name,
+                                                                doc.at(name).dump()), &doc);
+    }
+  };
   CheckpointState state;
-  state.step = json_integer<std::int64_t>(doc.at("step"));
-  state.tokens = json_integer<std::int64_t>(doc.at("tokens"));
-  state.optimizer_steps = json_integer<std::int64_t>(doc.at("optimizer_steps"));
+  state.step = count("step");
+  state.tokens = count("tokens");
+  state.optimizer_steps = count("optimizer_steps");
   state.elapsed_s = doc.at("elapsed_s").get<double>();
+  if (!(state.elapsed_s >= 0)) {
+    throw nlohmann::json::type_error::create(
+        302, fmt::format("field 'elapsed_s' must be 0 or positive, but is {}", state.elapsed_s), &doc);
+  }
   state.sampler = doc.at("sampler");
   state.strategy = doc.at("strategy");
   state.communication = doc.value("communication", nlohmann::json::object());
@@ -117,7 +180,7 @@ CheckpointManifest read_checkpoint_manifest(const fs::path& dir, CheckpointUse u
   const nlohmann::json doc = read_state_file(dir);
   try {
     verify_files(dir, doc.at("files"), use);
-    return {saved_config(doc.at("config")), checkpoint_state_from_json(doc)};
+    return {saved_config(dir, doc.at("config")), checkpoint_state_from_json(doc)};
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
                                       "by another version. Resume from another checkpoint",
@@ -128,7 +191,7 @@ CheckpointManifest read_checkpoint_manifest(const fs::path& dir, CheckpointUse u
 RunConfig read_checkpoint_config(const fs::path& dir) {
   const nlohmann::json doc = read_state_file(dir);
   try {
-    return saved_config(doc.at("config"));
+    return saved_config(dir, doc.at("config"));
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{}/state.json has no usable config ({}). Resume from another checkpoint",
                                       dir.string(), e.what()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "loco/data/batch_sampler.h"
 #include "loco/util/torch_compat.h"
@@ -14,7 +15,9 @@ EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t ba
                     std::int64_t seq_len, torch::Device device, bool bf16_autocast) {
   torch::NoGradGuard no_grad;
   data::BatchSampler sampler(val, seq_len, /*seed=*/0, /*replica=*/0, /*num_replicas=*/1, /*shuffle=*/false);
-  const auto windows = std::min<std::int64_t>(batches * batch_size, static_cast<std::int64_t>(sampler.windows_per_epoch()));
+  std::int64_t asked = 0;  // batches · batch_size, which a huge --batches would overflow
+  if (__builtin_mul_overflow(batches, batch_size, &asked)) asked = std::numeric_limits<std::int64_t>::max();
+  const auto windows = std::min<std::int64_t>(asked, static_cast<std::int64_t>(sampler.windows_per_epoch()));
   double loss_sum = 0;  // summed per window, so a short last batch weighs what it holds
   for (std::int64_t done = 0; done < windows;) {
     const std::int64_t b = std::min(batch_size, windows - done);

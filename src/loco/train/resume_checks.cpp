@@ -34,6 +34,15 @@ void require_same_tokenizer(const fs::path& data_dir, const LoadedCheckpoint& ch
         "--input CORPUS --out NEW_DIR",
         data_dir.string(), data, checkpoint.dir.string(), model, checkpoint.dir.string()));
   }
+  // The same tokenizer with a vocabulary beyond the model's: meta.json was edited, or the model's config.
+  const std::uint32_t data_vocab = data::read_dataset_meta(data_dir).vocab_size;
+  if (static_cast<std::int64_t>(data_vocab) > checkpoint.config.model.vocab_size) {
+    throw DataError(fmt::format("{} holds token ids up to {} (meta.json) but the model in {} embeds only {}: one of "
+                                "the two was edited. Prepare the data again, or use the checkpoint it was "
+                                "trained with",
+                                data_dir.string(), data_vocab - 1, checkpoint.dir.string(),
+                                checkpoint.config.model.vocab_size));
+  }
 }
 
 void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& checkpoint) {

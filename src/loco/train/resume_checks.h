@@ -18,7 +18,8 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
 void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& checkpoint);
 
 // `data_dir` was prepared with the tokenizer the checkpoint's model learned (its copy of the tokenizer
-// files): with another, the same ids stand for other text. Applies to every use of a checkpoint on data.
+// files), and its vocabulary fits the model's: with another, the same ids stand for other text. Applies to
+// every use of a checkpoint on data.
 void require_same_tokenizer(const std::filesystem::path& data_dir, const LoadedCheckpoint& checkpoint);
 
 // The run has steps left after the checkpoint (`total_steps`), and resuming into `out_dir` would not

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string_view>
 
 namespace loco {
 
@@ -12,6 +13,11 @@ namespace loco {
 std::filesystem::path replica_directory(const std::filesystem::path& out_dir, int rank);
 // Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
 std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
+
+// Note "own-directories": loco writes nothing into a prepared data directory or a checkpoint, nor anywhere
+// under one. Throws ConfigError when `dir` (the `what` of the message, e.g. "train.out_dir") is or lies
+// inside one.
+void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, std::string_view what);
 
 // Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write. A fresh run
 // (not `resuming`) refuses a directory that holds another run's checkpoints or metrics: loco never

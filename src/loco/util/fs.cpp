@@ -10,8 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "loco/util/error.h"
@@ -21,6 +19,37 @@ namespace loco {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// A descriptor of `path` opened for reading, which is a regular file (after symbolic links). O_NONBLOCK:
+// opening a FIFO for reading would otherwise wait for a writer before the check could refuse it.
+int open_regular_file(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(), errno_text()));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(), why));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw IoError(fmt::format("cannot read {}: it is {}, and loco reads only regular files. Check the path.",
+                              path.string(), file_kind(st.st_mode)));
+  }
+  // Reads of a regular file never block; the flag only mattered for the open.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 void write_all(int fd, std::string_view bytes, const fs::path& path) {
   std::size_t done = 0;
@@ -110,15 +139,31 @@ void make_fresh_directory(const fs::path& dir) {
   }
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(),
-                              fs::exists(path) ? "permission denied" : "no such file"));
+std::string read_file(const fs::path& path, std::uint64_t max_bytes) {
+  const int fd = open_regular_file(path);
+  struct stat st {};
+  ::fstat(fd, &st);  // open_regular_file checked that it succeeds
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    throw IoError(fmt::format("{} is {} bytes, more than the {} loco reads from such a file; it is not the file "
+                              "loco wrote there. Check the path.",
+                              path.string(), size, max_bytes));
   }
-  std::ostringstream out;
-  out << in.rdbuf();
-  return std::move(out).str();
+  std::string bytes(size, '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {  // a file that grows meanwhile is read up to the size it had
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? errno_text() : "it became shorter while it was read";
+      ::close(fd);
+      throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(), why));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
 }
 
 void ensure_writable_directory(const fs::path& dir, std::string_view what) {
@@ -158,15 +203,9 @@ std::string crc32_hex_of_file(const fs::path& path) {
 }
 
 MappedFile::MappedFile(const fs::path& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    throw IoError(fmt::format("cannot open {}: {}. Check the path.", path.string(), errno_text()));
-  }
+  const int fd = open_regular_file(path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    throw IoError(fmt::format("cannot stat {}: {}", path.string(), errno_text()));
-  }
+  ::fstat(fd, &st);  // open_regular_file checked that it succeeds
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -14,8 +14,11 @@ namespace fs = std::filesystem;
 // Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory).
 void write_file_atomic(const fs::path& path, std::string_view bytes);
 
-// Reads a whole file; throws IoError naming the path when it cannot.
-std::string read_file(const fs::path& path);
+// Reads a whole regular file of at most `max_bytes`; throws IoError naming the path when it cannot, when
+// it is larger, or when it is not a regular file (a FIFO, a device, a directory): that is refused before
+// a byte is read, so a FIFO cannot block the reader and /dev/zero cannot feed it without end.
+inline constexpr std::uint64_t kAnySize = ~std::uint64_t{0};
+std::string read_file(const fs::path& path, std::uint64_t max_bytes = kAnySize);
 
 // Creates `dir` (and parents) and checks that a file can be created in it; throws IoError with the
 // fix when not. `what` names the directory's role in the message ("train.out_dir").
@@ -42,7 +45,8 @@ void fsync_path(const fs::path& path);
 std::string crc32_hex(std::string_view bytes);
 std::string crc32_hex_of_file(const fs::path& path);
 
-// A read-only memory mapping of a whole file, unmapped on destruction.
+// A read-only memory mapping of a whole regular file (others are refused as read_file refuses them),
+// unmapped on destruction.
 class MappedFile {
  public:
   explicit MappedFile(const fs::path& path);

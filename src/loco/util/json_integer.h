@@ -32,6 +32,19 @@ T json_integer(const nlohmann::json& value) {
                                                    : static_cast<std::uint64_t>(value.get<std::int64_t>()));
 }
 
+// A count: an integer from 0 to T's maximum (json_integer's type_error otherwise).
+template <typename T>
+T json_count(const nlohmann::json& value) {
+  const T v = json_integer<T>(value);
+  if (v < 0) {
+    throw nlohmann::json::type_error::create(
+        302, "type must be an integer from 0 to " + std::to_string(std::numeric_limits<T>::max()) + ", but is " +
+                 value.dump(),
+        &value);
+  }
+  return v;
+}
+
 // A JSON array of such integers.
 template <typename T>
 std::vector<T> json_integers(const nlohmann::json& value) {

@@ -1,0 +1,299 @@
+// Checkpoints and data directories altered by someone who knows the format: the checksums in state.json are
+// recomputed after each change, so only loco's checks of the format itself stand between the altered file
+// and a model (docs/security.md, "What was tried"). Each case asserts the exit code, a message that names
+// the problem, bounded time (run_loco_within) and that the checkpoint or data directory is left as it was.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "loco/util/fs.h"
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_loco;
+using test::run_loco_within;
+using test::ScratchDir;
+using test::write_text;
+
+constexpr int kBound = 60;  // seconds: each command ends well within it, or the case fails with exit 124
+
+class HostileCheckpoint : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    test::prepare_tiny_byte_data(dir_->path());
+    write_text(*dir_ / "run.toml", fmt::format(R"([model]
+hidden_size = 32
+num_hidden_layers = 2
+num_attention_heads = 4
+[data]
+dir = "{}"
+seq_len = 16
+[train]
+steps = 4
+batch_size = 4
+eval_every = 0
+log_every = 1
+out_dir = "{}"
+)",
+                                               data().string(), (*dir_ / "run").string()));
+    const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string()});
+    ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static fs::path data() { return *dir_ / "data"; }
+  static fs::path original() { return *dir_ / "run" / "checkpoints" / "step_4"; }
+
+  // A fresh copy of the trained checkpoint, for one case to alter.
+  fs::path copy(const std::string& name) {
+    const fs::path to = *dir_ / "cases" / name;
+    fs::create_directories(to.parent_path());
+    fs::copy(original(), to, fs::copy_options::recursive);
+    return to;
+  }
+
+  static nlohmann::json state(const fs::path& checkpoint) {
+    return nlohmann::json::parse(test::read_text(checkpoint / "state.json"));
+  }
+  static void put_state(const fs::path& checkpoint, const nlohmann::json& doc) {
+    write_text(checkpoint / "state.json", doc.dump(2));
+  }
+  // Records `name`'s new size and CRC-32 in state.json, as a forger who knows the format would.
+  static void reseal(const fs::path& checkpoint, const std::string& name) {
+    nlohmann::json doc = state(checkpoint);
+    doc["files"][name] = {{"bytes", fs::file_size(checkpoint / name)}, {"crc32", crc32_hex_of_file(checkpoint / name)}};
+    put_state(checkpoint, doc);
+  }
+
+  // eval, generate and export each refuse `checkpoint` with `code` and `text`, within the bound, and
+  // leave it unchanged.
+  void expect_every_reader_refuses(const fs::path& checkpoint, int code, const std::string& text) {
+    const std::string before = listing(checkpoint);
+    const std::vector<std::vector<std::string>> readers = {
+        {"eval", "--checkpoint", checkpoint.string(), "--data", data().string(), "--batches", "2"},
+        {"generate", "--checkpoint", checkpoint.string(), "--prompt", "a", "--tokens", "2"},
+        {"export", "--checkpoint", checkpoint.string(), "--out", (checkpoint.parent_path() / "export").string()},
+        {"train", "--resume", checkpoint.string(), "--set", "train.steps=6", "--set",
+         "train.out_dir=" + (checkpoint.parent_path() / "resumed").string()}};
+    for (const auto& args : readers) {
+      const auto r = run_loco_within(kBound, args);
+      EXPECT_EQ(r.exit_code, code) << args[0] << ": " << r.output;
+      EXPECT_NE(r.output.find(text), std::string::npos) << args[0] << ": " << r.output;
+      EXPECT_EQ(r.output.find("unexpected error"), std::string::npos) << args[0] << ": " << r.output;
+    }
+    EXPECT_FALSE(fs::exists(checkpoint.parent_path() / "export"));
+    EXPECT_EQ(listing(checkpoint), before);
+  }
+
+  // Names, sizes and modes of what `dir` holds (symbolic links and FIFOs are not followed).
+  static std::string listing(const fs::path& dir) {
+    std::string out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      struct stat st {};
+      ::lstat(entry.path().c_str(), &st);
+      out += fmt::format("{} {} {}\n", entry.path().filename().string(), st.st_mode, st.st_size);
+    }
+    return out;
+  }
+
+  static ScratchDir* dir_;
+};
+ScratchDir* HostileCheckpoint::dir_ = nullptr;
+
+TEST_F(HostileCheckpoint, AFileListWithoutTheModelDoesNotSkipItsChecksum) {
+  const fs::path unlisted = copy("unlisted");
+  nlohmann::json doc = state(unlisted);
+  doc["files"].erase("model.safetensors");
+  put_state(unlisted, doc);
+  std::fstream model(unlisted / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  model.seekp(-4, std::ios::end);
+  model.write("\x7f\x7f\x7f\x7f", 4);  // a corrupted weight that a skipped checksum would let through
+  model.close();
+  expect_every_reader_refuses(unlisted, 1, "does not list model.safetensors");
+
+  const fs::path emptied = copy("emptied");
+  doc = state(emptied);
+  doc["files"] = nlohmann::json::object();
+  put_state(emptied, doc);
+  expect_every_reader_refuses(emptied, 1, "does not list");
+
+  const fs::path extra = copy("extra");
+  doc = state(extra);
+  doc["files"]["notes.txt"] = {{"bytes", 0}, {"crc32", "00000000"}};
+  put_state(extra, doc);
+  expect_every_reader_refuses(extra, 1, "not a file of a loco checkpoint");
+}
+
+TEST_F(HostileCheckpoint, FilesThatAreNotRegularAreRefusedBeforeTheyAreOpened) {
+  const fs::path fifo = copy("fifo");
+  fs::remove(fifo / "state.json");
+  ASSERT_EQ(::mkfifo((fifo / "state.json").c_str(), 0644), 0);
+  expect_every_reader_refuses(fifo, 1, "FIFO");
+
+  const fs::path zero = copy("zero");
+  fs::remove(zero / "state.json");
+  fs::create_symlink("/dev/zero", zero / "state.json");
+  expect_every_reader_refuses(zero, 1, "device");
+
+  const fs::path model_fifo = copy("model_fifo");
+  fs::remove(model_fifo / "model.safetensors");
+  ASSERT_EQ(::mkfifo((model_fifo / "model.safetensors").c_str(), 0644), 0);
+  expect_every_reader_refuses(model_fifo, 1, "not a regular file");
+
+  const fs::path loop = copy("loop");
+  fs::remove(loop / "model.safetensors");
+  fs::create_symlink("model.safetensors", loop / "model.safetensors");
+  expect_every_reader_refuses(loop, 1, "model.safetensors");
+}
+
+TEST_F(HostileCheckpoint, AnImpossibleModelConfigIsRefusedByEveryReader) {
+  const std::vector<std::tuple<std::string, std::string, nlohmann::json, std::string>> cases = {
+      {"heads0", "num_attention_heads", 0, "num_attention_heads"},
+      {"heads3", "num_attention_heads", 3, "not divisible"},
+      {"vocab0", "vocab_size", 0, "vocab_size"},
+      {"hidden_negative", "hidden_size", -32, "hidden_size"},
+      {"layers_huge", "num_hidden_layers", 1LL << 40, "num_hidden_layers"},
+  };
+  for (const auto& [name, key, value, text] : cases) {
+    const fs::path checkpoint = copy(name);
+    nlohmann::json doc = state(checkpoint);
+    doc["config"]["model"][key] = value;
+    put_state(checkpoint, doc);
+    expect_every_reader_refuses(checkpoint, 1, text);
+  }
+  const fs::path seq0 = copy("seq0");
+  nlohmann::json doc = state(seq0);
+  doc["config"]["data"]["seq_len"] = 0;
+  put_state(seq0, doc);
+  expect_every_reader_refuses(seq0, 1, "seq_len");
+
+  const fs::path micro = copy("micro_negative");
+  doc = state(micro);
+  doc["config"]["train"]["micro_batch_size"] = -1;
+  put_state(micro, doc);
+  expect_every_reader_refuses(micro, 1, "micro_batch_size");
+}
+
+TEST_F(HostileCheckpoint, NegativeCountsAreRefused) {
+  int count = 0;
+  for (const char* key : {"step", "tokens", "optimizer_steps", "elapsed_s"}) {
+    const fs::path checkpoint = copy(fmt::format("negative_{}", ++count));
+    nlohmann::json doc = state(checkpoint);
+    doc[key] = -5;
+    put_state(checkpoint, doc);
+    const auto r = run_loco_within(kBound, {"eval", "--checkpoint", checkpoint.string(), "--data", data().string()});
+    EXPECT_EQ(r.exit_code, 1) << key << ": " << r.output;
+    EXPECT_NE(r.output.find(fmt::format("field '{}'", key)), std::string::npos) << r.output;
+  }
+}
+
+// The header's dtype of the first tensor says I32 where the bytes are float32; then a NaN in the data.
+TEST_F(HostileCheckpoint, RelabelledOrNonFiniteWeightsAreRefused) {
+  const fs::path relabelled = copy("relabelled");
+  std::string bytes = test::read_text(relabelled / "model.safetensors");
+  const auto at = bytes.find("\"F32\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 5, "\"I32\"");
+  write_text(relabelled / "model.safetensors", bytes);
+  reseal(relabelled, "model.safetensors");
+  expect_every_reader_refuses(relabelled, 1, "Int");
+
+  const fs::path nan = copy("nan");
+  bytes = test::read_text(nan / "model.safetensors");
+  std::uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  const float not_a_number = std::nanf("");
+  std::memcpy(bytes.data() + 8 + header, &not_a_number, 4);
+  write_text(nan / "model.safetensors", bytes);
+  reseal(nan, "model.safetensors");
+  expect_every_reader_refuses(nan, 1, "not finite");
+}
+
+TEST_F(HostileCheckpoint, AVocabularyEditedInMetaJsonIsRefusedByEval) {
+  const fs::path edited = *dir_ / "cases" / "meta_edited";
+  fs::create_directories(edited.parent_path());
+  fs::copy(data(), edited, fs::copy_options::recursive);
+  nlohmann::json meta = nlohmann::json::parse(test::read_text(edited / "meta.json"));
+  meta["vocab_size"] = 100000;
+  write_text(edited / "meta.json", meta.dump());
+  const auto r = run_loco_within(kBound, {"eval", "--checkpoint", original().string(), "--data", edited.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("embeds only"), std::string::npos) << r.output;
+}
+
+TEST_F(HostileCheckpoint, ExtremeEvalAndGenerateOptionsGiveNumbers) {
+  auto r = run_loco_within(kBound, {"eval", "--checkpoint", original().string(), "--data", data().string(),
+                                    "--batches", "9223372036854775807"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto line = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_TRUE(line["loss"].is_number()) << r.output;
+  EXPECT_GT(line["tokens"].get<std::int64_t>(), 0) << r.output;
+
+  r = run_loco_within(kBound, {"generate", "--checkpoint", original().string(), "--prompt", "the", "--tokens", "5",
+                               "--temperature", "1e-300"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Note "own-directories": a run is never written into a prepared data directory or a checkpoint.
+TEST_F(HostileCheckpoint, ARunIsNotWrittenIntoDataOrACheckpoint) {
+  const std::string data_before = listing(data());
+  const std::string checkpoint_before = listing(original());
+  const std::vector<std::pair<fs::path, std::string>> targets = {
+      {data(), "is a prepared data directory"},
+      {data() / "run", "is inside a prepared data directory"},
+      {original(), "is a checkpoint"},
+      {original() / "deeper" / "run", "is inside a checkpoint"},
+  };
+  for (const auto& [out_dir, text] : targets) {
+    const auto r = run_loco_within(kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set",
+                                            "train.out_dir=" + out_dir.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+  }
+  const auto exported = run_loco_within(kBound, {"export", "--checkpoint", original().string(), "--out",
+                                                 (data() / "hf").string()});
+  EXPECT_EQ(exported.exit_code, 2) << exported.output;
+  EXPECT_EQ(listing(data()), data_before);
+  EXPECT_EQ(listing(original()), checkpoint_before);
+}
+
+TEST_F(HostileCheckpoint, PathsTheSystemRefusesAreNamedNotThrown) {
+  fs::create_symlink("loop_b", *dir_ / "loop_a");
+  fs::create_symlink("loop_a", *dir_ / "loop_b");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"eval", "--checkpoint", (*dir_ / "loop_a").string(), "--data", data().string()},
+           {"train", "--config", (*dir_ / "run.toml").string(), "--set", "data.dir=" + (*dir_ / "loop_a").string()},
+           {"train", "--config", (*dir_ / "run.toml").string(), "--set",
+            "train.out_dir=" + (*dir_ / "loop_a" / "run").string()}}) {
+    const auto r = run_loco_within(kBound, args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("loop_a"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("unexpected error"), std::string::npos) << r.output;
+  }
+  // A path of 2 MB (through a config file: one argument may not be that long) is named by its two ends.
+  std::string config = test::read_text(*dir_ / "run.toml");
+  const std::string long_dir = std::string(2'000'000, 'a');
+  config.replace(config.find("dir = \""), 7 + data().string().size() + 1, "dir = \"" + long_dir + "\"");
+  write_text(*dir_ / "long.toml", config);
+  const auto r = run_loco_within(kBound, {"train", "--config", (*dir_ / "long.toml").string()});
+  const auto error = r.output.rfind("loco: ");
+  ASSERT_NE(error, std::string::npos) << r.output.substr(0, 2000);
+  const std::string message = r.output.substr(error);
+  EXPECT_EQ(r.exit_code, 1) << message.substr(0, 2000);
+  EXPECT_NE(message.find("characters)..."), std::string::npos) << message.substr(0, 2000);
+  EXPECT_EQ(message.find("unexpected error"), std::string::npos) << message.substr(0, 2000);
+  EXPECT_LT(message.size(), 2'000u);
+}
+
+}  // namespace
+}  // namespace loco
