@@ -3,9 +3,25 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "loco/util/error.h"
 
 namespace loco {
+
+namespace {
+
+// Sums in double over pieces of a million values: NaN or inf anywhere makes a sum non-finite, float32
+// values cannot overflow it, and no temporary is the size of the tensor (isfinite makes several, and a
+// sum in double of the whole tensor a double copy of it).
+bool all_finite(const torch::Tensor& tensor) {
+  for (const auto& piece : tensor.reshape(-1).split(std::int64_t{1} << 20)) {
+    if (!std::isfinite(piece.sum(torch::kFloat64).item<double>())) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 NamedTensors model_parameters(const Llama& model) {
   NamedTensors out;
@@ -32,7 +48,7 @@ void load_model_weights(Llama& model, const SafetensorsContent& content, const s
                                         content.source.string(), prefix + name, c10::toString(saved.scalar_type()),
                                         c10::toString(param.scalar_type())));
     }
-    if (!torch::isfinite(saved).all().item<bool>()) {
+    if (!all_finite(saved)) {
       throw CheckpointError(fmt::format("{} holds {} with values that are not finite (NaN or infinite); the file was "
                                         "altered, or the run had diverged. Use an earlier checkpoint",
                                         content.source.string(), prefix + name));
