@@ -1,8 +1,9 @@
 // Fuzz target: state.json of a checkpoint directory (train/checkpoint_state.h), as `loco train --resume`,
 // eval, generate and export read it (format, version, the config, the trainer's state, then the size and
 // CRC-32 of each file it lists), and the same fields as a replica's snapshot carries them to a healing peer
-// (replica_state.cpp). The directory holds a model.safetensors whose size and checksum a seed lists, so
-// that verifying the files is reached with a match as well as a mismatch.
+// (replica_state.cpp). The directory holds the files every checkpoint has (model.safetensors,
+// optimizer.safetensors, tokenizer.json), each with the bytes whose size and checksum the seeds list, so
+// that verifying the files is reached with a match as well as a mismatch, and the config and counts after it.
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.h"
@@ -11,6 +12,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const auto model = loco::fuzz::write_scratch_file("model.safetensors", "loco fuzz");
+  static const auto optimizer = loco::fuzz::write_scratch_file("optimizer.safetensors", "loco fuzz");
+  static const auto tokenizer = loco::fuzz::write_scratch_file("tokenizer.json", "loco fuzz");
   const auto dir = model.parent_path();
   const std::string text = loco::fuzz::as_text(data, size);
   loco::fuzz::write_scratch_file("state.json", text);

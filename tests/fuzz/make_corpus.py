@@ -19,8 +19,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORPUS = HERE / "corpus"
 
-# As model.safetensors in the checkpoint_state target's directory (checkpoint_state_fuzzer.cpp).
+# As model.safetensors, optimizer.safetensors and tokenizer.json (the files every checkpoint has) in the
+# checkpoint_state target's directory (checkpoint_state_fuzzer.cpp).
 FUZZ_MODEL_BYTES = b"loco fuzz"
+FUZZ_FILES = ("model.safetensors", "optimizer.safetensors", "tokenizer.json")
 
 
 def write(target, name, data):
@@ -197,12 +199,16 @@ def config_json():
             "train": {"steps": 200, "batch_size": 16, "out_dir": "runs/tiny", "tokens": 0}}
 
 
+def matching_files():
+    entry = {"bytes": len(FUZZ_MODEL_BYTES), "crc32": f"{zlib.crc32(FUZZ_MODEL_BYTES):08x}"}
+    return {name: dict(entry) for name in FUZZ_FILES}
+
+
 def state(**changes):
-    model = {"bytes": len(FUZZ_MODEL_BYTES), "crc32": f"{zlib.crc32(FUZZ_MODEL_BYTES):08x}"}
     doc = {"format": "loco-checkpoint", "version": 1, "step": 400, "tokens": 819200, "optimizer_steps": 400,
            "elapsed_s": 39.5, "sampler": {"epoch": 0, "position": 6400, "seed": 1234},
            "strategy": {"outer_steps": 13}, "communication": {"bytes_sent": 53027856, "comm_s": 1.48},
-           "config": config_json(), "files": {"model.safetensors": model}}
+           "config": config_json(), "files": matching_files()}
     for key, value in changes.items():
         if value is None:
             del doc[key]
@@ -214,9 +220,8 @@ def state(**changes):
 def checkpoint_state_seeds():
     t = "checkpoint_state"
     write(t, "valid_matching_files", state())
-    write(t, "valid_inference_skips_optimizer", state(files={
-        "model.safetensors": {"bytes": len(FUZZ_MODEL_BYTES), "crc32": f"{zlib.crc32(FUZZ_MODEL_BYTES):08x}"},
-        "optimizer.safetensors": {"bytes": 1, "crc32": "00000000"}}))
+    write(t, "valid_inference_skips_optimizer",
+          state(files={**matching_files(), "optimizer.safetensors": {"bytes": 1, "crc32": "00000000"}}))
     write(t, "valid_no_communication", state(communication=None))
     write(t, "edge_checksum_mismatch", state(files={"model.safetensors": {"bytes": 9, "crc32": "deadbeef"}}))
     write(t, "edge_missing_file", state(files={"tokenizer.json": {"bytes": 2, "crc32": "00000000"}}))
@@ -230,6 +235,13 @@ def checkpoint_state_seeds():
     write(t, "edge_steps_and_tokens_disagree", state(config={"train": {"steps": 3, "tokens": 100000}}))
     write(t, "edge_step_not_integer", state(step=1.5))
     write(t, "edge_no_files", state(files=None))
+    write(t, "edge_files_emptied", state(files={}))
+    write(t, "edge_model_unlisted", state(files={k: v for k, v in matching_files().items() if k != "model.safetensors"}))
+    write(t, "edge_unknown_file_listed", state(files={**matching_files(), "notes.txt": {"bytes": 0, "crc32": "0"}}))
+    write(t, "edge_negative_step", state(step=-5))
+    write(t, "edge_negative_elapsed", state(elapsed_s=-1.5))
+    write(t, "edge_config_heads_zero", state(config={"model": {"hidden_size": 64, "num_attention_heads": 0}}))
+    write(t, "edge_config_vocab_zero", state(config={**config_json(), "model": {"hidden_size": 64, "vocab_size": 0}}))
     write(t, "edge_not_json", "{\"format\": \"loco-checkpoint\"")
 
 
