@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace loco::membership {
@@ -158,10 +159,11 @@ struct HttpServer::Impl {
     connections.at(id).waiting = waiting;
   }
 
+  // Closed after it left the list: its number, reused by the next accept, must not be shut for this one.
   void forget(std::uint64_t id, int fd) {
-    ::close(fd);
     std::lock_guard<std::mutex> lock(mutex);
     connections.erase(id);
+    ::close(fd);
     if (connections.empty()) all_closed.notify_all();
   }
 
@@ -298,7 +300,11 @@ void HttpServer::serve() {
     timeval write_timeout{kWriteTimeoutS, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof(write_timeout));
     const std::uint64_t id = s.admit(fd);
-    std::thread([&s, id, fd] { s.serve_connection(id, fd); }).detach();
+    try {
+      std::thread([&s, id, fd] { s.serve_connection(id, fd); }).detach();
+    } catch (const std::system_error&) {  // no thread to be had (a limit of the system): this one is closed
+      s.forget(id, fd);
+    }
   }
   std::unique_lock<std::mutex> lock(s.mutex);
   for (auto& [id, c] : s.connections) ::shutdown(c.fd, SHUT_RDWR);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "loco/comm/comm_error.h"
@@ -173,7 +174,15 @@ struct StoreFront::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       links.insert(link);
     }
-    std::thread([this, link] {
+    // Without a thread to be had (a limit of the system), the missing direction finishes at once.
+    const auto start = [this, &link](auto body) {
+      try {
+        std::thread(body).detach();
+      } catch (const std::system_error&) {
+        finish(link);
+      }
+    };
+    start([this, link] {
       try {
         MessageReader reader(link->client, stopping);
         while (true) {
@@ -183,15 +192,15 @@ struct StoreFront::Impl {
       } catch (const ConnectionEnds&) {
       }
       finish(link);
-    }).detach();
-    std::thread([this, link] {
+    });
+    start([this, link] {
       char buffer[64 * 1024];
       ssize_t n = 0;
       while ((n = ::recv(link->store, buffer, sizeof(buffer), 0)) > 0 || (n < 0 && errno == EINTR)) {
         if (n > 0 && !send_all(link->client, buffer, static_cast<std::size_t>(n))) break;
       }
       finish(link);
-    }).detach();
+    });
   }
 
   void finish(const std::shared_ptr<Link>& link) {
