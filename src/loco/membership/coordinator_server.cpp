@@ -80,8 +80,8 @@ std::string status_page(const nlohmann::json& status) {
   }
   std::string events;
   for (const auto& e : status.at("events")) {
-    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(), html_escaped(e.at("kind").get<std::string>()),
-                          html_escaped(e.at("detail").get<std::string>()));
+    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(),
+                          html_escaped(e.at("kind").get<std::string>()), html_escaped(e.at("detail").get<std::string>()));
   }
   return fmt::format(
       "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
@@ -179,7 +179,9 @@ struct CoordinatorServer::Impl {
     if (lock.owns_lock()) lock.unlock();
     changed.notify_all();
     response.status = context.status;
-    if (context.key) response.headers.emplace_back(kMacHeader, reply_mac(*context.key, request.path, context.seq, context.status, body));
+    if (context.key) {
+      response.headers.emplace_back(kMacHeader, reply_mac(*context.key, request.path, context.seq, context.status, body));
+    }
     response.body = std::move(body);
   }
 

@@ -24,7 +24,8 @@ std::string_view trimmed(std::string_view text) {
 
 // RFC 9110 "token": the characters of a header name.
 bool token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 // Visible ASCII, space and tab: what a header value or a request target may hold (no CR, LF or NUL, which
@@ -39,7 +40,8 @@ HttpRefusal malformed(const std::string& what) {
 
 void parse_request_line(std::string_view line, HttpRequest& request) {
   const auto first = line.find(' '), last = line.rfind(' ');
-  if (first == std::string_view::npos || first == last) throw malformed("the request line is not METHOD TARGET VERSION");
+  if (first == std::string_view::npos || first == last)
+    throw malformed("the request line is not METHOD TARGET VERSION");
   const std::string_view method = line.substr(0, first), target = line.substr(first + 1, last - first - 1);
   const std::string_view version = line.substr(last + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") throw malformed("the request is not HTTP/1.0 or HTTP/1.1");
@@ -91,7 +93,8 @@ void check_framing(HttpRequest& request, std::size_t max_body_bytes) {
   const std::string& text = length->second;
   std::uint64_t value = 0;
   const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || stop != text.data() + text.size() || (error != std::errc() && error != std::errc::result_out_of_range)) {
+  if (text.empty() || stop != text.data() + text.size() ||
+      (error != std::errc() && error != std::errc::result_out_of_range)) {
     throw malformed("Content-Length is not a whole number");
   }
   if (error == std::errc::result_out_of_range || value > max_body_bytes) {
@@ -146,8 +149,8 @@ std::optional<std::string> HttpRequest::query_parameter(std::string_view name) c
 
 HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes) {
   if (head.size() > kMaxHeadBytes) {
-    throw HttpRefusal(431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred",
-                                       kMaxHeadBytes));
+    throw HttpRefusal(
+        431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred", kMaxHeadBytes));
   }
   HttpRequest request;
   bool first = true;

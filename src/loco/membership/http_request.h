@@ -29,9 +29,9 @@ class HttpRefusal : public std::runtime_error {
 };
 
 struct HttpRequest {
-  std::string method;  // GET or POST
-  std::string path;    // without the query
-  std::string query;   // after '?', undecoded
+  std::string method;                          // GET or POST
+  std::string path;                            // without the query
+  std::string query;                           // after '?', undecoded
   std::map<std::string, std::string> headers;  // names in lower case
   std::size_t content_length = 0;
   std::string body;

@@ -5,7 +5,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 
@@ -25,8 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kAcceptBacklog = 1024;    // the kernel caps it at net.core.somaxconn
-constexpr int kWriteTimeoutS = 5;        // a reader that does not read the answer gives its thread back
+constexpr int kAcceptBacklog = 1024;                   // the kernel caps it at net.core.somaxconn
+constexpr int kWriteTimeoutS = 5;                      // a reader that does not read the answer gives its thread back
 constexpr auto kLingerTime = std::chrono::seconds(1);  // see drain_unread
 constexpr std::size_t kLingerBytes = 256 * 1024;
 
@@ -35,23 +35,40 @@ struct ConnectionLost {};
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
   }
   return "Unknown";
 }
@@ -99,9 +116,9 @@ std::string receive(int fd, std::size_t capacity, Clock::time_point deadline) {
 }
 
 std::string response_bytes(const HttpResponse& response) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                                response.status, reason_phrase(response.status), response.content_type,
-                                response.body.size());
+  std::string out =
+      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n", response.status,
+                  reason_phrase(response.status), response.content_type, response.body.size());
   for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
   out += "\r\n";
   out += response.body;
@@ -173,8 +190,8 @@ struct HttpServer::Impl {
     std::size_t head_end = std::string::npos;
     while ((head_end = bytes.find("\r\n\r\n")) == std::string::npos) {
       if (bytes.size() > kMaxHeadBytes + 4) {
-        throw HttpRefusal(431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred",
-                                           kMaxHeadBytes));
+        throw HttpRefusal(
+            431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred", kMaxHeadBytes));
       }
       bytes += receive(fd, kMaxHeadBytes + 4 - bytes.size() + 1, deadline);
     }
@@ -222,8 +239,8 @@ struct HttpServer::Impl {
   }
 
   void serve_connection(std::uint64_t id, int fd) {
-    const auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.request_deadline_s));
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(limits.request_deadline_s));
     HttpResponse response;
     bool refused = false;
     try {

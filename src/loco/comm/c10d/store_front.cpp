@@ -13,8 +13,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <system_error>
@@ -53,21 +53,38 @@ class MessageReader {
   std::string next() {
     message_.clear();
     wait_for_first_byte();
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(kStoreMessageDeadlineS));
+    deadline_ = Clock::now() +
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStoreMessageDeadlineS));
     const auto query = static_cast<std::uint8_t>(bytes(1)[0]);
     switch (query) {
-      case kSet: key(), blob(); break;
-      case kCompareSet: key(), blob(), blob(); break;
-      case kGet: case kWatchKey: case kDeleteKey: key(); break;
-      case kAdd: key(), bytes(sizeof(std::int64_t)); break;
-      case kCheck: case kWait: {
+      case kSet:
+        key();
+        blob();
+        break;
+      case kCompareSet:
+        key();
+        blob();
+        blob();
+        break;
+      case kGet:
+      case kWatchKey:
+      case kDeleteKey:
+        key();
+        break;
+      case kAdd:
+        key();
+        bytes(sizeof(std::int64_t));
+        break;
+      case kCheck:
+      case kWait: {
         const std::uint64_t keys = length(kMaxStoreKeysPerQuery);
         for (std::uint64_t i = 0; i < keys; ++i) key();
         break;
       }
-      case kGetNumKeys: break;
-      default: throw ConnectionEnds{};  // no query of the store: whatever follows cannot be framed
+      case kGetNumKeys:
+        break;
+      default:
+        throw ConnectionEnds{};  // no query of the store: whatever follows cannot be framed
     }
     return message_;
   }
@@ -245,9 +262,10 @@ StoreFront::StoreFront(int port, int store_port) : impl_(std::make_unique<Impl>(
   impl_->store_port = store_port;
   impl_->listen_fd = listen_on(port);
   if (impl_->listen_fd < 0) {
-    throw CommError(fmt::format("cannot serve the run's store on port {}: {}. Choose another --store-port (0 picks "
-                                "a free one)",
-                                port, std::strerror(errno)));
+    throw CommError(
+        fmt::format("cannot serve the run's store on port {}: {}. Choose another --store-port (0 picks "
+                    "a free one)",
+                    port, std::strerror(errno)));
   }
   sockaddr_in6 bound{};
   socklen_t length = sizeof(bound);
