@@ -8,7 +8,7 @@
 # Usage: scripts/fuzz.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...] [-- LIBFUZZER_FLAG...]
 #   -t SECONDS    fuzzing time per target (default 600)
 #   -b BUILD_DIR  default build-fuzz; what each target learned stays in BUILD_DIR/corpus/TARGET
-#   TARGET        safetensors shard dataset_meta checkpoint_state config corpus_file wire (default: all)
+#   TARGET        safetensors shard dataset_meta checkpoint_state config corpus_file wire http_request (default: all)
 # Exit status 1 when a target found something. Example, the CI smoke: scripts/fuzz.sh -t 30
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ targets=()
 while (($#)) && [[ $1 != -- ]]; do targets+=("$1"); shift; done
 (($#)) && shift
 extra_flags=("$@")
-((${#targets[@]})) || targets=(safetensors shard dataset_meta checkpoint_state config corpus_file wire)
+((${#targets[@]})) || targets=(safetensors shard dataset_meta checkpoint_state config corpus_file wire http_request)
 
 # clang 14 is Debian 12's; its libclang-rt holds libFuzzer and the sanitizer runtimes, llvm its symbolizer.
 llvm=14

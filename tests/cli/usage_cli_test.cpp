@@ -36,6 +36,11 @@ TEST(UsageCli, NumbersOutOfRangeNameTheOptionAndTheRule) {
   expect_usage_error({"simulate", "--params", "nan", "--layers", "24", "--step-time", "0.1"},
                      {"--params", "nan is not a finite number", "loco simulate"});
   expect_usage_error({"prepare", "--input", "x", "--out", "y", "--vocab-size", "-3"}, {"--vocab-size"});
+  // A port beyond 65535 was once taken modulo 65536 (70000 listened on 4464 while the banner said 70000).
+  expect_usage_error({"coordinator", "--port", "70000"},
+                     {"--port", "70000 is not a TCP port from 0 to 65535", "loco coordinator"});
+  expect_usage_error({"coordinator", "--store-port", "65536"}, {"--store-port", "65536 is not a TCP port"});
+  expect_usage_error({"coordinator", "--port", "-1"}, {"--port", "-1 is not a TCP port"});
 }
 
 TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {

@@ -325,6 +325,27 @@ def wire_seeds():
     write(t, "edge_not_object", "[\"member_id\"]")
     write(t, "edge_not_json", "{\"member_id\": ")
     write(t, "edge_empty", "")
+    write(t, "edge_deep_array", "[" * 65536)  # as deep as the coordinator's 64 KiB allow (issue 35)
+    write(t, "edge_step_huge", json.dumps({**messages["quorum_request"], "step": 2**63 - 1}))
+    write(t, "edge_seq_huge", json.dumps({**who, "seq": 2**64 - 1}))
+
+
+# --- request heads (membership/http_request.h; the coordinator's HTTP server) -----------------------------
+
+def http_request_seeds():
+    t = "http_request"
+    write(t, "valid_post", "POST /v1/heartbeat HTTP/1.1\r\nHost: 10.0.0.1:29400\r\nContent-Type: application/json\r\n"
+                           "X-Loco-Mac: " + "ab" * 32 + "\r\nContent-Length: 97\r\n")
+    write(t, "valid_get_token", "GET /?token=" + "cd" * 32 + "&x=%41+b HTTP/1.1\r\nHost: x\r\n")
+    write(t, "edge_chunked", "POST /v1/join HTTP/1.1\r\nTransfer-Encoding: chunked\r\n")
+    write(t, "edge_gzip", "POST /v1/join HTTP/1.1\r\nContent-Length: 60000\r\nContent-Encoding: gzip\r\n")
+    write(t, "edge_no_length", "POST /v1/join HTTP/1.1\r\nHost: x\r\n")
+    write(t, "edge_length_huge", "POST /v1/join HTTP/1.1\r\nContent-Length: 184467440737095516160\r\n")
+    write(t, "edge_two_lengths", "POST /v1/join HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n")
+    write(t, "edge_folded", "GET / HTTP/1.1\r\nX: a\r\n b\r\n")
+    write(t, "edge_bare_lf", "GET / HTTP/1.1\nHost: x\n")
+    write(t, "edge_percent_at_end", "GET /?token=%4 HTTP/1.1\r\n")
+    write(t, "edge_empty", "")
 
 
 def main():
@@ -332,7 +353,7 @@ def main():
         shutil.rmtree(CORPUS)
     (CORPUS / "config").mkdir(parents=True)
     for seeds in (safetensors_seeds, shard_seeds, dataset_meta_seeds, checkpoint_state_seeds, config_seeds,
-                  corpus_file_seeds, wire_seeds):
+                  corpus_file_seeds, wire_seeds, http_request_seeds):
         seeds()
     for target in sorted(CORPUS.iterdir()):
         print(f"{target.name}: {len(list(target.iterdir()))} seeds")

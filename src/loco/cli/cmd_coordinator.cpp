@@ -117,11 +117,11 @@ void add_coordinator_command(CLI::App& app) {
   set_example(cmd, "loco coordinator --port 29400 --run-id my-run --min-replicas 2");
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "TCP port; 0 picks a free one (printed)")
-      ->check(whole_number_at_least(0))
+      ->check(tcp_port())
       ->capture_default_str();
   cmd->add_option("--store-port", args->store_port,
                   "TCP port of the run's rendezvous store, on every interface; 0 picks a free one (members learn it)")
-      ->check(whole_number_at_least(0))
+      ->check(tcp_port())
       ->capture_default_str();
   cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
   cmd->add_option("--secret-file", args->secret_file,

@@ -93,4 +93,17 @@ CLI::Validator finite_number() {
   return number_rule("a finite number", [](double) { return true; });
 }
 
+CLI::Validator tcp_port() {
+  const std::string rule = "a TCP port from 0 to 65535 (0 picks a free one)";
+  return CLI::Validator(
+      [rule](std::string& text) -> std::string {
+        const char* end = text.data() + text.size();
+        int port = -1;
+        const auto [stop, error] = std::from_chars(text.data(), end, port);
+        const bool valid = !text.empty() && error == std::errc() && stop == end && port >= 0 && port <= 65535;
+        return valid ? "" : fmt::format("{} is not {}", text, rule);
+      },
+      rule);
+}
+
 }  // namespace loco::cli

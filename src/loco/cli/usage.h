@@ -24,5 +24,7 @@ CLI::Validator number_in(double low, double high);  // finite, low ≤ value ≤
 CLI::Validator positive_number();                   // finite, > 0
 CLI::Validator non_negative_number();               // finite, ≥ 0
 CLI::Validator finite_number();
+// A TCP port, 0 to 65535 (0: any free one). A larger number is refused, never taken modulo 65536.
+CLI::Validator tcp_port();
 
 }  // namespace loco::cli

@@ -86,7 +86,10 @@ std::string status_token(const std::string& secret, const std::string& run_id) {
 }
 
 Authenticator::Authenticator(std::string secret, std::string run_id, std::uint64_t incarnation)
-    : secret_(std::move(secret)), run_id_(std::move(run_id)), incarnation_(incarnation) {}
+    : secret_(std::move(secret)),
+      run_id_(std::move(run_id)),
+      incarnation_(incarnation),
+      unknown_member_key_(random_hex(32)) {}
 
 std::string Authenticator::challenge(double now) {
   // Old challenges go first: a flood of requests for challenges holds at most a lifetime's worth.
@@ -132,15 +135,28 @@ std::string Authenticator::open_session(const std::string& member_id, const std:
 
 void Authenticator::check_request(const std::string& member_id, const std::string& path, const std::string& body,
                                   std::uint64_t seq, const std::string& mac) {
+  // Whoever cannot sign for a session learns nothing from the answer: an unknown id and a known one with a
+  // wrong MAC get the same refusal, after the same work (a MAC under a key that matches nothing), so that
+  // the members' names, which /status hides, cannot be enumerated (issue 35).
   const auto found = sessions_.find(member_id);
-  if (found == sessions_.end()) throw refused(fmt::format("{} holds no session with this coordinator", member_id));
+  const std::string& key = found != sessions_.end() ? found->second.key : unknown_member_key_;
+  if (!same_mac(mac, request_mac(key, path, body)) || found == sessions_.end()) {
+    throw MembershipError(Refusal::unknown_member,
+                          fmt::format("{} holds no session with this coordinator that signs this message (it is not "
+                                      "a member, left or expired, or the message lacks its session's MAC): join "
+                                      "again",
+                                      member_id));
+  }
   Session& session = found->second;
-  if (!same_mac(mac, request_mac(session.key, path, body))) {
-    throw refused(fmt::format("a request to {} for {} does not carry its session's MAC", path, member_id));
+  // A seq far ahead would move the window past every seq the member will send: it would be locked out.
+  if (seq > session.highest && seq - session.highest > kSequenceLead) {
+    throw refused(fmt::format("a request to {} for {} jumps to sequence number {}, more than {} past the last "
+                              "({}); a member counts up by one per request",
+                              path, member_id, seq, kSequenceLead, session.highest));
   }
   // Requests of one member may arrive out of order (its heartbeat thread and its training thread each have
   // a connection), so any unseen seq within the window is taken.
-  const bool in_window = seq + kReplayWindow > session.highest;
+  const bool in_window = seq > session.highest || session.highest - seq < kReplayWindow;
   if (seq == 0 || !in_window || session.seen.count(seq) > 0) {
     throw refused(fmt::format("a request to {} for {} repeats sequence number {} (replayed)", path, member_id, seq));
   }

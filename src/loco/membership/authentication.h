@@ -9,9 +9,9 @@
 //              K = HMAC(secret, "loco-session" | member_id | incarnation | nonce), and the join's answer
 //              carries the coordinator's mac under K: the member knows it talks to a holder of the secret.
 //   messages   every later request of a member carries a sequence number `seq` in its body and the header
-//              X-Loco-Mac = HMAC(K, "request" | path | body); a seq seen before, or older than the last
-//              kReplayWindow, is refused (a replayed heartbeat or vote changes nothing). Answers to them
-//              carry X-Loco-Mac = HMAC(K, "reply" | path | seq | status | body).
+//              X-Loco-Mac = HMAC(K, "request" | path | body); a seq seen before, older than the last
+//              kReplayWindow or more than kSequenceLead ahead, is refused (a replayed heartbeat or vote
+//              changes nothing). Answers to them carry X-Loco-Mac = HMAC(K, "reply" | path | seq | status | body).
 //   status     GET /status and / show the members only with X-Loco-Token (or ?token=) =
 //              HMAC(secret, "loco-status" | run_id); without it, aggregate numbers.
 //
@@ -29,6 +29,9 @@ namespace loco::membership {
 inline constexpr double kChallengeLifetimeS = 30;  // a nonce answers one join within this
 inline constexpr double kClockSkewS = 300;         // a join's timestamp may be this far off the coordinator's
 inline constexpr std::uint64_t kReplayWindow = 256;  // sequence numbers of one member kept against replays
+// How far past the highest accepted seq a request may jump: a member's requests that got no answer still
+// count up (2^20: a day of unanswered heartbeats), while a seq near 2^64 would lock the member out.
+inline constexpr std::uint64_t kSequenceLead = std::uint64_t{1} << 20;
 inline constexpr const char* kMacHeader = "X-Loco-Mac";
 inline constexpr const char* kStatusTokenHeader = "X-Loco-Token";
 
@@ -63,7 +66,9 @@ class Authenticator {
              double wall_now, double now);
   // After the join was accepted: member `member_id` holds the session key of `nonce`; returns it.
   std::string open_session(const std::string& member_id, const std::string& nonce);
-  // A request of a member with a session: its MAC over `path` and `body`, and its `seq` unseen.
+  // A request of a member with a session: its MAC over `path` and `body`, and its `seq` unseen and at most
+  // kSequenceLead past the highest. MembershipError(unknown_member), the same for every id, when no session
+  // of `member_id` signs it; (unauthenticated) for a replayed or far-ahead seq.
   void check_request(const std::string& member_id, const std::string& path, const std::string& body,
                      std::uint64_t seq, const std::string& mac);
   bool has_session(const std::string& member_id) const;
@@ -85,6 +90,7 @@ class Authenticator {
   std::uint64_t incarnation_;
   std::map<std::string, double> challenges_;  // nonce → when it was issued
   std::map<std::string, Session> sessions_;   // by member id
+  std::string unknown_member_key_;            // what a request for an id without a session is checked under
 };
 
 }  // namespace loco::membership

@@ -7,24 +7,34 @@
 #include <limits>
 
 #include "loco/membership/membership_error.h"
+#include "loco/membership/untrusted_text.h"
+#include "loco/util/error.h"
 
 namespace loco::membership {
 
 namespace {
 
 constexpr std::size_t kEventsKept = 200;
+constexpr std::size_t kMaxReasonLength = 256;  // a leave's reason, as kept in the events
 
-// Names end up in ids, logs, store prefixes and Prometheus labels: keep them plain.
-bool plain_name(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == '-';
-  });
+// A step is a count of optimizer steps: refused below 0 or above kMaxStep, which no run reaches (a member
+// that claimed 2^63 - 1 once marked the run finished there).
+void require_step(std::int64_t step, const std::string& member_id) {
+  if (step < 0 || step > kMaxStep) {
+    throw MembershipError(Refusal::malformed, fmt::format("{} claims step {}, which no run reaches (0 to {})",
+                                                          member_id, step, kMaxStep));
+  }
 }
 
 }  // namespace
 
-Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
+Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {
+  if (!plain_name(options_.run_id)) {
+    throw ConfigError(fmt::format("run id '{}' must be 1 to {} letters, digits, '.', '_' or '-' (it is part of log "
+                                  "lines, store keys and the status page): choose another --run-id or LOCO_RUN_ID",
+                                  loggable(options_.run_id), kMaxNameLength));
+  }
+}
 
 void Coordinator::require_run(const std::string& run_id) const {
   if (run_id != options_.run_id) {
@@ -63,13 +73,17 @@ std::vector<std::string> Coordinator::former_members(const std::vector<std::stri
   return gone;
 }
 
-void Coordinator::require_member(const Credentials& who) const {
+void Coordinator::require_incarnation(const Credentials& who) const {
   if (who.incarnation != options_.incarnation) {
     throw MembershipError(Refusal::stale_incarnation,
                           fmt::format("member {} joined coordinator incarnation {}, this is incarnation {} (the "
                                       "coordinator restarted): rejoin as a new member",
                                       who.member_id, who.incarnation, options_.incarnation));
   }
+}
+
+void Coordinator::require_member(const Credentials& who) const {
+  require_incarnation(who);
   const auto found = members_.find(who.member_id);
   if (found == members_.end()) {
     throw MembershipError(Refusal::unknown_member, fmt::format("member {} is not in the run (it left, or its "
@@ -91,6 +105,7 @@ HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now) {
 }
 
 void Coordinator::request_quorum(const Credentials& who, std::int64_t step, double now) {
+  require_step(step, who.member_id);
   Member& m = member(who);
   m.last_heartbeat = now;
   m.step = step;
@@ -119,11 +134,12 @@ std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
 void Coordinator::leave(const Credentials& who, const std::string& reason, double now, bool finished) {
   const Member& m = member(who);
   if (finished) finished_step_ = std::max(finished_step_, m.step);
-  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason), now);
+  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason.substr(0, kMaxReasonLength)), now);
 }
 
 void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
                        const std::string& hash, double now, const std::vector<std::string>& rejected) {
+  require_step(step, who.member_id);
   Member& m = member(who);
   m.last_heartbeat = now;
   const auto voted_in = [&](const Synchronisation& sync) {

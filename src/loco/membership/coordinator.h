@@ -28,6 +28,9 @@
 
 namespace loco::membership {
 
+// The furthest step a member may claim: 2^40 optimizer steps, 35 years at one a millisecond.
+inline constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
+
 struct Credentials {
   std::string member_id;
   std::uint64_t incarnation = 0;
@@ -84,6 +87,9 @@ class Coordinator {
   // MembershipError(wrong_run) for another run's id. The server admits only members that proved the run's
   // secret (authentication.h).
   JoinReply join(const std::string& run_id, const std::string& name, double now);
+  // MembershipError(stale_incarnation) unless `who` joined this incarnation (which anyone may read on the
+  // status page: refusing it tells nobody which members exist).
+  void require_incarnation(const Credentials& who) const;
   // MembershipError(stale_incarnation / unknown_member) unless `who` is a current member.
   void require_member(const Credentials& who) const;
   // Those of `ids` that are no longer members (they left or expired).

@@ -1,9 +1,7 @@
 #include "loco/membership/coordinator_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -11,7 +9,9 @@
 #include <thread>
 
 #include "loco/membership/authentication.h"
+#include "loco/membership/http_server.h"
 #include "loco/membership/membership_error.h"
+#include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
 
 namespace loco::membership {
@@ -21,7 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // every message is a few hundred bytes
-constexpr int kRequestThreads = 256;                 // each waiting member holds one during its long poll
 
 int http_status(Refusal refusal) {
   switch (refusal) {
@@ -55,6 +54,8 @@ nlohmann::json public_status(const nlohmann::json& status) {
   return out;
 }
 
+// Every string of it is escaped: a name is plain, but a leave's reason and a refused run id are what a
+// sender wrote.
 std::string status_page(const nlohmann::json& status) {
   if (status.contains("hidden")) {
     const nlohmann::json& members = status.at("members");
@@ -64,7 +65,7 @@ std::string status_page(const nlohmann::json& status) {
         "<p>coordinator incarnation {1}; quorum q{2} of {3} members; {4} members joined, {5} healthy, {6} waiting; "
         "furthest step {7}{8}</p><p>Members and events are shown to holders of the run's secret: open "
         "<code>/?token=TOKEN</code> (docs/security.md)</p></body></html>\n",
-        status.at("run_id").get<std::string>(), status.at("incarnation").get<std::uint64_t>(),
+        html_escaped(status.at("run_id").get<std::string>()), status.at("incarnation").get<std::uint64_t>(),
         status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("size").get<std::size_t>(),
         members.at("joined").get<std::size_t>(), members.at("healthy").get<std::size_t>(),
         members.at("waiting").get<std::size_t>(), status.at("furthest_step").get<std::int64_t>(),
@@ -73,14 +74,14 @@ std::string status_page(const nlohmann::json& status) {
   std::string rows;
   for (const auto& m : status.at("members")) {
     rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{}</td></tr>\n",
-                        m.at("id").get<std::string>(), m.at("healthy").get<bool>() ? "yes" : "no",
+                        html_escaped(m.at("id").get<std::string>()), m.at("healthy").get<bool>() ? "yes" : "no",
                         m.at("heartbeat_age_s").get<double>(), m.at("step").get<std::int64_t>(),
                         m.at("quorum_id").get<std::int64_t>());
   }
   std::string events;
   for (const auto& e : status.at("events")) {
-    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(), e.at("kind").get<std::string>(),
-                          e.at("detail").get<std::string>());
+    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(),
+                          html_escaped(e.at("kind").get<std::string>()), html_escaped(e.at("detail").get<std::string>()));
   }
   return fmt::format(
       "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
@@ -89,10 +90,10 @@ std::string status_page(const nlohmann::json& status) {
       "<table border=\"1\"><tr><th>member</th><th>healthy</th><th>heartbeat age (s)</th><th>step</th>"
       "<th>quorum</th></tr>\n{6}</table><h2>Recent events</h2><ul>\n{7}</ul>"
       "<p><a href=\"/status\">/status</a> (JSON), <a href=\"/metrics\">/metrics</a> (Prometheus)</p></body></html>\n",
-      status.at("run_id").get<std::string>(), status.at("incarnation").get<std::uint64_t>(),
+      html_escaped(status.at("run_id").get<std::string>()), status.at("incarnation").get<std::uint64_t>(),
       status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("members").size(),
       status.at("quorum").at("broken").get<bool>() ? " (broken: a member left)" : "",
-      status.at("waiting_for").get<std::string>(), rows, events);
+      html_escaped(status.at("waiting_for").get<std::string>()), rows, events);
 }
 
 }  // namespace
@@ -108,14 +109,12 @@ struct CoordinatorServer::Impl {
   ServerOptions options;
   Coordinator coordinator;
   Authenticator authenticator;  // guarded by mutex, as coordinator
-  httplib::Server http;
+  HttpServer http{HttpServerLimits{kMaxMessageBytes}};
   int port = 0;
   const Clock::time_point started = Clock::now();
   std::mutex mutex;  // guards coordinator
   std::condition_variable changed;
   bool stopping = false;
-  bool serving = false;                // serve() has begun (or is about to begin) listening
-  std::atomic<bool> served_out{false};  // serve() has returned
   std::thread ticker, server_thread;
 
   explicit Impl(ServerOptions o)
@@ -126,9 +125,10 @@ struct CoordinatorServer::Impl {
   }
 
   // stderr unless told otherwise; every event of the coordinator (joins, expiries, quorums, decisions) is
-  // a line of the log.
+  // one line of the log, escaped (untrusted_text.h): what a sender wrote cannot start a line of its own.
   static ServerOptions with_logs(ServerOptions o) {
     if (!o.log) o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    o.log = [write = std::move(o.log)](const std::string& line) { write(loggable(line)); };
     if (!o.coordinator.on_event) {
       o.coordinator.on_event = [log = o.log](const std::string& kind, const std::string& detail) {
         log(fmt::format("loco coordinator: {} {}", kind, detail));
@@ -152,7 +152,7 @@ struct CoordinatorServer::Impl {
   // Runs `handle` on the parsed body under the lock. A member's message (`from_member`) proves its session
   // first (the credentials must be current, then the MAC and the sequence number), and the answer carries
   // the coordinator's MAC. A refusal becomes its status and a log line; nothing of it is applied.
-  void reply(const httplib::Request& request, httplib::Response& response, bool from_member, const Handler& handle) {
+  void reply(const HttpRequest& request, HttpResponse& response, bool from_member, const Handler& handle) {
     std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
     Context context{lock};
     std::string body;
@@ -161,10 +161,12 @@ struct CoordinatorServer::Impl {
       lock.lock();
       if (from_member) {
         const Credentials who = credentials(message);
-        coordinator.require_member(who);  // a stale or unknown member rejoins: no MAC to check first
+        // A member of an earlier incarnation rejoins (the incarnation is public); then the session's MAC,
+        // whose refusal is the same for unknown and known ids, before anything says whether `who` exists.
+        coordinator.require_incarnation(who);
         const auto seq = field<std::uint64_t>(message, "seq");
-        authenticator.check_request(who.member_id, request.path, request.body, seq,
-                                    request.get_header_value(kMacHeader));
+        authenticator.check_request(who.member_id, request.path, request.body, seq, request.header(kMacHeader));
+        coordinator.require_member(who);
         context.key = authenticator.key_of(who.member_id);
         context.seq = seq;
       }
@@ -177,14 +179,16 @@ struct CoordinatorServer::Impl {
     if (lock.owns_lock()) lock.unlock();
     changed.notify_all();
     response.status = context.status;
-    if (context.key) response.set_header(kMacHeader, reply_mac(*context.key, request.path, context.seq, context.status, body));
-    response.set_content(body, "application/json");
+    if (context.key) {
+      response.headers.emplace_back(kMacHeader, reply_mac(*context.key, request.path, context.seq, context.status, body));
+    }
+    response.body = std::move(body);
   }
 
   // GET /status and / in full for holders of the status token; aggregate numbers for anyone else.
-  nlohmann::json visible_status(const httplib::Request& request) {
-    std::string token = request.get_header_value(kStatusTokenHeader);
-    if (token.empty() && request.has_param("token")) token = request.get_param_value("token");
+  nlohmann::json visible_status(const HttpRequest& request) {
+    std::string token = request.header(kStatusTokenHeader);
+    if (token.empty()) token = request.query_parameter("token").value_or("");
     std::lock_guard<std::mutex> lock(mutex);
     const nlohmann::json status = coordinator.status(now());
     return authenticator.status_token_ok(token) ? status : public_status(status);
@@ -195,12 +199,12 @@ struct CoordinatorServer::Impl {
   }
 
   void routes() {
-    http.Post("/v1/challenge", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/challenge", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, false, [this](const nlohmann::json&, Context&) {
         return nlohmann::json{{"nonce", authenticator.challenge(now())}};
       });
     });
-    http.Post("/v1/join", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/join", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, false, [this](const nlohmann::json& body, Context& context) {
         const auto run_id = field<std::string>(body, "run_id");
         coordinator.require_run(run_id);  // another run's member is told so, and stops trying
@@ -219,13 +223,13 @@ struct CoordinatorServer::Impl {
                               {"store_port", options.store_port}};
       });
     });
-    http.Post("/v1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/heartbeat", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context&) {
         const HeartbeatReply beat = coordinator.heartbeat(credentials(body), now());
         return nlohmann::json{{"quorum_id", beat.quorum_id}, {"quorum_broken", beat.quorum_broken}};
       });
     });
-    http.Post("/v1/quorum", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/quorum", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
         const Credentials who = credentials(body);
         const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
@@ -242,7 +246,7 @@ struct CoordinatorServer::Impl {
         return nlohmann::json{{"waiting_for", coordinator.waiting_for(now())}};
       });
     });
-    http.Post("/v1/commit", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/commit", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
         const Credentials who = credentials(body);
         const auto quorum_id = field<std::int64_t>(body, "quorum_id");
@@ -263,7 +267,7 @@ struct CoordinatorServer::Impl {
         return nlohmann::json{{"waiting_for", "the other members' votes"}};
       });
     });
-    http.Post("/v1/leave", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/v1/leave", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context&) {
         const Credentials who = credentials(body);
         coordinator.leave(who, field<std::string>(body, "reason"), now(), body.value("finished", false));
@@ -271,15 +275,17 @@ struct CoordinatorServer::Impl {
         return nlohmann::json::object();
       });
     });
-    http.Get("/status", [this](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(visible_status(req).dump(2) + "\n", "application/json");
+    http.route("GET", "/status", [this](const HttpRequest& req, HttpResponse& res) {
+      res.body = visible_status(req).dump(2) + "\n";
     });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    http.route("GET", "/metrics", [this](const HttpRequest&, HttpResponse& res) {
       std::lock_guard<std::mutex> lock(mutex);
-      res.set_content(coordinator.metrics_text(now()), "text/plain; version=0.0.4");
+      res.body = coordinator.metrics_text(now());
+      res.content_type = "text/plain; version=0.0.4";
     });
-    http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(status_page(visible_status(req)), "text/html; charset=utf-8");
+    http.route("GET", "/", [this](const HttpRequest& req, HttpResponse& res) {
+      res.body = status_page(visible_status(req));
+      res.content_type = "text/html; charset=utf-8";
     });
   }
 
@@ -297,29 +303,13 @@ struct CoordinatorServer::Impl {
 
 CoordinatorServer::CoordinatorServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl& s = *impl_;
-  s.http.set_payload_max_length(kMaxMessageBytes);
-  // httplib sets SO_REUSEPORT by default, which lets a second coordinator listen on the same port and take
-  // half the run's connections: two coordinators, one run. SO_REUSEADDR alone still lets a restarted
-  // coordinator take its port back at once.
-  s.http.set_socket_options([](int socket) {
-    int yes = 1;
-    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  s.http.new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
   s.routes();
-  bool bound = false;
-  if (s.options.port == 0) {
-    s.port = s.http.bind_to_any_port(s.options.host);
-    bound = s.port > 0;
-  } else {
-    s.port = s.options.port;
-    bound = s.http.bind_to_port(s.options.host, s.options.port);
-  }
-  if (!bound) {
+  if (!s.http.bind(s.options.host, s.options.port)) {
     throw IoError(fmt::format("loco coordinator cannot listen on {}:{} (in use, or not an address of this host); "
                               "choose another --port (0 picks a free one) or --host",
                               s.options.host, s.options.port));
   }
+  s.port = s.http.port();
   s.ticker = std::thread([&s] { s.tick_until_stopped(); });
 }
 
@@ -343,33 +333,18 @@ void CoordinatorServer::expel(const std::string& member_id, const std::string& r
   impl_->changed.notify_all();
 }
 
-void CoordinatorServer::serve() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->stopping) return;
-    impl_->serving = true;
-  }
-  impl_->http.listen_after_bind();
-  impl_->served_out = true;
-}
+void CoordinatorServer::serve() { impl_->http.serve(); }
 
 void CoordinatorServer::start() {
   impl_->server_thread = std::thread([this] { serve(); });
-  while (!impl_->http.is_running() && !impl_->served_out) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void CoordinatorServer::stop() {
-  bool serving = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->stopping = true;
-    serving = impl_->serving;
   }
   impl_->changed.notify_all();
-  // httplib's stop() does nothing before listening has begun: wait for it, or serve() would not return.
-  if (serving) {
-    while (!impl_->http.is_running() && !impl_->served_out) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
   impl_->http.stop();
 }
 

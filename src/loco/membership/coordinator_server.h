@@ -1,5 +1,5 @@
 // `loco coordinator`: the run's coordinator on the network (docs/design.md §3 "Membership";
-// docs/fault-tolerance.md has the protocol). JSON over HTTP/1.1 (cpp-httplib):
+// docs/fault-tolerance.md has the protocol). JSON over HTTP/1.1 (http_server.h, which bounds what anyone may send):
 //
 //   POST /v1/join       {run_id, name}                       → {member_id, incarnation, heartbeat_interval_s,
 //                                                               heartbeat_timeout_s, store_port}

@@ -32,12 +32,13 @@ TEST(Authentication, HmacSha256MatchesRfc4231) {
   EXPECT_NE(random_hex(16), random_hex(16));
 }
 
-void expect_refused(const std::function<void()>& action, const std::string& why) {
+void expect_refused(const std::function<void()>& action, const std::string& why,
+                    Refusal refusal = Refusal::unauthenticated) {
   try {
     action();
     ADD_FAILURE() << "accepted; expected a refusal saying: " << why;
   } catch (const MembershipError& e) {
-    EXPECT_EQ(e.refusal(), Refusal::unauthenticated) << e.what();
+    EXPECT_EQ(e.refusal(), refusal) << e.what();
     EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
   }
 }
@@ -83,23 +84,27 @@ TEST(Authentication, MessagesCarryTheSessionsMacAndUnseenSequenceNumbers) {
   expect_refused([&] { send("{\"seq\":2}", 2, key); }, "repeats sequence number 2");
   expect_refused([&] { send("{\"seq\":0}", 0, key); }, "repeats sequence number 0");
   expect_refused([&] { send("{\"seq\":4}", 4, session_key("another-secret-entirely", "a#1", 7, "n0")); },
-                 "does not carry its session's MAC");
+                 "holds no session with this coordinator that signs this message", Refusal::unknown_member);
   expect_refused([&] {  // the body changed after it was signed
     coordinator.check_request("a#1", "/v1/heartbeat", "{\"seq\":5,\"ok\":false}", 5,
                               request_mac(key, "/v1/heartbeat", "{\"seq\":5,\"ok\":true}"));
-  }, "does not carry its session's MAC");
+  }, "holds no session with this coordinator that signs this message", Refusal::unknown_member);
   expect_refused([&] {  // signed for another path
     coordinator.check_request("a#1", "/v1/leave", "{\"seq\":6}", 6, request_mac(key, "/v1/heartbeat", "{\"seq\":6}"));
-  }, "does not carry its session's MAC");
+  }, "holds no session with this coordinator that signs this message", Refusal::unknown_member);
   send("{\"seq\":1000}", 1000, key);
   expect_refused([&] { send("{\"seq\":700}", 700, key); }, "repeats sequence number 700");  // below the window
   send("{\"seq\":800}", 800, key);                                                       // within it, unseen
+  // A seq far ahead is refused and moves nothing: it would otherwise lock the member out (2^64 - 1 did).
+  expect_refused([&] { send("{\"seq\":18446744073709551615}", 18446744073709551615u, key); },
+                 "jumps to sequence number 18446744073709551615");
+  send("{\"seq\":1001}", 1001, key);
   expect_refused([&] {  // another member's session is not this one's
     coordinator.check_request("b#1", "/v1/heartbeat", "{\"seq\":1}", 1, request_mac(key, "/v1/heartbeat", "{\"seq\":1}"));
-  }, "holds no session");
+  }, "holds no session with this coordinator that signs this message", Refusal::unknown_member);
   coordinator.close_session("a#1");
   EXPECT_FALSE(coordinator.has_session("a#1"));
-  expect_refused([&] { send("{\"seq\":1001}", 1001, key); }, "holds no session");
+  expect_refused([&] { send("{\"seq\":1002}", 1002, key); }, "holds no session with this coordinator that signs this message", Refusal::unknown_member);
 }
 
 TEST(Authentication, TheStatusTokenComesFromTheSecret) {

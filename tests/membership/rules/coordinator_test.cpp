@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
+#include "loco/util/error.h"
 
 namespace loco::membership {
 namespace {
@@ -272,6 +274,27 @@ TEST(Coordinator, AMemberBehindIsToldThatTheRunFinished) {
   d.request_quorum(z, 5, 4);
   d.tick(4);
   EXPECT_FALSE(d.take_quorum(z));
+}
+
+}  // namespace
+}  // namespace loco::membership
+
+namespace loco::membership {
+namespace {
+
+// A step no run reaches is refused and changes nothing: a member that claimed 2^63 - 1 once marked the run
+// finished there (issue 35). A run id that is not a plain name is refused before anything is served.
+TEST(Coordinator, StepsBeyondAnyRunAndOddRunIdsAreRefused) {
+  Coordinator c = make();
+  const auto [a, b] = quorum_of_two(c);
+  expect_refusal([&] { c.request_quorum(a, std::numeric_limits<std::int64_t>::max(), 2); }, Refusal::malformed,
+                 "which no run reaches");
+  expect_refusal([&] { c.request_quorum(a, -1, 2); }, Refusal::malformed, "which no run reaches");
+  expect_refusal([&] { c.vote(a, 1, kMaxStep + 1, true, "h", 2); }, Refusal::malformed, "which no run reaches");
+  c.request_quorum(a, kMaxStep, 2);  // the bound itself is a step
+  EXPECT_EQ(c.status(2).at("finished"), false);
+  EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "run\nloco coordinator: commit", 77, {}}), ConfigError);
+  EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "", 77, {}}), ConfigError);
 }
 
 }  // namespace

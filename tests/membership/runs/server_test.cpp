@@ -278,10 +278,19 @@ TEST(CoordinatorServer, OnlyHoldersOfTheSecretTakePart) {
   const Credentials who = a.credentials();
   const nlohmann::json leave = {{"member_id", who.member_id}, {"incarnation", who.incarnation}, {"seq", 999},
                                 {"reason", "forged"}};
-  EXPECT_EQ(post("/v1/leave", leave)->status, 401);
+  // The refusal is the one an id that is no member gets (410, word for word): it tells nobody who exists.
+  EXPECT_EQ(post("/v1/leave", leave)->status, 410);
   const std::string forged_key =
       session_key("another-secret-entirely", who.member_id, who.incarnation, join.at("nonce").get<std::string>());
-  EXPECT_EQ(post("/v1/leave", leave, {{kMacHeader, request_mac(forged_key, "/v1/leave", leave.dump())}})->status, 401);
+  const auto forged = post("/v1/leave", leave, {{kMacHeader, request_mac(forged_key, "/v1/leave", leave.dump())}});
+  EXPECT_EQ(forged->status, 410);
+  nlohmann::json stranger = leave;
+  stranger["member_id"] = "nobody#1";
+  const auto unknown = post("/v1/leave", stranger, {{kMacHeader, request_mac(forged_key, "/v1/leave", stranger.dump())}});
+  EXPECT_EQ(unknown->status, 410);
+  std::string expected = unknown->body;
+  expected.replace(expected.find("nobody#1"), 8, who.member_id);
+  EXPECT_EQ(forged->body, expected);
   EXPECT_EQ(raw.Get("/status")->body.find("a#1"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").at("joined"), 2);
   EXPECT_EQ(full_status(raw).at("members").at(0).at("id"), "a#1");

@@ -1,7 +1,9 @@
 // A rendezvous store served by a process that is not a rank: `loco coordinator` serves the one store of an
 // elastic run, because a store on a rank that dies takes every client down at once (measured on libtorch
 // 1.13: client calls fail within 1 ms and do not reconnect; docs/fault-tolerance.md). Ranks reach it with
-// C10dOptions::rank0_serves_store = false and a store_prefix per quorum.
+// C10dOptions::rank0_serves_store = false and a store_prefix per quorum. Clients reach c10d's store through
+// loco's front (store_front.h), which passes on only whole messages of bounded size: the store itself, on a
+// port of its own, would wait for a half-sent one with every other client stalled.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,53 @@
+// One HTTP/1.1 request as the coordinator accepts it (docs/security.md "The coordinator's front door"). The
+// coordinator serves anyone on its network, so what it reads is bounded before it is read: a head of at most
+// kMaxHeadBytes and kMaxHeaders lines, and a body announced by Content-Length, at most the server's limit.
+// Nothing a member sends needs more: a chunked or compressed body, or one ended by closing the connection,
+// is refused from its head, before a byte of it is read (cpp-httplib 0.11 read such bodies whole, and
+// inflated gzip, before its payload limit applied; issue 35). Pure parsing, fuzzed (tests/fuzz).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace loco::membership {
+
+inline constexpr std::size_t kMaxHeadBytes = 8 * 1024;  // request line and headers
+inline constexpr std::size_t kMaxHeaders = 64;
+
+// A request that is refused from what was read of it: its HTTP status and why, in words that name the fix.
+class HttpRefusal : public std::runtime_error {
+ public:
+  HttpRefusal(int status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+struct HttpRequest {
+  std::string method;                          // GET or POST
+  std::string path;                            // without the query
+  std::string query;                           // after '?', undecoded
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::size_t content_length = 0;
+  std::string body;
+  std::string remote_addr;
+
+  // The header `name` (any case), or "".
+  std::string header(std::string_view name) const;
+  // The query parameter `name`, percent-decoded; nullopt when absent.
+  std::optional<std::string> query_parameter(std::string_view name) const;
+};
+
+// Parses `head` (the request line and the header lines, each ended by CRLF, without the empty line that
+// ends them) of a request whose body may hold at most `max_body_bytes`. HttpRefusal: 400 (not HTTP/1.x, a
+// malformed line, two Content-Lengths), 405 (a method other than GET or POST), 411 (a chunked body, or a
+// POST without Content-Length), 413 (a Content-Length over the limit), 415 (a Content-Encoding), 431 (more
+// than kMaxHeaders headers).
+HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes);
+
+}  // namespace loco::membership

@@ -1,0 +1,333 @@
+#include "loco/membership/http_server.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <system_error>
+#include <thread>
+
+namespace loco::membership {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kAcceptBacklog = 1024;                   // the kernel caps it at net.core.somaxconn
+constexpr int kWriteTimeoutS = 5;                      // a reader that does not read the answer gives its thread back
+constexpr auto kLingerTime = std::chrono::seconds(1);  // see drain_unread
+constexpr std::size_t kLingerBytes = 256 * 1024;
+
+// The connection closed, was closed by the server, or ran past its deadline: nothing is answered.
+struct ConnectionLost {};
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+  }
+  return "Unknown";
+}
+
+std::string peer_address(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "?";
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (address.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&address)->sin_addr, text, sizeof(text));
+  } else if (address.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&address)->sin6_addr, text, sizeof(text));
+  }
+  return text;
+}
+
+bool send_all(int fd, const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Up to `capacity` bytes that arrive before `deadline`; ConnectionLost when none can.
+std::string receive(int fd, std::size_t capacity, Clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) throw ConnectionLost{};
+    pollfd wait{fd, POLLIN, 0};
+    const int ready = ::poll(&wait, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) throw ConnectionLost{};
+    std::string chunk(capacity, '\0');
+    const ssize_t n = ::recv(fd, chunk.data(), capacity, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) throw ConnectionLost{};
+    chunk.resize(static_cast<std::size_t>(n));
+    return chunk;
+  }
+}
+
+std::string response_bytes(const HttpResponse& response) {
+  std::string out =
+      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n", response.status,
+                  reason_phrase(response.status), response.content_type, response.body.size());
+  for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
+  out += "\r\n";
+  out += response.body;
+  return out;
+}
+
+HttpResponse refusal_response(int status, const std::string& what) {
+  HttpResponse response;
+  response.status = status;
+  response.body = nlohmann::json{{"error", what}, {"refusal", "malformed"}}.dump();
+  return response;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  struct Connection {
+    int fd = -1;
+    Clock::time_point since;
+    bool waiting = true;  // still sending its request: may be closed to admit a newer one
+  };
+
+  HttpServerLimits limits;
+  std::map<std::pair<std::string, std::string>, HttpHandler> routes;  // by (method, path)
+  int listen_fd = -1;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;  // guards connections
+  std::condition_variable all_closed;
+  std::map<std::uint64_t, Connection> connections;  // by a number of their own
+  std::uint64_t next_connection = 0;
+
+  // Registers `fd`; when too many connections still send their request, closes the one that has waited
+  // longest (its thread then finds it closed) to make room.
+  std::uint64_t admit(int fd) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::size_t waiting = 0;
+    Connection* oldest = nullptr;
+    for (auto& [id, c] : connections) {
+      if (!c.waiting) continue;
+      ++waiting;
+      if (!oldest || c.since < oldest->since) oldest = &c;
+    }
+    if (waiting >= limits.max_waiting_connections && oldest) {
+      ::shutdown(oldest->fd, SHUT_RDWR);
+      oldest->waiting = false;
+    }
+    const std::uint64_t id = next_connection++;
+    connections[id] = {fd, Clock::now(), true};
+    return id;
+  }
+
+  void set_waiting(std::uint64_t id, bool waiting) {
+    std::lock_guard<std::mutex> lock(mutex);
+    connections.at(id).waiting = waiting;
+  }
+
+  // Closed after it left the list: its number, reused by the next accept, must not be shut for this one.
+  void forget(std::uint64_t id, int fd) {
+    std::lock_guard<std::mutex> lock(mutex);
+    connections.erase(id);
+    ::close(fd);
+    if (connections.empty()) all_closed.notify_all();
+  }
+
+  // The request on `fd`, whole, within the deadline. HttpRefusal for one refused from its head.
+  HttpRequest read_request(int fd, Clock::time_point deadline) {
+    std::string bytes;
+    std::size_t head_end = std::string::npos;
+    while ((head_end = bytes.find("\r\n\r\n")) == std::string::npos) {
+      if (bytes.size() > kMaxHeadBytes + 4) {
+        throw HttpRefusal(
+            431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred", kMaxHeadBytes));
+      }
+      bytes += receive(fd, kMaxHeadBytes + 4 - bytes.size() + 1, deadline);
+    }
+    HttpRequest request = parse_request_head(std::string_view(bytes).substr(0, head_end + 2), limits.max_body_bytes);
+    request.body = bytes.substr(head_end + 4);
+    if (request.body.size() > request.content_length) {
+      throw HttpRefusal(400, "the request holds more bytes than its Content-Length; send one request per connection");
+    }
+    if (request.body.size() < request.content_length && request.header("expect") == "100-continue") {
+      send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    while (request.body.size() < request.content_length) {
+      request.body += receive(fd, request.content_length - request.body.size(), deadline);
+    }
+    request.remote_addr = peer_address(fd);
+    return request;
+  }
+
+  void dispatch(const HttpRequest& request, HttpResponse& response) {
+    const auto route = routes.find({request.method, request.path});
+    if (route == routes.end()) {
+      response = refusal_response(404, fmt::format("no {} {} here (docs/fault-tolerance.md lists the coordinator's "
+                                                   "requests)",
+                                                   request.method, request.path));
+      return;
+    }
+    try {
+      route->second(request, response);
+    } catch (const std::exception& e) {  // a bug, not the request: answered, never the end of the server
+      response = refusal_response(500, e.what());
+    }
+  }
+
+  // A refused request may leave bytes unread; closing a socket with unread bytes makes the kernel send a
+  // reset, which can discard the answer before the client reads it. So the rest is read and dropped, for
+  // a bounded time and number of bytes, after the answer was sent.
+  void drain_unread(int fd) {
+    ::shutdown(fd, SHUT_WR);
+    const auto deadline = Clock::now() + kLingerTime;
+    std::size_t drained = 0;
+    try {
+      while (drained < kLingerBytes) drained += receive(fd, 16 * 1024, deadline).size();
+    } catch (const ConnectionLost&) {
+    }
+  }
+
+  void serve_connection(std::uint64_t id, int fd) {
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(limits.request_deadline_s));
+    HttpResponse response;
+    bool refused = false;
+    try {
+      const HttpRequest request = read_request(fd, deadline);
+      set_waiting(id, false);  // a long poll is answered in its time, never closed for a newcomer
+      dispatch(request, response);
+      send_all(fd, response_bytes(response));
+    } catch (const HttpRefusal& e) {
+      send_all(fd, response_bytes(refusal_response(e.status(), e.what())));
+      refused = true;
+    } catch (const ConnectionLost&) {
+    }
+    if (refused) drain_unread(fd);
+    forget(id, fd);
+  }
+};
+
+HttpServer::HttpServer(HttpServerLimits limits) : impl_(std::make_unique<Impl>()) { impl_->limits = limits; }
+
+HttpServer::~HttpServer() {
+  stop();
+  if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
+}
+
+void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler) {
+  impl_->routes[{method, path}] = std::move(handler);
+}
+
+bool HttpServer::bind(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR lets a restarted coordinator take its port back at once; SO_REUSEPORT is not set, so a
+    // second coordinator cannot listen on the same port and take half the run's connections.
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, kAcceptBacklog) == 0) {
+      impl_->listen_fd = fd;
+      break;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (impl_->listen_fd < 0) return false;
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  ::getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  impl_->port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                  : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return true;
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::serve() {
+  Impl& s = *impl_;
+  while (!s.stopping) {
+    pollfd wait{s.listen_fd, POLLIN, 0};
+    if (::poll(&wait, 1, 100) <= 0) continue;  // 100 ms: how long stop() may wait for this loop
+    const int fd = ::accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      // Out of descriptors: the waiting connections are being closed by their deadlines; try again soon.
+      if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    int yes = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    timeval write_timeout{kWriteTimeoutS, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof(write_timeout));
+    const std::uint64_t id = s.admit(fd);
+    try {
+      std::thread([&s, id, fd] { s.serve_connection(id, fd); }).detach();
+    } catch (const std::system_error&) {  // no thread to be had (a limit of the system): this one is closed
+      s.forget(id, fd);
+    }
+  }
+  std::unique_lock<std::mutex> lock(s.mutex);
+  for (auto& [id, c] : s.connections) ::shutdown(c.fd, SHUT_RDWR);
+  s.all_closed.wait(lock, [&s] { return s.connections.empty(); });
+}
+
+void HttpServer::stop() { impl_->stopping = true; }
+
+}  // namespace loco::membership
