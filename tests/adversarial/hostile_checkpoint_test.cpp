@@ -2,9 +2,8 @@
 // recomputed after each change, so only loco's checks of the format itself stand between the altered file
 // and a model (docs/security.md, "What was tried"). Each case asserts the exit code, a message that names
 // the problem, bounded time (run_loco_within) and that the checkpoint or data directory is left as it was.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -232,8 +231,8 @@ TEST_F(HostileCheckpoint, AVocabularyEditedInMetaJsonIsRefusedByEval) {
 }
 
 TEST_F(HostileCheckpoint, ExtremeEvalAndGenerateOptionsGiveNumbers) {
-  auto r = run_loco_within(kBound, {"eval", "--checkpoint", original().string(), "--data", data().string(),
-                                    "--batches", "9223372036854775807"});
+  auto r = run_loco_within(kBound, {"eval", "--checkpoint", original().string(), "--data", data().string(), "--batches",
+                                    "9223372036854775807"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto line = nlohmann::json::parse(r.output.substr(r.output.find('{')));
   EXPECT_TRUE(line["loss"].is_number()) << r.output;
@@ -255,13 +254,13 @@ TEST_F(HostileCheckpoint, ARunIsNotWrittenIntoDataOrACheckpoint) {
       {original() / "deeper" / "run", "is inside a checkpoint"},
   };
   for (const auto& [out_dir, text] : targets) {
-    const auto r = run_loco_within(kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set",
-                                            "train.out_dir=" + out_dir.string()});
+    const auto r = run_loco_within(
+        kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set", "train.out_dir=" + out_dir.string()});
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
   }
-  const auto exported = run_loco_within(kBound, {"export", "--checkpoint", original().string(), "--out",
-                                                 (data() / "hf").string()});
+  const auto exported =
+      run_loco_within(kBound, {"export", "--checkpoint", original().string(), "--out", (data() / "hf").string()});
   EXPECT_EQ(exported.exit_code, 2) << exported.output;
   EXPECT_EQ(listing(data()), data_before);
   EXPECT_EQ(listing(original()), checkpoint_before);
