@@ -34,6 +34,7 @@ struct CoordinatorArgs {
   std::string secret_file;
   membership::QuorumRules rules;
   int max_rejections = membership::CoordinatorOptions{}.max_rejections;
+  std::int64_t run_steps = 0;
 };
 
 // --secret-file (created with a new secret when it does not exist), else LOCO_RUN_SECRET_FILE or
@@ -75,6 +76,7 @@ void run_coordinator(const CoordinatorArgs& args) {
       !args.run_id.empty() ? args.run_id : (from_environment && *from_environment ? from_environment : random_run_id());
   options.coordinator.rules = args.rules;
   options.coordinator.max_rejections = args.max_rejections;
+  options.coordinator.run_steps = args.run_steps;
   options.secret = coordinator_secret(args.secret_file);
   run::ServedCoordinator coordinator(options, args.store_port);
   membership::CoordinatorServer& server = coordinator.server();
@@ -128,6 +130,9 @@ void add_coordinator_command(CLI::App& app) {
                   "The run's secret, which members prove to join (created with a new one if missing; default: "
                   "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)");
   add_quorum_rule_options(cmd, args->rules, args->max_rejections, "");
+  cmd->add_option("--steps", args->run_steps,
+                  "the run's train.steps: a member claiming a later step is refused (0: not checked against the run)")
+      ->check(whole_number_at_least(0));
   cmd->add_option("--start-replicas", args->rules.start_replicas,
                   "members the run's first quorum waits for, so that its replicas start together (0: min-replicas)")
       ->check(whole_number_at_least(0))

@@ -17,12 +17,14 @@ namespace {
 constexpr std::size_t kEventsKept = 200;
 constexpr std::size_t kMaxReasonLength = 256;  // a leave's reason, as kept in the events
 
-// A step is a count of optimizer steps: refused below 0 or above kMaxStep, which no run reaches (a member
-// that claimed 2^63 - 1 once marked the run finished there).
-void require_step(std::int64_t step, const std::string& member_id) {
-  if (step < 0 || step > kMaxStep) {
-    throw MembershipError(Refusal::malformed, fmt::format("{} claims step {}, which no run reaches (0 to {})",
-                                                          member_id, step, kMaxStep));
+// A step is a count of optimizer steps: refused below 0 or above the run's steps (kMaxStep, which no run
+// reaches, when they are unknown): a member that claimed 2^63 - 1 once marked the run finished there.
+void require_step(std::int64_t step, const std::string& member_id, std::int64_t run_steps) {
+  const std::int64_t last = run_steps > 0 ? std::min(run_steps, kMaxStep) : kMaxStep;
+  if (step < 0 || step > last) {
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("{} claims step {}, which no {} reaches (0 to {})", member_id, step,
+                                      run_steps > 0 ? "member of this run" : "run", last));
   }
 }
 
@@ -105,7 +107,7 @@ HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now) {
 }
 
 void Coordinator::request_quorum(const Credentials& who, std::int64_t step, double now) {
-  require_step(step, who.member_id);
+  require_step(step, who.member_id, options_.run_steps);
   Member& m = member(who);
   m.last_heartbeat = now;
   m.step = step;
@@ -139,7 +141,7 @@ void Coordinator::leave(const Credentials& who, const std::string& reason, doubl
 
 void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
                        const std::string& hash, double now, const std::vector<std::string>& rejected) {
-  require_step(step, who.member_id);
+  require_step(step, who.member_id, options_.run_steps);
   Member& m = member(who);
   m.last_heartbeat = now;
   const auto voted_in = [&](const Synchronisation& sync) {

@@ -76,6 +76,10 @@ struct CoordinatorOptions {
   int max_rejections = 3;
   // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort, expel), for the log.
   std::function<void(const std::string& kind, const std::string& detail)> on_event;
+  // The run's train.steps, where whoever starts the coordinator knows them (`loco coordinator --steps`, the
+  // replicas of an elastic run as threads): a member claiming a later step is refused. 0: unknown, and
+  // only kMaxStep bounds the steps.
+  std::int64_t run_steps = 0;
 };
 
 class Coordinator {

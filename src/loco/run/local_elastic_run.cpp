@@ -141,6 +141,7 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   server_options.coordinator.rules.start_replicas = replicas;
   server_options.coordinator.rules.heartbeat_timeout_s = kHeartbeatTimeoutS;
   server_options.coordinator.rules.join_window_s = kJoinWindowS;
+  server_options.coordinator.run_steps = config.train.steps;
   server_options.log = [](const std::string&) {};  // the members log what matters to a run
   server_options.secret = membership::new_run_secret();  // a run of this process's own
   ServedCoordinator served(server_options, 0);

@@ -294,6 +294,14 @@ TEST(Coordinator, StepsBeyondAnyRunAndOddRunIdsAreRefused) {
   c.request_quorum(a, kMaxStep, 2);  // the bound itself is a step
   EXPECT_EQ(c.status(2).at("finished"), false);
   EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "run\nloco coordinator: commit", 77, {}}), ConfigError);
+
+  // Told the run's steps, the coordinator refuses any step beyond them.
+  CoordinatorOptions bounded{{1, 0, 3, 5}, "run-1", 77, 3, {}, 100};
+  Coordinator d(bounded);
+  const auto [x, y] = quorum_of_two(d);
+  expect_refusal([&] { d.request_quorum(x, 101, 2); }, Refusal::malformed, "which no member of this run reaches");
+  expect_refusal([&] { d.vote(y, 1, 101, true, "h", 2); }, Refusal::malformed, "(0 to 100)");
+  d.request_quorum(x, 100, 2);
   EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "", 77, {}}), ConfigError);
 }
 
