@@ -17,6 +17,7 @@ void add_sweep_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 // Only in builds with cpp-httplib (LOCO_HAVE_MEMBERSHIP; docs/build.md).
 void add_coordinator_command(CLI::App& app);
+void add_status_command(CLI::App& app);
 // argv: the original command line, which `bench allreduce --backend gloo` relaunches as its ranks.
 void add_bench_command(CLI::App& app, int argc, char** argv);
 

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   loco::cli::add_launch_command(app);
 #ifdef LOCO_HAVE_MEMBERSHIP
   loco::cli::add_coordinator_command(app);
+  loco::cli::add_status_command(app);
 #endif
   loco::cli::add_bench_command(app, argc, argv);
 

@@ -11,6 +11,7 @@
 
 #include "loco/membership/authentication.h"
 #include "loco/membership/coordinator_server.h"
+#include "loco/membership/status_client.h"
 #include "loco/membership/member_client.h"
 
 namespace loco::membership {
@@ -255,6 +256,28 @@ TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
 // Without the run's secret nothing gets in (docs/security.md): a member with another secret is refused at its
 // join and told which variable to fix; a join replayed is refused; messages with a member's credentials but
 // without its session's MAC change nothing; /status and / show members only to the status token.
+// loco status's reading (status_client.h): the members and events with the run's secret, refused without it.
+TEST(CoordinatorServer, TheStatusClientReadsMembersWithTheSecretOnly) {
+  CoordinatorServer server(server_options(1));
+  server.start();
+  MemberClient a(member(server, "alpha"));
+  const CoordinatorAddress at{"127.0.0.1", server.port()};
+  const nlohmann::json status = run_status(at, kSecret, 5);
+  ASSERT_EQ(status.at("members").size(), 1u);
+  EXPECT_EQ(status.at("members")[0].at("id"), a.credentials().member_id);
+  const std::string table = format_status(status, 5);
+  EXPECT_NE(table.find("run test-run"), std::string::npos) << table;
+  EXPECT_NE(table.find(a.credentials().member_id), std::string::npos) << table;
+  EXPECT_NE(table.find("last events:"), std::string::npos) << table;
+  try {
+    run_status(at, "another-secret-entirely", 5);
+    ADD_FAILURE() << "the status token of another secret was taken";
+  } catch (const MembershipError& e) {
+    EXPECT_EQ(e.refusal(), Refusal::unauthenticated) << e.what();
+  }
+  EXPECT_THROW(run_status({"127.0.0.1", 1}, kSecret, 1), MembershipError);  // nothing listens on port 1
+}
+
 TEST(CoordinatorServer, OnlyHoldersOfTheSecretTakePart) {
   CoordinatorServer server(server_options(1));
   server.start();

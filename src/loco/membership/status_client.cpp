@@ -1,0 +1,78 @@
+#include "loco/membership/status_client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+
+#include "loco/membership/authentication.h"
+#include "loco/membership/membership_error.h"
+#include "loco/membership/untrusted_text.h"
+#include "loco/membership/wire.h"
+
+namespace loco::membership {
+
+namespace {
+
+nlohmann::json get_status(httplib::Client& client, const CoordinatorAddress& at, const httplib::Headers& headers) {
+  const auto result = client.Get("/status", headers);
+  if (!result || result->status != 200) {
+    throw MembershipError(Refusal::unavailable,
+                          fmt::format("no status from the coordinator at {}:{}: is it running there? (loco coordinator "
+                                      "prints its address when it starts)",
+                                      at.host, at.port));
+  }
+  return parse_message(result->body);
+}
+
+std::string seconds(const nlohmann::json& value) {
+  return value.is_number() ? fmt::format("{:.1f} s", value.get<double>()) : "-";
+}
+
+}  // namespace
+
+nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secret, double timeout_s) {
+  httplib::Client client(at.host, at.port);
+  const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s));
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  const nlohmann::json open = get_status(client, at, {});
+  const auto run_id = open.value("run_id", std::string());
+  nlohmann::json full = get_status(client, at, {{kStatusTokenHeader, status_token(secret, run_id)}});
+  if (!full.contains("members") || !full.at("members").is_array()) {
+    throw MembershipError(Refusal::unauthenticated,
+                          fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "
+                                      "secret: give the run's secret (LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
+                                      at.host, at.port, loggable(run_id)));
+  }
+  return full;
+}
+
+std::string format_status(const nlohmann::json& status, std::size_t events) {
+  std::string out = fmt::format(
+      "run {} (coordinator incarnation {}): furthest step {}{}, quorum q{} of {} member(s){}\n",
+      loggable(status.value("run_id", std::string("?"))), status.value("incarnation", 0ull),
+      status.value("furthest_step", std::int64_t{0}), status.value("finished", false) ? ", finished" : "",
+      status.at("quorum").value("id", std::int64_t{0}), status.at("quorum").value("members", nlohmann::json::array()).size(),
+      status.at("quorum").value("broken", false) ? " (broken)" : "");
+  out += fmt::format("{:<24} {:<8} {:>10} {:>7} {:>14} {:>12}\n", "member", "state", "step", "quorum", "heartbeat age",
+                     "member for");
+  for (const auto& m : status.at("members")) {
+    const std::string state = !m.value("healthy", false) ? "silent" : m.at("waiting_s").is_number() ? "waiting" : "training";
+    out += fmt::format("{:<24} {:<8} {:>10} {:>7} {:>14} {:>12}\n", loggable(m.value("id", std::string("?"))), state,
+                       m.value("step", std::int64_t{0}), fmt::format("q{}", m.value("quorum_id", std::int64_t{0})),
+                       seconds(m.value("heartbeat_age_s", nlohmann::json())),
+                       seconds(m.value("member_for_s", nlohmann::json())));
+  }
+  const auto& all = status.at("events");
+  const std::size_t first = all.size() > events ? all.size() - events : 0;
+  if (first < all.size()) out += "last events:\n";
+  for (std::size_t i = first; i < all.size(); ++i) {
+    const auto& e = all[i];
+    out += fmt::format("  {:>9} {:<7} {}\n", seconds(e.value("time_s", nlohmann::json())),
+                       loggable(e.value("kind", std::string())), loggable(e.value("detail", std::string())));
+  }
+  return out;
+}
+
+}  // namespace loco::membership
