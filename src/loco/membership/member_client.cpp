@@ -62,25 +62,6 @@ void require_signed(const Answer& answer, const CoordinatorAddress& at, const st
 
 }  // namespace
 
-RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
-  httplib::Client client(at.host, at.port);
-  const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s));
-  client.set_connection_timeout(timeout);
-  client.set_read_timeout(timeout);
-  const auto result = client.Get("/status");
-  if (!result || result->status != 200) {
-    throw MembershipError(Refusal::unavailable, fmt::format("no status from the coordinator at {}:{}", at.host, at.port));
-  }
-  const nlohmann::json status = parse_message(result->body);
-  try {
-    return {status.at("furthest_step").get<std::int64_t>(), status.at("finished").get<bool>()};
-  } catch (const nlohmann::json::exception& e) {
-    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status without the run's "
-                                                          "progress ({})",
-                                                          at.host, at.port, e.what()));
-  }
-}
-
 CoordinatorAddress parse_coordinator_address(const std::string& text, const std::string& what) {
   const auto colon = text.rfind(':');
   std::string host = colon == std::string::npos ? "" : text.substr(0, colon);

@@ -35,15 +35,6 @@ struct CoordinatorAddress {
 };
 
 // "host:port" (IPv6 as "[::1]:29400"); ConfigError naming `what` and the expected form.
-// How far a run has got, as its coordinator at `at` says (GET /status; no membership needed): the furthest
-// step a member asked for a quorum at, and whether a member finished the run. MembershipError (unavailable)
-// when it does not answer within `timeout_s`.
-struct RunProgress {
-  std::int64_t furthest_step = 0;
-  bool finished = false;
-};
-RunProgress run_progress(const CoordinatorAddress& at, double timeout_s);
-
 CoordinatorAddress parse_coordinator_address(const std::string& text, const std::string& what);
 
 struct MemberOptions {

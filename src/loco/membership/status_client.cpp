@@ -14,7 +14,12 @@ namespace loco::membership {
 
 namespace {
 
-nlohmann::json get_status(httplib::Client& client, const CoordinatorAddress& at, const httplib::Headers& headers) {
+// GET /status on a fresh connection that waits at most `timeout_s` for each step.
+nlohmann::json get_status(const CoordinatorAddress& at, const httplib::Headers& headers, double timeout_s) {
+  httplib::Client client(at.host, at.port);
+  const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s));
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
   const auto result = client.Get("/status", headers);
   if (!result || result->status != 200) {
     throw MembershipError(Refusal::unavailable,
@@ -31,14 +36,21 @@ std::string seconds(const nlohmann::json& value) {
 
 }  // namespace
 
+RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
+  const nlohmann::json status = get_status(at, {}, timeout_s);
+  try {
+    return {status.at("furthest_step").get<std::int64_t>(), status.at("finished").get<bool>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status without the run's "
+                                                          "progress ({})",
+                                                          at.host, at.port, e.what()));
+  }
+}
+
 nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secret, double timeout_s) {
-  httplib::Client client(at.host, at.port);
-  const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s));
-  client.set_connection_timeout(timeout);
-  client.set_read_timeout(timeout);
-  const nlohmann::json open = get_status(client, at, {});
+  const nlohmann::json open = get_status(at, {}, timeout_s);
   const auto run_id = open.value("run_id", std::string());
-  nlohmann::json full = get_status(client, at, {{kStatusTokenHeader, status_token(secret, run_id)}});
+  nlohmann::json full = get_status(at, {{kStatusTokenHeader, status_token(secret, run_id)}}, timeout_s);
   if (!full.contains("members") || !full.at("members").is_array()) {
     throw MembershipError(Refusal::unauthenticated,
                           fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "

@@ -1,16 +1,27 @@
-// What an operator reads of a run while it trains (docs/fault-tolerance.md "Watching a run"): the
-// coordinator's full status, asked for with the status token (authentication.h) that the run's secret gives,
-// and the same as a terminal table. Used by `loco status`.
+// Reading a run's status from its coordinator (GET /status): how far the run has got (anyone may ask; a
+// member started late uses it), and what an operator reads while it trains (docs/fault-tolerance.md
+// "Watching a run"): the full status, asked for with the status token (authentication.h) that the run's
+// secret gives, and the same as a terminal table (`loco status`).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "loco/membership/member_client.h"
 
 namespace loco::membership {
+
+// How far a run has got, as its coordinator at `at` says (GET /status; no membership needed): the furthest
+// step a member asked for a quorum at, and whether a member finished the run. MembershipError (unavailable)
+// when it does not answer within `timeout_s`.
+struct RunProgress {
+  std::int64_t furthest_step = 0;
+  bool finished = false;
+};
+RunProgress run_progress(const CoordinatorAddress& at, double timeout_s);
 
 // GET /status at `at` with the status token of `secret` for the run the coordinator serves (its id read
 // from its public status first). MembershipError: unavailable when it does not answer within `timeout_s`,

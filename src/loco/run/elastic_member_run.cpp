@@ -14,6 +14,7 @@
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
+#include "loco/membership/status_client.h"
 #include "loco/run/churn_player.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
