@@ -45,27 +45,25 @@ ConfigValue parse_text_value(const ConfigKey& key, const std::string& text, cons
   };
   switch (current.index()) {
     case 0: {  // integer
-      int base = 10;
-      std::size_t digits = 0;
-      if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'o' || text[1] == 'b')) {
-        base = text[1] == 'x' ? 16 : text[1] == 'o' ? 8 : 2;
-        digits = 2;
+      const bool prefixed = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'o' || text[1] == 'b');
+      const int base = !prefixed ? 10 : text[1] == 'x' ? 16 : text[1] == 'o' ? 8 : 2;
+      const char* begin = text.c_str() + (prefixed ? 2 : 0);
+      // strtoll would skip leading blanks, and take a sign after a base prefix: neither is a number here.
+      if (*begin == '\0' || std::isspace(static_cast<unsigned char>(*begin)) ||
+          (prefixed && (*begin == '-' || *begin == '+'))) {
+        throw bad("an integer");
       }
-      const char* begin = text.c_str() + digits;
       char* end = nullptr;
       errno = 0;
       const long long v = std::strtoll(begin, &end, base);
-      const bool signed_prefix = digits > 0 && (*begin == '-' || *begin == '+' || std::isspace(*begin));
-      if (text.size() == digits || *end != '\0' || end == begin || signed_prefix || std::isspace(text[0])) {
-        throw bad("an integer");
-      }
+      if (*end != '\0') throw bad("an integer");
       if (errno == ERANGE) throw bad("an integer of at most 64 bits");
       return static_cast<std::int64_t>(v);
     }
     case 1: {  // float
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || std::isspace(text[0])) throw bad("a number");
+      if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) throw bad("a number");
       if (!std::isfinite(v)) throw bad("a finite number");
       return v;
     }

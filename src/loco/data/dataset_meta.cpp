@@ -77,7 +77,10 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
 }
 
 std::string prepared_tokenizer_hash(const fs::path& data_dir) {
-  DatasetMeta meta = read_dataset_meta(data_dir);
+  return prepared_tokenizer_hash(data_dir, read_dataset_meta(data_dir));
+}
+
+std::string prepared_tokenizer_hash(const fs::path& data_dir, const DatasetMeta& meta) {
   return meta.tokenizer_hash.empty() ? tokenizer_hash(data_dir) : meta.tokenizer_hash;
 }
 

@@ -45,6 +45,8 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir);
 // The tokenizer a prepared directory was encoded with (tokenizer_hash()): as meta.json records it, or
 // computed from the directory's tokenizer files when it was prepared before meta.json recorded it.
 std::string prepared_tokenizer_hash(const fs::path& data_dir);
+// The same, for a meta.json already read from `data_dir`.
+std::string prepared_tokenizer_hash(const fs::path& data_dir, const DatasetMeta& meta);
 
 // Writes DATA_DIR/meta.json atomically.
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta);

@@ -25,7 +25,8 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
 }
 
 void require_same_tokenizer(const fs::path& data_dir, const LoadedCheckpoint& checkpoint) {
-  const std::string data = data::prepared_tokenizer_hash(data_dir);
+  const data::DatasetMeta meta = data::read_dataset_meta(data_dir);  // read once for both checks
+  const std::string data = data::prepared_tokenizer_hash(data_dir, meta);
   const std::string model = data::tokenizer_hash(checkpoint.dir);
   if (data != model) {
     throw DataError(fmt::format(
@@ -35,7 +36,7 @@ void require_same_tokenizer(const fs::path& data_dir, const LoadedCheckpoint& ch
         data_dir.string(), data, checkpoint.dir.string(), model, checkpoint.dir.string()));
   }
   // The same tokenizer with a vocabulary beyond the model's: meta.json was edited, or the model's config.
-  const std::uint32_t data_vocab = data::read_dataset_meta(data_dir).vocab_size;
+  const std::uint32_t data_vocab = meta.vocab_size;
   if (static_cast<std::int64_t>(data_vocab) > checkpoint.config.model.vocab_size) {
     throw DataError(fmt::format("{} holds token ids up to {} (meta.json) but the model in {} embeds only {}: one of "
                                 "the two was edited. Prepare the data again, or use the checkpoint it was "

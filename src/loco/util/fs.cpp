@@ -28,9 +28,14 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-// A descriptor of `path` opened for reading, which is a regular file (after symbolic links). O_NONBLOCK:
-// opening a FIFO for reading would otherwise wait for a writer before the check could refuse it.
-int open_regular_file(const fs::path& path) {
+struct OpenFile {
+  int fd;
+  std::uint64_t size;
+};
+
+// A descriptor of `path` opened for reading, which is a regular file (after symbolic links), and its size.
+// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the check could refuse it.
+OpenFile open_regular_file(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(), errno_text()));
@@ -48,7 +53,7 @@ int open_regular_file(const fs::path& path) {
   }
   // Reads of a regular file never block; the flag only mattered for the open.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+  return {fd, static_cast<std::uint64_t>(st.st_size)};
 }
 
 void write_all(int fd, std::string_view bytes, const fs::path& path) {
@@ -140,10 +145,7 @@ void make_fresh_directory(const fs::path& dir) {
 }
 
 std::string read_file(const fs::path& path, std::uint64_t max_bytes) {
-  const int fd = open_regular_file(path);
-  struct stat st {};
-  ::fstat(fd, &st);  // open_regular_file checked that it succeeds
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const auto [fd, size] = open_regular_file(path);
   if (size > max_bytes) {
     ::close(fd);
     throw IoError(fmt::format("{} is {} bytes, more than the {} loco reads from such a file; it is not the file "
@@ -203,10 +205,8 @@ std::string crc32_hex_of_file(const fs::path& path) {
 }
 
 MappedFile::MappedFile(const fs::path& path) : path_(path) {
-  const int fd = open_regular_file(path);
-  struct stat st {};
-  ::fstat(fd, &st);  // open_regular_file checked that it succeeds
-  size_ = static_cast<std::size_t>(st.st_size);
+  const auto [fd, size] = open_regular_file(path);
+  size_ = static_cast<std::size_t>(size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
