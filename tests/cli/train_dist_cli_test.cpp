@@ -109,6 +109,8 @@ TEST_F(TrainDistCli, LocalAndGlooReplicasTrainTheSame) {
       {"noloco", {"dist.algorithm=noloco", "noloco.sync_every=3"}},
       // A robust rule: pieces all-to-all, norms all-reduced, pieces all-gathered (algo/pseudo_gradient_average.h).
       {"centered-clip", {"dist.algorithm=diloco", "diloco.sync_every=3", "dist.aggregation=centered_clip"}},
+      // Sparse contributions all-gathered (algo/sparse_exchange.h).
+      {"sparseloco", {"dist.algorithm=sparseloco", "sparseloco.sync_every=3", "sparseloco.topk=8"}},
   };
   for (const auto& [name, sets] : cases) {
     auto local_sets = sets;
@@ -202,6 +204,44 @@ TEST_F(TrainDistCli, BytesPerSyncFollowTheTrafficFormulas) {
   }
 }
 
+// SparseLoCo: each sync, every replica's payload (the bytes its strategy line names) goes to each of the
+// M − 1 others, counted exactly; at 4 of 1,024 values per tile (0.4%) that is far below the dense ring.
+TEST_F(TrainDistCli, SparselocoSendsItsPayloadToEveryOtherReplica) {
+  const auto r = train("bytes-sparseloco", {"dist.algorithm=sparseloco", "sparseloco.sync_every=3",
+                                            "sparseloco.topk=4", "dist.replicas=4", "train.steps=6",
+                                            "dist.check_sync=false"});  // its hashes are bytes too
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes per replica and sync"))) << r.output;
+  const double payload = std::stod(m[1]);
+  const double sent = metrics(*dir_ / "bytes-sparseloco").back().at("bytes_sent");
+  EXPECT_EQ(sent, 2 * 3 * payload);
+  const double dense_ring = 2 * 2 * 4.0 * 3 / 4 * static_cast<double>(parameters(r.output));
+  EXPECT_LT(sent, dense_ring / 20);
+}
+
+// Replica 3 sends 100 times its pseudo-gradient (into its accumulator) from step 6 on: the mean over the
+// contributors follows it, clipping each contribution to the median norm holds it off; a replica sending
+// NaN is refused by every replica and named.
+TEST_F(TrainDistCli, SparselocoRobustRulesAndRefusedContributions) {
+  const auto final_eval = [&](const std::string& run, const std::string& rule, const std::string& adversary,
+                              std::string* output = nullptr) {
+    const auto r = train(run, {"dist.algorithm=sparseloco", "dist.replicas=4", "sparseloco.sync_every=3",
+                               "sparseloco.topk=64", "train.steps=30", "dist.aggregation=" + rule,
+                               "dist.adversary=" + adversary});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (output) *output = r.output;
+    return metrics(*dir_ / run).back().value("eval_loss", -1.0);
+  };
+  const double clean = final_eval("sparse-clean", "mean", "");
+  ASSERT_GT(clean, 0);
+  EXPECT_GT(final_eval("sparse-mean", "mean", "3@6:scale=100"), 1.5 * clean);
+  EXPECT_NEAR(final_eval("sparse-clip", "clip", "3@6:scale=100"), clean, 0.1 * clean);
+  std::string output;
+  EXPECT_NEAR(final_eval("sparse-nan", "mean", "3@6:nan", &output), clean, 0.1 * clean);
+  EXPECT_NE(output.find("the sparse contribution of replica(s) 3 did not decode"), std::string::npos) << output;
+}
+
 // Streaming DiLoCo: P fragments cut the peak per sync by about P; FP4 cuts bytes by about 8 (4 bits
 // per value plus an fp32 scale per 128 values: 7.5x).
 TEST_F(TrainDistCli, StreamingCutsPeakAndTotalBytes) {
@@ -240,6 +280,8 @@ TEST_F(TrainDistCli, ResumeContinuesExactly) {
       {"resume-diloco", {"dist.algorithm=diloco", "diloco.sync_every=4"}},
       {"resume-streaming", {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.overlap=1"}},
       {"resume-noloco", {"dist.algorithm=noloco", "noloco.sync_every=4"}},
+      // The accumulators are each replica's own state: a resume that lost them would differ after step 8.
+      {"resume-sparseloco", {"dist.algorithm=sparseloco", "sparseloco.sync_every=4", "sparseloco.topk=8"}},
   };
   for (const auto& [name, algo] : cases) {
     auto sets = algo;
@@ -378,6 +420,15 @@ TEST_F(TrainDistCli, BadSettingsAreClearErrors) {
   expect_error(train("bad6", {"dist.algorithm=diloco", "dist.backend=gloo", "train.steps=2"}), 2, "loco launch");
   expect_error(train("bad7", {"dist.algorithm=diloco", "dist.replicas=2", "comm.bandwidth_mbps=1,2,3", "train.steps=2"}),
                2, "comm.bandwidth_mbps");
+  expect_error(train("bad9", {"dist.algorithm=sparseloco", "dist.replicas=2", "comm.codec=fp4", "train.steps=2"}), 2,
+               "sparseloco sends its own sparse values");
+  expect_error(train("bad10", {"dist.algorithm=sparseloco", "dist.replicas=2", "dist.aggregation=centered_clip",
+                               "train.steps=2"}),
+               2, "with sparseloco use mean, clip, median or trimmed_mean");
+  expect_error(train("bad11", {"dist.algorithm=sparseloco", "sparseloco.bits=3", "train.steps=2"}), 2,
+               "sparseloco.bits (3) must be 2 or 4");
+  expect_error(train("bad12", {"dist.algorithm=sparseloco", "sparseloco.topk=1", "train.steps=2"}), 2,
+               "sparseloco.topk (1) must lie in [2, 4096]");
   // A resume with another algorithm would mix two runs' states.
   auto r = train("bad8", {"dist.algorithm=diloco", "dist.replicas=2", "train.steps=4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

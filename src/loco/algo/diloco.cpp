@@ -56,6 +56,13 @@ std::string Diloco::describe() const {
                             settings_.strided ? "strided" : "sequential",
                             settings_.embeddings_fragment ? ", embeddings separate" : "", tau, settings_.mix);
   }
+  if (settings_.sparse) {
+    return fmt::format("{}: error feedback beta={}, {}, average over the {}{}; outer sgd eta={} {} {}{}",
+                       settings_.name, settings_.sparse->beta, sparse_layouts_.front().describe(),
+                       settings_.sparse->over_contributors ? "replicas that sent each value" : "replicas",
+                       describe_aggregation(exchange_.aggregation), settings_.outer_lr, points_.describe(),
+                       membership_.describe(), describe_adversary(exchange_.adversary));
+  }
   const bool overlapped_diloco =
       settings_.streaming && fragments_.size() == 1 && (settings_.overlap > 0 || settings_.overlap_auto);
   return fmt::format("{}{}: nesterov(pytorch) eta={} mu={} {}{} {} codec={}{}{}{}{}", settings_.name,
@@ -75,7 +82,13 @@ void Diloco::attach(Llama& model, const FlatParameters& parameters) {
   }
   LOCO_CHECK(fragments_.size() == points_.fragments(), "{} fragments for synchronisation points of {}",
              fragments_.size(), points_.fragments());
-  for (const auto& f : fragments_) outer_.emplace_back(f.read(), settings_.outer_lr, settings_.outer_momentum);
+  for (const auto& f : fragments_) {
+    outer_.emplace_back(f.read(), settings_.outer_lr, settings_.outer_momentum);
+    if (settings_.sparse) {
+      sparse_layouts_.emplace_back(f.shapes(), *settings_.sparse);
+      accumulators_.push_back(torch::zeros({f.numel()}, torch::kFloat32));
+    }
+  }
   outer_steps_.assign(fragments_.size(), 0);
   overlap_.assign(fragments_.size(), settings_.overlap);
 }
@@ -104,6 +117,10 @@ bool Diloco::attempt(const Participants& who) {
   if (who.step == 0) {  // the run starts: nothing to exchange yet
     begin_round(who, 0);
     return true;
+  }
+  // The accumulators a heal brought are the donor's, which the donor sends itself.
+  if (who.adopted_state) {
+    for (torch::Tensor& e : accumulators_) e = torch::zeros_like(e);
   }
   if (!to_retry_.empty()) return retry(who);
   if (membership_.last_point() >= who.step || points_.due(who.step).empty()) {
@@ -185,6 +202,7 @@ bool Diloco::dropped(int rank, std::int64_t outer_step) const {
 }
 
 std::int64_t Diloco::exchange_bytes(std::size_t fragment) const {
+  if (settings_.sparse) return static_cast<std::int64_t>(sparse_layouts_[fragment].payload_bytes());
   const auto count = fragments_[fragment].numel();
   return codec_ ? static_cast<std::int64_t>(codec_->encoded_bytes(static_cast<std::size_t>(count)))
                 : count * static_cast<std::int64_t>(sizeof(float));
@@ -201,9 +219,7 @@ void Diloco::exchange(Exchange& x) {
   if (!background_) {
     // Blocking: the start is read after the call, so the compute it spent (encoding) comes before the
     // link time, not under it.
-    x.result->emulated_s = LinkTimeline::charged_seconds(group, [&] {
-      x.result->averaged = average_pseudo_gradients(group, x.mean, codec_.get(), exchange_.aggregation, x.weight, what);
-    });
+    x.result->emulated_s = LinkTimeline::charged_seconds(group, averaging(x, std::move(what)));
     x.started_at = link_.start_time();
     link_.occupy(x.started_at, x.result->emulated_s);  // the next exchange starts after it
     x.on_link = true;
@@ -219,12 +235,10 @@ void Diloco::exchange(Exchange& x) {
   const double step_s = tuning ? tuner_->take_step_seconds() : 0;
   const bool emulated = tuning && tuner_->emulated();
   // The job is the group's only user while it runs (SerialWorker), as charged_seconds needs.
-  x.done = background_->submit([&group, mean = x.mean, weight = x.weight, codec = codec_.get(),
-                                aggregation = exchange_.aggregation, result = x.result, started_at = x.started_at,
-                                tuning, sent_at, step_s, emulated, what = std::move(what)]() mutable {
+  x.done = background_->submit([&group, average = averaging(x, std::move(what)), result = x.result,
+                                started_at = x.started_at, tuning, sent_at, step_s, emulated]() mutable {
     const comm::BackgroundWaits background;  // training goes on meanwhile: not its wait
-    result->emulated_s = LinkTimeline::charged_seconds(
-        group, [&] { result->averaged = average_pseudo_gradients(group, mean, codec, aggregation, weight, what); });
+    result->emulated_s = LinkTimeline::charged_seconds(group, average);
     if (!tuning) return;
     // On the emulated link the average is ready when the link has carried it (LinkTimeline).
     const double ready_at = emulated ? started_at + result->emulated_s : steady_seconds();
@@ -232,6 +246,24 @@ void Diloco::exchange(Exchange& x) {
       result->timing = timing_across(group, {ready_at - sent_at, step_s});
     });
   });
+}
+
+std::function<void()> Diloco::averaging(const Exchange& x, std::string what) const {
+  comm::Group& group = *x.who.group;
+  if (!settings_.sparse) {
+    return [&group, mean = x.mean, weight = x.weight, codec = codec_.get(), aggregation = exchange_.aggregation,
+            result = x.result, what = std::move(what)]() mutable {
+      result->averaged = average_pseudo_gradients(group, mean, codec, aggregation, weight, what);
+    };
+  }
+  return [&group, mean = x.mean, layout = &sparse_layouts_[x.fragment], settings = *settings_.sparse,
+          aggregation = exchange_.aggregation, accumulator = accumulators_[x.fragment],
+          weight = x.weight.value_or(1.0), own_work = !x.who.adopted_state, result = x.result,
+          what = std::move(what)]() mutable {
+    SparseRound round = sparse_exchange(group, *layout, settings, aggregation, accumulator, mean, weight, own_work, what);
+    result->averaged = std::move(round.averaged);
+    result->accumulator = std::move(round.accumulator);
+  };
 }
 
 bool Diloco::retry(const Participants& who) {
@@ -318,6 +350,7 @@ bool Diloco::finish(std::vector<Exchange>& xs) {
     return false;
   take_candidates();
   for (const Exchange& x : xs) {
+    if (settings_.sparse) accumulators_[x.fragment] = x.result->accumulator;
     ParameterFragment& fragment = fragments_[x.fragment];
     const torch::Tensor& global = outer_[x.fragment].global();
     fragment.write(x.mix ? fragment.read().mul_(settings_.mix).add_(global, 1 - settings_.mix) : global);

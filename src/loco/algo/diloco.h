@@ -17,6 +17,15 @@
 //     θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p               τ > 0: the exchange runs while τ more inner steps do,
 //                                                  and the outer step lands after step t + τ
 //
+// SparseLoCo (§12) is the same outer step with μ = 0, but replica m exchanges a sparse, quantised part of
+// an error-feedback accumulator instead of Δ_m,p (sparse_exchange.h):
+//
+//     e_m,p ← β·e_m,p + Δ_m,p;  s_m,p = Q(TopK_tile(e_m,p));  e_m,p ← e_m,p − s_m,p
+//     θ_g,p ← θ_g,p − η·aggregate_m(s_m,p)        the mean over the replicas that sent a coordinate
+//
+// e stands in for the outer momentum; it is each replica's own (checkpointed with it, never compared), and
+// it changes only when the outer step commits.
+//
 // AdamW's state is kept, never reset or averaged. Local SGD is η = 1, μ = 0 (θ_g becomes the replicas'
 // average); P' = 1 with τ = 0 is DiLoCo; P' = 1 with τ > 0 is overlapped DiLoCo. At T the exchanges in
 // flight land first, then every fragment synchronises once more and lands at T (those T's schedule names
@@ -39,6 +48,7 @@
 #include "loco/algo/overlap_tuner.h"
 #include "loco/algo/parameter_fragment.h"
 #include "loco/algo/pseudo_gradient_average.h"
+#include "loco/algo/sparse_exchange.h"
 #include "loco/algo/sync_points.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/train/membership.h"
@@ -49,7 +59,7 @@ namespace loco {
 
 // The settings of one member of the family, gathered from its config section (make_strategy.cpp).
 struct OuterStepSettings {
-  std::string name;  // "diloco", "localsgd" or "streaming", for logs
+  std::string name;  // "diloco", "localsgd", "streaming" or "sparseloco", for logs
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
   bool weighted = false;  // diloco.weighted
@@ -64,6 +74,8 @@ struct OuterStepSettings {
   double mix = 0.5;  // α
   // The replicas are threads of one process: τ auto measures on the emulated clock (overlap_tuner.h).
   bool simulated_replicas = false;
+  // SparseLoCo: sparse contributions of an error-feedback accumulator instead of Δ; nullopt: Δ itself.
+  std::optional<SparseSettings> sparse;
 };
 
 // Local SGD's outer step as DiLoCo's: η = 1, μ = 0, unweighted, nothing dropped.
@@ -100,6 +112,7 @@ class Diloco final : public Strategy {
     std::future<void> done;        // invalid: not exchanged yet
     struct Result {
       PseudoGradientAverage averaged;  // Σ weight of the replicas in the average, and the rejected
+      torch::Tensor accumulator;       // SparseLoCo: this replica's e after it, taken when it commits
       double emulated_s = 0;           // link time the exchange was charged
       ExchangeTiming timing;           // τ auto's measurement of it
     };
@@ -121,6 +134,9 @@ class Diloco final : public Strategy {
   std::int64_t exchange_bytes(std::size_t fragment) const;
   // Starts `x`'s exchange with x.who: in the background when there is a worker, else now.
   void exchange(Exchange& x);
+  // The averaging of x's Δ (in x.mean) with x.who, as a job holding everything it reads: through the
+  // codec, or SparseLoCo's exchange from this replica's accumulator.
+  std::function<void()> averaging(const Exchange& x, std::string what) const;
   // The exchanges kept from an attempt that failed (or from a checkpoint), exchanged again with `who`.
   bool retry(const Participants& who);
   // `xs`, one synchronisation's exchanges begun with `who`: in flight when their outer step comes later,
@@ -154,6 +170,8 @@ class Diloco final : public Strategy {
   std::unique_ptr<comm::Codec> codec_;
   std::vector<ParameterFragment> fragments_;
   std::vector<OuterNesterov> outer_;
+  std::vector<SparseLayout> sparse_layouts_;  // SparseLoCo: per fragment
+  std::vector<torch::Tensor> accumulators_;   // SparseLoCo: e per fragment; replaced, never written in place
   std::vector<std::int64_t> outer_steps_;  // per fragment
   std::vector<std::int64_t> overlap_;      // per fragment: τ of its next exchange
   std::int64_t tokens_since_sync_ = 0;

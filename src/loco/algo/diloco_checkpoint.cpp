@@ -1,5 +1,5 @@
-// The DiLoCo family's part of a checkpoint (algo/diloco.h): every fragment's θ_g and b, the outer step
-// counts and the schedule's position, and the exchanges not yet applied. DiLoCo and Local SGD name the
+// The DiLoCo family's part of a checkpoint (algo/diloco.h): every fragment's θ_g and b (and SparseLoCo's
+// accumulator e, "outer/accumulator"), the outer step counts and the schedule's position, and the exchanges not yet applied. DiLoCo and Local SGD name the
 // whole model's state "outer/global", "outer/momentum"; Streaming DiLoCo "outer/P/global", "outer/P/momentum".
 //
 // An exchange in flight is saved in one of two ways, as the membership allows (train/membership.h):
@@ -38,6 +38,9 @@ std::vector<const Diloco::Exchange*> Diloco::uncommitted() const {
 
 NamedTensors Diloco::state_tensors() const {
   NamedTensors out = outer_state();
+  // Each replica's own, so outside outer_state(), which the members compare.
+  for (std::size_t p = 0; p < accumulators_.size(); ++p)
+    out.emplace_back(fragment_prefix(p) + "accumulator", accumulators_[p]);
   if (membership_.may_abort()) {
     const auto pending = uncommitted();
     for (std::size_t i = 0; i < pending.size(); ++i)
@@ -103,6 +106,9 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
     outer_[p].load(saved_outer_tensor(tensors, fragment_prefix(p) + "global", outer_[p].global()),
                    saved_outer_tensor(tensors, fragment_prefix(p) + "momentum", outer_[p].momentum_buffer()));
   }
+  for (std::size_t p = 0; p < accumulators_.size(); ++p)
+    accumulators_[p] =
+        saved_outer_tensor(tensors, fragment_prefix(p) + "accumulator", accumulators_[p]).to(torch::kFloat32).clone();
   if (settings_.streaming) {
     if (!json.contains("outer_steps") || !json.at("outer_steps").is_array() ||
         json.at("outer_steps").size() != fragments_.size()) {

@@ -39,6 +39,17 @@ OuterStepSettings streaming_settings(const RunConfig& config) {
   return s;
 }
 
+// SparseLoCo: DiLoCo's outer step with μ = 0, fed the sparse exchange (algo/sparse_exchange.h).
+OuterStepSettings sparseloco_settings(const SparselocoConfig& c) {
+  OuterStepSettings s;
+  s.name = "sparseloco";
+  s.outer_lr = c.outer_lr;
+  s.outer_momentum = 0;
+  s.sparse = SparseSettings{c.beta, static_cast<std::size_t>(c.topk), static_cast<int>(c.bits),
+                            c.average == "contributors"};
+  return s;
+}
+
 }  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const RunConfig& config, const ReplicaContext& context) {
@@ -70,6 +81,9 @@ std::unique_ptr<Strategy> make_strategy(const RunConfig& config, const ReplicaCo
     }
     case Algorithm::noloco:
       return std::make_unique<Noloco>(config.noloco, context);
+    case Algorithm::sparseloco:
+      return std::make_unique<Diloco>(sparseloco_settings(config.sparseloco), config.exchange(),
+                                      SyncPoints(SyncSchedule(config.sparseloco.sync_every, total)), context);
   }
   throw InternalError(fmt::format("dist.algorithm {} has no strategy", config.dist.algorithm));  // unreachable
 }

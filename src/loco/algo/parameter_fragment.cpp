@@ -6,8 +6,9 @@
 
 namespace loco {
 
-void ParameterFragment::add(const torch::Tensor& slice) {
+void ParameterFragment::add(const torch::Tensor& slice, std::vector<std::int64_t> shape) {
   LOCO_CHECK(slice.dim() == 1 && slice.is_contiguous(), "fragment slices are 1-D views ({} dims)", slice.dim());
+  shapes_.push_back(std::move(shape));
   if (!slices_.empty()) {
     torch::Tensor& last = slices_.back();
     if (last.storage().is_alias_of(slice.storage()) &&
@@ -80,7 +81,12 @@ torch::Tensor slice_of(const FlatParameters& parameters, const FlatParameters::S
 
 ParameterFragment whole_model(const FlatParameters& parameters) {
   ParameterFragment all("all parameters");
-  for (std::size_t g = 0; g < parameters.groups(); ++g) all.add(parameters.buffer(g).detach());
+  // Group by group, each in slot order: the slices of a group's buffer merge into the whole buffer.
+  for (std::size_t g = 0; g < parameters.groups(); ++g) {
+    for (const auto& slot : parameters.slots()) {
+      if (slot.group == g) all.add(slice_of(parameters, slot), slot.sizes);
+    }
+  }
   return all;
 }
 
@@ -110,7 +116,7 @@ std::vector<ParameterFragment> block_fragments(const FlatParameters& parameters,
     } else {
       p = fragment_of_block(0);
     }
-    out[static_cast<std::size_t>(p)].add(slice_of(parameters, slot));
+    out[static_cast<std::size_t>(p)].add(slice_of(parameters, slot), slot.sizes);
   }
   return out;
 }

@@ -19,11 +19,13 @@ class ParameterFragment {
  public:
   explicit ParameterFragment(std::string name) : name_(std::move(name)) {}
 
-  // Appends a 1-D view into a flat parameter buffer.
-  void add(const torch::Tensor& slice);
+  // Appends a 1-D view into a flat parameter buffer: the values of one parameter of shape `shape`.
+  void add(const torch::Tensor& slice, std::vector<std::int64_t> shape);
 
   const std::string& name() const { return name_; }
   std::int64_t numel() const { return numel_; }
+  // The shapes of the parameters it holds, in the order of its values (SparseLoCo tiles each one).
+  const std::vector<std::vector<std::int64_t>>& shapes() const { return shapes_; }
   // The parameters, copied into one new host (CPU) tensor.
   torch::Tensor read() const;
   // Overwrites the parameters with `values` (numel() elements, any device).
@@ -32,6 +34,7 @@ class ParameterFragment {
  private:
   std::string name_;
   std::vector<torch::Tensor> slices_;
+  std::vector<std::vector<std::int64_t>> shapes_;
   std::int64_t numel_ = 0;
 };
 

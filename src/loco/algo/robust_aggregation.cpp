@@ -12,14 +12,6 @@ namespace loco {
 
 namespace {
 
-// The median of a few numbers; for an even count, the mean of the two middle ones.
-double median_of(std::vector<double> values) {
-  LOCO_CHECK(!values.empty(), "the median of no values");
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
 // ‖row_i‖₂ of whole vectors: this piece's sums of squares, completed over the other pieces.
 std::vector<double> whole_norms(const torch::Tensor& rows, const SumOverPieces& sum_over_pieces) {
   torch::Tensor squares = rows.square().sum(1, /*keepdim=*/false, torch::kFloat64);
@@ -80,6 +72,13 @@ torch::Tensor centered_clip(const torch::Tensor& rows, const AggregationConfig& 
 }
 
 }  // namespace
+
+double median_of(std::vector<double> values) {
+  LOCO_CHECK(!values.empty(), "the median of no values");
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
 
 std::string describe_aggregation(const AggregationConfig& config) {
   if (config.rule == "mean") return "";

@@ -42,6 +42,9 @@ struct Aggregated {
   double weight = 0;          // Σ w_i over the replicas that took part (0: none; value is then zero)
 };
 
+// The median of a few numbers (norms); for an even count, the mean of the two middle ones.
+double median_of(std::vector<double> values);
+
 // For logs: "" for the mean, " aggregation=clip", " aggregation=trimmed_mean(b=1)", ...
 std::string describe_aggregation(const AggregationConfig& config);
 

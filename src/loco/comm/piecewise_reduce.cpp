@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include "loco/comm/link/round_size.h"
+#include "loco/comm/paced_all_gather.h"
+#include "loco/comm/paced_rounds.h"
 #include "loco/comm/round_window.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
@@ -36,24 +38,6 @@ std::int64_t encoded(const Codec& codec, std::int64_t count) {
   return static_cast<std::int64_t>(codec.encoded_bytes(static_cast<std::size_t>(count)));
 }
 
-torch::Tensor byte_buffer(std::int64_t bytes) { return torch::empty({bytes}, torch::kUInt8); }
-
-// The rounds of a phase whose largest piece is `largest` bytes: spans [start, start + step) of every
-// piece, at least one round (an empty exchange still meets every rank).
-struct Rounds {
-  std::int64_t step;
-  std::int64_t count;
-  Rounds(std::int64_t largest, std::int64_t round_bytes) {
-    step = round_bytes > 0 ? round_bytes : std::max<std::int64_t>(largest, 1);
-    count = std::max<std::int64_t>((largest + step - 1) / step, 1);
-  }
-  // Bytes of a piece of `bytes` that round `round` carries.
-  std::int64_t slice(std::int64_t bytes, std::int64_t round) const {
-    return std::clamp<std::int64_t>(bytes - round * step, 0, step);
-  }
-  std::int64_t start(std::int64_t bytes, std::int64_t round) const { return std::min(round * step, bytes); }
-};
-
 // Adds the seconds `run` takes to `total`.
 template <typename Run>
 void timed(double& total, Run&& run) {
@@ -61,23 +45,6 @@ void timed(double& total, Run&& run) {
   run();
   total += seconds_since(start);
 }
-
-// Puts a round's `part` (`size` blocks of `bytes`, one per source rank, on any device) into the host
-// tensor its phase assembles: block r at r·stride + first of `whole`.
-void place_by_source(const torch::Tensor& whole, const torch::Tensor& part, std::int64_t stride, std::int64_t first,
-                     std::int64_t bytes, int size) {
-  const torch::Tensor host = part.to(torch::kCPU);
-  for (int source = 0; source < size; ++source) {
-    whole.narrow(0, source * stride + first, bytes).copy_(host.narrow(0, source * bytes, bytes));
-  }
-}
-
-// A started round of a phase: the buffers its collective writes into and reads from, and its handle.
-struct OpenRound {
-  std::int64_t round;
-  torch::Tensor sent, received;
-  WorkHandle work;
-};
 
 // The reduce-scatter phase's all-to-all: `outgoing` holds piece r (piece_bytes[r] bytes) for every
 // rank r, back to back; returns, on the host, this rank's piece from every rank in rank order.
@@ -110,36 +77,6 @@ torch::Tensor exchange_pieces(Group& group, const torch::Tensor& outgoing, const
   };
   run_rounds(rounds.count, in_flight, start, finish);
   return incoming;
-}
-
-// The all-gather phase: every rank's `slot_bytes` of `mine` to every rank, rank r's at r·slot_bytes of
-// the result (on the host). A ring all-gather per round.
-torch::Tensor gather_slots(Group& group, const torch::Tensor& mine, const Rounds& rounds, int in_flight,
-                           Timeout timeout, ExchangeTimes& times) {
-  const int size = group.size();
-  const std::int64_t slot_bytes = mine.numel();
-  if (rounds.count == 1) {  // the common case without a copy
-    auto gathered = byte_buffer(slot_bytes * size).to(group.device());
-    timed(times.all_gather_s, [&] { group.all_gather(mine.to(group.device()), gathered, timeout); });
-    ++times.rounds;
-    return gathered.to(torch::kCPU);
-  }
-  auto gathered = byte_buffer(slot_bytes * size);
-  auto start = [&](std::int64_t round) {
-    const std::int64_t first = rounds.start(slot_bytes, round), bytes = rounds.slice(slot_bytes, round);
-    auto part = byte_buffer(bytes * size).to(group.device());
-    auto sent = mine.narrow(0, first, bytes).to(group.device());
-    auto work = group.all_gather_async(sent, part, timeout);
-    return OpenRound{round, sent, part, work};
-  };
-  auto finish = [&](OpenRound& open) {
-    timed(times.all_gather_s, [&] { open.work->wait(); });
-    place_by_source(gathered, open.received, slot_bytes, rounds.start(slot_bytes, open.round),
-                    rounds.slice(slot_bytes, open.round), size);
-    ++times.rounds;
-  };
-  run_rounds(rounds.count, in_flight, start, finish);
-  return gathered;
 }
 
 }  // namespace
@@ -189,7 +126,11 @@ void piecewise_reduce(Group& group, const torch::Tensor& tensor, const Codec& co
   // "Collectives").
   auto reduced = torch::zeros({slot_bytes}, torch::kUInt8);
   codec.encode(reduced_piece.data_ptr<float>(), static_cast<std::size_t>(pieces[me]), reduced.data_ptr<std::uint8_t>());
-  const torch::Tensor gathered = gather_slots(group, reduced, ring_rounds, in_flight, timeout, times);
+  GatherTimes gather;
+  const torch::Tensor gathered =
+      paced_all_gather(group, reduced, ring_rounds.step, in_flight, timeout, gather);
+  times.rounds += gather.rounds;
+  times.all_gather_s += gather.wait_s;
   float* result = host.data_ptr<float>();
   for (std::size_t piece = 0; piece < pieces.size(); ++piece) {
     codec.decode(gathered.data_ptr<std::uint8_t>() + static_cast<std::int64_t>(piece) * slot_bytes,

@@ -14,6 +14,8 @@ const std::vector<AlgorithmEntry>& algorithm_registry() {
       {Algorithm::streaming, "streaming", "Streaming DiLoCo: fragments synced in turn, overlapped, quantised"},
       {Algorithm::noloco, "noloco", "NoLoCo: random pairs average, no collective"},
       {Algorithm::localsgd, "localsgd", "Local SGD: parameters averaged every H steps"},
+      {Algorithm::sparseloco, "sparseloco",
+       "SparseLoCo: every H steps, the top 1-3% of an error-feedback accumulator at 2 bits, all-gathered"},
   };
   return entries;
 }

@@ -9,7 +9,7 @@
 
 namespace loco {
 
-enum class Algorithm { none, ddp, diloco, streaming, noloco, localsgd };
+enum class Algorithm { none, ddp, diloco, streaming, noloco, localsgd, sparseloco };
 
 struct AlgorithmEntry {
   Algorithm algorithm;

@@ -46,6 +46,7 @@ std::vector<ConfigKey> make_keys() {
   using S = StreamingConfig;
   using N = NolocoConfig;
   using L = LocalsgdConfig;
+  using Sp = SparselocoConfig;
   using C = CommConfig;
   return {
       bind("model", "vocab_size", &R::model, &M::vocab_size, "vocabulary size; 0 takes it from the data"),
@@ -161,6 +162,15 @@ std::vector<ConfigKey> make_keys() {
       bind("localsgd", "sync_every", &R::localsgd, &L::sync_every, "H (H_base with the QSR)"),
       bind("localsgd", "qsr_alpha", &R::localsgd, &L::qsr_alpha,
            "Quadratic Synchronisation Rule: H = max(H_base, floor((alpha/lr)^2)); 0 keeps H fixed"),
+      bind("sparseloco", "sync_every", &R::sparseloco, &Sp::sync_every, "H: inner steps between outer steps"),
+      bind("sparseloco", "outer_lr", &R::sparseloco, &Sp::outer_lr, "outer learning rate eta (plain SGD step)"),
+      bind("sparseloco", "beta", &R::sparseloco, &Sp::beta, "decay of the error-feedback accumulator, in [0, 1]"),
+      bind("sparseloco", "topk", &R::sparseloco, &Sp::topk,
+           "values sent per tile of up to 64x64 (64: 1.56%, 128: 3.1%); rounded down to even"),
+      bind("sparseloco", "bits", &R::sparseloco, &Sp::bits, "bits per sent value: 2 or 4"),
+      bind("sparseloco", "average", &R::sparseloco, &Sp::average, "what a coordinate's values are averaged over",
+           {{"contributors", "the replicas that sent it (the reference code's)"},
+            {"replicas", "every replica, 0 for one that did not send it"}}),
       bind("comm", "codec", &R::comm, &C::codec, "codec of diloco/localsgd exchanges", codec_choices()),
       bind("comm", "block_size", &R::comm, &C::block_size, "values per scale of the quantised codecs"),
       bind("comm", "bandwidth_mbps", &R::comm, &C::bandwidth_mbps,

@@ -18,7 +18,8 @@ namespace {
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
 
 bool has_outer_step(Algorithm algorithm) {
-  return algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd || algorithm == Algorithm::streaming;
+  return algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd || algorithm == Algorithm::streaming ||
+         algorithm == Algorithm::sparseloco;
 }
 
 // What every elastic run needs, whatever its algorithm (the strategies' own limits: strategy_checks.cpp).

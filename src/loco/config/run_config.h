@@ -64,7 +64,7 @@ struct TrainConfig {
 
 // How replicas cooperate (docs/design.md §3 "Strategy"; docs/algorithm-reference.md).
 struct DistConfig {
-  std::string algorithm = "none";  // none | ddp | diloco | streaming | noloco | localsgd
+  std::string algorithm = "none";  // none | ddp | diloco | streaming | noloco | localsgd | sparseloco
   std::int64_t replicas = 0;       // M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl
   std::string backend = "local";   // local (M threads in this process) | gloo | nccl
   std::string batch = "split";     // split: train.batch_size is the global batch | per_replica
@@ -118,6 +118,16 @@ struct LocalsgdConfig {
   double qsr_alpha = 0;         // Quadratic Synchronisation Rule: H = max(H_base, (α/lr)²); 0 = fixed H
 };
 
+// SparseLoCo (algo/sparse_exchange.h): the reference code's settings (docs/algorithm-reference.md §12).
+struct SparselocoConfig {
+  std::int64_t sync_every = 30;          // H
+  double outer_lr = 1.0;                 // η of the plain outer step
+  double beta = 0.95;                    // decay of the error-feedback accumulator
+  std::int64_t topk = 64;                // values sent per tile of up to 64 x 64 (64: 1.56%)
+  std::int64_t bits = 2;                 // bits per sent value: 2 | 4
+  std::string average = "contributors";  // contributors (of each coordinate) | replicas
+};
+
 struct CommConfig {
   std::string codec = "fp32";      // codec of diloco/localsgd exchanges (streaming has its own)
   std::int64_t block_size = 128;   // values per scale block of the quantised codecs
@@ -157,6 +167,7 @@ struct RunConfig {
   StreamingConfig streaming;
   NolocoConfig noloco;
   LocalsgdConfig localsgd;
+  SparselocoConfig sparseloco;
   CommConfig comm;
 
   // Sequences one replica trains on per step, and all replicas together (dist.batch).

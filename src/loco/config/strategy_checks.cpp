@@ -98,12 +98,37 @@ void check_noloco_section(const RunConfig& c) {
   }
 }
 
+void check_sparseloco_section(const RunConfig& c) {
+  const SparselocoConfig& s = c.sparseloco;
+  require_sync_every("sparseloco.sync_every", s.sync_every);
+  require_outer_step("sparseloco", s.outer_lr, 0);
+  if (!(s.beta >= 0 && s.beta <= 1)) throw ConfigError(fmt::format("sparseloco.beta ({}) must lie in [0, 1]", s.beta));
+  // A tile holds at most 64 x 64 values; a tile smaller than k sends all of it.
+  if (s.topk < 2 || s.topk > 4096) {
+    throw ConfigError(fmt::format("sparseloco.topk ({}) must lie in [2, 4096]: the values sent per tile of up to "
+                                  "64 x 64 (64 sends 1.56% of them)",
+                                  s.topk));
+  }
+  if (s.bits != 2 && s.bits != 4) throw ConfigError(fmt::format("sparseloco.bits ({}) must be 2 or 4", s.bits));
+  if (!chosen(c, Algorithm::sparseloco)) return;
+  if (c.comm.codec != "fp32") {
+    throw ConfigError(fmt::format("comm.codec = \"{}\" quantises the dense exchanges of diloco and localsgd; sparseloco "
+                                  "sends its own sparse values at sparseloco.bits bits. Remove comm.codec",
+                                  c.comm.codec));
+  }
+  if (c.dist.aggregation == "centered_clip") {
+    throw ConfigError("dist.aggregation = \"centered_clip\" starts from the median of every replica's whole vector, "
+                      "which sparse contributions do not have: with sparseloco use mean, clip, median or trimmed_mean");
+  }
+}
+
 void check_strategy_sections(const RunConfig& c) {
   check_ddp_section(c);
   check_diloco_section(c);
   check_localsgd_section(c);
   check_streaming_section(c);
   check_noloco_section(c);
+  check_sparseloco_section(c);
 }
 
 }  // namespace loco

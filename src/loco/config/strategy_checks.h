@@ -13,6 +13,7 @@ void check_diloco_section(const RunConfig& config);
 void check_localsgd_section(const RunConfig& config);
 void check_streaming_section(const RunConfig& config);
 void check_noloco_section(const RunConfig& config);
+void check_sparseloco_section(const RunConfig& config);
 
 // All of the above.
 void check_strategy_sections(const RunConfig& config);

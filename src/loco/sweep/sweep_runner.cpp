@@ -62,6 +62,7 @@ std::vector<std::string> train_command(const SweepPlan& plan, const SweepRun& ru
 nlohmann::json outer_lr_of(const RunConfig& config) {
   if (config.dist.algorithm == "diloco") return config.diloco.outer_lr;
   if (config.dist.algorithm == "streaming") return config.streaming.outer_lr;
+  if (config.dist.algorithm == "sparseloco") return config.sparseloco.outer_lr;
   return nullptr;
 }
 

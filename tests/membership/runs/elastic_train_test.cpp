@@ -577,6 +577,16 @@ TEST_F(ElasticTrain, AReplicaSendingNaNIsRemovedAfterThreeRejections) {
   }
 }
 
+// SparseLoCo: the accumulators are each member's own; a returning or stalled member heals (and restarts its
+// accumulator at 0), every outer step commits, and the three end with bit-identical global parameters.
+TEST_F(ElasticTrain, SparselocoUnderSimulatedChurn) {
+  simulated_churn("sparseloco-churn",
+                  {{"dist.algorithm=sparseloco", "sparseloco.sync_every=4", "sparseloco.topk=8"},
+                   "outer_steps",
+                   {"outer/global"}},
+                  400 / 4);
+}
+
 // Data parallel: every step committed, and the three end with bit-identical models (a returning replica
 // heals before its first gradient counts; the stalled one heals in the middle of a step).
 TEST_F(ElasticTrain, DataParallelUnderSimulatedChurn) { simulated_churn("ddp-churn", data_parallel(), 400); }

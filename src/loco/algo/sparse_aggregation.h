@@ -1,0 +1,36 @@
+// How SparseLoCo combines the replicas' sparse contributions to one tensor (docs/algorithm-reference.md
+// §12, "Aggregation"): the contributions' index sets differ, so every rule says which values meet at a
+// coordinate. `over_contributors` (sparseloco.average = "contributors", the reference code's): the values
+// of the replicas that sent that coordinate; otherwise ("replicas") every participant's, 0 for one that
+// did not send it (the sparse vector's own value there). Over the participants i (weight w_i > 0):
+//
+//   mean           Σ_{i sent c} w_i·f_i·v_i(c) / D(c),  D(c) = Σ_{i sent c} w_i (contributors) or Σ_i w_i
+//                  (replicas); summed in float32 in replica order; f_i = 1
+//   clip           the mean with f_i = min(1, median_j ‖s_j‖₂ / ‖s_i‖₂), the norms of whole contributions
+//                  (every tensor of the fragment: the caller computes f)
+//   trimmed_mean   per coordinate over its values: sorted, b = dist.trim dropped at each end (lowered to
+//                  ⌊(n − 1)/2⌋ when n ≤ 2b), the rest averaged
+//   median         per coordinate over its values; for an even count the mean of the two middle ones
+//
+// A coordinate no value reaches is 0. centered_clip starts from a median of every replica's full vector
+// and is refused with SparseLoCo (config/strategy_checks.cpp).
+#pragma once
+
+#include <vector>
+
+#include "loco/comm/codecs/sparse_topk.h"
+#include "loco/config/run_config.h"
+
+namespace loco {
+
+// `from[i]`: participant i's decoded contribution; `weights[i]` > 0 and `factors[i]` (clip's, else 1) for
+// each. Writes the tensor's tiling.numel() aggregated values to `out`.
+void aggregate_sparse(const AggregationConfig& rule, bool over_contributors,
+                      const std::vector<const comm::SparseContribution*>& from, const std::vector<double>& weights,
+                      const std::vector<double>& factors, const comm::SparseTiling& tiling, float* out);
+
+// The coordinate-wise rules' value of one coordinate: `values` sorted in place, b dropped at each end as
+// above (trimmed_mean with trim b; the median is trim ⌊(n − 1)/2⌋), the rest averaged in double.
+float trimmed_value(std::vector<float>& values, std::size_t trim);
+
+}  // namespace loco
