@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
+#include <functional>
 
 #include "loco/comm/comm_error.h"
 #include "loco/util/error.h"
@@ -23,14 +23,21 @@ std::size_t largest_divisor_at_most(std::size_t n, std::size_t limit) {
   return 1;
 }
 
-std::size_t bits_for(std::size_t values) {  // bits that number `values` distinct indices
-  std::size_t bits = 0;
-  while ((std::size_t{1} << bits) < values) ++bits;
-  return bits;
+// Elias-Fano parameters of a tile of n values sending k of them (module comment).
+std::size_t low_bits(const SparseTiling& tiling) {  // L = floor(log2(n / k)): the largest L with k 2^L <= n
+  std::size_t low = 0;
+  while ((tiling.k() << (low + 1)) <= tiling.tile_size()) ++low;
+  return low;
+}
+
+std::size_t upper_bits(const SparseTiling& tiling) {  // k + ceil(n / 2^L)
+  const std::size_t bucket = std::size_t{1} << low_bits(tiling);
+  return tiling.k() + (tiling.tile_size() + bucket - 1) / bucket;
 }
 
 std::size_t tile_bytes(const SparseTiling& tiling, int bits) {
-  const std::size_t tile_bits = tiling.k() * (bits_for(tiling.tile_size()) + static_cast<std::size_t>(bits));
+  const std::size_t tile_bits =
+      upper_bits(tiling) + tiling.k() * (low_bits(tiling) + static_cast<std::size_t>(bits));
   return (tile_bits + 7) / 8;
 }
 
@@ -56,7 +63,7 @@ class BitWriter {
 
 class BitReader {
  public:
-  explicit BitReader(const std::uint8_t* in) : in_(in) {}
+  BitReader(const std::uint8_t* in, std::size_t at_bit) : in_(in), at_(at_bit) {}
   std::uint32_t get(std::size_t bits) {
     std::uint32_t value = 0;
     for (std::size_t b = 0; b < bits; ++b, ++at_) value |= ((in_[at_ / 8] >> (at_ % 8)) & 1u) << b;
@@ -65,7 +72,7 @@ class BitReader {
 
  private:
   const std::uint8_t* in_;
-  std::size_t at_ = 0;
+  std::size_t at_;
 };
 
 // Q of the selected values (module comment): codes, lookup and shift into `out`.
@@ -87,7 +94,10 @@ void quantise(const std::vector<float>& values, int bits, SparseContribution& ou
   for (std::size_t i = 0; i < n; ++i) {
     const double c = static_cast<double>(values[i]) - shift;
     const double level = std::nearbyint(c / scale + static_cast<double>(n_bins) / 2);  // half to even
-    const auto code = static_cast<std::size_t>(std::clamp(level, 0.0, static_cast<double>(n_bins - 1)));
+    // A NaN level (a NaN or infinite value selected) takes code 0: its NaN reaches the lookup and the shift.
+    const auto code = std::isnan(level)
+                          ? std::size_t{0}
+                          : static_cast<std::size_t>(std::clamp(level, 0.0, static_cast<double>(n_bins - 1)));
     out.codes[i] = static_cast<std::uint8_t>(code);
     bin_sum[code] += c;
     ++bin_count[code];
@@ -128,20 +138,29 @@ SparseContribution sparse_compress(const float* values, const SparseTiling& tili
   out.tile_indices.reserve(tiling.selected());
   std::vector<float> selected;
   selected.reserve(tiling.selected());
-  std::vector<std::uint16_t> order(tiling.tile_size());
-  std::vector<float> magnitude(tiling.tile_size());
+  // The order of choice is a total order: larger |e| first, a NaN before any number, then the lower index.
+  // Here as one integer per value, compared as integers: the bits of |e| (which order non-negative floats as
+  // their values; every NaN above infinity) above the complement of the index. So the k largest keys are the
+  // same set on every machine, whichever way they are found (nth_element: linear in the tile).
+  const auto rank_key = [](float value, std::size_t j) {
+    const float magnitude = std::fabs(value);
+    std::uint32_t magnitude_bits = 0xffffffffu;
+    if (!std::isnan(magnitude)) std::memcpy(&magnitude_bits, &magnitude, sizeof(magnitude_bits));
+    return (std::uint64_t{magnitude_bits} << 32) | (0xffffffffu - static_cast<std::uint32_t>(j));
+  };
+  std::vector<std::uint64_t> keys(tiling.tile_size());
+  std::vector<std::uint16_t> chosen(tiling.k());
+  const auto k = static_cast<std::ptrdiff_t>(tiling.k());
   for (std::size_t t = 0; t < tiling.tiles(); ++t) {
-    for (std::size_t j = 0; j < tiling.tile_size(); ++j) magnitude[j] = std::fabs(values[tiling.flat_index(t, j)]);
-    std::iota(order.begin(), order.end(), std::uint16_t{0});
-    // The k largest |e|, ties to the lower index: the same choice on every machine.
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(tiling.k()), order.end(),
-                      [&](std::uint16_t a, std::uint16_t b) {
-                        return magnitude[a] > magnitude[b] || (magnitude[a] == magnitude[b] && a < b);
-                      });
-    std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(tiling.k()));
+    for (std::size_t j = 0; j < tiling.tile_size(); ++j) keys[j] = rank_key(values[tiling.flat_index(t, j)], j);
+    std::nth_element(keys.begin(), keys.begin() + k, keys.end(), std::greater<>());  // the k largest first
     for (std::size_t i = 0; i < tiling.k(); ++i) {
-      out.tile_indices.push_back(order[i]);
-      selected.push_back(values[tiling.flat_index(t, order[i])]);
+      chosen[i] = static_cast<std::uint16_t>(0xffffffffu - static_cast<std::uint32_t>(keys[i]));
+    }
+    std::sort(chosen.begin(), chosen.end());
+    for (std::uint16_t j : chosen) {
+      out.tile_indices.push_back(j);
+      selected.push_back(values[tiling.flat_index(t, j)]);
     }
   }
   quantise(selected, bits, out);
@@ -153,16 +172,41 @@ std::size_t sparse_encoded_bytes(const SparseTiling& tiling, int bits) {
   return header_bytes(bits) + tiling.tiles() * tile_bytes(tiling, bits);
 }
 
+double sparse_bits_per_index(const SparseTiling& tiling) {
+  return static_cast<double>(upper_bits(tiling) + tiling.k() * low_bits(tiling)) / static_cast<double>(tiling.k());
+}
+
 void sparse_encode(const SparseContribution& contribution, const SparseTiling& tiling, int bits, std::uint8_t* out) {
   require_bits(bits);
+  const std::size_t k = tiling.k();
+  LOCO_CHECK(contribution.tile_indices.size() == tiling.selected() && contribution.codes.size() == tiling.selected() &&
+                 contribution.lookup.size() == (std::size_t{1} << bits),
+             "a sparse contribution of {} indices, {} codes and {} lookup values for {} tiles of k = {} at {} bits",
+             contribution.tile_indices.size(), contribution.codes.size(), contribution.lookup.size(), tiling.tiles(),
+             k, bits);
+  for (std::size_t i = 0; i < tiling.selected(); ++i) {
+    const std::uint16_t index = contribution.tile_indices[i];
+    LOCO_CHECK(index < tiling.tile_size() && (i % k == 0 || index > contribution.tile_indices[i - 1]) &&
+                   contribution.codes[i] < (1u << bits),
+               "sparse index {} (code {}) at {} of tile {}: indices strictly ascending within a tile of {} values",
+               index, contribution.codes[i], i % k, i / k, tiling.tile_size());
+  }
   std::memcpy(out, &contribution.shift, sizeof(float));
   std::memcpy(out + sizeof(float), contribution.lookup.data(), sizeof(float) * contribution.lookup.size());
   std::uint8_t* tile_out = out + header_bytes(bits);
-  const std::size_t index_bits = bits_for(tiling.tile_size());
+  const std::size_t low = low_bits(tiling);
+  const std::size_t upper = upper_bits(tiling);
+  const std::uint32_t low_mask = (std::uint32_t{1} << low) - 1;
   for (std::size_t t = 0; t < tiling.tiles(); ++t, tile_out += tile_bytes(tiling, bits)) {
+    const std::uint16_t* indices = contribution.tile_indices.data() + t * k;
     BitWriter writer(tile_out);
-    for (std::size_t i = 0; i < tiling.k(); ++i) writer.put(contribution.tile_indices[t * tiling.k() + i], index_bits);
-    for (std::size_t i = 0; i < tiling.k(); ++i) writer.put(contribution.codes[t * tiling.k() + i], bits);
+    for (std::size_t at = 0, i = 0; at < upper; ++at) {  // bit h_i + i for each i
+      const bool set = i < k && (static_cast<std::size_t>(indices[i]) >> low) + i == at;
+      writer.put(set ? 1 : 0, 1);
+      if (set) ++i;
+    }
+    for (std::size_t i = 0; i < k; ++i) writer.put(indices[i] & low_mask, low);
+    for (std::size_t i = 0; i < k; ++i) writer.put(contribution.codes[t * k + i], bits);
   }
 }
 
@@ -180,22 +224,37 @@ SparseContribution sparse_decode(const std::uint8_t* in, std::size_t size, const
       !std::all_of(out.lookup.begin(), out.lookup.end(), [](float v) { return std::isfinite(v); })) {
     throw CommError("a sparse contribution whose values decode to NaN or infinity: refused");
   }
+  // Every bit read below lies in the tile's bytes: the upper string, k low parts and k codes are read at
+  // their fixed offsets and lengths, which sum to at most tile_bytes * 8 whatever the bytes say.
+  const std::size_t k = tiling.k();
+  const std::size_t low = low_bits(tiling);
+  const std::size_t upper = upper_bits(tiling);
   const std::uint8_t* tile_in = in + header_bytes(bits);
-  const std::size_t index_bits = bits_for(tiling.tile_size());
   out.tile_indices.resize(tiling.selected());
   out.codes.resize(tiling.selected());
   for (std::size_t t = 0; t < tiling.tiles(); ++t, tile_in += tile_bytes(tiling, bits)) {
-    BitReader reader(tile_in);
-    for (std::size_t i = 0; i < tiling.k(); ++i) {
-      const std::uint32_t index = reader.get(index_bits);
-      if (index >= tiling.tile_size() || (i > 0 && index <= out.tile_indices[t * tiling.k() + i - 1])) {
+    BitReader counter(tile_in, 0);
+    std::size_t set = 0;
+    for (std::size_t at = 0; at < upper; ++at) set += counter.get(1);
+    if (set != k) {
+      throw CommError(fmt::format(
+          "a sparse contribution whose tile {} sets {} of its {} upper index bits where it sends {} indices: refused",
+          t, set, upper, k));
+    }
+    BitReader high(tile_in, 0);
+    BitReader lows(tile_in, upper);
+    std::uint16_t* indices = out.tile_indices.data() + t * k;
+    for (std::size_t at = 0, i = 0; i < k; ++at) {  // ends within the string: it holds k set bits
+      if (high.get(1) == 0) continue;
+      const std::size_t index = ((at - i) << low) | lows.get(low);
+      if (index >= tiling.tile_size() || (i > 0 && index <= indices[i - 1])) {
         throw CommError(fmt::format("a sparse contribution whose tile {} holds index {} {}: refused", t, index,
                                     index >= tiling.tile_size() ? "outside the tile" : "out of ascending order"));
       }
-      out.tile_indices[t * tiling.k() + i] = static_cast<std::uint16_t>(index);
+      indices[i++] = static_cast<std::uint16_t>(index);
     }
-    for (std::size_t i = 0; i < tiling.k(); ++i)
-      out.codes[t * tiling.k() + i] = static_cast<std::uint8_t>(reader.get(bits));
+    BitReader codes(tile_in, upper + k * low);
+    for (std::size_t i = 0; i < k; ++i) out.codes[t * k + i] = static_cast<std::uint8_t>(codes.get(bits));
   }
   return out;
 }

@@ -6,18 +6,30 @@
 //            for C; a 1-D tensor in pieces of the largest divisor of its length that is <= 64 (as the
 //            reference: no partial tiles, a prime length is one piece);
 //   TopK     per tile the k largest |e| (k = min(k, tile size), at least 2, rounded down to even), ties to
-//            the lower index, kept in ascending index order so that every machine sends the same bytes;
+//            the lower index, a NaN |e| larger than any number (a replica that diverged sends its NaN, and
+//            its shift and lookup become NaN, which receivers refuse), kept in ascending index order so
+//            that every machine sends the same bytes;
 //   Q        one set of statistics per tensor over its selected values, in double (loco's choice, for
 //            identical codes everywhere): shift = mean, sigma = unbiased std, scale = 6 sigma / 2^bits (1 when
 //            0 or not finite), code = clamp(round-half-even(c / scale + 2^bits / 2), 0, 2^bits - 1) with
 //            c = v - shift; a lookup table of each bin's mean c (0 when empty). Decoded value =
 //            float(lookup[code]) + float(shift), added in float32.
 //
-// Wire layout of one tensor (little-endian): shift (f32), lookup (2^bits f32), then per tile its k indices
-// within the tile at ceil(log2(tile size)) bits each, then the k codes at `bits` bits each, bit-packed from
-// the lowest bit; a tile's bits start on a byte. The size depends only on the shape, k and bits. A receiver
-// refuses indices out of the tile, not strictly ascending (duplicates), a non-finite shift or lookup, or a
-// wrong size: a contribution from a bad peer is refused whole.
+// Wire layout of one tensor (little-endian): shift (f32), lookup (2^bits f32), then per tile, bit-packed from
+// the lowest bit of each byte and starting on a byte:
+//   upper    the k ascending tile-local indices in Elias-Fano code: with n the tile size and
+//            L = floor(log2(n / k)) (0 when n / k < 2), index i's high part h_i = index_i >> L in unary, a
+//            string of k + ceil(n / 2^L) bits in which bit h_i + i is set for each i and all others are 0;
+//   low      the low L bits of each index, in order, L bits each;
+//   codes    the k codes, `bits` bits each.
+// So a tile takes k + ceil(n / 2^L) + k (L + bits) bits, (k + ceil(n / 2^L) + k L) / k bits per index
+// (sparse_bits_per_index): 8 for 64 x 64 tiles at k = 64 (L = 6, 128 upper bits), against the 12 of the
+// reference's fixed-width packing. The size depends only on the shape, k and bits, never on which indices
+// were chosen, so every replica's buffer has the same size (they are all-gathered as equal buffers). A
+// receiver refuses an upper string without exactly k set bits, an index outside the tile, indices not
+// strictly ascending (duplicates: two equal high parts whose low parts do not increase), a non-finite shift
+// or lookup, or a wrong size: a contribution from a bad peer is refused whole. Bits after a tile's last code
+// (up to its next byte) are ignored.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +71,10 @@ SparseContribution sparse_compress(const float* values, const SparseTiling& tili
 
 // Bytes of one tensor's contribution on the wire.
 std::size_t sparse_encoded_bytes(const SparseTiling& tiling, int bits);
+// Bits a tile spends per selected value on its indices (upper string and low parts; the module comment).
+double sparse_bits_per_index(const SparseTiling& tiling);
+// `contribution` must be what sparse_compress returns for `tiling` and `bits` (in particular each tile's
+// indices strictly ascending and inside the tile): a check fails otherwise.
 void sparse_encode(const SparseContribution& contribution, const SparseTiling& tiling, int bits, std::uint8_t* out);
 // Throws CommError naming what is wrong for bytes no honest replica sends (see above).
 SparseContribution sparse_decode(const std::uint8_t* in, std::size_t size, const SparseTiling& tiling, int bits);
