@@ -7,7 +7,9 @@
 //
 // CONFIG defaults to configs/llama-125m.toml (the model section is what matters). Replicas are
 // threads with a LocalGroup (one intra-op thread each), so M > 1 also counts the in-process
-// all-reduce. Prints one JSON line.
+// all-reduce. With --set dist.algorithm=sparseloco it also times the sparse exchange's parts on the
+// model's tensors (algo/sparse_exchange.h: error feedback, top-k and encoding; the all-gather; decoding
+// and aggregating every replica's), and the codec's share of a round of H inner steps. Prints one JSON line.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "loco/algo/make_strategy.h"
+#include "loco/algo/sparse_exchange.h"
 #include "loco/train/fixed_membership.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/load_config.h"
@@ -60,7 +63,7 @@ int main(int argc, char** argv) {
     else if (a == "--set") overrides.push_back(next());
     else config_file = a;
   }
-  std::vector<std::string> settings = {"dist.algorithm=diloco", "diloco.sync_every=1",
+  std::vector<std::string> settings = {"dist.algorithm=diloco", "diloco.sync_every=1", "sparseloco.sync_every=1",
                                        fmt::format("dist.replicas={}", replicas), "train.device=cpu",
                                        "train.autocast=none", "dist.batch=per_replica",
                                        fmt::format("data.seq_len={}", seq), "model.max_position_embeddings=0"};
@@ -92,9 +95,40 @@ int main(int argc, char** argv) {
     std::vector<double> outer;
     for (int r = 0; r < repeats; ++r) outer.push_back(seconds_of([&] { strategy->after_step(r + 1); }));
     std::sort(outer.begin(), outer.end());
+    // The sparse exchange's parts, on a pseudo-gradient of the size an outer step sees.
+    nlohmann::json codec;
+    if (config.dist.algorithm == "sparseloco") {
+      std::vector<std::vector<std::int64_t>> shapes;
+      for (const auto& slot : optimizer.parameters().slots()) shapes.push_back(slot.sizes);
+      const loco::SparselocoConfig& s = config.sparseloco;
+      const loco::SparseSettings settings{s.beta, static_cast<std::size_t>(s.topk), static_cast<int>(s.bits),
+                                          s.average == "contributors"};
+      const loco::SparseLayout layout(shapes, settings);
+      std::vector<loco::SparseRound> rounds;
+      for (int r = 0; r < repeats; ++r) {
+        torch::Tensor delta = torch::randn({layout.numel()}).mul_(1e-3);
+        rounds.push_back(loco::sparse_exchange(group, layout, settings, config.exchange().aggregation,
+                                               torch::zeros({layout.numel()}), delta, 1.0, true, "bench"));
+      }
+      const auto median = [&](double loco::SparseRound::*part) {
+        std::vector<double> v;
+        for (const auto& round : rounds) v.push_back(round.*part);
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const double encode_s = median(&loco::SparseRound::encode_s), decode_s = median(&loco::SparseRound::decode_s);
+      codec = {{"payload_bytes", layout.payload_bytes()},
+               {"layout", layout.describe()},
+               {"encode_s", encode_s},
+               {"gather_s", median(&loco::SparseRound::gather_s)},
+               {"decode_aggregate_s", decode_s},
+               {"codec_fraction_of_outer_step", (encode_s + decode_s) / outer[outer.size() / 2]},
+               {"codec_fraction_of_round_at_H", (encode_s + decode_s) / (static_cast<double>(every) * inner_s +
+                                                                          outer[outer.size() / 2])}};
+    }
     if (group.rank() != 0) return;
     const double outer_s = outer[outer.size() / 2];
-    result = {{"benchmark", "diloco outer step"},
+    result = {{"benchmark", config.dist.algorithm + " outer step"},
               {"machine", cpu_model()},
               {"threads_per_replica", 1},
               {"parameters", model->num_parameters()},
@@ -105,6 +139,7 @@ int main(int argc, char** argv) {
               {"inner_batch", fmt::format("{} x {} tokens", batch, seq)},
               {"H", every},
               {"outer_fraction_at_H", outer_s / (static_cast<double>(every) * inner_s + outer_s)}};
+    if (!codec.is_null()) result["sparse_codec"] = codec;
   });
   std::cout << result.dump() << std::endl;
   return 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "loco/comm/link/link_fit.h"
 #include "loco/comm/paced_all_gather.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco {
 
@@ -93,6 +95,7 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
                             const AggregationConfig& aggregation, const torch::Tensor& accumulator,
                             torch::Tensor& delta, double weight, bool own_work, const std::string& what) {
   torch::NoGradGuard no_grad;
+  auto started = std::chrono::steady_clock::now();
   LOCO_CHECK(delta.numel() == layout.numel() && accumulator.numel() == layout.numel(),
              "a sparse exchange of {} values for a layout of {}", delta.numel(), layout.numel());
   const int bits = settings.bits;
@@ -126,6 +129,8 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
     if (diverged) round.accumulator.zero_();
   }
 
+  round.encode_s = seconds_since(started);
+
   // Every replica's bytes to every replica.
   const comm::Pacing pacing = group.pacing(group.size());
   const std::int64_t span = pacing.round_bytes * std::max(group.size() - 1, 1);
@@ -138,6 +143,8 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
                        comm::LinkFit::waited_rounds(rounds, pacing.in_flight) * (group.size() - 1), times.wait_s}});
   }
 
+  round.gather_s = times.wait_s;
+  started = std::chrono::steady_clock::now();
   // Decode every replica's, in rank order; refuse what no honest replica sends.
   std::vector<Received> taking_part;
   std::vector<double> weights;
@@ -166,6 +173,7 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
                      average.data_ptr<float>() + layout.offset(t));
   }
   delta.copy_(average.view(delta.sizes()));
+  round.decode_s = seconds_since(started);
   if (!round.averaged.rejected.empty()) {
     fmt::print(stderr, "{}: the sparse contribution of replica(s) {} did not decode (indices outside a tile, "
                        "duplicated or unsorted, or values that are not finite numbers); left out\n",

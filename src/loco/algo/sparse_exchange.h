@@ -72,6 +72,9 @@ class SparseLayout {
 struct SparseRound {
   PseudoGradientAverage averaged;  // Σ weight in Δ̄ (0: apply nothing) and the refused replicas
   torch::Tensor accumulator;       // this replica's e after the round: becomes its e when the outer step commits
+  // Where its time went (loco_outer_step_bench reports it): the error feedback, selection and encoding;
+  // waiting for the all-gather; decoding and aggregating every replica's.
+  double encode_s = 0, gather_s = 0, decode_s = 0;
 };
 
 // One exchange of a fragment with the group. `accumulator`: this replica's e before it (float32, left as it
