@@ -15,16 +15,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/poisoned}
+# LIST=bench/convergence/poisoned_sparse.txt: the same attacks on SparseLoCo, whose rules are timed with
+# its algorithm.
+list=${LIST:-bench/convergence/poisoned.txt}
+algorithm=diloco
+rules="mean clip trimmed_mean median centered_clip"
+if grep -q 'dist.algorithm=sparseloco' "$list"; then algorithm=sparseloco; rules="mean clip median"; fi
 bench=${BENCH:-build/loco_outer_step_bench}
 [ -x "$bench" ] || { echo "poisoned: $bench is missing; run scripts/setup.sh build" >&2; exit 2; }
-REPORT=0 bench/convergence.sh bench/convergence/poisoned.txt "$out"
+REPORT=0 bench/convergence.sh "$list" "$out"
 vocab=$(/usr/bin/python3 -c 'import json; print(json.load(open("data/brown/meta.json"))["vocab_size"])')
 timings=$out/outer_step_times.jsonl
 : >"$timings"
 for model in configs/tiny.toml bench/configs/small-5m.toml; do
-  for rule in mean clip trimmed_mean median centered_clip; do
+  for rule in $rules; do
     "$bench" "$model" --replicas 4 --batch 4 --seq 128 --repeats 5 --every 30 --set "model.vocab_size=$vocab" \
-      --set "dist.aggregation=$rule" | sed "s|^{|{\"model\":\"$model\",|" >>"$timings"
+      --set "dist.algorithm=$algorithm" --set "dist.aggregation=$rule" | sed "s|^{|{\"model\":\"$model\",|" >>"$timings"
   done
 done
-/usr/bin/python3 bench/poisoned_report.py "$out" bench/convergence/poisoned.txt "$timings"
+/usr/bin/python3 bench/poisoned_report.py "$out" "$list" "$timings"

@@ -25,7 +25,7 @@
 # run's median utilisation and range (bench/utilisation_report.py --medians).
 #
 # Runs (NAME): ddp, diloco-fp4-h100, diloco-fp4-h20, overlapped-fp4-h20-auto, streaming-fp4-h20-tau1,
-# streaming-fp4-h20-auto (see RUNS below). Prints one markdown row per (ranks, rate, run) and leaves the
+# streaming-fp4-h20-auto, sparseloco-h20 (see RUNS below). Prints one markdown row per (ranks, rate, run) and leaves the
 # run directories under --out (default runs/utilisation-<date>).
 set -euo pipefail
 
@@ -64,8 +64,9 @@ declare -A RUNS=(
   [overlapped-fp4-h20-auto]="61|dist.algorithm=streaming streaming.fragments=1 streaming.sync_every=20 streaming.codec=fp4 streaming.overlap_auto=true"
   [streaming-fp4-h20-tau1]="61|dist.algorithm=streaming streaming.fragments=2 streaming.sync_every=20 streaming.codec=fp4 streaming.overlap=1"
   [streaming-fp4-h20-auto]="61|dist.algorithm=streaming streaming.fragments=2 streaming.sync_every=20 streaming.codec=fp4 streaming.overlap_auto=true"
+  [sparseloco-h20]="61|dist.algorithm=sparseloco sparseloco.sync_every=20"
 )
-ORDER="ddp diloco-fp4-h100 diloco-fp4-h20 overlapped-fp4-h20-auto streaming-fp4-h20-tau1 streaming-fp4-h20-auto"
+ORDER="ddp diloco-fp4-h100 diloco-fp4-h20 overlapped-fp4-h20-auto streaming-fp4-h20-tau1 streaming-fp4-h20-auto sparseloco-h20"
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "utilisation.sh: --repeats needs a positive whole number, not '$REPEATS'" >&2; exit 64; }
 [[ -n $SELECTED ]] || SELECTED=$ORDER
 for name in $SELECTED; do

@@ -1,18 +1,22 @@
-// SparseLoCo's aggregation and exchange (src/loco/algo/sparse_aggregation.h, sparse_exchange.h): every rule on
-// hand-computed contributions whose index sets differ; the exchange across three ranks of a LocalGroup
-// against the codec's own functions (which tests/unit/sparse_topk_test.cpp checks against the Python
-// transcription), its exact bytes, what a left-out, a healed and a hostile replica do to the accumulator and
-// the average.
+// SparseLoCo's aggregation and exchange (src/loco/algo/sparse_aggregation.h, sparse_exchange.h): rounds of
+// the exchange across the replicas of a LocalGroup, then the outer step, against the Python transcription
+// (tests/reference/sparseloco_ref.py, the fixture of tests/reference/make_sparseloco_fixture.py: every
+// replica's accumulator and θ after each round); every rule on hand-computed contributions whose index sets
+// differ; the exchange against the codec's own functions, its exact bytes, what a left-out, a healed and a
+// hostile replica do to the accumulator and the average.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <cstring>
-#include <mutex>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "loco/algo/sparse_aggregation.h"
 #include "loco/algo/sparse_exchange.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/io/safetensors.h"
 
 namespace loco {
 namespace {
@@ -35,6 +39,60 @@ SparseContribution sent(std::uint16_t i, float a, std::uint16_t j, float b) {
   c.lookup = {a, b, 0, 0};
   c.shift = 0;
   return c;
+}
+
+// Every fixture case: its tensors as one fragment, `rounds` exchanges among its replicas, each followed by
+// θ ← θ − η·Δ̄. A flipped sign, a dropped residual, a wrong tile or a mean over all replicas instead of the
+// contributors moves the accumulators or θ compared here.
+TEST(SparseExchange, RoundsAndOuterStepsMatchThePythonTranscription) {
+  const SafetensorsContent fixture = load_safetensors(std::string(LOCO_FIXTURE_DIR) + "/sparseloco.safetensors");
+  const auto cases = nlohmann::json::parse(fixture.metadata.at("cases"));
+  const auto tensor = [&](const std::string& name) { return fixture.tensors.at(name).reshape({-1}); };
+  for (const auto& [name, c] : cases.items()) {
+    std::vector<std::string> tensors;
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const auto& [t, shape] : c.at("shapes").items()) {
+      tensors.push_back(t);
+      shapes.push_back(shape.get<std::vector<std::int64_t>>());
+    }
+    // The fragment's values in the order of `tensors`.
+    const auto fragment = [&](const std::function<std::string(const std::string&)>& key) {
+      std::vector<torch::Tensor> parts;
+      for (const auto& t : tensors) parts.push_back(tensor(key(t)));
+      return torch::cat(parts);
+    };
+    SparseSettings settings;
+    settings.beta = c.at("beta").get<double>();
+    settings.topk = c.at("k").get<std::size_t>();
+    settings.bits = c.at("bits").get<int>();
+    const SparseLayout layout(shapes, settings);
+    const int replicas = c.at("replicas");
+    const auto eta = c.at("eta").get<float>();
+    std::vector<torch::Tensor> accumulators(replicas, torch::zeros({layout.numel()}));
+    torch::Tensor theta = fragment([&](const std::string& t) { return fmt::format("{}/theta0/{}", name, t); });
+    for (int round = 0; round < c.at("rounds").get<int>(); ++round) {
+      std::vector<torch::Tensor> averages(replicas);
+      comm::run_local_replicas(replicas, [&](comm::Group& group) {
+        const int r = group.rank();
+        torch::Tensor delta =
+            fragment([&](const std::string& t) { return fmt::format("{}/delta/{}/{}/{}", name, round, r, t); });
+        SparseRound result = sparse_exchange(group, layout, settings, rule("mean"), accumulators[r], delta, 1.0, true,
+                                             "fixture");
+        accumulators[r] = result.accumulator;
+        averages[r] = delta;
+      });
+      for (int r = 0; r < replicas; ++r) {
+        const torch::Tensor want =
+            fragment([&](const std::string& t) { return fmt::format("{}/e/{}/{}/{}", name, round, r, t); });
+        EXPECT_TRUE(torch::allclose(accumulators[r], want, 2e-6, 2e-6)) << name << " round " << round << " e " << r;
+        EXPECT_TRUE(torch::equal(averages[r], averages[0])) << "every replica applies the same average";
+      }
+      theta = theta - averages[0].mul(eta);
+      const torch::Tensor want =
+          fragment([&](const std::string& t) { return fmt::format("{}/theta/{}/{}", name, round, t); });
+      EXPECT_TRUE(torch::allclose(theta, want, 2e-6, 2e-6)) << name << " theta after round " << round;
+    }
+  }
 }
 
 // A = {1: 2, 5: −4}, B = {1: 4, 6: 1}, C = {1: 100, 5: −100}.

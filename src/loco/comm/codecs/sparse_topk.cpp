@@ -273,19 +273,4 @@ SparseContribution sparse_error_feedback(float* accumulator, const float* delta,
   return sent;
 }
 
-void sparse_mean(const std::vector<const SparseContribution*>& contributions, const SparseTiling& tiling, float* out) {
-  std::fill(out, out + tiling.numel(), 0.0f);
-  std::vector<std::uint32_t> count(tiling.numel(), 0);
-  for (const SparseContribution* contribution : contributions) {
-    for (std::size_t i = 0; i < contribution->tile_indices.size(); ++i) {
-      const std::size_t flat = tiling.flat_index(i / tiling.k(), contribution->tile_indices[i]);
-      out[flat] += contribution->decoded(i);
-      ++count[flat];
-    }
-  }
-  for (std::size_t i = 0; i < tiling.numel(); ++i) {
-    if (count[i] > 0) out[i] /= static_cast<float>(count[i]);
-  }
-}
-
 }  // namespace loco::comm

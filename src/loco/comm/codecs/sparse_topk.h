@@ -85,8 +85,4 @@ SparseContribution sparse_decode(const std::uint8_t* in, std::size_t size, const
 SparseContribution sparse_error_feedback(float* accumulator, const float* delta, float beta, const SparseTiling& tiling,
                                          int bits);
 
-// The aggregate of the replicas' contributions to one tensor: per coordinate, the mean over the replicas that
-// sent it, summed in the order given, in float32; 0 where none did. Writes numel() values.
-void sparse_mean(const std::vector<const SparseContribution*>& contributions, const SparseTiling& tiling, float* out);
-
 }  // namespace loco::comm
