@@ -103,8 +103,9 @@ def density_map(found):
         m = re.match(r"sparse-k(\d+)-h(\d+)$", name)
         if m:
             cells[(int(m.group(1)), int(m.group(2)))] = rs
-    if "sparse-k64" in found:
-        cells[(64, 30)] = found["sparse-k64"]
+    for k in (48, 64, 128):  # the H = 30 runs of bench/convergence/sparseloco.txt
+        if f"sparse-k{k}" in found:
+            cells[(k, 30)] = found[f"sparse-k{k}"]
     if not cells:
         return
     ks = sorted({k for k, _ in cells})

@@ -141,6 +141,9 @@ class ElasticTrain : public ::testing::Test {
   void survivors_finish(const std::string& run, const std::string& fault, const Checks& checks,
                         int synchronisations, int steps = 24);
   void simulated_churn(const std::string& run, const Checks& checks, int synchronisations);
+  void resumes_from_members_checkpoints(const std::string& run, const std::vector<std::string>& settings);
+  void removes_a_replica_sending_nan(const std::string& run, const std::vector<std::string>& settings,
+                                     const std::string& refusal);
 
   static constexpr int kLateJoinSteps = 400;  // long enough that the late member arrives before the others finish
   struct LateJoin {
@@ -379,53 +382,64 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
 // its own, and end with the global parameters of the uninterrupted run to the last bit (a spurious outer
 // step at the resume, or a data round laid out anew, would change them). Then only a resumes and b and c
 // start afresh: they heal from it at step 12 and the three finish together, every outer step counted once.
-TEST_F(ElasticTrain, ARunResumesFromItsMembersCheckpoints) {
+void ElasticTrain::resumes_from_members_checkpoints(const std::string& run,
+                                                    const std::vector<std::string>& algorithm) {
   constexpr int kSteps = 24;
-  const std::vector<std::string> settings = {"train.checkpoint_every=12"};
+  std::vector<std::string> settings = algorithm;
+  settings.push_back("train.checkpoint_every=12");
   const auto resume_from = [&](const std::string& m) {
-    return std::vector<std::string>{"--resume", (*dir_ / "resume-full" / "members" / (m + "-1") / "checkpoints" /
+    return std::vector<std::string>{"--resume", (*dir_ / (run + "-full") / "members" / (m + "-1") / "checkpoints" /
                                                  "step_12").string()};
   };
   {
-    const auto coordinator_process = coordinator("resume-full", 3);
-    auto a = member("resume-full", "a", kSteps, "", settings), b = member("resume-full", "b", kSteps, "", settings),
-         c = member("resume-full", "c", kSteps, "", settings);
+    const auto coordinator_process = coordinator(run + "-full", 3);
+    auto a = member(run + "-full", "a", kSteps, "", settings), b = member(run + "-full", "b", kSteps, "", settings),
+         c = member(run + "-full", "c", kSteps, "", settings);
     for (auto* m : {a.get(), b.get(), c.get()}) ASSERT_EQ(m->wait(180), 0) << m->output();
   }
-  const std::string uninterrupted = final_global("resume-full", "a-1", kSteps);
+  const std::string uninterrupted = final_global(run + "-full", "a-1", kSteps);
   ASSERT_FALSE(uninterrupted.empty());
   {
-    const auto coordinator_process = coordinator("resume-all", 3);
-    auto a = member("resume-all", "a", kSteps, "", {}, resume_from("a")),
-         b = member("resume-all", "b", kSteps, "", {}, resume_from("b")),
-         c = member("resume-all", "c", kSteps, "", {}, resume_from("c"));
+    const auto coordinator_process = coordinator(run + "-all", 3);
+    auto a = member(run + "-all", "a", kSteps, "", algorithm, resume_from("a")),
+         b = member(run + "-all", "b", kSteps, "", algorithm, resume_from("b")),
+         c = member(run + "-all", "c", kSteps, "", algorithm, resume_from("c"));
     for (auto* m : {a.get(), b.get(), c.get()}) {
       EXPECT_EQ(m->wait(180), 0) << m->output();
       EXPECT_NE(m->output().find("resuming after step 12"), std::string::npos) << m->output();
     }
   }
   for (const std::string m : {"a-1", "b-1", "c-1"}) {
-    EXPECT_TRUE(final_global("resume-all", m, kSteps) == uninterrupted) << m << " differs from the uninterrupted run";
+    EXPECT_TRUE(final_global(run + "-all", m, kSteps) == uninterrupted) << m << " differs from the uninterrupted run";
     nlohmann::json last;
-    events("resume-all", m, "quorum", &last);
+    events(run + "-all", m, "quorum", &last);
     EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << m << ": " << last;
   }
   {
-    const auto coordinator_process = coordinator("resume-one", 3);
-    auto a = member("resume-one", "a", kSteps, "", {}, resume_from("a")), b = member("resume-one", "b", kSteps),
-         c = member("resume-one", "c", kSteps);
+    const auto coordinator_process = coordinator(run + "-one", 3);
+    auto a = member(run + "-one", "a", kSteps, "", algorithm, resume_from("a")),
+         b = member(run + "-one", "b", kSteps, "", algorithm), c = member(run + "-one", "c", kSteps, "", algorithm);
     for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(180), 0) << m->output();
     for (auto* m : {b.get(), c.get()}) {
       EXPECT_NE(m->output().find("healed from a#1, "), std::string::npos) << m->output();
       EXPECT_NE(m->output().find("step 0 -> 12"), std::string::npos) << m->output();
     }
   }
-  const std::string ga = final_global("resume-one", "a-1", kSteps);
+  const std::string ga = final_global(run + "-one", "a-1", kSteps);
   EXPECT_FALSE(ga.empty());
-  for (const std::string m : {"b-1", "c-1"}) EXPECT_TRUE(final_global("resume-one", m, kSteps) == ga) << m;
+  for (const std::string m : {"b-1", "c-1"}) EXPECT_TRUE(final_global(run + "-one", m, kSteps) == ga) << m;
   nlohmann::json last;
-  events("resume-one", "b-1", "quorum", &last);
+  events(run + "-one", "b-1", "quorum", &last);
   EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+}
+
+TEST_F(ElasticTrain, ARunResumesFromItsMembersCheckpoints) { resumes_from_members_checkpoints("resume", {}); }
+
+// SparseLoCo: each member's accumulator comes back from its own checkpoint (a member that resumed without it
+// would send other values, and the global parameters would differ); members that heal restart theirs at 0.
+TEST_F(ElasticTrain, ASparselocoRunResumesFromItsMembersCheckpoints) {
+  resumes_from_members_checkpoints("sparse-resume", {"dist.algorithm=sparseloco", "sparseloco.sync_every=4",
+                                                     "sparseloco.topk=8"});
 }
 
 // dist.backend = "local" with dist.churn: three replicas as threads of one process, each a member of a
@@ -550,31 +564,44 @@ TEST_F(ElasticTrain, StreamingWithOverlapOnOneMemberIsStreamingDiloco) {
 // A replica that sends NaN from step 8 on (dist.adversary) is left out of every median and reported with
 // the votes; after its third rejected synchronisation the coordinator removes it and bars its name, and the
 // two others finish with every outer step committed and bit-identical global parameters.
-TEST_F(ElasticTrain, AReplicaSendingNaNIsRemovedAfterThreeRejections) {
+void ElasticTrain::removes_a_replica_sending_nan(const std::string& run, const std::vector<std::string>& settings,
+                                                 const std::string& refusal) {
   constexpr int kSteps = 60;
-  test::ChildProcess train({LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
-                            "--set", "dist.aggregation=median", "--set", "dist.adversary=2@8:nan", "--set",
-                            "train.steps=" + std::to_string(kSteps), "--set",
-                            "train.out_dir=" + (*dir_ / "nan").string()});
+  std::vector<std::string> args = {LOCO_BINARY, "train", "--config", config().string(), "--set", "dist.backend=local",
+                                   "--set", "dist.adversary=2@8:nan", "--set", "train.steps=" + std::to_string(kSteps),
+                                   "--set", "train.out_dir=" + (*dir_ / run).string()};
+  for (const std::string& setting : settings) args.insert(args.end(), {"--set", setting});
+  test::ChildProcess train(args);
   EXPECT_EQ(train.wait(300), 0) << train.output();
   const std::string out = train.output();
-  EXPECT_NE(out.find("the pseudo-gradient of replica(s) 2 held NaN or Inf; left out of the median"), std::string::npos)
-      << out;
+  EXPECT_NE(out.find(refusal), std::string::npos) << out;
   EXPECT_NE(out.find("replica 2 was removed from the run: member name 'replica-2' was removed from this run: its "
                      "pseudo-gradients held NaN or Inf in 3 synchronisations"),
             std::string::npos)
       << out;
   nlohmann::json last;
-  events("nan", "replica-0-1", "quorum", &last);
+  events(run, "replica-0-1", "quorum", &last);
   EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
-  const std::string g0 = final_global("nan", "replica-0-1", kSteps);
+  const std::string g0 = final_global(run, "replica-0-1", kSteps);
   EXPECT_FALSE(g0.empty());
-  EXPECT_TRUE(g0 == final_global("nan", "replica-1-1", kSteps)) << "replicas 0 and 1 differ";
+  EXPECT_TRUE(g0 == final_global(run, "replica-1-1", kSteps)) << "replicas 0 and 1 differ";
   for (std::size_t i = 0; i + 4 <= g0.size(); i += 4) {  // no NaN reached the global parameters (float32)
     float value = 0;
     std::memcpy(&value, g0.data() + i, 4);
     ASSERT_TRUE(std::isfinite(value)) << "value " << i / 4;
   }
+}
+
+TEST_F(ElasticTrain, AReplicaSendingNaNIsRemovedAfterThreeRejections) {
+  removes_a_replica_sending_nan("nan", {"dist.aggregation=median"},
+                                "the pseudo-gradient of replica(s) 2 held NaN or Inf; left out of the median");
+}
+
+// SparseLoCo: the NaN goes into the replica's accumulator and out in its contribution, which every member
+// refuses (as a contribution that does not decode) and reports with its vote, as the dense rules do.
+TEST_F(ElasticTrain, ASparselocoReplicaSendingNaNIsRemovedAfterThreeRejections) {
+  removes_a_replica_sending_nan("sparse-nan", {"dist.algorithm=sparseloco", "sparseloco.sync_every=4"},
+                                "the sparse contribution of replica(s) 2 did not decode");
 }
 
 // SparseLoCo: the accumulators are each member's own; a returning or stalled member heals (and restarts its
