@@ -263,6 +263,12 @@ TEST(SparseExchange, AContributionThatDoesNotDecodeIsRefusedByEveryRank) {
     std::memcpy(p, &weight, sizeof weight);
   });
   EXPECT_TRUE(torch::equal(nan_lookup, negative_weight));
+  // A weight that would outweigh the others: honest replicas send 1 or 0.
+  const torch::Tensor heavy = hostile([](std::uint8_t* p) {
+    const double weight = 1e300;
+    std::memcpy(p, &weight, sizeof weight);
+  });
+  EXPECT_TRUE(torch::equal(nan_lookup, heavy));
   // Without rank 2 the two honest ranks' own exchange gives the same average.
   std::vector<torch::Tensor> pair(2);
   comm::run_local_replicas(2, [&](comm::Group& group) {

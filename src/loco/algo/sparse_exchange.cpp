@@ -38,7 +38,8 @@ struct Received {
 std::optional<Received> decode_payload(const std::uint8_t* bytes, const SparseLayout& layout, int bits) {
   Received out;
   std::memcpy(&out.weight, bytes, kWeightBytes);
-  if (!std::isfinite(out.weight) || out.weight < 0) return std::nullopt;
+  // A replica counts fully or not at all (module comment): any other weight would let one outweigh the rest.
+  if (out.weight != 0 && out.weight != 1) return std::nullopt;
   if (out.weight == 0) return out;
   const std::uint8_t* at = bytes + kWeightBytes;
   try {
@@ -98,6 +99,7 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
   auto started = std::chrono::steady_clock::now();
   LOCO_CHECK(delta.numel() == layout.numel() && accumulator.numel() == layout.numel(),
              "a sparse exchange of {} values for a layout of {}", delta.numel(), layout.numel());
+  LOCO_CHECK(weight == 0 || weight == 1, "a sparse contribution of weight {} (0 or 1)", weight);
   const int bits = settings.bits;
   SparseRound round;
   round.accumulator = own_work ? accumulator.to(torch::kFloat32).clone() : torch::zeros_like(accumulator);

@@ -13,11 +13,11 @@
 // all-gather of equal-size buffers: comm/paced_all_gather.h) and each decodes and aggregates them all,
 // in rank order, so that all end with the same Δ̄. One replica's bytes: an f64 weight, then per tensor
 // its encoding (size fixed by the shapes, k and bits). A contribution that does not decode (indices
-// outside a tile, duplicated or unsorted, a wrong count, values that decode to NaN, a weight that is
-// not a finite number ≥ 0) is refused whole: left out by every replica and reported as rejected, as the
-// dense rules do with a NaN.
+// outside a tile, duplicated or unsorted, a wrong count, values that decode to NaN, a weight other than 0
+// or 1) is refused whole: left out by every replica and reported as rejected, as the dense rules do with
+// a NaN.
 //
-// Weights: 0 leaves a replica out of Δ̄ (a dropped replica, or one that just healed). A replica that
+// Weights: 1, or 0 to leave a replica out of Δ̄ (one that just healed, or left out by its membership). A replica that
 // takes part with weight 0 subtracts nothing from e: its work is carried to the next round. One whose
 // state was just replaced by a heal (`own_work` false) restarts e at 0: the accumulator it adopted is
 // its donor's, which the donor sends itself. One whose e holds a NaN or an infinity sends it (and is
@@ -78,7 +78,7 @@ struct SparseRound {
 };
 
 // One exchange of a fragment with the group. `accumulator`: this replica's e before it (float32, left as it
-// is); `delta`: in, this replica's Δ; out, Δ̄ (in its own dtype). Logs refusals naming `what`.
+// is); `delta`: in, this replica's Δ; out, Δ̄ (in its own dtype); `weight`: 1 or 0. Logs refusals naming `what`.
 SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, const SparseSettings& settings,
                             const AggregationConfig& aggregation, const torch::Tensor& accumulator,
                             torch::Tensor& delta, double weight, bool own_work, const std::string& what);
