@@ -9,7 +9,8 @@ per run of bench/convergence/sparseloco.txt: the final validation loss on the wh
 fp32 (the run "diloco-fp32") in percent, the bytes replica 0 sent per synchronisation (its final
 bytes_sent over the run's synchronisations: every step for DDP, ceil(steps / H) otherwise, the last step
 included) and how many times fewer that is than DiLoCo fp32's. Then the density x H map of
-bench/convergence/sparseloco_map.txt on Brown, and OUT_DIR/sparseloco.png (gnuplot): final loss against
+bench/convergence/sparseloco_map.txt on Brown, the runs of sparseloco_tuning.txt and sparseloco_long.txt (1,200
+steps, OUT_DIR/long-brown-sSEED), and OUT_DIR/sparseloco.png (gnuplot): final loss against
 bytes sent per replica over the run, one panel per corpus. Standard library only.
 """
 import glob
@@ -63,10 +64,10 @@ def result(run_dir, overrides):
     return final["loss"], sent, sent / syncs(overrides, int(final["step"]))
 
 
-def gather(out, corpus, runs):
-    """{name: [(loss, sent, per_sync) per seed]} of a corpus."""
+def gather(out, corpus, runs, seeds="*"):
+    """{name: [(loss, sent, per_sync) per seed]} of a corpus (of the seeds the glob `seeds` matches)."""
     found = {}
-    for seed_dir in sorted(glob.glob(os.path.join(out, f"{corpus}-s*"))):
+    for seed_dir in sorted(glob.glob(os.path.join(out, f"{corpus}-s{seeds}"))):
         for name, overrides in runs:
             r = result(os.path.join(seed_dir, name), overrides)
             if r:
@@ -159,6 +160,7 @@ def main():
     out = sys.argv[1]
     runs = read_list("sparseloco.txt")
     map_runs = read_list("sparseloco_map.txt")
+    tuning_runs = read_list("sparseloco_tuning.txt")
     per_corpus = []
     for corpus in ("brown", "sotu"):
         found = gather(out, corpus, runs + map_runs)
@@ -168,6 +170,14 @@ def main():
             if corpus == "brown":
                 density_map(found)
                 table(corpus + " (map runs)", found, map_runs)
+                # Against the first seed's runs of the main list: the tuning runs have that seed only.
+                first = sorted(glob.glob(os.path.join(out, "brown-s*")))[0].rsplit("-s", 1)[1]
+                table(corpus + f" (seed {first}: eta, beta, every value sent, Local SGD)",
+                      gather(out, corpus, runs + tuning_runs, first), runs + tuning_runs)
+    long_runs = read_list("sparseloco_long.txt")
+    found = gather(out, "long-brown", long_runs)
+    if found:
+        table("brown, 1,200 steps", found, long_runs)
     chart(out, per_corpus, runs)
 
 
