@@ -110,12 +110,13 @@ std::vector<ConfigKey> make_keys() {
            "debug: compare a hash of the global parameters across replicas after every outer step"),
       bind("dist", "elastic", &R::dist, &Dist::elastic,
            "replicas join and leave at any time through a coordinator: LOCO_COORDINATOR's, or with backend local "
-           "one in this process (diloco, localsgd, streaming with overlap below its fragments' spacing, noloco, ddp)"),
+           "one in this process (diloco, localsgd, streaming with overlap below its fragments' spacing, sparseloco, noloco, "
+           "ddp)"),
       bind("dist", "churn", &R::dist, &Dist::churn,
            "elastic: scheduled faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT) or "
            "\"random:SEED[:FAULTS]\""),
       bind("dist", "aggregation", &R::dist, &Dist::aggregation,
-           "how the outer step of diloco, localsgd and streaming combines the replicas' pseudo-gradients "
+           "how the outer step of diloco, localsgd, streaming and sparseloco combines the replicas' pseudo-gradients "
            "(docs/algorithms.md \"Robust aggregation\")",
            {{"mean", "the average; one bad replica can move it anywhere"},
             {"clip", "each clipped to the median of the replicas' norms, then averaged"},

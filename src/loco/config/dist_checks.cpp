@@ -26,8 +26,8 @@ bool has_outer_step(Algorithm algorithm) {
 // Note "elastic-data" (elastic/round_layout.h): members come and go, so each trains on its own batch.
 void check_elastic_run(const RunConfig& c) {
   if (algorithm_named(c.dist.algorithm) == Algorithm::none) {
-    reject(fmt::format("dist.elastic = true needs an algorithm that exchanges (diloco, localsgd, streaming, noloco or "
-                       "ddp), not {}",
+    reject(fmt::format("dist.elastic = true needs an algorithm that exchanges (diloco, localsgd, streaming, "
+                       "sparseloco, noloco or ddp), not {}",
                        c.dist.algorithm));
   }
   if (c.dist.backend == "local" && c.dist.replicas < 1) {
@@ -71,7 +71,7 @@ void check_dist_section(const RunConfig& c) {
   }
   if (d.aggregation != "mean" && !has_outer_step(algorithm)) {
     reject(fmt::format("dist.aggregation = \"{}\" combines the pseudo-gradients of an outer step: it needs "
-                       "dist.algorithm diloco, localsgd or streaming, not {}",
+                       "dist.algorithm diloco, localsgd, streaming or sparseloco, not {}",
                        d.aggregation, d.algorithm));
   }
   if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
@@ -82,7 +82,7 @@ void check_dist_section(const RunConfig& c) {
   if (!d.adversary.empty()) {
     parse_adversary(d.adversary, d.replicas);
     if (!has_outer_step(algorithm)) {
-      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd or streaming");
+      reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd, streaming or sparseloco");
     }
   }
   if (d.elastic) check_elastic_run(c);
