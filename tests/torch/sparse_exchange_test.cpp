@@ -124,13 +124,18 @@ TEST(SparseAggregation, ClipScalesEachContributionByItsFactor) {
   expect_values(combine(rule("clip"), true, {1, 1, 1}, {1, 1, 0.1}), {0, 16.0 / 3, 0, 0, 0, -7, 1, 0});
 }
 
-TEST(SparseAggregation, CoordinateWiseRulesOverTheValuesThatMeet) {
-  // Contributors: coordinate 1 has (2, 4, 100), 5 has (−4, −100), 6 has (1).
-  expect_values(combine(rule("median"), true), {0, 4, 0, 0, 0, -52, 1, 0});
-  expect_values(combine(rule("trimmed_mean"), true), {0, 4, 0, 0, 0, -52, 1, 0});
-  // Every replica: absent values are 0, so coordinate 5 has (−4, 0, −100) and 6 has (0, 1, 0).
-  expect_values(combine(rule("median"), false), {0, 4, 0, 0, 0, -4, 0, 0});
-  expect_values(combine(rule("trimmed_mean"), false), {0, 4, 0, 0, 0, -4, 0, 0});
+TEST(SparseAggregation, CoordinateWiseRulesTakeEveryReplicasValue) {
+  // Absent values are 0, so coordinate 1 has (2, 4, 100), 5 has (−4, 0, −100) and 6 has (0, 1, 0): C alone
+  // cannot set coordinate 5, whether or not the mean is over the contributors.
+  for (const bool over_contributors : {true, false}) {
+    expect_values(combine(rule("median"), over_contributors), {0, 4, 0, 0, 0, -4, 0, 0});
+    expect_values(combine(rule("trimmed_mean"), over_contributors), {0, 4, 0, 0, 0, -4, 0, 0});
+  }
+  // Only C sent coordinate 2: its median is 0, not C's value.
+  const SparseContribution lone = sent(2, 1000, 7, 1);
+  std::vector<float> out(8);
+  aggregate_sparse(rule("median"), true, {&kA, &kB, &lone}, {1, 1, 1}, {1, 1, 1}, kTile, out.data());
+  EXPECT_EQ(out[2], 0.0f);
   std::vector<float> four = {5, -1, 3, 100};
   EXPECT_FLOAT_EQ(trimmed_value(four, 1), 4);  // (3 + 5) / 2
   std::vector<float> two = {5, -1};

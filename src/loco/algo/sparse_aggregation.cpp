@@ -31,11 +31,10 @@ void weighted_mean(bool over_contributors, const std::vector<const comm::SparseC
   }
 }
 
-// Every coordinate's values, coordinate-wise rules' way: (coordinate, value) of every contribution, in
-// coordinate order; within a coordinate in participant order.
-void coordinate_wise(std::size_t trim, bool median, bool over_contributors,
-                     const std::vector<const comm::SparseContribution*>& from, const comm::SparseTiling& tiling,
-                     float* out) {
+// The coordinate-wise rules: per coordinate that any participant sent, its values (in participant order)
+// and a 0 for each participant that did not send it; the coordinates none sent stay 0.
+void coordinate_wise(std::size_t trim, bool median, const std::vector<const comm::SparseContribution*>& from,
+                     const comm::SparseTiling& tiling, float* out) {
   std::vector<std::pair<std::uint64_t, float>> sent;
   for (const comm::SparseContribution* c : from) {
     for (std::size_t j = 0; j < c->tile_indices.size(); ++j)
@@ -47,7 +46,7 @@ void coordinate_wise(std::size_t trim, bool median, bool over_contributors,
     std::size_t end = begin;
     values.clear();
     while (end < sent.size() && sent[end].first == sent[begin].first) values.push_back(sent[end++].second);
-    if (!over_contributors) values.resize(from.size(), 0.0f);  // the participants that did not send it
+    values.resize(from.size(), 0.0f);  // the participants that did not send it
     const std::size_t n = values.size();
     out[sent[begin].first] = trimmed_value(values, median ? (n - 1) / 2 : trim);
     begin = end;
@@ -74,8 +73,7 @@ void aggregate_sparse(const AggregationConfig& rule, bool over_contributors,
   if (from.empty()) return;
   if (rule.rule == "mean" || rule.rule == "clip") return weighted_mean(over_contributors, from, weights, factors, tiling, out);
   if (rule.rule == "median" || rule.rule == "trimmed_mean") {
-    return coordinate_wise(static_cast<std::size_t>(rule.trim), rule.rule == "median", over_contributors, from,
-                           tiling, out);
+    return coordinate_wise(static_cast<std::size_t>(rule.trim), rule.rule == "median", from, tiling, out);
   }
   throw InternalError("dist.aggregation " + rule.rule + " has no sparse form");
 }

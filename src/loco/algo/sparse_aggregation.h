@@ -1,16 +1,21 @@
 // How SparseLoCo combines the replicas' sparse contributions to one tensor (docs/algorithm-reference.md
-// §12, "Aggregation"): the contributions' index sets differ, so every rule says which values meet at a
-// coordinate. `over_contributors` (sparseloco.average = "contributors", the reference code's): the values
-// of the replicas that sent that coordinate; otherwise ("replicas") every participant's, 0 for one that
-// did not send it (the sparse vector's own value there). Over the participants i (weight w_i > 0):
+// §12): the contributions' index sets differ, so every rule says which values meet at a coordinate. Over
+// the participants i (weight w_i > 0):
 //
 //   mean           Σ_{i sent c} w_i·f_i·v_i(c) / D(c),  D(c) = Σ_{i sent c} w_i (contributors) or Σ_i w_i
 //                  (replicas); summed in float32 in replica order; f_i = 1
 //   clip           the mean with f_i = min(1, median_j ‖s_j‖₂ / ‖s_i‖₂), the norms of whole contributions
 //                  (every tensor of the fragment: the caller computes f)
-//   trimmed_mean   per coordinate over its values: sorted, b = dist.trim dropped at each end (lowered to
+//   trimmed_mean   per coordinate over every participant's value, 0 for one that did not send it (the
+//                  sparse vector's own value there): sorted, b = dist.trim dropped at each end (lowered to
 //                  ⌊(n − 1)/2⌋ when n ≤ 2b), the rest averaged
-//   median         per coordinate over its values; for an even count the mean of the two middle ones
+//   median         per coordinate over the same values; for an even count the mean of the two middle ones
+//
+// `over_contributors` (sparseloco.average = "contributors", the reference code's) applies to the mean and
+// clip only. The coordinate-wise rules never take the contributors alone: a coordinate only a bad replica
+// sent would be its own median, and a replica's top-k is mostly coordinates the others did not choose
+// (measured: the median over contributors let a replica sending 100 times its accumulator through, loss
+// +521%; docs/results.md "SparseLoCo").
 //
 // A coordinate no value reaches is 0. centered_clip starts from a median of every replica's full vector
 // and is refused with SparseLoCo (config/strategy_checks.cpp).
