@@ -30,6 +30,7 @@ def main():
         sys.exit(__doc__)
     out, list_path = sys.argv[1], sys.argv[2]
     names = [line.split()[0] for line in open(list_path) if line.strip() and not line.startswith("#")]
+    algorithm = "SparseLoCo" if "dist.algorithm=sparseloco" in open(list_path).read() else "DiLoCo"
     rules = []
     for name in names:
         rule = name.rsplit("-", 1)[0]
@@ -81,7 +82,7 @@ def main():
                 panels.append(f"set title '{rule}'\nplot " + ", ".join(series))
         script = "\n".join([
             "set terminal pngcairo size 1600,450", f"set output '{chart}'",
-            f"set multiplot layout 1,{len(panels)} title 'DiLoCo, 4 replicas on Brown; replica 3 turns bad after "
+            f"set multiplot layout 1,{len(panels)} title '{algorithm}, 4 replicas on Brown; replica 3 turns bad after "
             "step 100 (loss of the global parameters, validation)'",
             "set termoption noenhanced", "set grid", "set key top right font ',8'", "set xlabel 'tokens (millions)'",
             "set ylabel 'validation loss (nats/token)'", "set yrange [6.2:8.6]", *panels, "unset multiplot"])
