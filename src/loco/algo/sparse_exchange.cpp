@@ -140,9 +140,9 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
   const torch::Tensor gathered = comm::paced_all_gather(group, mine, span, pacing.in_flight, comm::kGroupTimeout, times);
   const auto slot = static_cast<std::int64_t>(layout.payload_bytes());
   if (group.measures_link() && static_cast<double>(slot * (group.size() - 1)) >= comm::LinkFit::kMinSampleBytes) {
-    const std::int64_t rounds = pacing.round_bytes > 0 ? (slot + span - 1) / span : 1;
     group.learn_link({{static_cast<double>(slot * (group.size() - 1)),
-                       comm::LinkFit::waited_rounds(rounds, pacing.in_flight) * (group.size() - 1), times.wait_s}});
+                       comm::LinkFit::waited_rounds(times.rounds, pacing.in_flight) * (group.size() - 1),
+                       times.wait_s}});
   }
 
   round.gather_s = times.wait_s;
