@@ -343,7 +343,7 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
             "centered_clip");
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=mode"})).find("dist.aggregation"), std::string::npos);
   EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "dist.batch=per_replica", "dist.aggregation=median"})
-                .find("needs dist.algorithm diloco, localsgd or streaming, not ddp"),
+                .find("needs dist.algorithm diloco, localsgd, streaming or sparseloco, not ddp"),
             std::string::npos);
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.trim=0"})).find("dist.trim (0) must be at least 1"),
             std::string::npos);
@@ -373,7 +373,7 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
                   .dist.elastic);
   EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=ddp", "dist.replicas=2", "dist.batch=per_replica",
                                              "dist.adversary=1@10:noise"})
-                .find("in the outer step of diloco, localsgd or streaming"),
+                .find("in the outer step of diloco, localsgd, streaming or sparseloco"),
             std::string::npos);
 }
 
@@ -389,7 +389,7 @@ TEST(Config, ElasticRunsNeedPerReplicaBatchesAndAnAlgorithmThatIsElastic) {
   };
   EXPECT_NE(config_error(dir, kValidConfig, {"dist.elastic=true", "dist.algorithm=none", "dist.backend=gloo",
                                              "dist.batch=per_replica", "dist.replicas=1"})
-                .find("diloco, localsgd, streaming, noloco or ddp"),
+                .find("diloco, localsgd, streaming, sparseloco, noloco or ddp"),
             std::string::npos);
   // The emulated link belongs to fixed groups: an elastic run would silently go without it.
   EXPECT_NE(with("comm.bandwidth_mbps=10").find("not emulated there: leave them empty"), std::string::npos);
