@@ -99,10 +99,10 @@ TEST(SparseExchange, RoundsAndOuterStepsMatchThePythonTranscription) {
 const SparseTiling kTile({8}, 2);
 const SparseContribution kA = sent(1, 2, 5, -4), kB = sent(1, 4, 6, 1), kC = sent(1, 100, 5, -100);
 
-std::vector<float> combine(const AggregationConfig& config, bool over_contributors, std::vector<double> weights = {1, 1, 1},
+std::vector<float> combine(const AggregationConfig& config, bool over_contributors,
                            std::vector<double> factors = {1, 1, 1}) {
   std::vector<float> out(8, -7.0f);  // overwritten everywhere
-  aggregate_sparse(config, over_contributors, {&kA, &kB, &kC}, weights, factors, kTile, out.data());
+  aggregate_sparse(config, over_contributors, {&kA, &kB, &kC}, factors, kTile, out.data());
   return out;
 }
 
@@ -114,14 +114,11 @@ void expect_values(const std::vector<float>& actual, const std::vector<double>& 
 TEST(SparseAggregation, TheMeanOverContributorsOrOverEveryReplica) {
   expect_values(combine(rule("mean"), true), {0, 106.0 / 3, 0, 0, 0, -52, 1, 0});
   expect_values(combine(rule("mean"), false), {0, 106.0 / 3, 0, 0, 0, -104.0 / 3, 1.0 / 3, 0});
-  // Weights 1, 3, 1: coordinate 1 is (2 + 12 + 100) / 5, coordinate 6 only B's.
-  expect_values(combine(rule("mean"), true, {1, 3, 1}), {0, 114.0 / 5, 0, 0, 0, -52, 1, 0});
-  expect_values(combine(rule("mean"), false, {1, 3, 1}), {0, 114.0 / 5, 0, 0, 0, -104.0 / 5, 3.0 / 5, 0});
 }
 
 TEST(SparseAggregation, ClipScalesEachContributionByItsFactor) {
   // C scaled by 0.1: coordinate 1 (2 + 4 + 10) / 3, coordinate 5 (−4 − 10) / 2.
-  expect_values(combine(rule("clip"), true, {1, 1, 1}, {1, 1, 0.1}), {0, 16.0 / 3, 0, 0, 0, -7, 1, 0});
+  expect_values(combine(rule("clip"), true, {1, 1, 0.1}), {0, 16.0 / 3, 0, 0, 0, -7, 1, 0});
 }
 
 TEST(SparseAggregation, CoordinateWiseRulesTakeEveryReplicasValue) {
@@ -134,7 +131,7 @@ TEST(SparseAggregation, CoordinateWiseRulesTakeEveryReplicasValue) {
   // Only C sent coordinate 2: its median is 0, not C's value.
   const SparseContribution lone = sent(2, 1000, 7, 1);
   std::vector<float> out(8);
-  aggregate_sparse(rule("median"), true, {&kA, &kB, &lone}, {1, 1, 1}, {1, 1, 1}, kTile, out.data());
+  aggregate_sparse(rule("median"), true, {&kA, &kB, &lone}, {1, 1, 1}, kTile, out.data());
   EXPECT_EQ(out[2], 0.0f);
   std::vector<float> four = {5, -1, 3, 100};
   EXPECT_FLOAT_EQ(trimmed_value(four, 1), 4);  // (3 + 5) / 2
@@ -186,7 +183,7 @@ TEST(SparseExchange, EveryRankGetsTheAggregateOfTheCodecsContributions) {
   }
   torch::Tensor mean = torch::zeros({24});
   for (std::size_t t = 0; t < 2; ++t) {
-    aggregate_sparse(rule("mean"), true, {&expected[0][t], &expected[1][t], &expected[2][t]}, {1, 1, 1}, {1, 1, 1},
+    aggregate_sparse(rule("mean"), true, {&expected[0][t], &expected[1][t], &expected[2][t]}, {1, 1, 1},
                      layout.tilings()[t], mean.data_ptr<float>() + layout.offset(t));
   }
   for (int r = 0; r < 3; ++r) {

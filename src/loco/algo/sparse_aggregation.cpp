@@ -9,24 +9,21 @@ namespace loco {
 
 namespace {
 
-void weighted_mean(bool over_contributors, const std::vector<const comm::SparseContribution*>& from,
-                   const std::vector<double>& weights, const std::vector<double>& factors,
-                   const comm::SparseTiling& tiling, float* out) {
-  std::vector<double> denominator(over_contributors ? tiling.numel() : 0, 0.0);
-  double total = 0;
+void mean(bool over_contributors, const std::vector<const comm::SparseContribution*>& from,
+          const std::vector<double>& factors, const comm::SparseTiling& tiling, float* out) {
+  std::vector<std::uint32_t> senders(over_contributors ? tiling.numel() : 0, 0);
   for (std::size_t i = 0; i < from.size(); ++i) {
-    // w·f is 1 exactly for an unweighted mean: the sum is then the reference's plain float32 sum.
-    const auto scale = static_cast<float>(weights[i] * factors[i]);
-    total += weights[i];
+    // A factor of 1 leaves the sum the reference's plain float32 sum.
+    const auto factor = static_cast<float>(factors[i]);
     const comm::SparseContribution& c = *from[i];
     for (std::size_t j = 0; j < c.tile_indices.size(); ++j) {
       const std::size_t flat = tiling.flat_index(j / tiling.k(), c.tile_indices[j]);
-      out[flat] += scale * c.decoded(j);
-      if (over_contributors) denominator[flat] += weights[i];
+      out[flat] += factor * c.decoded(j);
+      if (over_contributors) ++senders[flat];
     }
   }
   for (std::size_t x = 0; x < tiling.numel(); ++x) {
-    const double d = over_contributors ? denominator[x] : total;
+    const std::size_t d = over_contributors ? senders[x] : from.size();
     if (d > 0) out[x] /= static_cast<float>(d);
   }
 }
@@ -66,12 +63,12 @@ float trimmed_value(std::vector<float>& values, std::size_t trim) {
 }
 
 void aggregate_sparse(const AggregationConfig& rule, bool over_contributors,
-                      const std::vector<const comm::SparseContribution*>& from, const std::vector<double>& weights,
-                      const std::vector<double>& factors, const comm::SparseTiling& tiling, float* out) {
-  LOCO_CHECK(weights.size() == from.size() && factors.size() == from.size(), "one weight and factor per contribution");
+                      const std::vector<const comm::SparseContribution*>& from, const std::vector<double>& factors,
+                      const comm::SparseTiling& tiling, float* out) {
+  LOCO_CHECK(factors.size() == from.size(), "one factor per contribution");
   std::fill(out, out + tiling.numel(), 0.0f);
   if (from.empty()) return;
-  if (rule.rule == "mean" || rule.rule == "clip") return weighted_mean(over_contributors, from, weights, factors, tiling, out);
+  if (rule.rule == "mean" || rule.rule == "clip") return mean(over_contributors, from, factors, tiling, out);
   if (rule.rule == "median" || rule.rule == "trimmed_mean") {
     return coordinate_wise(static_cast<std::size_t>(rule.trim), rule.rule == "median", from, tiling, out);
   }

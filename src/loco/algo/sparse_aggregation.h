@@ -1,8 +1,8 @@
 // How SparseLoCo combines the replicas' sparse contributions to one tensor (docs/algorithm-reference.md
 // §12): the contributions' index sets differ, so every rule says which values meet at a coordinate. Over
-// the participants i (weight w_i > 0):
+// the P participants i (the replicas that take part, each counting once: sparse_exchange.h):
 //
-//   mean           Σ_{i sent c} w_i·f_i·v_i(c) / D(c),  D(c) = Σ_{i sent c} w_i (contributors) or Σ_i w_i
+//   mean           Σ_{i sent c} f_i·v_i(c) / D(c),  D(c) = the replicas that sent c (contributors) or P
 //                  (replicas); summed in float32 in replica order; f_i = 1
 //   clip           the mean with f_i = min(1, median_j ‖s_j‖₂ / ‖s_i‖₂), the norms of whole contributions
 //                  (every tensor of the fragment: the caller computes f)
@@ -28,11 +28,11 @@
 
 namespace loco {
 
-// `from[i]`: participant i's decoded contribution; `weights[i]` > 0 and `factors[i]` (clip's, else 1) for
-// each. Writes the tensor's tiling.numel() aggregated values to `out`.
+// `from[i]`: participant i's decoded contribution, `factors[i]` its factor (clip's, else 1). Writes the
+// tensor's tiling.numel() aggregated values to `out`.
 void aggregate_sparse(const AggregationConfig& rule, bool over_contributors,
-                      const std::vector<const comm::SparseContribution*>& from, const std::vector<double>& weights,
-                      const std::vector<double>& factors, const comm::SparseTiling& tiling, float* out);
+                      const std::vector<const comm::SparseContribution*>& from, const std::vector<double>& factors,
+                      const comm::SparseTiling& tiling, float* out);
 
 // The coordinate-wise rules' value of one coordinate: `values` sorted in place, b dropped at each end as
 // above (trimmed_mean with trim b; the median is trim ⌊(n − 1)/2⌋), the rest averaged in double.

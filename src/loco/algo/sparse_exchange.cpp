@@ -149,14 +149,12 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
   started = std::chrono::steady_clock::now();
   // Decode every replica's, in rank order; refuse what no honest replica sends.
   std::vector<Received> taking_part;
-  std::vector<double> weights;
   for (int source = 0; source < group.size(); ++source) {
     std::optional<Received> r = decode_payload(gathered.data_ptr<std::uint8_t>() + source * slot, layout, bits);
     if (!r) {
       round.averaged.rejected.push_back(source);
     } else if (r->weight > 0) {
-      weights.push_back(r->weight);
-      round.averaged.weight += r->weight;
+      round.averaged.weight += 1;
       taking_part.push_back(std::move(*r));
     }
   }
@@ -171,7 +169,7 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
   for (std::size_t t = 0; t < layout.tilings().size(); ++t) {
     std::vector<const comm::SparseContribution*> from;
     for (const Received& r : taking_part) from.push_back(&r.tensors[t]);
-    aggregate_sparse(aggregation, settings.over_contributors, from, weights, factors, layout.tilings()[t],
+    aggregate_sparse(aggregation, settings.over_contributors, from, factors, layout.tilings()[t],
                      average.data_ptr<float>() + layout.offset(t));
   }
   delta.copy_(average.view(delta.sizes()));
