@@ -22,8 +22,6 @@ namespace {
 
 constexpr std::size_t kWeightBytes = sizeof(double);
 
-std::size_t lookup_bytes(int bits) { return sizeof(float) * (1 + (std::size_t{1} << bits)); }
-
 bool finite(const comm::SparseContribution& c) {
   return std::isfinite(c.shift) && std::all_of(c.lookup.begin(), c.lookup.end(), [](float v) { return std::isfinite(v); });
 }
@@ -77,11 +75,11 @@ SparseLayout::SparseLayout(const std::vector<std::vector<std::int64_t>>& shapes,
 }
 
 double SparseLayout::bits_per_index() const {
-  if (selected_ == 0) return 0;
-  const double index_bytes = static_cast<double>(payload_bytes_ - kWeightBytes) -
-                             static_cast<double>(tilings_.size() * lookup_bytes(settings_.bits)) -
-                             static_cast<double>(selected_) * settings_.bits / 8.0;
-  return 8.0 * index_bytes / static_cast<double>(selected_);
+  // The codec's figure per tensor, weighted by the values each sends.
+  double bits = 0;
+  for (const comm::SparseTiling& tiling : tilings_)
+    bits += comm::sparse_bits_per_index(tiling) * static_cast<double>(tiling.selected());
+  return selected_ > 0 ? bits / static_cast<double>(selected_) : 0;
 }
 
 std::string SparseLayout::describe() const {

@@ -55,7 +55,7 @@ class SparseLayout {
   // Values sent per synchronisation, and the bytes one replica sends (weight and every tensor).
   std::size_t selected() const { return selected_; }
   std::size_t payload_bytes() const { return payload_bytes_; }
-  // The bits per sent index on the wire, everything but the values' codes and the tensors' lookup tables.
+  // The bits per sent index on the wire (Elias–Fano, comm::sparse_bits_per_index), over every tensor.
   double bits_per_index() const;
   // "top-64 per tile of up to 64x64 (1.56% of the values), 2-bit values, 8.0 bits per index, 16808 bytes per
   // replica and sync (204x fewer than fp32)".
