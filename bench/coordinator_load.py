@@ -1,39 +1,54 @@
 #!/usr/bin/env python3
-"""The elastic-run coordinator's own cost with many reporting members (issue 37).
+"""The elastic-run coordinator's own cost with many members (issue 37).
 
 What it measures: `loco coordinator` serving MEMBERS simulated members (default 32) that heartbeat at the
 interval the coordinator gives them (0.1 s today), optionally each heartbeat carrying K training-metrics
-points. Over a window after a warm-up: the coordinator's CPU (utime + stime from /proc/PID/stat, as % of
-one core), its peak and current resident memory (VmHWM, VmRSS), the heartbeats' round trip (p50, p90, p99,
-max), the heartbeats sent, and every refusal or error (there must be none). After the window: the time and
-size of `GET /status` with the status token, and of `GET /history?after=0` where the coordinator serves it.
+points, and that every ROUND_S seconds (default 2) run one outer step's synchronisation: ask for a quorum
+(POST /v1/quorum, a long poll), vote on the commit (POST /v1/commit, ok, with the same hash from every
+member) and wait for the decision. Over a window after a warm-up: the requests per second of every kind,
+the quorums formed and the outer steps committed (or aborted), the coordinator's CPU (utime + stime from
+/proc/PID/stat, as % of one core: 100 x its CPU seconds per wall second), its peak and current resident
+memory (VmHWM, VmRSS), the heartbeats' round trip (p50, p90, p99, max), and every refusal or error (there
+must be none). After the window: the time and size of `GET /status` with the status token, and of
+`GET /history?after=0` where the coordinator serves it. docs/results.md ("The coordinator with 32
+members") quotes these figures.
 
 Each simulated member speaks the real member protocol (src/loco/membership/authentication.h,
 member_client.cpp): POST /v1/challenge, POST /v1/join with the HMAC-SHA256 proof of the run's secret, then
-heartbeats with a sequence number and X-Loco-Mac under the session key, one fresh connection per request
+requests with a sequence number and X-Loco-Mac under the session key, one fresh connection per request
 (the coordinator serves one request per connection), and it checks the MAC of every answer as a member
-does. Members are threads of this process; the script reports its own CPU too, since it shares the
-machine with the coordinator.
+does. A member is two threads of this process, as in loco train: one heartbeats, the other runs the rounds;
+they share the session and its sequence numbers. The coordinator is started as the earlier version of this
+script started it (--min-replicas 1, --start-replicas MEMBERS, --join-window-s 1), so the figures in
+docs/results.md are reproduced by the same command. The script reports its own CPU too, since it shares
+the machine with the coordinator.
 
 How to run (Python 3, standard library only):
 
-    /usr/bin/python3 bench/coordinator_load.py                          # 32 members, 20 s, no metrics
+    /usr/bin/python3 bench/coordinator_load.py                          # 32 members, 20 s, rounds every 2 s
+    /usr/bin/python3 bench/coordinator_load.py --members 32 --seconds 30    # the command of docs/results.md
+    /usr/bin/python3 bench/coordinator_load.py --round-s 0              # heartbeats only, no quorums
     /usr/bin/python3 bench/coordinator_load.py --metrics-per-beat 4 --report-every 10
     /usr/bin/python3 bench/coordinator_load.py --compare --json out.json    # K = 0, then K = 1, one table
     /usr/bin/python3 bench/coordinator_load.py --members 8 --seconds 5 --loco OTHER/loco
 
+Defaults: 32 members, a 2 s warm-up, a 20 s window, a round every 2 s, no metrics (K = 0; 1 with
+--compare), every heartbeat carrying them when K > 0 (--report-every 1), the coordinator's heartbeat
+timeout 3 s.
+
 Before and after (issue 37: members report their training metrics to the coordinator, which keeps them):
-"before" is the load without metrics (K = 0), what members send today; "after" is the same load with K
-metrics points per heartbeat (`"metrics": [...]`, every `--report-every`-th heartbeat). `--compare` runs
-both, one after the other in one invocation on the same machine and binary, and prints them side by side.
-A coordinator that does not keep metrics ignores the field (it still reads and MACs it), so against it
-the difference is only the larger messages; against one that keeps them it is the whole cost. Run it
-with `--loco` naming each binary to compare coordinators.
+"before" is the load without metrics (K = 0), what members send today; "after" is the same load, rounds
+included, with K metrics points per heartbeat (`"metrics": [...]`, every `--report-every`-th heartbeat).
+`--compare` runs both, one after the other in one invocation on the same machine and binary, and prints
+them side by side. A coordinator that does not keep metrics ignores the field (it still reads and MACs
+it), so against it the difference is only the larger messages; against one that keeps them it is the
+whole cost. Run it with `--loco` naming each binary to compare coordinators.
 
 Bounded: every stage has a time limit and the whole run an alarm; the coordinator this script started
 (and only it, by its pid) is stopped on every way out.
 """
 import argparse
+import collections
 import hashlib
 import hmac
 import http.client
@@ -53,6 +68,8 @@ RUN_ID = "coordinator-load"
 REQUEST_TIMEOUT_S = 5  # as the member client's request_timeout_s
 JOIN_TIMEOUT_S = 30    # joins are retried while the coordinator does not accept the connection
 START_TIMEOUT_S = 15   # for the coordinator's banner
+LONG_POLL_WAIT_S = 5   # how long a quorum or commit request asks the coordinator to hold it (the member client's)
+STEPS_PER_ROUND = 10   # inner steps between two outer steps (H): a round's step number grows by it
 MAX_MESSAGE_BYTES = 64 * 1024  # the coordinator answers 413 to a larger body (coordinator_server.cpp)
 
 
@@ -86,9 +103,15 @@ class Unsigned(Exception):
     """An answer without the coordinator's MAC under the session key: a member uses nothing of it."""
 
 
-def post(port, path, body, headers=None):
-    """One POST on a fresh connection; returns (status, raw body bytes)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
+def require_signed(key, path, seq, status, body, mac):
+    """The coordinator signs its answer to a member's request `seq` (the join's as seq 0) under the session key."""
+    if not hmac.compare_digest(mac, hmac_hex(key, "reply", path, seq, status, body)):
+        raise Unsigned(f"the answer to {path} (seq {seq}) is not signed under the session key")
+
+
+def post(port, path, body, headers=None, timeout=REQUEST_TIMEOUT_S):
+    """One POST on a fresh connection; returns (status, raw body bytes, the answer's X-Loco-Mac)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
         reply = connection.getresponse()
@@ -114,14 +137,17 @@ def get(port, path, token):
 # The coordinator process and what /proc says about it.
 
 class CoordinatorProcess:
-    """`loco coordinator` on a free port of 127.0.0.1 with a fresh secret file in `workdir`."""
+    """`loco coordinator` on a free port of 127.0.0.1 with a fresh secret file in `workdir`, its quorum rules
+    those of the earlier version of this script (docs/results.md): the first quorum waits for all `members`
+    (so that every member is in every round), a later one waits at most 1 s for a member that is not back."""
 
-    def __init__(self, loco, workdir, heartbeat_timeout_s):
+    def __init__(self, loco, workdir, members, heartbeat_timeout_s):
         self.secret_file = os.path.join(workdir, "run.secret")  # absent: the coordinator writes a new one
         self.out_path = os.path.join(workdir, "coordinator.out")
         self.err_path = os.path.join(workdir, "coordinator.err")
         command = [loco, "coordinator", "--host", "127.0.0.1", "--port", "0", "--run-id", RUN_ID,
-                   "--secret-file", self.secret_file, "--heartbeat-timeout-s", str(heartbeat_timeout_s)]
+                   "--secret-file", self.secret_file, "--heartbeat-timeout-s", str(heartbeat_timeout_s),
+                   "--min-replicas", "1", "--start-replicas", str(members), "--join-window-s", "1"]
         # Logs go to files, not pipes, so that nobody has to drain them. A new session has no controlling
         # terminal, so the coordinator writes its status link (with the token) to stdout, not to our tty.
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
@@ -206,35 +232,64 @@ class MetricsLog:
         return [self.point() for _ in range(count)]
 
 
-class Member(threading.Thread):
-    """A member's heartbeat thread: join, then a signed heartbeat every interval until `stop`."""
+# What a join gives a member: its credentials and the key that signs every later message of the session.
+Session = collections.namedtuple("Session", "member_id incarnation key")
 
-    def __init__(self, index, coordinator, metrics_per_beat, report_every, stop):
+
+class Member(threading.Thread):
+    """A simulated member. This thread joins, starts the rounds' thread (when there are rounds) and heartbeats
+    until `stop`; as in loco train, the two threads share the session and its sequence numbers."""
+
+    def __init__(self, index, coordinator, load, stop):
         super().__init__(daemon=True, name=f"member-{index}")
         self.name_in_run = f"load-{index}"
         self.port, self.secret = coordinator.port, coordinator.secret
-        self.metrics_per_beat, self.report_every, self.stop = metrics_per_beat, report_every, stop
+        self.metrics_per_beat, self.report_every = load["metrics_per_beat"], load["report_every"]
+        self.round_s, self.stop = load["round_s"], stop
         self.log = MetricsLog(seed=index)
         self.joined = threading.Event()
-        self.beats = []        # (perf_counter when sent, round trip in s, body bytes) of each answered heartbeat
+        self.lock = threading.Lock()  # what both threads change: the session, its next seq, the errors
+        self.session = None
+        self.next_seq = 1
+        self.beats_sent = 0
+        self.requests = []     # (perf_counter when sent, path, seconds to the answer, body bytes) of answered ones
+        self.quorums = []      # (perf_counter when answered, quorum id, step, members in it)
+        self.decisions = []    # (perf_counter when answered, quorum id, step, outcome)
         self.errors = {}       # kind → count: refusals, unsigned answers, connection errors
         self.first_error = None
         self.join_retries = 0
         self.rejoins = 0
 
     def error(self, kind, what):
-        self.errors[kind] = self.errors.get(kind, 0) + 1
-        self.first_error = self.first_error or f"{self.name_in_run}: {what}"
+        with self.lock:
+            self.errors[kind] = self.errors.get(kind, 0) + 1
+            self.first_error = self.first_error or f"{self.name_in_run}: {what}"
 
     def run(self):
         try:
             self.join_run()
-            self.joined.set()
-            self.heartbeat_until_stopped()
-        except Exception as e:  # a member that cannot go on is an error of the run, counted and reported
+        except Exception as e:  # a member that cannot join is an error of the run, counted and reported
             self.error(type(e).__name__, e)
+            return
         finally:
             self.joined.set()  # the starter waits on this; a failed member counts as done joining
+        rounds = None
+        if self.round_s:
+            rounds = threading.Thread(target=self.until_failure, args=(self.rounds_until_stopped,), daemon=True,
+                                      name=f"{self.name}-rounds")
+            rounds.start()
+        self.until_failure(self.heartbeat_until_stopped)
+        if rounds:
+            rounds.join()  # whoever joins this member waits for both threads
+
+    def until_failure(self, work):
+        """Runs `work`; what ends it early is an error of the run, counted and reported."""
+        try:
+            work()
+        except Exception as e:
+            self.error(type(e).__name__, e)
+
+    # -- the session ---------------------------------------------------------------------------------------
 
     def join_run(self):
         """Challenge–response (authentication.h), retried while the coordinator does not accept connections
@@ -260,21 +315,40 @@ class Member(threading.Thread):
         if status != 200:
             raise Refused("/v1/join", status, body)
         joined = json.loads(body)
-        self.member_id, self.incarnation = joined["member_id"], joined["incarnation"]
-        self.key = hmac_hex(self.secret, "loco-session", self.member_id, self.incarnation, nonce)
-        self.require_signed("/v1/join", 0, status, body, mac)  # the join's answer is signed as seq 0
+        key = hmac_hex(self.secret, "loco-session", joined["member_id"], joined["incarnation"], nonce)
+        require_signed(key, "/v1/join", 0, status, body, mac)  # the join's answer is signed as seq 0
         self.interval_s = min(max(joined["heartbeat_interval_s"], 0.01), 10.0)  # the member client's clamp
-        self.next_seq = 1  # a session's numbers count up from 1
+        with self.lock:
+            self.session = Session(joined["member_id"], joined["incarnation"], key)
+            self.next_seq = 1  # a session's numbers count up from 1
 
-    def require_signed(self, path, seq, status, body, mac):
-        if not hmac.compare_digest(mac, hmac_hex(self.key, "reply", path, seq, status, body)):
-            raise Unsigned(f"the answer to {path} (seq {seq}) is not signed under the session key")
+    def rejoin(self):
+        self.rejoins += 1
+        try:
+            self.join_run()
+        except (OSError, Refused, Unsigned) as e:
+            self.error("rejoin", e)
 
-    def heartbeat_body(self, seq):
-        message = {"member_id": self.member_id, "incarnation": self.incarnation, "seq": seq}
-        if self.metrics_per_beat and seq % self.report_every == 0:
-            message["metrics"] = self.log.points(self.metrics_per_beat)
-        return json.dumps(message, separators=(",", ":"))
+    def signed_post(self, path, fields, timeout=REQUEST_TIMEOUT_S):
+        """One message of the session (member_client.cpp post_signed): the next sequence number, the request's
+        MAC, the answer's MAC checked. Returns (status, answer) for 200 and 202 (a long poll not answered yet);
+        any other status raises Refused."""
+        with self.lock:
+            session, seq = self.session, self.next_seq
+            self.next_seq += 1
+        body = json.dumps({"member_id": session.member_id, "incarnation": session.incarnation, "seq": seq, **fields},
+                          separators=(",", ":"))
+        began = time.perf_counter()
+        status, answer, mac = post(self.port, path, body, {"X-Loco-Mac": hmac_hex(session.key, "request", path, body)},
+                                   timeout)
+        seconds = time.perf_counter() - began
+        if status not in (200, 202):
+            raise Refused(path, status, answer)
+        require_signed(session.key, path, seq, status, answer, mac)
+        self.requests.append((began, path, seconds, len(body)))
+        return status, json.loads(answer)
+
+    # -- heartbeats ----------------------------------------------------------------------------------------
 
     def heartbeat_until_stopped(self):
         # As the member client: beat, then wait the interval (not a fixed rate: a slow answer delays the next).
@@ -283,35 +357,53 @@ class Member(threading.Thread):
             self.stop.wait(self.interval_s)
 
     def beat_once(self):
-        seq, self.next_seq = self.next_seq, self.next_seq + 1
-        body = self.heartbeat_body(seq)
-        began = time.perf_counter()
+        # Counted here, not by seq: the rounds' messages take sequence numbers too.
+        self.beats_sent += 1
+        fields = {}
+        if self.metrics_per_beat and self.beats_sent % self.report_every == 0:
+            fields["metrics"] = self.log.points(self.metrics_per_beat)
         try:
-            status, answer, mac = post(self.port, "/v1/heartbeat", body,
-                                       {"X-Loco-Mac": hmac_hex(self.key, "request", "/v1/heartbeat", body)})
+            self.signed_post("/v1/heartbeat", fields)
         except OSError as e:
             self.error("connection", e)
-            return
-        round_trip = time.perf_counter() - began
-        if status != 200:
-            refused = Refused("/v1/heartbeat", status, answer)
-            self.error(refused.kind, refused)
-            if refused.kind in ("unknown_member", "stale_incarnation"):
-                self.rejoin()  # as the member client does: expired or a new coordinator
-            return
-        try:
-            self.require_signed("/v1/heartbeat", seq, status, answer, mac)
         except Unsigned as e:
             self.error("unsigned", e)
-            return
-        self.beats.append((began, round_trip, len(body)))
+        except Refused as e:
+            self.error(e.kind, e)
+            if e.kind in ("unknown_member", "stale_incarnation"):
+                self.rejoin()  # as the member client does: expired or a new coordinator
 
-    def rejoin(self):
-        self.rejoins += 1
-        try:
-            self.join_run()
-        except (OSError, Refused, Unsigned) as e:
-            self.error("rejoin", e)
+    # -- rounds --------------------------------------------------------------------------------------------
+
+    def rounds_until_stopped(self):
+        """One outer step's synchronisation every round_s, as the earlier version of this script made it: ask
+        for a quorum at this step, then vote ok with the hash every member agrees on and wait for the
+        decision. Round 0 only forms the start quorum (a run's members start from the same parameters:
+        nothing to commit yet). A refusal or a lost connection ends this member's rounds (it is counted)."""
+        step = 0
+        while not self.stop.is_set():
+            quorum = self.long_poll("/v1/quorum", {"step": step})
+            if quorum is None:
+                return
+            self.quorums.append((time.perf_counter(), quorum["quorum_id"], step, len(quorum["members"])))
+            if step > 0:
+                decision = self.long_poll("/v1/commit", {"quorum_id": quorum["quorum_id"], "step": step, "ok": True,
+                                                         "hash": f"h{step}"})
+                if decision is None:
+                    return
+                self.decisions.append((time.perf_counter(), quorum["quorum_id"], step, decision["outcome"]))
+            step += STEPS_PER_ROUND
+            self.stop.wait(self.round_s)
+
+    def long_poll(self, path, fields):
+        """A request the coordinator holds up to wait_s, asked again while it answers 202 (not yet), as the
+        member client's long_poll; None when the load stops first."""
+        while not self.stop.is_set():
+            status, answer = self.signed_post(path, {**fields, "wait_s": LONG_POLL_WAIT_S},
+                                              timeout=LONG_POLL_WAIT_S + REQUEST_TIMEOUT_S)
+            if status == 200:
+                return answer
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -324,18 +416,27 @@ def percentile(sorted_values, fraction):
     return sorted_values[min(len(sorted_values) - 1, max(0, int(round(fraction * len(sorted_values))) - 1))]
 
 
-def start_members(coordinator, args, metrics_per_beat, report_every, stop):
-    members = [Member(i, coordinator, metrics_per_beat, report_every, stop) for i in range(args.members)]
+def start_members(coordinator, count, load, stop):
+    members = [Member(i, coordinator, load, stop) for i in range(count)]
     for member in members:
         member.start()
     deadline = time.monotonic() + JOIN_TIMEOUT_S + REQUEST_TIMEOUT_S
     for member in members:
         member.joined.wait(max(0.0, deadline - time.monotonic()))
-    not_joined = [m.name_in_run for m in members if not hasattr(m, "key")]
+    not_joined = [m.name_in_run for m in members if m.session is None]
     if not_joined:
         raise RuntimeError(f"{len(not_joined)} members did not join: "
                            f"{next((m.first_error for m in members if m.first_error), 'no error recorded')}")
     return members
+
+
+def stop_members(members, stop):
+    """Stops the load and waits for every member's threads; a round's long poll may take its whole wait first
+    (its quorum or decision cannot come once the others stopped)."""
+    stop.set()
+    deadline = time.monotonic() + LONG_POLL_WAIT_S + REQUEST_TIMEOUT_S + 1
+    for member in members:
+        member.join(max(0.0, deadline - time.monotonic()))
 
 
 def measure_window(coordinator, seconds):
@@ -351,22 +452,50 @@ def measure_window(coordinator, seconds):
             "rss_at_start_mib": memory_before["rss_mib"], "memory": memory(coordinator.pid)}
 
 
+def in_window(window, t):
+    return window["began"] <= t < window["ended"]
+
+
+def request_figures(members, window):
+    """Answered requests of every kind sent inside the window: in all and per path, per second."""
+    sent = collections.Counter(path for m in members for began, path, _, _ in m.requests if in_window(window, began))
+    return {"in_window": sum(sent.values()), "per_s": sum(sent.values()) / window["wall_s"],
+            "per_s_by_path": {path: count / window["wall_s"] for path, count in sent.most_common()}}
+
+
 def heartbeat_figures(members, window):
-    """Round trips and counts of the heartbeats sent inside the window; errors over the whole run."""
-    inside = [b for m in members for b in m.beats if window["began"] <= b[0] < window["ended"]]
-    trips = sorted(1000 * b[1] for b in inside)
-    errors = {}
-    for m in members:
-        for kind, count in m.errors.items():
-            errors[kind] = errors.get(kind, 0) + count
+    """Round trips, counts and sizes of the heartbeats sent inside the window."""
+    inside = [r for m in members for r in m.requests if r[1] == "/v1/heartbeat" and in_window(window, r[0])]
+    trips = sorted(1000 * r[2] for r in inside)
     return {"sent_in_window": len(inside), "per_s": len(inside) / window["wall_s"],
-            "sent_total": sum(len(m.beats) for m in members) + sum(errors.values()),  # warm-up and after too
-            "mean_body_bytes": sum(b[2] for b in inside) / len(inside) if inside else 0,
-            "max_body_bytes": max((b[2] for b in inside), default=0),
+            "sent_total": sum(m.beats_sent for m in members),  # warm-up and after too, errors included
+            "mean_body_bytes": sum(r[3] for r in inside) / len(inside) if inside else 0,
+            "max_body_bytes": max((r[3] for r in inside), default=0),
             "round_trip_ms": {"p50": percentile(trips, 0.5), "p90": percentile(trips, 0.9),
-                              "p99": percentile(trips, 0.99), "max": trips[-1] if trips else None},
-            "errors": errors, "error_count": sum(errors.values()),
-            "first_error": next((str(m.first_error) for m in members if m.first_error), None),
+                              "p99": percentile(trips, 0.99), "max": trips[-1] if trips else None}}
+
+
+def round_figures(members, window):
+    """Quorums formed and outer steps decided inside the window, from the members' answers: one per
+    (quorum id, step), however many members were told (a quorum of the same members keeps its id)."""
+    quorums = {(q, step) for m in members for t, q, step, _ in m.quorums if in_window(window, t)}
+    sizes = [size for m in members for t, _, _, size in m.quorums if in_window(window, t)]
+    decided = collections.defaultdict(set)
+    for m in members:
+        for t, q, step, outcome in m.decisions:
+            if in_window(window, t):
+                decided[outcome].add((q, step))
+    return {"quorums_formed": len(quorums), "commits": len(decided["commit"]), "aborts": len(decided["abort"]),
+            "quorum_members_min": min(sizes, default=None), "quorum_members_max": max(sizes, default=None)}
+
+
+def error_figures(members):
+    """Every refusal or error a member met over the whole run, by kind; joins retried and rejoins."""
+    errors = collections.Counter()
+    for m in members:
+        errors.update(m.errors)
+    return {"by_kind": dict(errors), "count": sum(errors.values()),
+            "first": next((str(m.first_error) for m in members if m.first_error), None),
             "join_retries": sum(m.join_retries for m in members), "rejoins": sum(m.rejoins for m in members)}
 
 
@@ -385,17 +514,16 @@ def timed_get(coordinator, path, repeats=5):
 
 def run_load(args, metrics_per_beat, report_every):
     """Starts a coordinator, its members, warms up, measures, queries /status and /history, cleans up."""
+    load = {"metrics_per_beat": metrics_per_beat, "report_every": report_every, "round_s": args.round_s}
     with tempfile.TemporaryDirectory(prefix="coordinator-load-") as workdir:
-        coordinator = CoordinatorProcess(args.loco, workdir, args.heartbeat_timeout_s)
+        coordinator = CoordinatorProcess(args.loco, workdir, args.members, args.heartbeat_timeout_s)
         stop = threading.Event()
         members = []
         try:
-            members = start_members(coordinator, args, metrics_per_beat, report_every, stop)
-            time.sleep(args.warmup)  # joins, first connections and the coordinator's first allocations
+            members = start_members(coordinator, args.members, load, stop)
+            time.sleep(args.warmup)  # joins, the start quorum, first connections, the first allocations
             window = measure_window(coordinator, args.seconds)
-            stop.set()
-            for member in members:
-                member.join(REQUEST_TIMEOUT_S + 1)
+            stop_members(members, stop)
             # After the load (the members did not leave, so the status lists them all and what they sent).
             status = timed_get(coordinator, "/status")
             history = timed_get(coordinator, "/history?after=0")
@@ -404,16 +532,16 @@ def run_load(args, metrics_per_beat, report_every):
         finally:
             stop.set()
             coordinator.stop()
-    return {"metrics_per_beat": metrics_per_beat, "report_every": report_every,
-            "heartbeat_interval_s": members[0].interval_s, "window_s": window["wall_s"],
+    return {**load, "heartbeat_interval_s": members[0].interval_s, "window_s": window["wall_s"],
             "coordinator_cpu_pct_of_one_core": window["coordinator_cpu_pct"],
             "generator_cpu_pct_of_one_core": window["generator_cpu_pct"],
             "rss_at_window_start_mib": window["rss_at_start_mib"],
             "rss_at_window_end_mib": window["memory"]["rss_mib"],
             "peak_rss_mib": final_memory["peak_rss_mib"], "final_rss_mib": final_memory["rss_mib"],
             "coordinator_threads_at_window_end": window["memory"]["threads"],
-            "heartbeats": heartbeat_figures(members, window), "refusals_in_coordinator_log": refusals_logged,
-            "status": status, "history": history}
+            "requests": request_figures(members, window), "heartbeats": heartbeat_figures(members, window),
+            "rounds": round_figures(members, window), "errors": error_figures(members),
+            "refusals_in_coordinator_log": refusals_logged, "status": status, "history": history}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -455,12 +583,23 @@ def label(run):
 
 def rows(run):
     """The figures of one run as (label, text) rows, in the order printed."""
-    h = run["heartbeats"]
+    r, h, q, e = run["requests"], run["heartbeats"], run["rounds"], run["errors"]
     ms = lambda v: "-" if v is None else f"{v:.2f}"
     served = lambda g: (f"{g['median_ms']:.2f} ms (max {g['max_ms']:.2f}), {g['bytes']:,} B"
                         if g["http_status"] == 200 else ("not served" if g["http_status"] == 404
                                                          else f"HTTP {g['http_status']}"))
+    kinds = ", ".join(f"{path.rsplit('/', 1)[-1]} {per_s:.0f}" for path, per_s in r["per_s_by_path"].items())
+    if not run["round_s"]:
+        rounds, quorum_members = "no rounds (--round-s 0)", "-"
+    else:
+        rounds = f"{q['quorums_formed']} / {q['commits']} / {q['aborts']}"
+        quorum_members = "-" if q["quorum_members_min"] is None else (
+            str(q["quorum_members_min"]) if q["quorum_members_min"] == q["quorum_members_max"]
+            else f"{q['quorum_members_min']}-{q['quorum_members_max']}")
     return [
+        ("requests/s, all kinds", f"{r['per_s']:.0f} ({kinds})"),
+        ("quorums formed / commits / aborts", rounds),
+        ("members in a quorum", quorum_members),
         ("coordinator CPU (% of one core)", f"{run['coordinator_cpu_pct_of_one_core']:.1f}"),
         ("peak RSS (VmHWM, MiB)", f"{run['peak_rss_mib']:.1f}"),
         ("RSS window start -> end (MiB)", f"{run['rss_at_window_start_mib']:.1f} -> {run['rss_at_window_end_mib']:.1f}"),
@@ -468,13 +607,13 @@ def rows(run):
         ("coordinator threads", str(run["coordinator_threads_at_window_end"])),
         ("heartbeats: window (per s), run", f"{h['sent_in_window']:,} ({h['per_s']:.0f}/s), {h['sent_total']:,}"),
         ("heartbeat body, mean/max (B)", f"{h['mean_body_bytes']:,.0f} / {h['max_body_bytes']:,}"),
-        ("round trip p50 (ms)", ms(h["round_trip_ms"]["p50"])),
-        ("round trip p90 (ms)", ms(h["round_trip_ms"]["p90"])),
-        ("round trip p99 (ms)", ms(h["round_trip_ms"]["p99"])),
-        ("round trip max (ms)", ms(h["round_trip_ms"]["max"])),
-        ("refusals/errors (must be 0)", f"{h['error_count']} {h['errors'] or ''}".strip()),
+        ("heartbeat round trip p50 (ms)", ms(h["round_trip_ms"]["p50"])),
+        ("heartbeat round trip p90 (ms)", ms(h["round_trip_ms"]["p90"])),
+        ("heartbeat round trip p99 (ms)", ms(h["round_trip_ms"]["p99"])),
+        ("heartbeat round trip max (ms)", ms(h["round_trip_ms"]["max"])),
+        ("refusals/errors (must be 0)", f"{e['count']} {e['by_kind'] or ''}".strip()),
         ("refusals in coordinator log", str(run["refusals_in_coordinator_log"])),
-        ("join retries / rejoins", f"{h['join_retries']} / {h['rejoins']}"),
+        ("join retries / rejoins", f"{e['join_retries']} / {e['rejoins']}"),
         ("GET /status (token)", served(run["status"])),
         ("GET /history?after=0", served(run["history"])),
         ("load generator CPU (% of a core)", f"{run['generator_cpu_pct_of_one_core']:.1f}"),
@@ -489,17 +628,19 @@ def print_header(args, where, loco):
     if loco.get("git_tree_dirty"):
         commit += " (tree has uncommitted changes)"
     print(f"loco: {loco['path']} (built {loco['mtime']}, sha256 {loco['sha256']}); git HEAD of its tree: {commit}")
-    print(f"settings: {args.members} members, warm-up {args.warmup:g} s, window {args.seconds:g} s, "
+    rounds = f"a quorum and a commit every {args.round_s:g} s" if args.round_s else "no quorum rounds"
+    print(f"settings: {args.members} members, {rounds}, warm-up {args.warmup:g} s, window {args.seconds:g} s, "
           f"heartbeat timeout {args.heartbeat_timeout_s:g} s")
 
 
 def print_run(run):
-    print(f"\n{label(run)}: heartbeat every {run['heartbeat_interval_s']:g} s (the join's answer), "
+    rounds = f", a round every {run['round_s']:g} s" if run["round_s"] else ""
+    print(f"\n{label(run)}: heartbeat every {run['heartbeat_interval_s']:g} s (the join's answer){rounds}, "
           f"window {run['window_s']:.1f} s")
     for name, value in rows(run):
         print(f"  {name:<34} {value}")
-    if run["heartbeats"]["first_error"]:
-        print(f"  first error: {run['heartbeats']['first_error']}")
+    if run["errors"]["first"]:
+        print(f"  first error: {run['errors']['first']}")
 
 
 def print_comparison(before, after):
@@ -510,8 +651,8 @@ def print_comparison(before, after):
     for (name, a), (_, b) in zip(rows(before), rows(after)):
         print(f"| {name:<34} | {a:<{width}} | {b:<{width}} |")
     for run in (before, after):
-        if run["heartbeats"]["first_error"]:
-            print(f"first error ({label(run)}): {run['heartbeats']['first_error']}")
+        if run["errors"]["first"]:
+            print(f"first error ({label(run)}): {run['errors']['first']}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -525,14 +666,18 @@ def parse_args():
     p.add_argument("--metrics-per-beat", type=int, default=None,
                    help="K: metrics points in a heartbeat that carries them (0; with --compare 1)")
     p.add_argument("--report-every", type=int, default=1, help="B: only every B-th heartbeat carries metrics (1)")
+    p.add_argument("--round-s", type=float, default=2,
+                   help="ROUND_S: every member asks for a quorum and votes every ROUND_S s (2; 0: heartbeats only)")
     p.add_argument("--heartbeat-timeout-s", type=float, default=3, help="the coordinator's (its default, 3)")
-    p.add_argument("--compare", action="store_true", help="run K = 0, then K, and print them side by side")
+    p.add_argument("--compare", action="store_true",
+                   help="run K = 0, then K (the same rounds), and print them side by side")
     p.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
     args = p.parse_args()
     if args.metrics_per_beat is None:
         args.metrics_per_beat = 1 if args.compare else 0
-    if args.members < 1 or args.seconds <= 0 or args.warmup < 0 or args.report_every < 1 or args.metrics_per_beat < 0:
-        p.error("--members and --report-every must be at least 1, --seconds positive, --warmup and "
+    if (args.members < 1 or args.seconds <= 0 or args.warmup < 0 or args.report_every < 1
+            or args.metrics_per_beat < 0 or args.round_s < 0):
+        p.error("--members and --report-every must be at least 1, --seconds positive, --warmup, --round-s and "
                 "--metrics-per-beat at least 0")
     if args.compare and args.metrics_per_beat == 0:
         p.error("--compare measures K = 0 against a K of at least 1 (--metrics-per-beat)")
@@ -560,7 +705,8 @@ def main():
     loads = 2 if args.compare else 1
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
-    signal.alarm(int(loads * (START_TIMEOUT_S + JOIN_TIMEOUT_S + args.warmup + args.seconds + 60)))
+    stopping_s = LONG_POLL_WAIT_S + REQUEST_TIMEOUT_S + 1  # stop_members' wait for a round's long poll
+    signal.alarm(int(loads * (START_TIMEOUT_S + JOIN_TIMEOUT_S + args.warmup + args.seconds + stopping_s + 60)))
     where, loco = machine(), binary(args.loco)
     print_header(args, where, loco)
     sys.stdout.flush()
@@ -578,7 +724,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"benchmark": "bench/coordinator_load.py", "machine": where, "loco": loco,
                        "settings": {k: v for k, v in vars(args).items() if k != "json"}, "runs": runs}, f, indent=2)
-    failed = sum(r["heartbeats"]["error_count"] + r["refusals_in_coordinator_log"] for r in runs)
+    failed = sum(r["errors"]["count"] + r["refusals_in_coordinator_log"] for r in runs)
     if failed:
         print(f"\nFAILED: {failed} refusals or errors (a member must be refused nothing)")
     return 1 if failed else 0
