@@ -18,6 +18,10 @@ packages=(
   python3 python3-torch python3-numpy
   gnuplot-nox zstd
 )
+# The test suite (every target) also loads the dashboard in a headless browser; the quick start does not.
+if ((${#targets[@]} == 0)); then
+  packages+=(chromium-headless-shell fonts-dejavu-core)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,22 +1,22 @@
-// Fuzz target: a request's head as the coordinator's HTTP server reads it (membership/http_request.h), from
+// Fuzz target: a request's head as the coordinator's HTTP server reads it (http/http_request.h), from
 // anyone who reaches its port. It is accepted or refused with HttpRefusal and one of the statuses the header
 // lists, nothing else; an accepted head announces a body within the limit, and its query reads.
 #include <set>
 
 #include "fuzz/fuzz_support.h"
-#include "loco/membership/http_request.h"
+#include "loco/http/http_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   constexpr std::size_t kLimit = 64 * 1024;
   const std::string head = loco::fuzz::as_text(data, size);
   try {
-    const loco::membership::HttpRequest request = loco::membership::parse_request_head(head, kLimit);
+    const loco::http::HttpRequest request = loco::http::parse_request_head(head, kLimit);
     loco::fuzz::fuzz_require(request.content_length <= kLimit, "an accepted body is within the limit");
     loco::fuzz::fuzz_require(request.method == "GET" || request.method == "POST", "only GET and POST are accepted");
     loco::fuzz::fuzz_require(!request.path.empty() && request.path[0] == '/', "an accepted target is a path");
     request.query_parameter("token");
     request.header("X-Loco-Mac");
-  } catch (const loco::membership::HttpRefusal& e) {
+  } catch (const loco::http::HttpRefusal& e) {
     static const std::set<int> statuses = {400, 405, 411, 413, 415, 431};
     loco::fuzz::fuzz_require(statuses.count(e.status()) > 0, "a refusal has one of the documented statuses");
   }

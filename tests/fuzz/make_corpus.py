@@ -330,7 +330,7 @@ def wire_seeds():
     write(t, "edge_seq_huge", json.dumps({**who, "seq": 2**64 - 1}))
 
 
-# --- request heads (membership/http_request.h; the coordinator's HTTP server) -----------------------------
+# --- request heads (http/http_request.h; the coordinator's HTTP server) -----------------------------
 
 def http_request_seeds():
     t = "http_request"

@@ -5,18 +5,15 @@
 // run's only rendezvous store (comm/c10d/store_server.h) until SIGINT or SIGTERM. Replicas find it
 // through LOCO_COORDINATOR=host:port and LOCO_RUN_ID, and prove the run's secret (docs/security.md).
 #include <fmt/format.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
-#include <thread>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/quorum_options.h"
+#include "loco/cli/stop_on_signal.h"
 #include "loco/cli/usage.h"
 #include "loco/membership/authentication.h"
 #include "loco/membership/run_secret.h"
@@ -59,7 +56,7 @@ std::string coordinator_secret(const std::string& secret_file) {
 // the members' names and events). Without a terminal it says how to get the table instead.
 void show_status_link(const std::string& host, int port, const std::string& secret, const std::string& run_id) {
   if (FILE* terminal = std::fopen("/dev/tty", "w")) {
-    fmt::print(terminal, "loco coordinator: members and events at http://{}:{}/?token={} (this terminal only)\n",
+    fmt::print(terminal, "loco coordinator: dashboard (members, metrics, events) at http://{}:{}/?token={} (this terminal only)\n",
                host, port, membership::status_token(secret, run_id));
     std::fclose(terminal);
   } else {
@@ -71,15 +68,6 @@ void show_status_link(const std::string& host, int port, const std::string& secr
 std::string random_run_id() {
   std::random_device device;
   return fmt::format("run-{:08x}", device());
-}
-
-// SIGINT/SIGTERM may arrive on any thread (libtorch's thread pools exist before main() runs), so the
-// handler only writes a byte to a pipe; a thread of ours reads it and stops the server.
-int stop_pipe_write = -1;
-
-void request_stop(int) {
-  const char byte = 1;
-  [[maybe_unused]] const auto written = ::write(stop_pipe_write, &byte, 1);
 }
 
 void run_coordinator(const CoordinatorArgs& args) {
@@ -96,34 +84,13 @@ void run_coordinator(const CoordinatorArgs& args) {
   run::ServedCoordinator coordinator(options, args.store_port);
   membership::CoordinatorServer& server = coordinator.server();
 
-  int stop_pipe[2];
-  if (::pipe(stop_pipe) != 0) throw IoError("loco coordinator cannot create a pipe for its signal handler");
-  stop_pipe_write = stop_pipe[1];
-  struct sigaction stop {};
-  stop.sa_handler = request_stop;
-  ::sigemptyset(&stop.sa_mask);
-  struct sigaction previous_int {}, previous_term {};
-  ::sigaction(SIGINT, &stop, &previous_int);
-  ::sigaction(SIGTERM, &stop, &previous_term);
-  std::thread stopper([&server, read_end = stop_pipe[0]] {
-    char byte = 0;
-    while (::read(read_end, &byte, 1) < 0 && errno == EINTR) {
-    }
-    server.stop();
-  });
-
+  const StopOnSignal stop_on_signal([&server] { server.stop(); });
   fmt::print("loco coordinator: run {} on {}:{} (incarnation {}), store on port {}; status at http://{}:{}/\n",
              options.coordinator.run_id, args.host, coordinator.port(), coordinator.options().coordinator.incarnation,
              coordinator.store_port(), args.host, coordinator.port());
   std::fflush(stdout);
   show_status_link(args.host, coordinator.port(), options.secret, options.coordinator.run_id);
   server.serve();
-  request_stop(0);  // wakes the stopper if serve() ended without a signal
-  stopper.join();
-  ::sigaction(SIGINT, &previous_int, nullptr);
-  ::sigaction(SIGTERM, &previous_term, nullptr);
-  ::close(stop_pipe[0]);
-  ::close(stop_pipe[1]);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   loco::cli::add_fit_command(app);
   loco::cli::add_sweep_command(app);
   loco::cli::add_launch_command(app);
+  loco::cli::add_dashboard_command(app);
 #ifdef LOCO_HAVE_MEMBERSHIP
   loco::cli::add_coordinator_command(app);
   loco::cli::add_status_command(app);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "loco/comm/comm_stats.h"
 #include "loco/comm/link/link_fit.h"
 #include "loco/comm/link/link_model.h"
 #include "loco/comm/link/round_size.h"
@@ -59,16 +60,6 @@ struct GroupOptions {
   // Elastic runs pass "the coordinator says the quorum broke" (elastic/quorum_group.h), so that nobody
   // waits for a collective timeout after a member stopped.
   std::function<bool()> abandoned;
-};
-
-// What one rank has communicated so far.
-struct CommStats {
-  std::uint64_t bytes_sent = 0;  // payload and codec scales, as the algorithm sends them (traffic.h)
-  std::uint64_t bytes_recv = 0;
-  std::uint64_t operations = 0;
-  double blocked_s = 0;   // wall time the training waited for communication: not hidden behind compute
-  double emulated_s = 0;  // time the operations would take on the emulated link
-  double background_s = 0;  // wall time a background thread spent in wait() (BackgroundWaits)
 };
 
 // While one is alive, this thread's waits are not the training's: it runs exchanges in the background

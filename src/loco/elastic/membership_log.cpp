@@ -13,6 +13,7 @@ void MembershipLog::set_quorum(std::int64_t quorum_id, std::size_t members, cons
 }
 
 void MembershipLog::add(const std::string& kind, std::int64_t step, double seconds, const std::string& detail) {
+  heals_ += kind == "heal";
   // Milliseconds are plenty, and keep the lines short. `time` (Unix seconds, when it was logged) lets
   // tools line events of several members and outside faults up (bench/chaos.sh).
   const double unix_s =
@@ -28,6 +29,7 @@ void MembershipLog::add_fields_to(nlohmann::json& record) {
   record["member"] = member_id_;
   record["quorum_id"] = quorum_id_;
   record["quorum_members"] = members_;
+  record["heals"] = heals_;
   if (!events_.empty()) record["membership_events"] = std::exchange(events_, nlohmann::json::array());
 }
 

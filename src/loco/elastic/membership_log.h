@@ -2,7 +2,7 @@
 // line says which quorum the member trains in, with how many members, under which member id; the line
 // after a membership event lists it with its step and duration:
 //
-//   {"step": 48, ..., "member": "c#2", "quorum_id": 3, "quorum_members": 3,
+//   {"step": 48, ..., "member": "c#2", "quorum_id": 3, "quorum_members": 3, "heals": 1,
 //    "membership_events": [{"kind": "rejoin", "step": 12, "seconds": 0, "time": 1795000000.123, "detail": "c#1 -> c#2"},
 //                          {"kind": "heal", "step": 48, "seconds": 0.05, "time": 1795000000.201,
 //                           "detail": "from a#1, 0.9 MB, step 12 -> 48"}]}
@@ -11,7 +11,7 @@
 // abort (an outer step that was not committed; seconds: the synchronisation's time so far), rejoin (the
 // member joined again under a new id), presumed_commit (the coordinator was replaced before deciding),
 // skip (NoLoCo: this member's group exchange failed, so it did not average that round).
-// `time`: Unix seconds when the event was logged (its end).
+// `time`: Unix seconds when the event was logged (its end). `heals`: how many heals this process made so far.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,6 +33,7 @@ class MembershipLog {
   std::int64_t quorum_id_ = 0;
   std::size_t members_ = 0;
   std::string member_id_;
+  std::int64_t heals_ = 0;
   nlohmann::json events_ = nlohmann::json::array();
 };
 

@@ -42,7 +42,7 @@ comm::Group& QuorumGroup::subgroup(const std::vector<int>& ranks, const std::str
   const auto mine = std::find(ranks.begin(), ranks.end(), current.rank);
   LOCO_CHECK(mine != ranks.end() && std::is_sorted(ranks.begin(), ranks.end()),
              "QuorumGroup::subgroup of ranks that do not hold this member's {} or are not ascending", current.rank);
-  graveyard_.bury(std::move(subgroup_));
+  retire(subgroup_);
   subgroup_ = comm::make_c10d_group(group_options(static_cast<int>(mine - ranks.begin()), static_cast<int>(ranks.size()),
                                                   current.store_prefix + "/" + name));
   return *subgroup_;
@@ -70,9 +70,21 @@ const membership::QuorumReply& QuorumGroup::quorum() const {
 }
 
 void QuorumGroup::abandon() {
-  graveyard_.bury(std::move(subgroup_));
-  graveyard_.bury(std::move(group_));
+  retire(subgroup_);
+  retire(group_);
   quorum_.reset();
+}
+
+void QuorumGroup::retire(std::unique_ptr<comm::Group>& group) {
+  if (group) retired_ += group->stats();
+  graveyard_.bury(std::move(group));
+}
+
+comm::CommStats QuorumGroup::stats() const {
+  comm::CommStats total = retired_;
+  if (group_) total += group_->stats();
+  if (subgroup_) total += subgroup_->stats();
+  return total;
 }
 
 }  // namespace loco::elastic

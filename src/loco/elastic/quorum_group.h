@@ -52,15 +52,22 @@ class QuorumGroup {
   // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
   void abandon();
 
+  // What this member's groups have counted so far, those of earlier quorums included (metrics.jsonl's
+  // bytes_sent, bytes_recv and comm_s of an elastic member).
+  comm::CommStats stats() const;
+
  private:
   // The c10d options of a group of `world_size` members under `store_prefix`, this member being `rank`.
   comm::C10dOptions group_options(int rank, int world_size, const std::string& store_prefix) const;
+  // Buries `group`, keeping its counts.
+  void retire(std::unique_ptr<comm::Group>& group);
 
   membership::MemberClient& member_;
   QuorumGroupOptions options_;
   std::optional<membership::QuorumReply> quorum_;
   std::unique_ptr<comm::Group> group_;
   std::unique_ptr<comm::Group> subgroup_;
+  comm::CommStats retired_;  // of the groups buried so far
   comm::GroupGraveyard graveyard_;  // last member: waits for buried groups before the rest goes
 };
 

@@ -99,9 +99,13 @@ Coordinator::Member& Coordinator::member(const Credentials& who) {
   return members_.at(who.member_id);
 }
 
-HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now) {
+HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now, std::vector<monitor::MetricPoint> points) {
   Member& m = member(who);
   m.last_heartbeat = now;
+  for (monitor::MetricPoint& point : points) {
+    point.time_s = now;
+    history_.add(m.name, point);
+  }
   const bool superseded = m.quorum_id != 0 && m.quorum_id != quorum_.id;
   return {quorum_.id, superseded || (m.quorum_id == quorum_.id && quorum_broken_)};
 }
@@ -282,13 +286,24 @@ nlohmann::json Coordinator::status(double now) const {
   const QuorumRules& rules = options_.rules;
   nlohmann::json members = nlohmann::json::array();
   for (const auto& [id, m] : members_) {
+    const auto latest = history_.latest(m.name);
     members.push_back({{"id", id},
+                       {"name", m.name},
+                       {"metrics", latest ? monitor::report_json(*latest) : nlohmann::json::object()},
                        {"healthy", is_healthy({id, m.last_heartbeat, std::nullopt}, now, rules)},
                        {"heartbeat_age_s", now - m.last_heartbeat},
                        {"waiting_s", m.waiting_since ? nlohmann::json(now - *m.waiting_since) : nlohmann::json()},
                        {"step", m.step},
                        {"quorum_id", m.quorum_id},
                        {"member_for_s", now - m.joined_at}});
+  }
+  // Names that reported metrics and are no member now (they left, expired or finished the run): the
+  // dashboard shows their last point.
+  std::set<std::string> current;
+  for (const auto& [id, m] : members_) current.insert(m.name);
+  nlohmann::json former = nlohmann::json::array();
+  for (const std::string& name : history_.names()) {
+    if (current.count(name) == 0) former.push_back({{"name", name}, {"metrics", monitor::report_json(*history_.latest(name))}});
   }
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : events_) events.push_back({{"time_s", e.time}, {"kind", e.kind}, {"detail", e.detail}});
@@ -307,6 +322,7 @@ nlohmann::json Coordinator::status(double now) const {
           {"quorum", {{"id", quorum_.id}, {"members", quorum_.members}, {"broken", quorum_broken_}}},
           {"waiting_for", waiting_for(now)},
           {"members", members},
+          {"former_members", former},
           {"events", events}};
 }
 

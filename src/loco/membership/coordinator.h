@@ -25,8 +25,13 @@
 
 #include "loco/membership/commit_rules.h"
 #include "loco/membership/quorum_rules.h"
+#include "loco/monitor/metrics_history.h"
 
 namespace loco::membership {
+
+// The most metric points one heartbeat may carry (a member logs far less often than it heartbeats; one that
+// fell behind sends the rest with the next beats).
+inline constexpr std::size_t kMaxReportedPoints = 64;
 
 // The furthest step a member may claim: 2^40 optimizer steps, 35 years at one a millisecond.
 inline constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
@@ -99,7 +104,8 @@ class Coordinator {
   // Those of `ids` that are no longer members (they left or expired).
   std::vector<std::string> former_members(const std::vector<std::string>& ids) const;
   // The others throw MembershipError(stale_incarnation / unknown_member) for refused credentials.
-  HeartbeatReply heartbeat(const Credentials& who, double now);
+  // `points`: the member's metrics since its last heartbeat, kept in its name's history (received `now`).
+  HeartbeatReply heartbeat(const Credentials& who, double now, std::vector<monitor::MetricPoint> points = {});
   // Marks the member waiting at its synchronisation point after `step` steps (repeats keep the first time).
   void request_quorum(const Credentials& who, std::int64_t step, double now);
   // The quorum formed for the member's request, once; nullopt while it waits.
@@ -123,8 +129,11 @@ class Coordinator {
   // Why the member still waits, in words ("a majority: 1 of 3 healthy members wait").
   std::string waiting_for(double now) const;
 
-  // GET /status: run, incarnation, rules, the current quorum, every member and the recent events.
+  // GET /status: run, incarnation, rules, the current quorum, every member (with its name's latest metrics),
+  // the names that reported metrics but are no member now (former_members) and the recent events.
   nlohmann::json status(double now) const;
+  // GET /history: the metric points after sequence number `after`, by member name (monitor/metrics_history.h).
+  nlohmann::json history(std::uint64_t after) const { return history_.since(after); }
   // GET /metrics: Prometheus text exposition.
   std::string metrics_text(double now) const;
 
@@ -171,6 +180,8 @@ class Coordinator {
   std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;
   std::map<std::string, std::int64_t> event_counts_;
+  // By member name, so that a restarted member's curve goes on; bounded (64 members: at most 15 MB).
+  monitor::MetricsHistory history_;
 };
 
 }  // namespace loco::membership

@@ -8,17 +8,22 @@
 #include <random>
 #include <thread>
 
+#include "loco/http/http_server.h"
 #include "loco/membership/authentication.h"
-#include "loco/membership/http_server.h"
 #include "loco/membership/membership_error.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
+#include "loco/monitor/dashboard_routes.h"
 
 namespace loco::membership {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpServer;
+using http::HttpServerLimits;
 
 constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // every message is a few hundred bytes
 
@@ -54,46 +59,28 @@ nlohmann::json public_status(const nlohmann::json& status) {
   return out;
 }
 
-// Every string of it is escaped: a name is plain, but a leave's reason and a refused run id are what a
-// sender wrote.
-std::string status_page(const nlohmann::json& status) {
-  if (status.contains("hidden")) {
-    const nlohmann::json& members = status.at("members");
-    return fmt::format(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
-        "<title>loco run {0}</title></head><body><h1>loco run {0}</h1>"
-        "<p>coordinator incarnation {1}; quorum q{2} of {3} members; {4} members joined, {5} healthy, {6} waiting; "
-        "furthest step {7}{8}</p><p>Members and events are shown to holders of the run's secret: open "
-        "<code>/?token=TOKEN</code> (docs/security.md)</p></body></html>\n",
-        html_escaped(status.at("run_id").get<std::string>()), status.at("incarnation").get<std::uint64_t>(),
-        status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("size").get<std::size_t>(),
-        members.at("joined").get<std::size_t>(), members.at("healthy").get<std::size_t>(),
-        members.at("waiting").get<std::size_t>(), status.at("furthest_step").get<std::int64_t>(),
-        status.at("finished").get<bool>() ? " (finished)" : "");
-  }
-  std::string rows;
-  for (const auto& m : status.at("members")) {
-    rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{}</td></tr>\n",
-                        html_escaped(m.at("id").get<std::string>()), m.at("healthy").get<bool>() ? "yes" : "no",
-                        m.at("heartbeat_age_s").get<double>(), m.at("step").get<std::int64_t>(),
-                        m.at("quorum_id").get<std::int64_t>());
-  }
-  std::string events;
-  for (const auto& e : status.at("events")) {
-    events += fmt::format("<li>{:.1f} s {}: {}</li>\n", e.at("time_s").get<double>(),
-                          html_escaped(e.at("kind").get<std::string>()), html_escaped(e.at("detail").get<std::string>()));
-  }
+// The page for whoever lacks the status token: the run's counts. Its run id is escaped (a refused run id is
+// what a sender wrote).
+std::string public_page(const nlohmann::json& status) {
+  const nlohmann::json& members = status.at("members");
   return fmt::format(
       "<!doctype html><html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
       "<title>loco run {0}</title></head><body><h1>loco run {0}</h1>"
-      "<p>coordinator incarnation {1}; quorum q{2} of {3} members{4}; waiting for: {5}</p>"
-      "<table border=\"1\"><tr><th>member</th><th>healthy</th><th>heartbeat age (s)</th><th>step</th>"
-      "<th>quorum</th></tr>\n{6}</table><h2>Recent events</h2><ul>\n{7}</ul>"
-      "<p><a href=\"/status\">/status</a> (JSON), <a href=\"/metrics\">/metrics</a> (Prometheus)</p></body></html>\n",
+      "<p>coordinator incarnation {1}; quorum q{2} of {3} members; {4} members joined, {5} healthy, {6} waiting; "
+      "furthest step {7}{8}</p><p>Members, their metrics and events are shown to holders of the run's secret: open "
+      "the address <code>loco coordinator</code> wrote on its terminal, <code>/?token=TOKEN</code> "
+      "(docs/dashboard.md)</p></body></html>\n",
       html_escaped(status.at("run_id").get<std::string>()), status.at("incarnation").get<std::uint64_t>(),
-      status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("members").size(),
-      status.at("quorum").at("broken").get<bool>() ? " (broken: a member left)" : "",
-      html_escaped(status.at("waiting_for").get<std::string>()), rows, events);
+      status.at("quorum").at("id").get<std::int64_t>(), status.at("quorum").at("size").get<std::size_t>(),
+      members.at("joined").get<std::size_t>(), members.at("healthy").get<std::size_t>(),
+      members.at("waiting").get<std::size_t>(), status.at("furthest_step").get<std::int64_t>(),
+      status.at("finished").get<bool>() ? " (finished)" : "");
+}
+
+// The status token of a request: its X-Loco-Token header, or ?token= (a browser's address).
+std::string status_token_of(const HttpRequest& request) {
+  std::string token = request.header(kStatusTokenHeader);
+  return token.empty() ? request.query_parameter("token").value_or("") : token;
 }
 
 }  // namespace
@@ -187,11 +174,9 @@ struct CoordinatorServer::Impl {
 
   // GET /status and / in full for holders of the status token; aggregate numbers for anyone else.
   nlohmann::json visible_status(const HttpRequest& request) {
-    std::string token = request.header(kStatusTokenHeader);
-    if (token.empty()) token = request.query_parameter("token").value_or("");
     std::lock_guard<std::mutex> lock(mutex);
     const nlohmann::json status = coordinator.status(now());
-    return authenticator.status_token_ok(token) ? status : public_status(status);
+    return authenticator.status_token_ok(status_token_of(request)) ? status : public_status(status);
   }
 
   double wall_now() const {
@@ -225,7 +210,7 @@ struct CoordinatorServer::Impl {
     });
     http.route("POST", "/v1/heartbeat", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context&) {
-        const HeartbeatReply beat = coordinator.heartbeat(credentials(body), now());
+        const HeartbeatReply beat = coordinator.heartbeat(credentials(body), now(), reported_points(body));
         return nlohmann::json{{"quorum_id", beat.quorum_id}, {"quorum_broken", beat.quorum_broken}};
       });
     });
@@ -275,17 +260,21 @@ struct CoordinatorServer::Impl {
         return nlohmann::json::object();
       });
     });
-    http.route("GET", "/status", [this](const HttpRequest& req, HttpResponse& res) {
-      res.body = visible_status(req).dump(2) + "\n";
-    });
+    monitor::add_dashboard_routes(
+        http, {[this](const HttpRequest& req) { return visible_status(req); },
+               [this](const HttpRequest& req) {
+                 std::lock_guard<std::mutex> lock(mutex);
+                 return authenticator.status_token_ok(status_token_of(req));
+               },
+               [this](std::uint64_t after) {
+                 std::lock_guard<std::mutex> lock(mutex);
+                 return coordinator.history(after);
+               },
+               public_page});
     http.route("GET", "/metrics", [this](const HttpRequest&, HttpResponse& res) {
       std::lock_guard<std::mutex> lock(mutex);
       res.body = coordinator.metrics_text(now());
       res.content_type = "text/plain; version=0.0.4";
-    });
-    http.route("GET", "/", [this](const HttpRequest& req, HttpResponse& res) {
-      res.body = status_page(visible_status(req));
-      res.content_type = "text/html; charset=utf-8";
     });
   }
 

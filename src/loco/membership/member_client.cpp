@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 
 #include "loco/membership/authentication.h"
 #include "loco/membership/wire.h"
+#include "loco/monitor/metric_point.h"
 #include "loco/util/parse_number.h"
 
 namespace loco::membership {
@@ -84,6 +86,7 @@ struct MemberClient::Shared {
   int rejoins = 0;
   std::optional<MembershipError> fence;
   Clock::time_point silent_until{};  // pause_heartbeats
+  std::deque<monitor::MetricPoint> reports;  // for the next heartbeats, oldest first
 };
 
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
@@ -193,18 +196,53 @@ void MemberClient::heartbeat_until_stopped() {
       continue;
     }
     const Session as{shared_->credentials, shared_->session_key};
+    std::vector<monitor::MetricPoint> sending = take_reports();
     lock.unlock();
+    bool delivered = false;
     try {
-      const Reply beat = post_signed("/v1/heartbeat", nlohmann::json::object(), as, options_.request_timeout_s);
+      const Reply beat = post_signed("/v1/heartbeat", heartbeat_message(sending), as, options_.request_timeout_s);
       quorum_broken_ = field<bool>(beat.body, "quorum_broken");
+      delivered = true;
     } catch (const MembershipError& e) {
       // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
       if (e.refusal() == Refusal::unknown_member || e.refusal() == Refusal::stale_incarnation) rejoin_after(e);
     }
     lock.lock();
+    if (!delivered) {
+      // Sent again with the next beat, as far as the queue's bound allows.
+      for (auto it = sending.rbegin(); it != sending.rend() && shared_->reports.size() < kMaxQueuedReports; ++it) {
+        shared_->reports.push_front(*it);
+      }
+    }
     shared_->changed.wait_for(lock, std::chrono::duration<double>(heartbeat_interval_s_),
                               [this] { return stopping_.load(); });
   }
+}
+
+std::vector<monitor::MetricPoint> MemberClient::take_reports() {
+  std::vector<monitor::MetricPoint> taken;
+  while (!shared_->reports.empty() && taken.size() < kMaxReportedPoints) {
+    taken.push_back(shared_->reports.front());
+    shared_->reports.pop_front();
+  }
+  return taken;
+}
+
+nlohmann::json MemberClient::heartbeat_message(const std::vector<monitor::MetricPoint>& points) {
+  nlohmann::json message = nlohmann::json::object();
+  if (!points.empty()) {
+    message["metrics"] = nlohmann::json::array();
+    for (const auto& point : points) message["metrics"].push_back(monitor::report_json(point));
+  }
+  return message;
+}
+
+void MemberClient::report(const nlohmann::json& record) {
+  const auto point = monitor::point_from_record(record);
+  if (!point) return;
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  if (shared_->reports.size() == kMaxQueuedReports) shared_->reports.pop_front();
+  shared_->reports.push_back(*point);
 }
 
 void MemberClient::pause_heartbeats(double seconds) {
@@ -299,6 +337,19 @@ void MemberClient::leave(const std::string& reason, bool finished) {
   shared_->changed.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (fenced()) return;  // the coordinator no longer knows this member
+  // The last metrics lines (the run's last step) before the leave, which ends the member's reports.
+  std::vector<monitor::MetricPoint> last;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    last = take_reports();
+  }
+  if (!last.empty()) {
+    try {
+      post_signed("/v1/heartbeat", heartbeat_message(last), session(), options_.request_timeout_s);
+    } catch (const MembershipError&) {
+      // Best effort, as the leave itself: the coordinator expires a silent member anyway.
+    }
+  }
   post_signed("/v1/leave", {{"reason", reason}, {"finished", finished}}, session(), options_.request_timeout_s);
 }
 

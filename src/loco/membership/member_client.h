@@ -23,9 +23,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
+#include "loco/monitor/metric_point.h"
 
 namespace loco::membership {
 
@@ -36,6 +38,9 @@ struct CoordinatorAddress {
 
 // "host:port" (IPv6 as "[::1]:29400"); ConfigError naming `what` and the expected form.
 CoordinatorAddress parse_coordinator_address(const std::string& text, const std::string& what);
+
+// Metric points a member keeps for its coordinator at most (4 beats' worth).
+inline constexpr std::size_t kMaxQueuedReports = 4 * kMaxReportedPoints;
 
 struct MemberOptions {
   CoordinatorAddress coordinator;
@@ -91,6 +96,10 @@ class MemberClient {
   // `finished`: this member trained the run to its end (the coordinator then tells members that are
   // still behind that the run is over).
   void leave(const std::string& reason, bool finished = false);
+  // Queues the point of a metrics.jsonl record (monitor::point_from_record) for the coordinator's dashboard:
+  // each heartbeat carries at most kMaxReportedPoints of the queue, and past kMaxQueuedReports the oldest are
+  // dropped (a member that cannot reach its coordinator does not grow for it). Callable from any thread.
+  void report(const nlohmann::json& record);
   // Sends no heartbeat for `seconds`, as a stopped process would not: simulated hangs (dist.churn stalls).
   void pause_heartbeats(double seconds);
 
@@ -114,6 +123,10 @@ class MemberClient {
   // and checks that the answer is signed with the session key.
   Reply post_signed(const std::string& path, nlohmann::json message, const Session& as, double timeout_s);
   void heartbeat_until_stopped();
+  // Up to kMaxReportedPoints of the queued metric points, oldest first (under the mutex), and the heartbeat
+  // that carries them.
+  std::vector<monitor::MetricPoint> take_reports();
+  static nlohmann::json heartbeat_message(const std::vector<monitor::MetricPoint>& points);
   // After a heartbeat's refusal of the credentials: joins again; a join the run refuses fences the member
   // for good, one that finds no coordinator is tried again at the next heartbeat.
   void rejoin_after(const MembershipError& refusal);

@@ -93,6 +93,25 @@ std::vector<std::string> rejected_members(const nlohmann::json& vote) {
   return vote.contains("rejected") ? string_list(vote, "rejected") : std::vector<std::string>{};
 }
 
+std::vector<monitor::MetricPoint> reported_points(const nlohmann::json& heartbeat) {
+  const auto found = heartbeat.find("metrics");
+  if (found == heartbeat.end()) return {};
+  if (!found->is_array() || found->size() > kMaxReportedPoints) {
+    throw MembershipError(Refusal::malformed, fmt::format("a heartbeat's \"metrics\" must be an array of at most {} "
+                                                          "points",
+                                                          kMaxReportedPoints));
+  }
+  std::vector<monitor::MetricPoint> points;
+  for (const auto& report : *found) {
+    try {
+      points.push_back(monitor::parse_report(report));
+    } catch (const std::invalid_argument& e) {
+      throw MembershipError(Refusal::malformed, e.what());
+    }
+  }
+  return points;
+}
+
 nlohmann::json to_json(const QuorumReply& reply) {
   return {{"quorum_id", reply.quorum_id},
           {"incarnation", reply.incarnation},

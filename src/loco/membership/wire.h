@@ -10,6 +10,7 @@
 
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
+#include "loco/monitor/metric_point.h"
 
 namespace loco::membership {
 
@@ -23,6 +24,9 @@ Credentials credentials(const nlohmann::json& message);
 // A vote's "rejected" (optional, member ids): whose pseudo-gradients the voter left out.
 std::vector<std::string> rejected_members(const nlohmann::json& vote);
 nlohmann::json to_json(const Credentials& who);
+// A heartbeat's "metrics" (optional): the member's metric points since its last heartbeat, at most
+// kMaxReportedPoints, each checked (monitor::parse_report).
+std::vector<monitor::MetricPoint> reported_points(const nlohmann::json& heartbeat);
 
 nlohmann::json to_json(const QuorumReply& reply);
 QuorumReply quorum_reply(const nlohmann::json& message);

@@ -65,6 +65,8 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   options.make_strategy = [&membership](const RunConfig& c, const ReplicaContext& context) {
     return elastic::make_elastic_strategy(c, context, membership);
   };
+  options.on_metrics = [&member](const nlohmann::json& record) { member.report(record); };
+  options.communication_stats = [&groups] { return groups.stats(); };
   if (after_step) options.after_step = [&after_step, &member](std::int64_t step) { after_step(step, member); };
   fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {}:{})\n", member.credentials().member_id,
              member_options.run_id, member_options.coordinator.host, member_options.coordinator.port);

@@ -252,7 +252,9 @@ void Trainer::set_up() {
 void Trainer::restore() {
   State& s = *state_;
   const nlohmann::json counted_before = s.resumed ? s.resumed->state.communication : nlohmann::json::object();
-  s.communication.emplace(counted_before, s.group, *s.clock);
+  std::function<comm::CommStats()> counted = s.options.communication_stats;
+  if (s.group) counted = [group = s.group] { return group->stats(); };
+  s.communication.emplace(counted_before, s.group, std::move(counted), *s.clock);
   if (s.resumed) apply(*s.resumed);
   s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
   s.strategy->begin();
@@ -348,6 +350,7 @@ void Trainer::log(const StepResult& result) {
   s.strategy->add_log_fields(record);
   if (s.evaluation_due()) evaluate_into(record);
   s.metrics->write(record);
+  if (s.options.on_metrics) s.options.on_metrics(record);
   if (!s.quiet) {
     s.progress->update(s.step, seconds_since(s.start), s.interval_steps / std::max(interval_s, 1e-9),
                        fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", result.loss, result.lr,

@@ -12,12 +12,15 @@
 // train/replica_state.h).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "loco/comm/comm_stats.h"
 #include "loco/config/run_config.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
@@ -50,6 +53,12 @@ struct TrainOptions {
   // Called after each optimizer step (once it is logged and saved) with the step count; may throw to end
   // the run (simulated churn: run/local_elastic_run.h).
   std::function<void(std::int64_t step)> after_step = {};
+  // Called with each metrics line once it is written (an elastic member reports it to its coordinator's
+  // dashboard: membership/member_client.h).
+  std::function<void(const nlohmann::json& record)> on_metrics = {};
+  // What the replica's groups counted so far, where they are not `group` (an elastic member's, one per
+  // quorum): metrics.jsonl's bytes and communication time. Empty with `group` or for a single replica.
+  std::function<comm::CommStats()> communication_stats = {};
 };
 
 class Trainer {

@@ -305,5 +305,31 @@ TEST(Coordinator, StepsBeyondAnyRunAndOddRunIdsAreRefused) {
   EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "", 77, {}}), ConfigError);
 }
 
+// Members' metric points (the dashboard): kept by name with the coordinator's time of receipt, so that a
+// restarted member (a new id) goes on with its curve; the member table shows each name's latest.
+TEST(Coordinator, HeartbeatsKeepTheMembersMetricsByName) {
+  Coordinator c = make();
+  const auto a1 = who(c.join("run-1", "a", 0));
+  c.heartbeat(a1, 2, {monitor::parse_report(nlohmann::json::parse(R"({"step": 10, "loss": 5.5})")),
+                      monitor::parse_report(nlohmann::json::parse(R"({"step": 20, "loss": 5.25, "tokens_per_s": 900})"))});
+  c.leave(a1, "restarted", 3);
+  const auto a2 = who(c.join("run-1", "a", 4));
+  c.heartbeat(a2, 5, {monitor::parse_report(nlohmann::json::parse(R"({"step": 30, "loss": 5.0})"))});
+  const nlohmann::json history = c.history(0);
+  ASSERT_EQ(history.at("series").size(), 1u);
+  EXPECT_EQ(history["series"][0]["name"], "a");
+  EXPECT_EQ(history["series"][0]["step"], nlohmann::json::parse("[10, 20, 30]"));
+  EXPECT_EQ(history["series"][0]["time_s"], nlohmann::json::parse("[2.0, 2.0, 5.0]"));
+  EXPECT_EQ(c.history(2).at("series")[0]["step"], nlohmann::json::parse("[30]"));
+  const nlohmann::json member = c.status(6).at("members").at(0);
+  EXPECT_EQ(member.at("id"), "a#2");
+  EXPECT_EQ(member.at("name"), "a");
+  EXPECT_EQ(member.at("metrics"), nlohmann::json::parse(R"({"step": 30, "loss": 5.0})"));
+  EXPECT_TRUE(c.status(6).at("former_members").empty());
+  c.leave(a2, "finished", 7, /*finished=*/true);
+  EXPECT_EQ(c.status(8).at("former_members"),
+            nlohmann::json::parse(R"([{"name": "a", "metrics": {"step": 30, "loss": 5.0}}])"));
+}
+
 }  // namespace
 }  // namespace loco::membership

@@ -318,9 +318,75 @@ TEST(CoordinatorServer, OnlyHoldersOfTheSecretTakePart) {
   EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").at("joined"), 2);
   EXPECT_EQ(full_status(raw).at("members").at(0).at("id"), "a#1");
   EXPECT_EQ(raw.Get("/")->body.find("a#1"), std::string::npos);
-  EXPECT_NE(raw.Get("/?token=" + status_token(kSecret, "test-run"))->body.find("a#1"), std::string::npos);
+  EXPECT_NE(raw.Get("/?token=" + status_token(kSecret, "test-run"))->body.find("/dashboard.js"), std::string::npos);
+  EXPECT_NE(raw.Get("/status?token=" + status_token(kSecret, "test-run"))->body.find("a#1"), std::string::npos);
   // a goes on: once b (which never heartbeats) expires, a quorum of a alone forms.
   EXPECT_EQ(a.await_quorum(0, 10).members, Ids{"a#1"});
+}
+
+// The dashboard (docs/dashboard.md): a member's metrics lines reach the coordinator with its heartbeats and
+// are served to holders of the status token only, with headers that keep the page to its own server; a
+// heartbeat whose metrics are malformed is refused and changes nothing.
+TEST(CoordinatorServer, MembersReportTheirMetricsToTheDashboard) {
+  CoordinatorServer server(server_options(1));
+  server.start();
+  MemberClient a(member(server, "alpha"));
+  a.report(nlohmann::json::parse(R"({"step": 10, "loss": 6.5, "tokens_per_s": 1000, "lr": 0.1})"));
+  a.report(nlohmann::json::parse(R"({"step": 20, "loss": 6.0, "eval_loss": 6.25})"));
+  a.report(nlohmann::json::parse(R"({"no step": true})"));  // not a point: dropped
+  httplib::Client raw("127.0.0.1", server.port());
+  const httplib::Headers token = {{kStatusTokenHeader, status_token(kSecret, "test-run")}};
+  ASSERT_TRUE(eventually([&] {
+    const auto history = nlohmann::json::parse(raw.Get("/history?after=0", token)->body);
+    return !history.at("series").empty() && history["series"][0]["step"].size() == 2;
+  }));
+  const auto history = nlohmann::json::parse(raw.Get("/history", token)->body);
+  EXPECT_EQ(history["series"][0]["name"], "alpha");
+  EXPECT_EQ(history["series"][0]["loss"], nlohmann::json::parse("[6.5, 6.0]"));
+  EXPECT_EQ(history["series"][0]["eval_loss"], nlohmann::json::parse("[null, 6.25]"));
+  EXPECT_EQ(full_status(raw).at("members").at(0).at("metrics").at("eval_loss"), 6.25);
+  // Without the token: no history, no names; a position that is no number is a clear 400.
+  const auto refused = raw.Get("/history?after=0");
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(refused->body.find("alpha"), std::string::npos);
+  EXPECT_EQ(raw.Get("/history?after=-1", token)->status, 400);
+  // The page's files come from this server only, and say so to the browser.
+  for (const char* path : {"/dashboard.js", "/dashboard.css", "/status", "/"}) {
+    const auto answer = raw.Get(path);
+    ASSERT_EQ(answer->status, 200) << path;
+    EXPECT_NE(answer->get_header_value("Content-Security-Policy").find("default-src 'none'"), std::string::npos) << path;
+    EXPECT_EQ(answer->get_header_value("Referrer-Policy"), "no-referrer") << path;
+  }
+  EXPECT_NE(raw.Get("/dashboard.js")->body.find("textContent"), std::string::npos);
+
+  // A hand-made member whose heartbeat carries a malformed point: 400, nothing kept.
+  const std::string nonce = nlohmann::json::parse(raw.Post("/v1/challenge", "{}", "application/json")->body).at("nonce");
+  const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  const nlohmann::json join = {{"run_id", "test-run"}, {"name", "bravo"}, {"nonce", nonce}, {"timestamp", stamp},
+                               {"mac", join_mac(kSecret, "test-run", "bravo", nonce, stamp)}};
+  const auto joined = nlohmann::json::parse(raw.Post("/v1/join", join.dump(), "application/json")->body);
+  const std::string id = joined.at("member_id");
+  const auto incarnation = joined.at("incarnation").get<std::uint64_t>();
+  const std::string key = session_key(kSecret, id, incarnation, nonce);
+  std::uint64_t seq = 0;
+  auto beat = [&](const nlohmann::json& metrics) {
+    const nlohmann::json body = {{"member_id", id}, {"incarnation", incarnation}, {"seq", ++seq}, {"metrics", metrics}};
+    return raw.Post("/v1/heartbeat", {{kMacHeader, request_mac(key, "/v1/heartbeat", body.dump())}}, body.dump(),
+                    "application/json");
+  };
+  const auto bad_value = beat(nlohmann::json::parse(R"([{"step": 5, "loss": "NaN"}])"));
+  EXPECT_EQ(bad_value->status, 400);
+  EXPECT_NE(nlohmann::json::parse(bad_value->body).at("error").get<std::string>().find("\"loss\" is not a finite number"),
+            std::string::npos)
+      << bad_value->body;
+  EXPECT_EQ(beat(nlohmann::json(std::vector<nlohmann::json>(kMaxReportedPoints + 1, {{"step", 1}})))->status, 400);
+  EXPECT_EQ(beat(nlohmann::json::parse(R"({"step": 5})"))->status, 400);
+  EXPECT_EQ(beat(nlohmann::json::parse(R"([{"step": 5, "loss": 1.5}])"))->status, 200);
+  const auto kept = nlohmann::json::parse(raw.Get("/history", token)->body);
+  ASSERT_EQ(kept.at("series").size(), 2u);
+  EXPECT_EQ(kept["series"][1]["name"], "bravo");
+  EXPECT_EQ(kept["series"][1]["step"], nlohmann::json::parse("[5]"));
 }
 
 // A coordinator that does not hold the secret cannot pass for the run's: its answer to the join is not

@@ -1,5 +1,6 @@
-// The coordinator's HTTP server (docs/security.md "The coordinator's front door"). Anyone on the network
-// reaches it and its members must always get through, so every connection is bounded in bytes and time:
+// loco's HTTP server: the coordinator's (docs/security.md "The coordinator's front door") and `loco dashboard`'s.
+// Anyone on the network reaches it and a coordinator's members must always get through, so every connection
+// is bounded in bytes and time:
 //
 //   - one request per connection (a member opens one per call), read with http_request.h's bounds: a head
 //     of at most 8 KiB, a body by Content-Length only, at most `max_body_bytes`;
@@ -22,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "loco/membership/http_request.h"
+#include "loco/http/http_request.h"
 
-namespace loco::membership {
+namespace loco::http {
 
 struct HttpResponse {
   int status = 200;
@@ -63,4 +64,4 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace loco::membership
+}  // namespace loco::http

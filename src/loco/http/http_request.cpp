@@ -1,4 +1,4 @@
-#include "loco/membership/http_request.h"
+#include "loco/http/http_request.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <charconv>
 
-namespace loco::membership {
+namespace loco::http {
 
 namespace {
 
@@ -171,4 +171,4 @@ HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes
   return request;
 }
 
-}  // namespace loco::membership
+}  // namespace loco::http

@@ -1,4 +1,4 @@
-#include "loco/membership/http_server.h"
+#include "loco/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -19,7 +19,7 @@
 #include <system_error>
 #include <thread>
 
-namespace loco::membership {
+namespace loco::http {
 
 namespace {
 
@@ -330,4 +330,4 @@ void HttpServer::serve() {
 
 void HttpServer::stop() { impl_->stopping = true; }
 
-}  // namespace loco::membership
+}  // namespace loco::http

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace loco::membership {
+namespace loco::http {
 
 inline constexpr std::size_t kMaxHeadBytes = 8 * 1024;  // request line and headers
 inline constexpr std::size_t kMaxHeaders = 64;
@@ -50,4 +50,4 @@ struct HttpRequest {
 // than kMaxHeaders headers).
 HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes);
 
-}  // namespace loco::membership
+}  // namespace loco::http

@@ -1,12 +1,12 @@
-// What the coordinator's HTTP server accepts from a request's head (membership/http_request.h): the bounds
+// What the coordinator's HTTP server accepts from a request's head (http/http_request.h): the bounds
 // that keep anyone on the network from making it read, inflate or hold more than a member's message.
-#include "loco/membership/http_request.h"
+#include "loco/http/http_request.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 
-namespace loco::membership {
+namespace loco::http {
 namespace {
 
 constexpr std::size_t kLimit = 64 * 1024;
@@ -67,4 +67,4 @@ TEST(HttpRequest, AHeadThatIsNotPlainHttpIsRefused) {
 }
 
 }  // namespace
-}  // namespace loco::membership
+}  // namespace loco::http

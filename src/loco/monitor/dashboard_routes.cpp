@@ -1,0 +1,53 @@
+#include "loco/monitor/dashboard_routes.h"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+
+#include "loco/monitor/dashboard_assets.h"
+
+namespace loco::monitor {
+
+std::optional<std::uint64_t> history_position(const http::HttpRequest& request) {
+  const auto text = request.query_parameter("after");
+  if (!text) return 0;
+  if (text->empty() || text->size() > 19 ||
+      !std::all_of(text->begin(), text->end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    return std::nullopt;
+  }
+  return std::stoull(*text);
+}
+
+void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
+  const auto shared = std::make_shared<const DashboardSource>(std::move(source));
+  for (const WebAsset& asset : dashboard_assets()) {
+    server.route("GET", std::string(asset.path), [shared, &asset](const http::HttpRequest& req, http::HttpResponse& res) {
+      res.headers = dashboard_headers();
+      res.content_type = std::string(asset.content_type);
+      res.body = asset.path != "/" || shared->may_see(req) ? std::string(asset.body)
+                                                            : shared->page_instead(shared->status(req));
+    });
+  }
+  server.route("GET", "/status", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
+    res.headers = dashboard_headers();
+    res.body = shared->status(req).dump(2) + "\n";
+  });
+  server.route("GET", "/history", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
+    res.headers = dashboard_headers();
+    if (!shared->may_see(req)) {
+      res.status = 403;
+      res.body = nlohmann::json{{"error", "the metrics history needs the run's status token (X-Loco-Token, or "
+                                          "?token=; docs/security.md)"}}.dump();
+      return;
+    }
+    const auto after = history_position(req);
+    if (!after) {
+      res.status = 400;
+      res.body = nlohmann::json{{"error", "?after= must be a whole number: the last \"seq\" seen, 0 for all"}}.dump();
+      return;
+    }
+    res.body = shared->history(*after).dump();
+  });
+}
+
+}  // namespace loco::monitor

@@ -1,0 +1,142 @@
+#include "loco/monitor/run_files.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <system_error>
+
+#include "loco/util/error.h"
+
+namespace loco::monitor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A string field of a line read from a file, or "" (the line is read, not trusted).
+std::string text_field(const nlohmann::json& object, const char* name) {
+  const auto found = object.find(name);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+// How long ago the file was last written (null when it cannot be read now).
+nlohmann::json seconds_since_written(const fs::path& path) {
+  std::error_code ec;
+  const auto written = fs::last_write_time(path, ec);
+  if (ec) return nullptr;
+  return std::chrono::duration<double>(fs::file_time_type::clock::now() - written).count();
+}
+
+}  // namespace
+
+RunFiles::RunFiles(std::vector<fs::path> run_dirs) : run_dirs_(std::move(run_dirs)) {
+  for (const fs::path& dir : run_dirs_) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      throw ConfigError(fmt::format("'{}' is not a directory: give loco dashboard run directories (train.out_dir "
+                                    "of each run)",
+                                    dir.string()));
+    }
+  }
+  discover();
+}
+
+// A run directory's metrics.jsonl, its subdirectories' (replica_r) and those of its members/ (an elastic
+// run's members/NAME-n), as they appear.
+void RunFiles::discover() {
+  for (const fs::path& dir : run_dirs_) {
+    std::vector<fs::path> candidates = {dir / "metrics.jsonl"};
+    for (const fs::path& parent : {dir, dir / "members"}) {
+      std::error_code ec;
+      for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        if (it->is_directory(ec)) candidates.push_back(it->path() / "metrics.jsonl");
+      }
+    }
+    for (const fs::path& path : candidates) {
+      std::error_code ec;
+      if (files_.count(path) != 0 || !fs::is_regular_file(path, ec)) continue;
+      files_[path].series = path.parent_path().string();
+    }
+  }
+}
+
+void RunFiles::poll(MetricsHistory& history) {
+  discover();
+  for (auto& [path, file] : files_) read_new_lines(path, file, history);
+}
+
+void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& history) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) return;  // gone for now (a resume replaces it atomically): read it when it is back
+  if (size < file.offset) {
+    // A resume rewrote it with the lines up to its step: the series starts again from the file.
+    history.clear(file.series);
+    file.offset = 0;
+    file.partial.clear();
+    file.skipping_line = false;
+  }
+  if (size == file.offset) return;
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(file.offset));
+  std::string chunk(static_cast<std::size_t>(std::min<std::uintmax_t>(size - file.offset, kMaxReadPerPoll)), '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  file.offset += chunk.size();
+  std::size_t begin = 0;
+  for (std::size_t end; (end = chunk.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    if (!file.skipping_line) {
+      file.partial.append(chunk, begin, end - begin);
+      take_line(file.partial, file, history);
+    }
+    file.partial.clear();
+    file.skipping_line = false;
+  }
+  if (!file.skipping_line) file.partial.append(chunk, begin, std::string::npos);
+  if (file.partial.size() > kMaxLineBytes) {
+    file.partial.clear();
+    file.skipping_line = true;
+  }
+}
+
+// One metrics line: its point, against its elapsed_s; an elastic member's quorum and membership events.
+void RunFiles::take_line(const std::string& line, File& file, MetricsHistory& history) {
+  const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  auto point = point_from_record(record);
+  if (!point) return;  // a torn or foreign line: metrics.jsonl is read, not trusted
+  const double elapsed = point->values[metric_index("elapsed_s")];
+  point->time_s = std::isnan(elapsed) ? 0 : elapsed;
+  history.add(file.series, *point);
+  if (const auto q = record.find("quorum_id"); q != record.end() && q->is_number_integer()) file.quorum_id = *q;
+  const auto events = record.find("membership_events");
+  if (events == record.end() || !events->is_array()) return;
+  for (const auto& e : *events) {
+    if (!e.is_object()) continue;
+    events_.push_back({{"time_s", point->time_s},
+                       {"kind", text_field(e, "kind")},
+                       {"detail", fmt::format("{} at step {}: {}", file.series, point->step, text_field(e, "detail"))}});
+    if (events_.size() > kMaxEvents) events_.pop_front();
+  }
+}
+
+nlohmann::json RunFiles::status(const MetricsHistory& history) const {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& [path, file] : files_) {
+    const auto latest = history.latest(file.series);
+    nlohmann::json m = {{"name", file.series},
+                        {"path", path.string()},
+                        {"step", latest ? latest->step : 0},
+                        {"updated_age_s", seconds_since_written(path)},
+                        {"metrics", latest ? report_json(*latest) : nlohmann::json::object()}};
+    if (!file.quorum_id.is_null()) m["quorum_id"] = file.quorum_id;
+    members.push_back(std::move(m));
+  }
+  return {{"source", "files"},
+          {"members", std::move(members)},
+          {"events", nlohmann::json(std::vector<nlohmann::json>(events_.begin(), events_.end()))}};
+}
+
+}  // namespace loco::monitor

@@ -1,0 +1,59 @@
+// `loco dashboard`'s source (docs/dashboard.md): the metrics.jsonl files of run directories, read as they grow,
+// never written. Each RUN_DIR gives a series for its own metrics.jsonl and one for each of its subdirectories
+// that has one (replica_r of a static run) and each of RUN_DIR/members/ (NAME-n, an elastic run's members),
+// named by path.
+//
+// Reading is bounded: each poll reads at most kMaxReadPerPoll new bytes of a file (the rest at the next poll),
+// skips a line longer than kMaxLineBytes, and never holds more than one partial line. A file that shrank was
+// rewritten by a resume (metrics.h keeps the lines up to the resumed step): its series starts again.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loco/monitor/metrics_history.h"
+
+namespace loco::monitor {
+
+class RunFiles {
+ public:
+  static constexpr std::size_t kMaxReadPerPoll = 4 << 20;
+  static constexpr std::size_t kMaxLineBytes = 1 << 20;
+  static constexpr std::size_t kMaxEvents = 200;
+
+  // ConfigError when a directory does not exist (a run not started yet may have no metrics.jsonl: it is
+  // read once it appears).
+  explicit RunFiles(std::vector<std::filesystem::path> run_dirs);
+
+  // Reads what the files gained since the last poll into `history`.
+  void poll(MetricsHistory& history);
+  // {"source": "files", "members": [{"name", "path", "step", "updated_age_s" (since the file was last
+  //  written), "quorum_id"?,
+  //  "metrics": {…}}], "events": [{"time_s", "kind", "detail"}]}: the page's table and timeline.
+  nlohmann::json status(const MetricsHistory& history) const;
+
+ private:
+  struct File {
+    std::string series;
+    std::uintmax_t offset = 0;
+    std::string partial;        // a line not ended yet
+    bool skipping_line = false;  // inside a line longer than kMaxLineBytes
+    nlohmann::json quorum_id;    // an elastic member's, from its last line
+  };
+
+  void discover();
+  void read_new_lines(const std::filesystem::path& path, File& file, MetricsHistory& history);
+  void take_line(const std::string& line, File& file, MetricsHistory& history);
+
+  std::vector<std::filesystem::path> run_dirs_;
+  std::map<std::filesystem::path, File> files_;
+  std::deque<nlohmann::json> events_;
+};
+
+}  // namespace loco::monitor

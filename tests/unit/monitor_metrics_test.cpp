@@ -1,0 +1,205 @@
+// The dashboard's data (src/loco/monitor): a metrics line's point, a member's report checked, the bounded
+// history that thins evenly, and run directories read as they grow.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "loco/monitor/metric_point.h"
+#include "loco/monitor/metrics_history.h"
+#include "loco/monitor/run_files.h"
+#include "loco/util/error.h"
+#include "support/test_support.h"
+
+namespace loco::monitor {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kLoss = metric_index("loss");
+constexpr std::size_t kEvalLoss = metric_index("eval_loss");
+
+MetricPoint point_at(std::int64_t step, double loss) {
+  MetricPoint p;
+  p.step = step;
+  p.values.fill(std::numeric_limits<double>::quiet_NaN());
+  p.values[kLoss] = loss;
+  return p;
+}
+
+TEST(MetricPoint, TakesTheNamedNumbersOfAMetricsLine) {
+  const auto p = point_from_record(nlohmann::json::parse(
+      R"({"step": 40, "loss": 5.5, "tokens": 81920, "eval_loss": 5.75, "lr": 0.001, "comm_s": 0.25, "member": "a#1"})"));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->step, 40);
+  EXPECT_EQ(p->values[kLoss], 5.5);
+  EXPECT_EQ(p->values[kEvalLoss], 5.75);
+  EXPECT_EQ(p->values[metric_index("tokens")], 81920);
+  EXPECT_EQ(p->values[metric_index("comm_s")], 0.25);
+  EXPECT_TRUE(std::isnan(p->values[metric_index("tokens_per_s")]));
+  // As a member reports it: the same numbers by name, the absent ones left out.
+  EXPECT_EQ(report_json(*p), nlohmann::json::parse(
+                                 R"({"step": 40, "loss": 5.5, "tokens": 81920, "eval_loss": 5.75, "comm_s": 0.25})"));
+  EXPECT_EQ(parse_report(report_json(*p)).values[kEvalLoss], 5.75);
+}
+
+TEST(MetricPoint, ALineWithoutAStepInRangeHasNoPoint) {
+  EXPECT_FALSE(point_from_record(nlohmann::json::parse(R"({"loss": 1})")));
+  EXPECT_FALSE(point_from_record(nlohmann::json::parse(R"({"step": -1})")));
+  EXPECT_FALSE(point_from_record(nlohmann::json::parse(R"({"step": 1.5})")));
+  EXPECT_FALSE(point_from_record(nlohmann::json::parse(R"({"step": 1099511627777})")));
+  EXPECT_FALSE(point_from_record(nlohmann::json::parse(R"([1, 2])")));
+  EXPECT_TRUE(point_from_record(nlohmann::json::parse(R"({"step": 1099511627776})")));
+}
+
+TEST(MetricPoint, AReportWithAWrongValueIsRefusedByName) {
+  const auto refused = [](const char* text, const char* says) {
+    try {
+      parse_report(nlohmann::json::parse(text));
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(R"({"loss": 1})", "\"step\"");
+  refused(R"({"step": "3"})", "\"step\"");
+  refused(R"({"step": 3, "loss": "low"})", "\"loss\" is not a finite number");
+  refused(R"({"step": 3, "tokens_per_s": null})", "\"tokens_per_s\"");
+  refused(R"({"step": 3, "bytes_sent": [1]})", "\"bytes_sent\"");
+  refused(R"("step")", "not a JSON object");
+  // A field this version does not know is a newer member's: ignored.
+  EXPECT_EQ(parse_report(nlohmann::json::parse(R"({"step": 3, "loss": 2, "future": "x"})")).values[kLoss], 2);
+}
+
+TEST(MetricsHistory, ReturnsOnlyThePointsAfterASequenceNumberInColumns) {
+  MetricsHistory history;
+  history.add("a", point_at(10, 5.0));
+  history.add("b", point_at(10, 6.0));
+  history.add("a", point_at(20, 4.0));
+  const nlohmann::json all = history.since(0);
+  EXPECT_EQ(all["seq"], 3);
+  ASSERT_EQ(all["series"].size(), 2u);
+  EXPECT_EQ(all["series"][0]["name"], "a");
+  EXPECT_EQ(all["series"][0]["step"], nlohmann::json::parse("[10, 20]"));
+  EXPECT_EQ(all["series"][0]["loss"], nlohmann::json::parse("[5.0, 4.0]"));
+  EXPECT_EQ(all["series"][0]["eval_loss"], nlohmann::json::parse("[null, null]"));
+  const nlohmann::json later = history.since(2);
+  ASSERT_EQ(later["series"].size(), 1u);
+  EXPECT_EQ(later["series"][0]["name"], "a");
+  EXPECT_EQ(later["series"][0]["step"], nlohmann::json::parse("[20]"));
+  EXPECT_EQ(history.since(3)["series"].size(), 0u);
+  EXPECT_EQ(history.latest("a")->step, 20);
+  EXPECT_FALSE(history.latest("c"));
+}
+
+// 100 points into a capacity of 8: kept are every 16th given point (0, 16, …, 96) and the newest (99); the
+// gaps are even, the newest is always there, and the count stays within capacity + 1.
+TEST(MetricsHistory, AFullSeriesThinsEvenlyAndKeepsTheNewest) {
+  MetricsHistory history(/*capacity=*/8, /*max_series=*/4);
+  for (int i = 0; i < 100; ++i) {
+    history.add("a", point_at(i, 1.0));
+    ASSERT_LE(history.points("a"), 9u);
+    EXPECT_EQ(history.latest("a")->step, i);
+  }
+  EXPECT_EQ(history.since(0)["series"][0]["step"], nlohmann::json::parse("[0, 16, 32, 48, 64, 80, 96, 99]"));
+}
+
+TEST(MetricsHistory, DropsTheSeriesUpdatedLongestAgoPastItsBound) {
+  MetricsHistory history(/*capacity=*/4, /*max_series=*/2);
+  history.add("a", point_at(1, 1));
+  history.add("b", point_at(1, 1));
+  history.add("a", point_at(2, 1));
+  history.add("c", point_at(1, 1));  // b was updated longest ago
+  EXPECT_EQ(history.series_count(), 2u);
+  EXPECT_EQ(history.points("b"), 0u);
+  EXPECT_EQ(history.points("a"), 2u);
+}
+
+// The documented bound (docs/dashboard.md): 64 members × 100K logged steps stay within 64 × 2,049 points.
+TEST(MetricsHistory, SixtyFourMembersOfAHundredThousandStepsStayWithinTheDocumentedMemory) {
+  MetricsHistory history;
+  for (int step = 0; step < 100000; ++step) {
+    for (int m = 0; m < 64; ++m) history.add("member-" + std::to_string(m), point_at(step, 1));
+  }
+  EXPECT_LE(history.points("member-0"), MetricsHistory::kDefaultCapacity + 1);
+  EXPECT_LT(history.memory_bytes(), 16u << 20) << history.memory_bytes();
+}
+
+class RunFilesTest : public ::testing::Test {
+ protected:
+  void append(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::app) << text;
+  }
+  test::ScratchDir scratch_;
+  const fs::path dir_ = scratch_.path();
+};
+
+TEST_F(RunFilesTest, ReadsLinesAsTheyGrowFromARunItsReplicasAndItsMembers) {
+  RunFiles files({dir_});
+  MetricsHistory history;
+  files.poll(history);
+  EXPECT_EQ(history.series_count(), 0u);  // nothing written yet
+  append(dir_ / "metrics.jsonl", R"({"step": 10, "loss": 5.0, "elapsed_s": 1.5})" "\n" R"({"step": 20, "lo)");
+  append(dir_ / "replica_1" / "metrics.jsonl", R"({"step": 10, "loss": 5.1, "elapsed_s": 1.6})" "\n");
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 1u);  // the torn line waits for its end
+  EXPECT_EQ(history.points((dir_ / "replica_1").string()), 1u);
+  append(dir_ / "metrics.jsonl", R"(ss": 4.0, "elapsed_s": 3.0, "quorum_id": 2, "membership_events": [{"kind": "heal", "detail": "from b#1"}]})" "\n");
+  files.poll(history);
+  const auto latest = history.latest(dir_.string());
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->step, 20);
+  EXPECT_EQ(latest->values[kLoss], 4.0);
+  EXPECT_EQ(latest->time_s, 3.0);  // a run directory's clock is its elapsed_s
+  append(dir_ / "members" / "rank-0-1" / "metrics.jsonl", R"({"step": 5, "loss": 6.0})" "\n");
+  append(dir_ / "checkpoints" / "step_10" / "state.json", "{}");
+  files.poll(history);
+  EXPECT_EQ(history.points((dir_ / "members" / "rank-0-1").string()), 1u);
+  const nlohmann::json status = files.status(history);
+  ASSERT_EQ(status["members"].size(), 3u);
+  const auto run = std::find_if(status["members"].begin(), status["members"].end(),
+                                [&](const nlohmann::json& m) { return m["name"] == dir_.string(); });
+  ASSERT_NE(run, status["members"].end());
+  EXPECT_EQ((*run)["step"], 20);
+  EXPECT_EQ((*run)["quorum_id"], 2);
+  EXPECT_GE((*run)["updated_age_s"].get<double>(), 0.0);  // written just now
+  EXPECT_LT((*run)["updated_age_s"].get<double>(), 60.0);
+  ASSERT_EQ(status["events"].size(), 1u);
+  EXPECT_EQ(status["events"][0]["kind"], "heal");
+}
+
+TEST_F(RunFilesTest, AFileRewrittenByAResumeStartsItsSeriesAgain) {
+  append(dir_ / "metrics.jsonl", R"({"step": 10, "loss": 5.0})" "\n" R"({"step": 20, "loss": 4.0})" "\n");
+  RunFiles files({dir_});
+  MetricsHistory history;
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 2u);
+  std::ofstream(dir_ / "metrics.jsonl", std::ios::trunc) << R"({"step": 10, "loss": 5.0})" "\n";
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 1u);
+  EXPECT_EQ(history.latest(dir_.string())->step, 10);
+}
+
+TEST_F(RunFilesTest, GarbageAndOverlongLinesAreSkippedNotTrusted) {
+  append(dir_ / "metrics.jsonl", std::string(RunFiles::kMaxLineBytes + 10, 'x') + "\n" + "not json\n" +
+                                     R"({"step": "7"})" "\n" R"({"step": 7, "loss": "low", "membership_events": [1, {"kind": 5}]})" "\n");
+  RunFiles files({dir_});
+  MetricsHistory history;
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 1u);
+  EXPECT_TRUE(std::isnan(history.latest(dir_.string())->values[kLoss]));
+  const nlohmann::json status = files.status(history);
+  ASSERT_EQ(status["events"].size(), 1u);
+  EXPECT_EQ(status["events"][0]["kind"], "");
+}
+
+TEST_F(RunFilesTest, ADirectoryThatIsNotThereIsAConfigError) {
+  EXPECT_THROW(RunFiles({dir_ / "missing"}), ConfigError);
+}
+
+}  // namespace
+}  // namespace loco::monitor
