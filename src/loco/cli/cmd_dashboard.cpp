@@ -91,7 +91,7 @@ void run_dashboard(const DashboardArgs& args) {
 void add_dashboard_command(CLI::App& app) {
   auto args = std::make_shared<DashboardArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "dashboard", "Serve live charts of runs from their directories' metrics.jsonl, as they train (read-only)");
+      "dashboard", "Serve live charts of runs from their directories' metrics.jsonl, as they train (read-only; docs/dashboard.md)");
   set_example(cmd, "loco dashboard runs/diloco runs/ddp --port 8080");
   cmd->add_option("run_dirs", args->run_dirs, "run directories (train.out_dir); their replica/member subdirectories too")
       ->required();

@@ -34,6 +34,12 @@ std::string seconds(const nlohmann::json& value) {
   return value.is_number() ? fmt::format("{:.1f} s", value.get<double>()) : "-";
 }
 
+// A member's reported number `name` with `digits` decimals, "-" when it reported none.
+std::string number(const nlohmann::json& metrics, const char* name, int digits) {
+  const auto found = metrics.find(name);
+  return found != metrics.end() && found->is_number() ? fmt::format("{:.{}f}", found->get<double>(), digits) : "-";
+}
+
 }  // namespace
 
 RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
@@ -67,12 +73,14 @@ std::string format_status(const nlohmann::json& status, std::size_t events) {
       status.value("furthest_step", std::int64_t{0}), status.value("finished", false) ? ", finished" : "",
       status.at("quorum").value("id", std::int64_t{0}), status.at("quorum").value("members", nlohmann::json::array()).size(),
       status.at("quorum").value("broken", false) ? " (broken)" : "");
-  out += fmt::format("{:<24} {:<8} {:>10} {:>7} {:>14} {:>12}\n", "member", "state", "step", "quorum", "heartbeat age",
-                     "member for");
+  out += fmt::format("{:<24} {:<8} {:>10} {:>8} {:>10} {:>7} {:>14} {:>12}\n", "member", "state", "step", "loss",
+                     "tokens/s", "quorum", "heartbeat age", "member for");
   for (const auto& m : status.at("members")) {
     const std::string state = !m.value("healthy", false) ? "silent" : m.at("waiting_s").is_number() ? "waiting" : "training";
-    out += fmt::format("{:<24} {:<8} {:>10} {:>7} {:>14} {:>12}\n", loggable(m.value("id", std::string("?"))), state,
-                       m.value("step", std::int64_t{0}), fmt::format("q{}", m.value("quorum_id", std::int64_t{0})),
+    const nlohmann::json metrics = m.value("metrics", nlohmann::json::object());
+    out += fmt::format("{:<24} {:<8} {:>10} {:>8} {:>10} {:>7} {:>14} {:>12}\n", loggable(m.value("id", std::string("?"))),
+                       state, m.value("step", std::int64_t{0}), number(metrics, "loss", 4), number(metrics, "tokens_per_s", 0),
+                       fmt::format("q{}", m.value("quorum_id", std::int64_t{0})),
                        seconds(m.value("heartbeat_age_s", nlohmann::json())),
                        seconds(m.value("member_for_s", nlohmann::json())));
   }

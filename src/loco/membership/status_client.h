@@ -28,8 +28,8 @@ RunProgress run_progress(const CoordinatorAddress& at, double timeout_s);
 // unauthenticated when it does not take the token (another run's secret).
 nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secret, double timeout_s);
 
-// The status as text: the run's line, one row per member (id, health, step, quorum, last heartbeat, member
-// for), and the last `events` events. Every text from the coordinator is shown escaped (untrusted_text.h).
+// The status as text: the run's line, one row per member (id, health, step, loss and tokens/s as it last
+// reported them, quorum, last heartbeat, member for), and the last `events` events. Every text from the coordinator is shown escaped (untrusted_text.h).
 std::string format_status(const nlohmann::json& status, std::size_t events);
 
 }  // namespace loco::membership

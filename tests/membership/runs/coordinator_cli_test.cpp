@@ -1,11 +1,13 @@
-// `loco coordinator` as a user runs it: it prints where it listens, answers /status, and stops cleanly
-// on SIGTERM; a taken port is a clear error.
+// `loco coordinator` and `loco dashboard` as a user runs them: they print where they listen, answer /status,
+// and stop cleanly on SIGTERM; a taken port or a missing directory is a clear error.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -79,6 +81,48 @@ TEST(CoordinatorCli, ATakenPortAndBadOptionsAreClearErrors) {
   const auto bad = test::run_loco({"coordinator", "--heartbeat-timeout-s", "0"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--heartbeat-timeout-s"), std::string::npos) << bad.output;
+}
+
+// loco dashboard on a run directory whose metrics.jsonl grows while it serves: /status lists it with its
+// latest line, /history gives only what is new; it writes nothing into the directory and stops on SIGTERM.
+TEST(DashboardCli, ServesARunDirectoryAsItGrowsAndStopsOnSigterm) {
+  test::ScratchDir run;
+  test::write_text(run / "metrics.jsonl", R"({"step": 10, "loss": 7.5, "elapsed_s": 1.0})" "\n");
+  test::ChildProcess dashboard({LOCO_BINARY, "dashboard", run.path().string(), "--port", "0"});
+  const auto banner = dashboard.wait_for(std::regex("at http://127.0.0.1:([0-9]+)/"), 30);
+  ASSERT_TRUE(banner) << dashboard.output();
+  httplib::Client client("127.0.0.1", std::stoi((*banner)[1]));
+  const auto first = nlohmann::json::parse(client.Get("/history?after=0")->body);
+  ASSERT_EQ(first.at("series").size(), 1u);
+  EXPECT_EQ(first["series"][0]["loss"], nlohmann::json::parse("[7.5]"));
+  std::ofstream(run / "metrics.jsonl", std::ios::app) << R"({"step": 20, "loss": 7.0, "elapsed_s": 2.0})" "\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the files are read at most every 0.5 s
+  const auto status = nlohmann::json::parse(client.Get("/status")->body);
+  EXPECT_EQ(status.at("members").at(0).at("step"), 20);
+  const auto later = nlohmann::json::parse(client.Get("/history?after=" + first.at("seq").dump())->body);
+  ASSERT_EQ(later.at("series").size(), 1u);
+  EXPECT_EQ(later["series"][0]["step"], nlohmann::json::parse("[20]"));
+  EXPECT_EQ(client.Get("/history?after=x")->status, 400);
+  EXPECT_NE(client.Get("/")->body.find("/dashboard.js"), std::string::npos);
+  dashboard.signal(SIGTERM);
+  EXPECT_EQ(dashboard.wait(10), 0) << dashboard.output();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(run.path()), std::filesystem::directory_iterator()), 1);
+}
+
+TEST(DashboardCli, AMissingDirectoryAndATakenPortAreClearErrors) {
+  test::ScratchDir run;
+  const auto missing = test::run_loco({"dashboard", (run / "nothing-here").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("is not a directory: give loco dashboard run directories"), std::string::npos)
+      << missing.output;
+  test::ChildProcess first({LOCO_BINARY, "dashboard", run.path().string(), "--port", "0"});
+  const auto banner = first.wait_for(std::regex("at http://127.0.0.1:([0-9]+)/"), 30);
+  ASSERT_TRUE(banner) << first.output();
+  const auto taken = test::run_loco({"dashboard", run.path().string(), "--port", (*banner)[1]});
+  EXPECT_EQ(taken.exit_code, 1) << taken.output;
+  EXPECT_NE(taken.output.find("cannot listen on 127.0.0.1:" + (*banner)[1]), std::string::npos) << taken.output;
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait(10), 0) << first.output();
 }
 
 }  // namespace

@@ -345,6 +345,8 @@ TEST(CoordinatorServer, MembersReportTheirMetricsToTheDashboard) {
   EXPECT_EQ(history["series"][0]["loss"], nlohmann::json::parse("[6.5, 6.0]"));
   EXPECT_EQ(history["series"][0]["eval_loss"], nlohmann::json::parse("[null, 6.25]"));
   EXPECT_EQ(full_status(raw).at("members").at(0).at("metrics").at("eval_loss"), 6.25);
+  const std::string table = format_status(run_status({"127.0.0.1", server.port()}, kSecret, 5), 5);
+  EXPECT_NE(table.find("6.0000"), std::string::npos) << table;  // loco status shows the last loss
   // Without the token: no history, no names; a position that is no number is a clear 400.
   const auto refused = raw.Get("/history?after=0");
   EXPECT_EQ(refused->status, 403);
