@@ -15,7 +15,6 @@
 #include "loco/cli/quorum_options.h"
 #include "loco/cli/stop_on_signal.h"
 #include "loco/cli/usage.h"
-#include "loco/membership/authentication.h"
 #include "loco/membership/run_secret.h"
 #include "loco/run/served_coordinator.h"
 #include "loco/util/error.h"
@@ -51,20 +50,6 @@ std::string coordinator_secret(const std::string& secret_file) {
                     "LOCO_RUN_SECRET (docs/security.md)");
 }
 
-// The status page's address with its token, for the operator at this terminal only: written to /dev/tty,
-// never to stdout or stderr, which a launcher or a service manager may keep in a log file (the token reads
-// the members' names and events). Without a terminal it says how to get the table instead.
-void show_status_link(const std::string& host, int port, const std::string& secret, const std::string& run_id) {
-  if (FILE* terminal = std::fopen("/dev/tty", "w")) {
-    fmt::print(terminal, "loco coordinator: dashboard (members, metrics, events) at http://{}:{}/?token={} (this terminal only)\n",
-               host, port, membership::status_token(secret, run_id));
-    std::fclose(terminal);
-  } else {
-    fmt::print("loco coordinator: members and events: loco status --coordinator {}:{} (with the run's secret)\n",
-               host, port);
-  }
-}
-
 std::string random_run_id() {
   std::random_device device;
   return fmt::format("run-{:08x}", device());
@@ -89,7 +74,10 @@ void run_coordinator(const CoordinatorArgs& args) {
              options.coordinator.run_id, args.host, coordinator.port(), coordinator.options().coordinator.incarnation,
              coordinator.store_port(), args.host, coordinator.port());
   std::fflush(stdout);
-  show_status_link(args.host, coordinator.port(), options.secret, options.coordinator.run_id);
+  if (!coordinator.show_dashboard_link(args.host, "loco coordinator")) {
+    fmt::print("loco coordinator: members and events: loco status --coordinator {}:{} (with the run's secret)\n",
+               args.host, coordinator.port());
+  }
   server.serve();
 }
 

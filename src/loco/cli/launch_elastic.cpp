@@ -36,8 +36,8 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   run::ServedCoordinator served(server_options, 0);
   membership::CoordinatorServer& server = served.server();
   server.start();
-  fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{} (status http://127.0.0.1:{}/)\n",
-             run_id, server.port(), server.port());
+  fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{}\n", run_id, server.port());
+  served.show_dashboard_link("127.0.0.1", "loco launch");
   options.environment = {fmt::format("LOCO_COORDINATOR=127.0.0.1:{}", server.port()),
                          fmt::format("LOCO_RUN_ID={}", run_id)};
   if (!given_secret) options.environment.push_back(fmt::format("LOCO_RUN_SECRET={}", server_options.secret));

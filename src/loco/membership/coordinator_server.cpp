@@ -41,9 +41,13 @@ int http_status(Refusal refusal) {
   return 500;
 }
 
-// What anyone may read of a run (no member ids, heartbeats or events): its progress and counts.
+// What anyone may read of a run (no member ids, names, metrics or events): its progress and counts. Only the
+// fields named here are copied, so that whatever the full status gains stays behind the token.
 nlohmann::json public_status(const nlohmann::json& status) {
-  nlohmann::json out = status;
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* open : {"run_id", "furthest_step", "finished", "incarnation", "time_s", "rules", "waiting_for"}) {
+    out[open] = status.at(open);
+  }
   const nlohmann::json& members = status.at("members");
   std::size_t healthy = 0, waiting = 0;
   for (const auto& m : members) {
@@ -54,7 +58,6 @@ nlohmann::json public_status(const nlohmann::json& status) {
   out["quorum"] = {{"id", status.at("quorum").at("id")},
                    {"size", status.at("quorum").at("members").size()},
                    {"broken", status.at("quorum").at("broken")}};
-  out.erase("events");
   out["hidden"] = "members and events: send the run's status token (X-Loco-Token, or ?token=; docs/security.md)";
   return out;
 }

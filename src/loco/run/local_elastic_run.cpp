@@ -147,6 +147,7 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   ServedCoordinator served(server_options, 0);
   membership::CoordinatorServer& server = served.server();
   server.start();
+  if (!options.quiet) served.show_dashboard_link("127.0.0.1", "loco train");
   membership::MemberOptions coordinator;
   coordinator.coordinator = {"127.0.0.1", server.port()};
   coordinator.run_id = server_options.coordinator.run_id;

@@ -4,6 +4,8 @@
 // members its port. Each has a fresh incarnation. Built with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
 #pragma once
 
+#include <string>
+
 #include "loco/comm/c10d/store_server.h"
 #include "loco/membership/coordinator_server.h"
 
@@ -19,6 +21,12 @@ class ServedCoordinator {
   const membership::ServerOptions& options() const { return options_; }
   int port() const { return server_.port(); }
   int store_port() const { return store_.port(); }
+
+  // The dashboard's address with its status token, for the operator at this terminal only: written to
+  // /dev/tty, never to stdout or stderr, which a launcher or a service manager may keep in a log file (the
+  // token reads the members' names and metrics). `host`: how the operator reaches this machine; `who` starts
+  // the line ("loco coordinator"). False when this process has no terminal.
+  bool show_dashboard_link(const std::string& host, const std::string& who) const;
 
  private:
   static membership::ServerOptions with_store(membership::ServerOptions options, int store_port);

@@ -93,7 +93,7 @@
     $('events').tBodies[0].replaceChildren(...rows);
   }
 
-  // Appends /history's new points to each series; halves a series past MAX_POINTS (every other point).
+  // Appends /history's new points to each series; halves a series past MAX_POINTS.
   function takeHistory(history) {
     if (typeof history.seq === 'number' && history.seq < seq) {
       // The server started again (a new coordinator, a new loco dashboard): read everything anew.
@@ -112,8 +112,9 @@
         if (column === 'name' || !Array.isArray(values)) continue;
         mine[column] = (mine[column] || []).concat(values);
       }
-      if (mine.step.length > MAX_POINTS) {
-        for (const column of Object.keys(mine)) mine[column] = mine[column].filter((_, i) => i % 2 === 1);
+      const length = mine.step.length;
+      if (length > MAX_POINTS) {  // every other point, the newest kept
+        for (const column of Object.keys(mine)) mine[column] = mine[column].filter((_, i) => (length - 1 - i) % 2 === 0);
       }
     }
     if (typeof history.seq === 'number') seq = history.seq;
