@@ -347,7 +347,10 @@ TEST(CoordinatorServer, MembersReportTheirMetricsToTheDashboard) {
   EXPECT_EQ(full_status(raw).at("members").at(0).at("metrics").at("eval_loss"), 6.25);
   const std::string table = format_status(run_status({"127.0.0.1", server.port()}, kSecret, 5), 5);
   EXPECT_NE(table.find("6.0000"), std::string::npos) << table;  // loco status shows the last loss
-  // Without the token: no history, no names; a position that is no number is a clear 400.
+  // Without the token: no history, no names (not even of members gone); a position that is no number is a 400.
+  a.leave("done");
+  EXPECT_EQ(raw.Get("/status")->body.find("alpha"), std::string::npos) << raw.Get("/status")->body;
+  EXPECT_EQ(full_status(raw).at("former_members").at(0).at("name"), "alpha");
   const auto refused = raw.Get("/history?after=0");
   EXPECT_EQ(refused->status, 403);
   EXPECT_EQ(refused->body.find("alpha"), std::string::npos);
