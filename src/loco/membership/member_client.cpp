@@ -198,18 +198,19 @@ void MemberClient::heartbeat_until_stopped() {
     const Session as{shared_->credentials, shared_->session_key};
     std::vector<monitor::MetricPoint> sending = take_reports();
     lock.unlock();
-    bool delivered = false;
+    bool unanswered = false;
     try {
       const Reply beat = post_signed("/v1/heartbeat", heartbeat_message(sending), as, options_.request_timeout_s);
       quorum_broken_ = field<bool>(beat.body, "quorum_broken");
-      delivered = true;
     } catch (const MembershipError& e) {
       // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
       if (e.refusal() == Refusal::unknown_member || e.refusal() == Refusal::stale_incarnation) rejoin_after(e);
+      unanswered = e.refusal() == Refusal::unavailable;
     }
     lock.lock();
-    if (!delivered) {
-      // Sent again with the next beat, as far as the queue's bound allows.
+    if (unanswered) {
+      // Sent again with the next beat, as far as the queue's bound allows. Points a coordinator answered
+      // are not: one that refused them (a stricter version) would refuse them again, and the heartbeats too.
       for (auto it = sending.rbegin(); it != sending.rend() && shared_->reports.size() < kMaxQueuedReports; ++it) {
         shared_->reports.push_front(*it);
       }
