@@ -144,7 +144,7 @@ bool Diloco::land(std::vector<Exchange> xs, const Participants& who) {
     return true;
   }
   if (!finish(xs)) {
-    to_retry_ = std::move(xs);
+    keep_for_retry(std::move(xs));
     return false;
   }
   begin_round(who, xs.front().point);
@@ -178,7 +178,12 @@ std::vector<Diloco::Exchange> Diloco::start(const Participants& who) {
     x.apply_after = std::min(t + tau, context_.total_steps);
     x.mix = tau > 0;
     x.who = who;
-    x.delta = outer_[p].pseudo_gradient(fragments_[p].read());
+    const torch::Tensor local = fragments_[p].read();
+    // Alone and blocking, the outer step is computed from θ_m (OuterNesterov::step_alone). An overlapped
+    // exchange may be checkpointed in flight, which keeps its result but not θ_m: it takes step(), live and
+    // resumed alike (as does a retry, keep_for_retry).
+    if (who.group->size() == 1 && tau == 0) x.alone_local = local.clone();
+    x.delta = outer_[p].pseudo_gradient(local);
     corrupt_pseudo_gradient(exchange_.adversary, x.delta, membership_.replica(), t, context_.seed);
     x.weight = weight(who, p);
     exchange(x);
@@ -266,6 +271,12 @@ std::function<void()> Diloco::averaging(const Exchange& x, std::string what) con
   };
 }
 
+// A checkpoint keeps a retry's Δ, not θ_m: a retry takes OuterNesterov::step, live and resumed alike.
+void Diloco::keep_for_retry(std::vector<Exchange> xs) {
+  for (Exchange& x : xs) x.alone_local = torch::Tensor();
+  to_retry_ = std::move(xs);
+}
+
 bool Diloco::retry(const Participants& who) {
   std::vector<Exchange> xs = std::move(to_retry_);
   to_retry_.clear();
@@ -292,7 +303,7 @@ void Diloco::finish_due(std::int64_t step) {
     if (finish(xs)) continue;
     // Note "elastic-overlap" (elastic/quorum_membership.h): nothing was committed; the kept Δ goes again,
     // blocking, with the next participants.
-    to_retry_ = std::move(xs);
+    keep_for_retry(std::move(xs));
     membership_.synchronise(step, synchronisation());
   }
 }
@@ -324,7 +335,13 @@ bool Diloco::finish(std::vector<Exchange>& xs) {
     // Where the membership may abort, the outer step goes to a copy until it commits.
     OuterNesterov& outer =
         membership_.may_abort() ? candidates[x.fragment].emplace(outer_[x.fragment].copy()) : outer_[x.fragment];
-    if (x.result->averaged.weight > 0) outer.step(x.mean);
+    if (x.result->averaged.weight > 0) {
+      if (x.alone_local.defined()) {
+        outer.step_alone(x.mean, x.alone_local);
+      } else {
+        outer.step(x.mean);
+      }
+    }
     rejected.insert(rejected.end(), x.result->averaged.rejected.begin(), x.result->averaged.rejected.end());
   }
   bool taken = false;

@@ -12,7 +12,8 @@
 //                                                  with diloco.weighted, 0 when dropped (diloco.drop_rate)
 //                                                  or when the member's state was just healed
 //     b_p   ← μ·b_p + Δ_p                          OuterNesterov (PyTorch Nesterov, b starts at 0)
-//     θ̃_p   = θ_g,p − η·(Δ_p + μ·b_p);  θ_g,p ← θ̃_p
+//     θ̃_p   = θ_g,p − η·(Δ_p + μ·b_p);  θ_g,p ← θ̃_p      (a replica alone, blocking, computes it as
+//                                                    θ_m,p + (Δ_m,p − η·(Δ_p + μ·b_p)): OuterNesterov::step_alone)
 //     θ_m,p ← θ̃_p                                  τ = 0: the exchange blocks
 //     θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p               τ > 0: the exchange runs while τ more inner steps do,
 //                                                  and the outer step lands after step t + τ
@@ -107,6 +108,7 @@ class Diloco final : public Strategy {
     bool mix = false;              // θ_m,p ← α·θ_m,p + (1 − α)·θ̃_p rather than θ̃_p
     Participants who;              // the participants it was exchanged with
     torch::Tensor delta;           // this replica's Δ, kept for another attempt while the membership may abort
+    torch::Tensor alone_local;     // θ_m of a blocking first attempt of a replica alone (OuterNesterov::step_alone)
     std::optional<double> weight;  // this replica's weight in the average (nullopt: all count alike)
     torch::Tensor mean;            // the average, once `done` (the background job writes it)
     std::future<void> done;        // invalid: not exchanged yet
@@ -139,6 +141,8 @@ class Diloco final : public Strategy {
   std::function<void()> averaging(const Exchange& x, std::string what) const;
   // The exchanges kept from an attempt that failed (or from a checkpoint), exchanged again with `who`.
   bool retry(const Participants& who);
+  // Keeps the exchanges of a synchronisation that did not commit, to go again at the next one.
+  void keep_for_retry(std::vector<Exchange> xs);
   // `xs`, one synchronisation's exchanges begun with `who`: in flight when their outer step comes later,
   // else finished now (kept for the next attempt when not committed). Whether the attempt is done.
   bool land(std::vector<Exchange> xs, const Participants& who);

@@ -9,10 +9,21 @@ OuterNesterov::OuterNesterov(torch::Tensor initial_global, double lr, double mom
 
 torch::Tensor OuterNesterov::pseudo_gradient(const torch::Tensor& local) const { return global_ - local; }
 
+torch::Tensor OuterNesterov::advance(const torch::Tensor& mean_pseudo_gradient) {
+  buffer_.mul_(momentum_).add_(mean_pseudo_gradient);
+  return mean_pseudo_gradient.add(buffer_, momentum_);
+}
+
 void OuterNesterov::step(const torch::Tensor& mean_pseudo_gradient) {
   torch::NoGradGuard no_grad;
-  buffer_.mul_(momentum_).add_(mean_pseudo_gradient);
-  global_.sub_(mean_pseudo_gradient.add(buffer_, momentum_), lr_);
+  global_.sub_(advance(mean_pseudo_gradient), lr_);
+}
+
+void OuterNesterov::step_alone(const torch::Tensor& mean_pseudo_gradient, const torch::Tensor& local) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor own = pseudo_gradient(local);
+  own.sub_(advance(mean_pseudo_gradient), lr_);
+  global_.copy_(local).add_(own);
 }
 
 OuterNesterov OuterNesterov::copy() const {

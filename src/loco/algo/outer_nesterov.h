@@ -25,12 +25,24 @@ class OuterNesterov {
   torch::Tensor pseudo_gradient(const torch::Tensor& local) const;
   // One outer step with the averaged pseudo-gradient.
   void step(const torch::Tensor& mean_pseudo_gradient);
+  // The same step where this replica was the synchronisation's only one, computed from its own parameters
+  // `local` (θ_m when it exchanged):
+  //
+  //     θ_g ← θ_m + (Δ − η·(Δ̄ + μ·b)),   Δ = θ_g − θ_m, Δ̄ the exchange's result (Δ itself, or its codec's image)
+  //
+  // equal to step() in exact arithmetic. In floating point, η = 1 and μ = 0 give θ_m bit for bit
+  // (Δ − Δ̄ = 0), where step()'s θ_g − Δ rounds wherever Δ is not exact: so one replica of DiLoCo with plain
+  // averaging trains exactly as a single replica does, and any difference is a defect (issue 36).
+  void step_alone(const torch::Tensor& mean_pseudo_gradient, const torch::Tensor& local);
   // Checkpoint restore.
   void load(const torch::Tensor& global, const torch::Tensor& momentum_buffer);
   // A copy with tensors of its own (an outer step computed on it leaves this one as it is).
   OuterNesterov copy() const;
 
  private:
+  // b ← μ·b + Δ̄; returns the update direction Δ̄ + μ·b.
+  torch::Tensor advance(const torch::Tensor& mean_pseudo_gradient);
+
   torch::Tensor global_;
   torch::Tensor buffer_;
   double lr_;
