@@ -93,7 +93,7 @@ def find_browser():
 
 def load(browser, url, screenshot=None):
     """The DOM of `url` after its script ran (5 s of virtual time: two polls), and a screenshot if asked."""
-    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
               "--virtual-time-budget=5000", "--window-size=1400,1500"]
     profile = tempfile.mkdtemp(prefix="loco-chromium-")
     try:
