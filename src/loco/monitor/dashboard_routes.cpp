@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <optional>
 
 #include "loco/monitor/dashboard_assets.h"
 
 namespace loco::monitor {
 
+namespace {
+
+// ?after= of a /history request: absent is 0; nullopt unless a whole number.
 std::optional<std::uint64_t> history_position(const http::HttpRequest& request) {
   const auto text = request.query_parameter("after");
   if (!text) return 0;
@@ -17,6 +21,8 @@ std::optional<std::uint64_t> history_position(const http::HttpRequest& request) 
   }
   return std::stoull(*text);
 }
+
+}  // namespace
 
 void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
   const auto shared = std::make_shared<const DashboardSource>(std::move(source));

@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "loco/http/http_server.h"
@@ -32,8 +31,5 @@ struct DashboardSource {
 };
 
 void add_dashboard_routes(http::HttpServer& server, DashboardSource source);
-
-// ?after= of a /history request: absent is 0; nullopt unless a whole number.
-std::optional<std::uint64_t> history_position(const http::HttpRequest& request);
 
 }  // namespace loco::monitor
