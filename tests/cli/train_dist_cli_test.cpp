@@ -170,6 +170,21 @@ TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplicaBitF
   EXPECT_GT(std::abs(nesterov - single.back().at("eval_loss").get<double>()), 1e-3);
 }
 
+// Outer momentum 0.9 inside the box loco's fidelity study measured it losing to data parallel (small models,
+// batches, few outer steps: sim/outer_momentum_advice.h) is said once before training; the run goes on. The
+// small presets' 0.5 is not.
+TEST_F(TrainDistCli, OuterMomentumTheStudyMeasuredLosingIsWarnedAbout) {
+  auto r = train("warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=3",
+                            "diloco.outer_momentum=0.9", "train.steps=6"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loco train: warning: diloco.outer_momentum = 0.9"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("docs/scaling-study.md"), std::string::npos) << r.output;
+  r = train("not-warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=3",
+                           "diloco.outer_momentum=0.5", "train.steps=6"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+}
+
 // docs/algorithm-reference.md §9 with N parameters of b = 4 bytes: ring all-reduce 2·N·b·(M−1)/M per sync for
 // data parallel (every step) and DiLoCo (every H steps); NoLoCo 2·N·b to its partner per sync.
 // Replica 3 sends 100 times its pseudo-gradient from step 6 on (dist.adversary): the mean is thrown far off,

@@ -27,7 +27,7 @@ TEST(AdamWParity, ThreeClippedStepsMatchTorchOptim) {
   o.beta1 = hyper.at("betas")[0];
   o.beta2 = hyper.at("betas")[1];
   o.eps = hyper.at("eps");
-  o.weight_decay = hyper.at("weight_decay");
+  o.resolved_weight_decay = hyper.at("weight_decay");
   InnerOptimizer optimizer(model_parameters(model), o);
   const auto lrs = hyper.at("lrs").get<std::vector<double>>();
   ASSERT_EQ(lrs.size(), 3u);

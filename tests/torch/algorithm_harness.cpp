@@ -65,7 +65,7 @@ RunConfig algorithm_config(const AlgorithmFixture& fixture, const std::string& a
   c.optim.beta1 = fixture.inner.at("betas")[0];
   c.optim.beta2 = fixture.inner.at("betas")[1];
   c.optim.eps = fixture.inner.at("eps");
-  c.optim.weight_decay = fixture.inner.at("weight_decay");
+  c.optim.resolved_weight_decay = fixture.inner.at("weight_decay");
   c.optim.grad_clip = fixture.inner.at("max_grad_norm");
   c.optim.warmup_steps = 0;
   for (const auto& [name, t] : fixture.content.tensors) {

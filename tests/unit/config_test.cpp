@@ -173,6 +173,28 @@ TEST(Config, RoundKibTakesAutoOffOrANumber) {
   }
 }
 
+// optim.weight_decay is a number or "1/T", one over the run's optimizer steps (the DiLoCo scaling-law recipe).
+TEST(Config, WeightDecayTakesANumberOrOneOverTheSteps) {
+  ScratchDir dir;
+  EXPECT_DOUBLE_EQ(load_text(dir, kValidConfig).optim.resolved_weight_decay, 0.1);
+  RunConfig c = load_text(dir, std::string(kValidConfig), {"optim.weight_decay=1/T"});
+  EXPECT_EQ(c.optim.weight_decay, "1/T");
+  EXPECT_DOUBLE_EQ(c.optim.resolved_weight_decay, 1.0 / 50);
+  c = load_text(dir, std::string(kValidConfig), {"optim.weight_decay=1/T", "train.steps=0", "train.tokens=64000"});
+  EXPECT_EQ(c.train.steps, 125);  // 64,000 tokens at 8 x 64 per step
+  EXPECT_DOUBLE_EQ(c.optim.resolved_weight_decay, 1.0 / 125);
+  std::string text = kValidConfig;
+  text.insert(text.find("schedule"), "weight_decay = 0\n");
+  EXPECT_DOUBLE_EQ(load_text(dir, text).optim.resolved_weight_decay, 0.0);
+  for (const char* bad : {"optim.weight_decay=1/t", "optim.weight_decay=one", "optim.weight_decay=-0.1",
+                          "optim.weight_decay="}) {
+    const std::string message = config_error(dir, kValidConfig, {bad});
+    EXPECT_NE(message.find("optim.weight_decay"), std::string::npos) << bad << ": " << message;
+    EXPECT_EQ(message.find("internal"), std::string::npos) << bad << ": " << message;
+  }
+  EXPECT_NE(config_error(dir, kValidConfig, {"optim.weight_decay=one"}).find("1/T"), std::string::npos);
+}
+
 TEST(Config, OverlapAutoNeedsRoomForTau) {
   ScratchDir dir;
   EXPECT_FALSE(load_text(dir, kValidConfig).streaming.overlap_auto);

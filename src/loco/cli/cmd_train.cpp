@@ -18,6 +18,7 @@
 #include "loco/run/local_elastic_run.h"
 #endif
 #include "loco/run/replica_runs.h"
+#include "loco/sim/outer_momentum_advice.h"
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
@@ -69,6 +70,14 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
   return *environment;
 }
 
+// Valid settings that loco's own measurements show hurting (sim/outer_momentum_advice.h): said once, before
+// training, and the run goes on.
+void advise(const RunConfig& config) {
+  if (const auto warning = sim::outer_momentum_warning(config)) {
+    fmt::print(stderr, "loco train: warning: {}\n", *warning);
+  }
+}
+
 // A member of an elastic run: it finds its coordinator, not its rank, in the environment.
 void run_elastic(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
@@ -91,15 +100,18 @@ void run_train(const TrainArgs& args) {
   options.make_strategy = make_strategy;
   if (options.config.dist.elastic) {
     complete_run_config(options.config);
+    advise(options.config);
     return run_elastic(options);
   }
   if (options.config.dist.backend == "local") {
     complete_run_config(options.config);
+    advise(options.config);
     return print_summary(run::train_local_replicas(options));
   }
   // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
   const auto environment = comm::rank_environment_from_env();
   complete_run_config(options.config, environment ? environment->world_size : 1);
+  if (!environment || environment->rank == 0) advise(options.config);
   if (const auto summary = run::train_rank(options, require_launched(environment, options.config))) {
     print_summary(*summary);
   }

@@ -73,7 +73,7 @@ std::vector<ConfigKey> make_keys() {
       bind("optim", "beta2", &R::optim, &O::beta2, "AdamW beta2"),
       bind("optim", "eps", &R::optim, &O::eps, "AdamW epsilon"),
       bind("optim", "weight_decay", &R::optim, &O::weight_decay,
-           "decoupled weight decay on matrices (not on norm weights)"),
+           "decoupled weight decay on matrices (not on norm weights): a number, or 1/T (one over the run's steps)"),
       bind("optim", "grad_clip", &R::optim, &O::grad_clip, "max global gradient norm; 0 disables"),
       bind("optim", "schedule", &R::optim, &O::schedule, "learning-rate schedule after warmup",
            {{"cosine", ""}, {"linear", ""}, {"constant", ""}, {"wsd", "warmup-stable-decay"}}),

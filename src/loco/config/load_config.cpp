@@ -106,7 +106,7 @@ ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std:
     default:
       // A number for a string key is its text: comm.bandwidth_mbps = 100, comm.round_kib = 32.
       if (v.is_integer()) return std::to_string(v.as_integer());
-      if (v.is_floating()) return fmt::format("{}", v.as_floating());
+      if (v.is_floating()) return toml_number_text(v);  // as written: 1e999 stays out of range, not "inf"
       if (!v.is_string()) throw bad();
       return v.as_string().str;
   }
@@ -214,7 +214,9 @@ void validate_optim(const OptimConfig& o) {
     reject("optim.beta1 and optim.beta2 must lie in [0, 1)");
   }
   if (!(o.eps > 0)) reject("optim.eps must be positive");
-  if (!(o.weight_decay >= 0)) reject("optim.weight_decay must be 0 or positive");
+  if (!(o.resolved_weight_decay >= 0 && std::isfinite(o.resolved_weight_decay))) {
+    reject("optim.weight_decay must be 0 or positive");
+  }
   if (!(o.grad_clip >= 0)) reject("optim.grad_clip must be 0 (off) or positive");
   if (o.warmup_steps < 0) reject("optim.warmup_steps must be 0 or positive");
   if (!(o.decay_fraction > 0 && o.decay_fraction <= 1)) reject("optim.decay_fraction must lie in (0, 1]");
@@ -258,6 +260,22 @@ void validate_finite(const RunConfig& c) {
       reject(fmt::format("{} = {} is not a finite number; give a finite value", key.dotted(), *number));
     }
   }
+}
+
+// optim.weight_decay as written: a number, or "1/T", one over the optimizer steps, as the DiLoCo
+// scaling-law recipe sets it (docs/algorithm-reference.md §3). AdamW multiplies it by the lr, as PyTorch does.
+double resolve_weight_decay(const std::string& text, std::int64_t steps) {
+  if (text == "1/T") return steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;  // steps <= 0 is rejected later
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) {
+    reject(fmt::format("optim.weight_decay '{}' is neither a number nor 1/T; give it like optim.weight_decay = 0.1, "
+                       "or optim.weight_decay = \"1/T\" for one over the run's optimizer steps",
+                       text));
+  }
+  if (!std::isfinite(value)) reject(fmt::format("optim.weight_decay '{}' is not a finite number", text));
+  if (value < 0) reject(fmt::format("optim.weight_decay ({}) must be 0 or positive", text));
+  return value;
 }
 
 }  // namespace
@@ -314,6 +332,7 @@ void resolve_derived(RunConfig& c, std::int64_t world_size) {
     }
     t.steps = steps;
   }
+  c.optim.resolved_weight_decay = resolve_weight_decay(c.optim.weight_decay, t.steps);
 }
 
 void validate(const RunConfig& c) {

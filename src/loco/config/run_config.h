@@ -39,7 +39,10 @@ struct OptimConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double weight_decay = 0.1;  // applied to matrices (embeddings, projections), not to norm weights
+  // Decoupled weight decay on matrices (embeddings, projections), not on norm weights, as written: a
+  // number, or "1/T" for the inverse of the run's optimizer steps (the DiLoCo scaling-law recipe).
+  std::string weight_decay = "0.1";
+  double resolved_weight_decay = 0.1;  // the number AdamW applies, from weight_decay by resolve_derived
   double grad_clip = 1.0;     // max global gradient norm; 0 disables clipping
   std::string schedule = "cosine";  // cosine | linear | constant | wsd
   std::int64_t warmup_steps = 100;

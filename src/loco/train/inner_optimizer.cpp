@@ -25,7 +25,7 @@ InnerOptimizer::InnerOptimizer(const NamedTensors& named_parameters, const Optim
                                                             .weight_decay(weight_decay));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<torch::Tensor>{flat_.buffer(kDecayed)}, options(c.weight_decay));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_.buffer(kDecayed)}, options(c.resolved_weight_decay));
   groups.emplace_back(std::vector<torch::Tensor>{flat_.buffer(kNotDecayed)}, options(0.0));
   adamw_ = std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(c.lr));
 }

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Issue 36's fidelity study: where DiLoCo with one replica loses to data parallel, and what decides it.
+
+Reads the runs of bench/sweeps/fidelity-batch.toml (the batch map, seed 0), fidelity-seeds.toml (every best
+cell again with seeds 1 and 2), fidelity-outer-steps.toml (more outer steps at one batch) and
+fidelity-factors.toml (weight decay 1/T, warm-up, DiLoCo's own inner lr, M = 2), and prints markdown tables:
+
+  python3 bench/fidelity_report.py [--runs runs] [--chart docs/fidelity-gap-batch.png] [--gpu]
+
+With --gpu the map is bench/sweeps/fidelity-gpu.toml's (the larger size on one GPU, DiLoCo's inner lr tuned).
+
+Every setting is read from the run's own config.toml, the loss from the sweep's summary.csv (validation loss
+of the final parameters over the whole validation split). A gap is (DiLoCo - data parallel) / data parallel
+in percent; with seeds it is the mean of the per-seed gaps (data parallel of the same seed: same initial
+model, same data order) and ± two standard errors of that mean. "within noise" means the interval holds 0.
+The chart (gnuplot) is the gap against the batch, one line per outer momentum.
+"""
+
+import argparse
+import csv
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import chart_style  # noqa: E402
+
+MOMENTA = (0.9, 0.7, 0.5, 0.0)
+SWEEPS = ("fidelity-batch", "fidelity-seeds", "fidelity-outer-steps", "fidelity-factors", "fidelity-gpu")
+
+
+class Run:
+    def __init__(self, sweep, name, loss, config):
+        self.sweep, self.name, self.loss = sweep, name, loss
+        optim, train, dist, diloco = (config.get(k, {}) for k in ("optim", "train", "dist", "diloco"))
+        self.algorithm = dist.get("algorithm", "none")
+        self.replicas = dist.get("replicas", 1)
+        self.batch = train["batch_size"]
+        self.seq_len = config.get("data", {}).get("seq_len", 128)
+        self.seed = train.get("seed", 0)
+        self.lr = optim["lr"]
+        self.warmup = optim.get("warmup_steps")
+        self.weight_decay = str(optim.get("weight_decay", "0.1"))
+        self.steps = train.get("steps")
+        self.dl = self.algorithm == "diloco"
+        self.mu = diloco.get("outer_momentum") if self.dl else None
+        self.eta = diloco.get("outer_lr") if self.dl else None
+        self.h = diloco.get("sync_every") if self.dl else None
+
+    def setting(self):
+        """Everything but the seed."""
+        return (self.algorithm, self.replicas, self.batch, self.lr, self.warmup, self.weight_decay, self.mu,
+                self.eta, self.h)
+
+    def outer_steps(self):
+        return math.ceil(self.steps / self.h) if self.dl and self.steps else None
+
+
+def load(runs_dir):
+    runs = []
+    for sweep in SWEEPS:
+        summary = os.path.join(runs_dir, sweep, "summary.csv")
+        if not os.path.exists(summary):
+            continue
+        with open(summary) as f:
+            for row in csv.DictReader(f):
+                try:
+                    loss = float(row["loss"])
+                except (KeyError, ValueError):
+                    continue
+                config_path = os.path.join(runs_dir, sweep, row["name"], "config.toml")
+                if not math.isfinite(loss) or not os.path.exists(config_path):
+                    continue
+                with open(config_path, "rb") as c:
+                    runs.append(Run(sweep, row["name"], loss, tomllib.load(c)))
+    return runs
+
+
+def mean_sd(values):
+    m = sum(values) / len(values)
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else float("nan")
+    return m, sd
+
+
+def gap(a, b):
+    return 100.0 * (a - b) / b
+
+
+def verdict(g, two_se):
+    if not math.isfinite(two_se):
+        return "one seed"
+    if g - two_se > 0:
+        return "above"
+    if g + two_se < 0:
+        return "below"
+    return "within noise"
+
+
+class Report:
+    def __init__(self, runs, map_sweep):
+        self.runs = [r for r in runs if (r.sweep == "fidelity-gpu") == (map_sweep == "fidelity-gpu")]
+        self.map_sweep = map_sweep
+        self.batches = sorted({r.batch for r in self.runs if r.sweep == map_sweep})
+
+    def select(self, **want):
+        def ok(r):
+            return all(getattr(r, k) == v for k, v in want.items())
+        return [r for r in self.runs if ok(r)]
+
+    def baseline(self, batch, **extra):
+        """Data parallel's best run at this batch among the seed-0 runs of the batch map (or of `extra`)."""
+        pool = self.select(algorithm="none", batch=batch, seed=0, replicas=1, **extra)
+        pool = [r for r in pool if r.sweep == self.map_sweep or extra]
+        return min(pool, key=lambda r: r.loss) if pool else None
+
+    def best_dl(self, batch, mu):
+        """DiLoCo M = 1's best seed-0 run of the map at this batch and mu (every inner lr the map tried), with
+        the eta tried."""
+        pool = [r for r in self.select(algorithm="diloco", batch=batch, seed=0, replicas=1, mu=mu)
+                if (r.sweep in (self.map_sweep, "fidelity-seeds") or r.name.startswith("dl_mu"))
+                and r.weight_decay == "0.1"]
+        base = self.baseline(batch)
+        if base:
+            pool = [r for r in pool if r.warmup == base.warmup]
+            if self.map_sweep == "fidelity-batch":  # the CPU map runs DiLoCo at data parallel's best lr
+                pool = [r for r in pool if r.lr == base.lr]
+        return (min(pool, key=lambda r: r.loss), sorted({r.eta for r in pool})) if pool else (None, [])
+
+    def seeds_of(self, run):
+        by_seed = {}
+        for r in self.runs:
+            if r.setting() == run.setting() and r.seed not in by_seed:
+                by_seed[r.seed] = r
+        return by_seed
+
+    def paired_gap(self, dl_run, dp_run):
+        """Mean gap over the seeds both settings ran, ± two standard errors; and both losses' mean ± sd."""
+        a, b = self.seeds_of(dl_run), self.seeds_of(dp_run)
+        seeds = sorted(set(a) & set(b))
+        gaps = [gap(a[s].loss, b[s].loss) for s in seeds]
+        g, sd = mean_sd(gaps)
+        two_se = 2 * sd / math.sqrt(len(gaps)) if len(gaps) > 1 else float("nan")
+        return g, two_se, seeds, mean_sd([a[s].loss for s in seeds]), mean_sd([b[s].loss for s in seeds])
+
+    def tokens(self, batch):
+        return batch * self.runs[0].seq_len
+
+    # ---- tables ----
+    def map_table(self):
+        print("### The map (seed 0): best outer lr per batch and outer momentum, gap to data parallel\n")
+        print("| batch (tokens/step) | steps | data parallel: best lr, loss | " +
+              " | ".join(f"μ = {mu}: best η of the grid, loss, gap" for mu in MOMENTA) + " |")
+        print("|---|---|---|" + "---|" * len(MOMENTA))
+        for b in self.batches:
+            dp = self.baseline(b)
+            if not dp:
+                continue
+            dp_lrs = sorted({r.lr for r in self.select(algorithm="none", batch=b, seed=0) if r.sweep == self.map_sweep})
+            cells = []
+            for mu in MOMENTA:
+                best, etas = self.best_dl(b, mu)
+                if not best:
+                    cells.append("—")
+                    continue
+                grid = list(etas) + ([1.0] if mu == 0.0 else [])  # mu = 0, eta = 1 is data parallel itself
+                edge = "*" if best.eta in (min(grid), max(grid)) else ""
+                lr = f" (lr {best.lr})" if best.lr != dp.lr else ""
+                cells.append(f"{best.eta}{edge} of {{{', '.join(str(e) for e in grid)}}}{lr}, {best.loss:.4f}, "
+                             f"{gap(best.loss, dp.loss):+.2f}%")
+            lr_edge = "*" if dp.lr in (dp_lrs[0], dp_lrs[-1]) else ""
+            print(f"| {b} ({self.tokens(b):,}) | {dp.steps} | {dp.lr}{lr_edge}, {dp.loss:.4f} | " + " | ".join(cells) + " |")
+        print("\n(* the best value lies at the edge of its grid; for μ = 0 the grid's η = 1 is data parallel.)\n")
+
+    def seeds_table(self):
+        print("### Each best cell with 3 seeds: gap to data parallel of the same seeds\n")
+        print("| batch (tokens/step) | setting | seeds | DiLoCo loss, mean ± sd | data parallel, mean ± sd | "
+              "gap (%, ± 2 SE) | against data parallel |")
+        print("|---|---|---|---|---|---|---|")
+        self.gap_points = {}
+        for b in self.batches:
+            dp = self.baseline(b)
+            if not dp:
+                continue
+            for mu in (0.9, 0.5, 0.0):
+                best, _ = self.best_dl(b, mu)
+                if not best:
+                    continue
+                g, two_se, seeds, (dlm, dls), (dpm, dps) = self.paired_gap(best, dp)
+                if len(seeds) < 2:
+                    continue
+                self.gap_points.setdefault(mu, []).append((self.tokens(b), g, two_se))
+                print(f"| {b} ({self.tokens(b):,}) | μ {mu}, η {best.eta}, H {best.h} ({best.outer_steps()} outer steps) | "
+                      f"{len(seeds)} | {dlm:.4f} ± {dls:.4f} | {dpm:.4f} ± {dps:.4f} | {g:+.2f} ± {two_se:.2f} | "
+                      f"{verdict(g, two_se)} |")
+        print()
+
+    def outer_steps_table(self):
+        runs = [r for r in self.runs if r.sweep == "fidelity-outer-steps"]
+        if not runs:
+            return
+        b = runs[0].batch
+        dp = self.baseline(b)
+        same = [r for r in self.select(algorithm="diloco", batch=b, seed=0, replicas=1, lr=runs[0].lr)
+                if r.sweep in ("fidelity-batch", "fidelity-outer-steps") and r.weight_decay == "0.1"]
+        print(f"### More outer steps at one batch ({b} sequences, {self.tokens(b):,} tokens per step, seed 0; "
+              f"data parallel {dp.loss:.4f})\n")
+        print("| μ | η | H = 30 (11 outer steps) | H = 10 (33) | H = 4 (82) |")
+        print("|---|---|---|---|---|")
+        for mu in (0.9, 0.5, 0.0):
+            for eta in sorted({r.eta for r in same if r.mu == mu}):
+                cells = []
+                for h in (30, 10, 4):
+                    hit = [r for r in same if r.mu == mu and r.eta == eta and r.h == h]
+                    cells.append(f"{hit[0].loss:.4f} ({gap(hit[0].loss, dp.loss):+.2f}%)" if hit else "—")
+                if any(c != "—" for c in cells[1:]):
+                    print(f"| {mu} | {eta} | " + " | ".join(cells) + " |")
+        print()
+
+    def factors_table(self):
+        runs = [r for r in self.runs if r.sweep == "fidelity-factors"]
+        if not runs:
+            return
+        print("### One factor at a time (seed 0): loss, and the gap to data parallel under the same factor\n")
+        print("| batch | factor | data parallel | DiLoCo μ 0.9 (gap) | DiLoCo μ 0.5 (gap) | baseline gaps μ 0.9, μ 0.5 |")
+        print("|---|---|---|---|---|---|")
+        for b in self.batches:
+            dp0 = self.baseline(b)
+            if not dp0:
+                continue
+            base = {mu: self.best_dl(b, mu)[0] for mu in (0.9, 0.5)}
+            base_gaps = ", ".join(f"{gap(base[mu].loss, dp0.loss):+.2f}%" if base[mu] else "—" for mu in (0.9, 0.5))
+            for factor, changes in (("weight decay 1/T", {"weight_decay": "1/T"}),
+                                    ("warm-up 25%", {"warmup": None})):
+                def find(template):
+                    for r in runs:
+                        if (r.algorithm, r.replicas, r.batch, r.lr, r.mu, r.eta, r.h) != (
+                                template.algorithm, 1, b, template.lr, template.mu, template.eta, template.h):
+                            continue
+                        if "weight_decay" in changes and r.weight_decay == "1/T" and r.warmup == template.warmup:
+                            return r
+                        if "warmup" in changes and r.weight_decay == "0.1" and r.warmup != template.warmup:
+                            return r
+                    return None
+                dp = find(dp0)
+                if not dp:
+                    continue
+                cells = []
+                for mu in (0.9, 0.5):
+                    r = find(base[mu]) if base[mu] else None
+                    cells.append(f"{r.loss:.4f} ({gap(r.loss, dp.loss):+.2f}%)" if r else "—")
+                print(f"| {b} | {factor} | {dp.loss:.4f} ({gap(dp.loss, dp0.loss):+.2f}% vs 0.1 / 5%) | "
+                      + " | ".join(cells) + f" | {base_gaps} |")
+        print()
+        print("### DiLoCo's own inner lr (seed 0, each batch's best η): loss, gap to data parallel's best\n")
+        print("| batch | μ | η | lr ½× | lr as data parallel | lr 2× |")
+        print("|---|---|---|---|---|---|")
+        for b in self.batches:
+            dp0 = self.baseline(b)
+            for mu in (0.9, 0.5):
+                best = self.best_dl(b, mu)[0]
+                if not best or not dp0:
+                    continue
+                cells = []
+                for lr in (best.lr / 2, best.lr, best.lr * 2):
+                    hit = [r for r in self.select(algorithm="diloco", batch=b, seed=0, replicas=1, mu=mu, eta=best.eta,
+                                                  h=best.h, warmup=best.warmup, weight_decay="0.1")
+                           if math.isclose(r.lr, lr)]
+                    cells.append(f"{hit[0].loss:.4f} ({gap(hit[0].loss, dp0.loss):+.2f}%)" if hit else "—")
+                if cells[0] != "—" or cells[2] != "—":
+                    print(f"| {b} | {mu} | {best.eta} | " + " | ".join(cells) + " |")
+        print()
+        m2 = [r for r in runs if r.replicas == 2]
+        if m2:
+            print("### M = 2 (seed 0; the global batch split): loss, gap to data parallel's best, against M = 1's best\n")
+            print("| batch | μ | η | M = 2 loss (gap) | M = 1 best (gap) |")
+            print("|---|---|---|---|---|")
+            for r in sorted(m2, key=lambda r: (r.batch, -r.mu, r.eta)):
+                dp0 = self.baseline(r.batch)
+                one = self.best_dl(r.batch, r.mu)[0]
+                print(f"| {r.batch} | {r.mu} | {r.eta} | {r.loss:.4f} ({gap(r.loss, dp0.loss):+.2f}%) | "
+                      + (f"{one.loss:.4f} ({gap(one.loss, dp0.loss):+.2f}%), η {one.eta}" if one else "—") + " |")
+            print()
+
+    def chart(self, png):
+        points = getattr(self, "gap_points", {})
+        if not points:
+            return
+        with tempfile.TemporaryDirectory() as work:
+            series = []
+            for i, mu in enumerate(sorted(points, reverse=True)):
+                path = os.path.join(work, f"gap{i}.dat")
+                with open(path, "w") as f:
+                    f.writelines(f"{t} {g} {e}\n" for t, g, e in sorted(points[mu]))
+                series.append(f"{chart_style.quote(path)} using 1:2:3 with yerrorlines {chart_style.style(i + 1)} "
+                              f"title {chart_style.quote(f'DiLoCo M=1, outer momentum {mu} (best eta)')}")
+            script = "\n".join([
+                f"set terminal pngcairo size 900,540", f"set output {chart_style.quote(png)}",
+                "set termoption noenhanced", "set grid", "set key font ',9'", "set key top right",
+                "set title 'Gap of tuned DiLoCo M=1 to tuned data parallel at 1.34M tokens (3 seeds, +-2 SE)'",
+                "set logscale x 2", "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05",
+                "set xlabel 'global batch (tokens per step)'", "set ylabel 'gap to data parallel (%)'",
+                "set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2",
+                "plot " + ", ".join(series)])
+            try:
+                subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+            except FileNotFoundError:
+                print("(no chart: gnuplot is not installed; apt-get install gnuplot-nox)")
+                return
+            except subprocess.CalledProcessError as e:
+                sys.exit(f"fidelity_report: gnuplot failed on {png}: {e.stderr}")
+        print(f"Chart: {png}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default="runs", help="the directory holding runs/fidelity-* (default: runs)")
+    parser.add_argument("--chart", default=None, help="write the gap-against-batch chart to this PNG")
+    parser.add_argument("--gpu", action="store_true", help="the map of bench/sweeps/fidelity-gpu.toml instead")
+    args = parser.parse_args()
+    runs = load(args.runs)
+    map_sweep = "fidelity-gpu" if args.gpu else "fidelity-batch"
+    if not any(r.sweep == map_sweep for r in runs):
+        sys.exit(f"fidelity_report: no finished run of bench/sweeps/{map_sweep}.toml in {args.runs}/{map_sweep}; "
+                 f"run `loco sweep bench/sweeps/{map_sweep}.toml` first")
+    report = Report(runs, map_sweep)
+    report.map_table()
+    report.seeds_table()
+    report.outer_steps_table()
+    report.factors_table()
+    if args.chart:
+        report.chart(args.chart)
+
+
+if __name__ == "__main__":
+    main()

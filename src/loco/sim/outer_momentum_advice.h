@@ -1,0 +1,26 @@
+// Advice before a run: outer Nesterov momentum 0.9 (the papers' default) where loco's fidelity study
+// measured DiLoCo losing to data parallel by more than the seed noise (docs/scaling-study.md, "Where DiLoCo
+// loses to data parallel"). The region is the box the study covered, no wider: models up to
+// kLargestMeasuredNonEmbedding non-embedding parameters, global batches up to kLargestMeasuredBatchTokens
+// tokens per step, runs of at most kMostMeasuredOuterSteps outer steps. Outside it loco says nothing: the
+// papers' regime (hundreds of outer steps, large models) is where 0.9 was tuned.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "loco/config/run_config.h"
+
+namespace loco::sim {
+
+inline constexpr double kLargestMeasuredNonEmbedding = 631'792;  // size l of the scaling study
+inline constexpr std::int64_t kLargestMeasuredBatchTokens = 32'768;  // 256 sequences of 128 tokens
+inline constexpr std::int64_t kMostMeasuredOuterSteps = 82;         // batch 32 at H = 4
+inline constexpr double kMeasuredLosingMomentum = 0.9;
+
+// The warning for a completed config (config/load_config.h), or nothing: DiLoCo or Streaming DiLoCo with
+// outer momentum >= 0.9 inside the measured box.
+std::optional<std::string> outer_momentum_warning(const RunConfig& config);
+
+}  // namespace loco::sim
