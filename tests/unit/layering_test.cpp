@@ -31,6 +31,7 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"model", {"util", "io", "config", "data"}},
       {"train", {"util", "io", "config", "data", "model", "comm"}},
       {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},
+      {"pipeline", {"util", "io", "config", "data", "model", "comm", "train"}},
       {"sim", {"util", "config"}},
       {"sweep", {"util", "config", "sim"}},
       {"plugins", {"util", "data"}},
