@@ -174,13 +174,14 @@ TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplicaBitF
 // batches, few outer steps: sim/outer_momentum_advice.h) is said once before training; the run goes on. The
 // small presets' 0.5 is not.
 TEST_F(TrainDistCli, OuterMomentumTheStudyMeasuredLosingIsWarnedAbout) {
-  auto r = train("warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=3",
-                            "diloco.outer_momentum=0.9", "train.steps=6"});
+  // Inside the box: the study's size s (width 48, 2 blocks), 1,024 tokens per step, 6 outer steps.
+  auto r = train("warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=1", "model.hidden_size=48",
+                            "train.batch_size=64", "diloco.outer_momentum=0.9", "train.steps=6"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("loco train: warning: diloco.outer_momentum = 0.9"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("docs/scaling-study.md"), std::string::npos) << r.output;
-  r = train("not-warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=3",
-                           "diloco.outer_momentum=0.5", "train.steps=6"});
+  r = train("not-warned", {"dist.algorithm=diloco", "dist.replicas=1", "diloco.sync_every=1", "model.hidden_size=48",
+                           "train.batch_size=64", "diloco.outer_momentum=0.5", "train.steps=6"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }

@@ -68,6 +68,22 @@ TEST(OuterMomentumAdvice, SilentOutsideTheMeasuredBox) {
   EXPECT_FALSE(outer_momentum_warning(c).has_value());
 
   c = study_cell();
+  c.diloco.sync_every = 66;  // 5 outer steps: the fewest measured
+  EXPECT_TRUE(outer_momentum_warning(c).has_value());
+  c.diloco.sync_every = 100;  // 4
+  EXPECT_FALSE(outer_momentum_warning(c).has_value());
+
+  c = study_cell();
+  c.train.batch_size = 4;  // 512 tokens per step: below the smallest measured batch
+  EXPECT_FALSE(outer_momentum_warning(c).has_value());
+
+  c = study_cell();
+  c.model.hidden_size = 32;  // 25K non-embedding parameters: below size s
+  c.model.intermediate_size = 0;
+  resolve_derived(c);
+  EXPECT_FALSE(outer_momentum_warning(c).has_value());
+
+  c = study_cell();
   c.model.hidden_size = 768;  // a 125M-class width: far larger than any model the study trained
   c.model.num_attention_heads = 12;
   c.model.intermediate_size = 0;
