@@ -90,6 +90,16 @@ def gap(a, b):
     return 100.0 * (a - b) / b
 
 
+def print_table(title, columns, rows):
+    """A markdown table under its heading; nothing when there are no rows."""
+    if not rows:
+        return
+    print(f"### {title}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    print("\n".join(rows) + "\n")
+
+
 def verdict(g, two_se):
     if not math.isfinite(two_se):
         return "one seed"
@@ -281,11 +291,8 @@ class Report:
                     cells.append(f"{hit[0].loss:.4f} ({gap(hit[0].loss, dp0.loss):+.2f}%)" if hit else "—")
                 if cells[0] != "—" or cells[2] != "—":
                     rows.append(f"| {b} | {mu} | {best.eta} | " + " | ".join(cells) + " |")
-        if rows:
-            print("### DiLoCo's own inner lr (seed 0, each batch's best η): loss, gap to data parallel's best\n")
-            print("| batch | μ | η | lr ½× | lr as data parallel | lr 2× |")
-            print("|---|---|---|---|---|---|")
-            print("\n".join(rows) + "\n")
+        print_table("DiLoCo's own inner lr (seed 0, each batch's best η): loss, gap to data parallel's best",
+                    ["batch", "μ", "η", "lr ½×", "lr as data parallel", "lr 2×"], rows)
         m2 = [r for r in runs if r.replicas == 2 and r.algorithm == "diloco"]
         if m2:
             print("### M = 2 (seed 0; the global batch split): loss, gap to data parallel's best, against M = 1's best\n")
@@ -321,24 +328,18 @@ class Report:
                 continue
             rows.append(f"| {b} ({self.tokens(b):,}) | {dp.warmup} of {dp.steps} | {len(seeds)} | {dpm:.4f} ± {dps:.4f} | "
                         f"{dlm:.4f} ± {dls:.4f} | {g:+.2f} ± {two_se:.2f} ({verdict(g, two_se)}) | {g0:+.2f} ± {two_se0:.2f} |")
-        if rows:
-            print("### Warm-up 25% of the steps, 3 seeds: DiLoCo μ = 0.9 (best η) against data parallel, both warmed up alike\n")
-            print("| batch (tokens/step) | warm-up steps | seeds | data parallel | DiLoCo μ 0.9 | gap (%, ± 2 SE) | gap with 5% warm-up |")
-            print("|---|---|---|---|---|---|---|")
-            print("\n".join(rows) + "\n")
+        print_table("Warm-up 25% of the steps, 3 seeds: DiLoCo μ = 0.9 (best η) against data parallel, both warmed up "
+                    "alike", ["batch (tokens/step)", "warm-up steps", "seeds", "data parallel", "DiLoCo μ 0.9",
+                              "gap (%, ± 2 SE)", "gap with 5% warm-up"], rows)
 
     def streaming_table(self):
-        runs = [r for r in self.runs if r.algorithm == "streaming"]
-        if not runs:
-            return
-        print("### Streaming DiLoCo (seed 0): the outer step's μ and η\n")
-        print("| batch | M | fragments, τ, codec | μ | η | loss | gap to data parallel's best |")
-        print("|---|---|---|---|---|---|---|")
-        for r in sorted(runs, key=lambda r: (r.batch, -r.mu, r.eta)):
+        rows = []
+        for r in sorted((r for r in self.runs if r.algorithm == "streaming"), key=lambda r: (r.batch, -r.mu, r.eta)):
             dp0 = self.baseline(r.batch)
-            print(f"| {r.batch} | {r.replicas} | defaults (2, 1, fp4) | {r.mu} | {r.eta} | {r.loss:.4f} | "
-                  f"{gap(r.loss, dp0.loss):+.2f}% |")
-        print()
+            rows.append(f"| {r.batch} | {r.replicas} | defaults (2, 1, fp4) | {r.mu} | {r.eta} | {r.loss:.4f} | "
+                        f"{gap(r.loss, dp0.loss):+.2f}% |")
+        print_table("Streaming DiLoCo (seed 0): the outer step's μ and η",
+                    ["batch", "M", "fragments, τ, codec", "μ", "η", "loss", "gap to data parallel's best"], rows)
 
     def chart(self, png):
         points = getattr(self, "gap_points", {})
