@@ -284,26 +284,28 @@ class Report:
                 if not best or not dp0:
                     continue
                 cells = []
-                for lr in (best.lr / 2, best.lr, best.lr * 2):
+                for lr in (best.lr / 2, best.lr, best.lr * 2, best.lr * 4):
                     hit = [r for r in self.select(algorithm="diloco", batch=b, seed=0, replicas=1, mu=mu, eta=best.eta,
                                                   h=best.h, warmup=best.warmup, weight_decay="0.1")
                            if math.isclose(r.lr, lr)]
                     cells.append(f"{hit[0].loss:.4f} ({gap(hit[0].loss, dp0.loss):+.2f}%)" if hit else "—")
-                if cells[0] != "—" or cells[2] != "—":
+                if cells[0] != "—" or cells[2] != "—" or cells[3] != "—":
                     rows.append(f"| {b} | {mu} | {best.eta} | " + " | ".join(cells) + " |")
         print_table("DiLoCo's own inner lr (seed 0, each batch's best η): loss, gap to data parallel's best",
-                    ["batch", "μ", "η", "lr ½×", "lr as data parallel", "lr 2×"], rows)
-        m2 = [r for r in runs if r.replicas == 2 and r.algorithm == "diloco"]
-        if m2:
-            print("### M = 2 (seed 0; the global batch split): loss, gap to data parallel's best, against M = 1's best\n")
-            print("| batch | μ | η | M = 2 loss (gap) | M = 1 best (gap) |")
-            print("|---|---|---|---|---|")
-            for r in sorted(m2, key=lambda r: (r.batch, -r.mu, r.eta)):
-                dp0 = self.baseline(r.batch)
-                one = self.best_dl(r.batch, r.mu)[0]
-                print(f"| {r.batch} | {r.mu} | {r.eta} | {r.loss:.4f} ({gap(r.loss, dp0.loss):+.2f}%) | "
-                      + (f"{one.loss:.4f} ({gap(one.loss, dp0.loss):+.2f}%), η {one.eta}" if one else "—") + " |")
-            print()
+                    ["batch", "μ", "η", "lr ½×", "lr as data parallel", "lr 2×", "lr 4×"], rows)
+        rows = []
+        for r in sorted((r for r in runs if r.replicas == 2 and r.algorithm == "diloco"),
+                        key=lambda r: (r.batch, -r.mu, r.eta)):
+            dp0 = self.baseline(r.batch)
+            one = self.best_seeded(r.batch, r.mu)
+            g, two_se, seeds, _, _ = self.paired_gap(r, dp0)
+            g1, two_se1, seeds1, _, _ = self.paired_gap(one, dp0) if one else (0, 0, [], 0, 0)
+            rows.append(f"| {r.batch} | {r.mu} | {r.eta} | {r.loss:.4f} ({gap(r.loss, dp0.loss):+.2f}%) | "
+                        + (f"{g:+.2f} ± {two_se:.2f} ({verdict(g, two_se)})" if len(seeds) > 1 else "—") + " | "
+                        + (f"{g1:+.2f} ± {two_se1:.2f}, η {one.eta}" if len(seeds1) > 1 else "—") + " |")
+        print_table("M = 2 (the global batch split): gap to data parallel, against M = 1's best",
+                    ["batch", "μ", "η", "seed 0: loss (gap)", "3 seeds: gap (%, ± 2 SE)", "M = 1, 3 seeds: gap, η"],
+                    rows)
 
     def warmup_seeds_table(self):
         """Warm-up 25% with seeds: the paired gap of mu = 0.9 under it, against the map's 5%."""
