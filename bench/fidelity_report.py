@@ -121,11 +121,21 @@ class Report:
             return all(getattr(r, k) == v for k, v in want.items())
         return [r for r in self.runs if ok(r)]
 
-    def baseline(self, batch, **extra):
-        """Data parallel's best run at this batch among the seed-0 runs of the batch map (or of `extra`)."""
-        pool = self.select(algorithm="none", batch=batch, seed=0, replicas=1, **extra)
-        pool = [r for r in pool if r.sweep == self.map_sweep or extra]
+    def baseline(self, batch):
+        """Data parallel's best run at this batch among the seed-0 runs of the map."""
+        pool = [r for r in self.select(algorithm="none", batch=batch, seed=0, replicas=1) if r.sweep == self.map_sweep]
         return min(pool, key=lambda r: r.loss) if pool else None
+
+    def variant(self, template, weight_decay, warmup_changed):
+        """The run of fidelity-factors.toml that is `template` with one factor changed: weight decay
+        `weight_decay`, and the warm-up changed or kept."""
+        for r in self.runs:
+            if (r.sweep == "fidelity-factors" and r.seed == 0 and r.weight_decay == weight_decay
+                    and (r.algorithm, r.replicas, r.batch, r.lr, r.mu, r.eta, r.h) ==
+                    (template.algorithm, 1, template.batch, template.lr, template.mu, template.eta, template.h)
+                    and (r.warmup != template.warmup) == warmup_changed):
+                return r
+        return None
 
     def best_dl(self, batch, mu):
         """DiLoCo M = 1's best seed-0 run of the map at this batch and mu (every inner lr the map tried), with
@@ -196,28 +206,29 @@ class Report:
             print(f"| {b} ({self.tokens(b):,}) | {dp.steps} | {dp.lr}{lr_edge}, {dp.loss:.4f} | " + " | ".join(cells) + " |")
         print("\n(* the best value lies at the edge of its grid; for μ = 0 the grid's η = 1 is data parallel.)\n")
 
-    def seeds_table(self):
-        print("### Each best cell with 3 seeds: gap to data parallel of the same seeds\n")
-        print("| batch (tokens/step) | setting | seeds | DiLoCo loss, mean ± sd | data parallel, mean ± sd | "
-              "gap (%, ± 2 SE) | against data parallel |")
-        print("|---|---|---|---|---|---|---|")
-        self.gap_points = {}
+    def seeded_cells(self):
+        """(batch, mu, DiLoCo's best seeded run, data parallel's best run, paired_gap) for every cell of the map
+        that was run with more than one seed."""
         for b in self.batches:
             dp = self.baseline(b)
             if not dp:
                 continue
             for mu in MOMENTA:
                 best = self.best_seeded(b, mu)
-                if not best:
-                    continue
-                g, two_se, seeds, (dlm, dls), (dpm, dps) = self.paired_gap(best, dp)
-                if len(seeds) < 2:
-                    continue
-                self.gap_points.setdefault(mu, []).append((self.tokens(b), g, two_se))
-                print(f"| {b} ({self.tokens(b):,}) | μ {mu}, η {best.eta}, H {best.h} ({best.outer_steps()} outer steps) | "
-                      f"{len(seeds)} | {dlm:.4f} ± {dls:.4f} | {dpm:.4f} ± {dps:.4f} | {g:+.2f} ± {two_se:.2f} | "
-                      f"{verdict(g, two_se)} |")
-        print()
+                if best:
+                    paired = self.paired_gap(best, dp)
+                    if len(paired[2]) > 1:
+                        yield b, mu, best, dp, paired
+
+    def seeds_table(self):
+        rows = []
+        for b, mu, best, dp, (g, two_se, seeds, (dlm, dls), (dpm, dps)) in self.seeded_cells():
+            rows.append(f"| {b} ({self.tokens(b):,}) | μ {mu}, η {best.eta}, H {best.h} ({best.outer_steps()} outer "
+                        f"steps) | {len(seeds)} | {dlm:.4f} ± {dls:.4f} | {dpm:.4f} ± {dps:.4f} | {g:+.2f} ± "
+                        f"{two_se:.2f} | {verdict(g, two_se)} |")
+        print_table("Each best cell with 3 seeds: gap to data parallel of the same seeds",
+                    ["batch (tokens/step)", "setting", "seeds", "DiLoCo loss, mean ± sd", "data parallel, mean ± sd",
+                     "gap (%, ± 2 SE)", "against data parallel"], rows)
 
     def outer_steps_table(self):
         runs = [r for r in self.runs if r.sweep == "fidelity-outer-steps"]
@@ -227,10 +238,7 @@ class Report:
         dp = self.baseline(b)
         same = [r for r in self.select(algorithm="diloco", batch=b, seed=0, replicas=1, lr=runs[0].lr)
                 if r.sweep in ("fidelity-batch", "fidelity-outer-steps") and r.weight_decay == "0.1"]
-        print(f"### More outer steps at one batch ({b} sequences, {self.tokens(b):,} tokens per step, seed 0; "
-              f"data parallel {dp.loss:.4f})\n")
-        print("| μ | η | H = 30 (11 outer steps) | H = 10 (33) | H = 4 (82) |")
-        print("|---|---|---|---|---|")
+        rows = []
         for mu in (0.9, 0.5, 0.0):
             for eta in sorted({r.eta for r in same if r.mu == mu}):
                 cells = []
@@ -238,44 +246,34 @@ class Report:
                     hit = [r for r in same if r.mu == mu and r.eta == eta and r.h == h]
                     cells.append(f"{hit[0].loss:.4f} ({gap(hit[0].loss, dp.loss):+.2f}%)" if hit else "—")
                 if any(c != "—" for c in cells[1:]):
-                    print(f"| {mu} | {eta} | " + " | ".join(cells) + " |")
-        print()
+                    rows.append(f"| {mu} | {eta} | " + " | ".join(cells) + " |")
+        print_table(f"More outer steps at one batch ({b} sequences, {self.tokens(b):,} tokens per step, seed 0; "
+                    f"data parallel {dp.loss:.4f})", ["μ", "η", "H = 30 (11 outer steps)", "H = 10 (33)", "H = 4 (82)"],
+                    rows)
 
     def factors_table(self):
         runs = [r for r in self.runs if r.sweep == "fidelity-factors"]
-        if not runs:
-            return
-        print("### One factor at a time (seed 0): loss, and the gap to data parallel under the same factor\n")
-        print("| batch | factor | data parallel | DiLoCo μ 0.9 (gap) | DiLoCo μ 0.5 (gap) | baseline gaps μ 0.9, μ 0.5 |")
-        print("|---|---|---|---|---|---|")
+        rows = []
         for b in self.batches:
             dp0 = self.baseline(b)
             if not dp0:
                 continue
             base = {mu: self.best_dl(b, mu)[0] for mu in (0.9, 0.5)}
             base_gaps = ", ".join(f"{gap(base[mu].loss, dp0.loss):+.2f}%" if base[mu] else "—" for mu in (0.9, 0.5))
-            for factor, changes in (("weight decay 1/T", {"weight_decay": "1/T"}),
-                                    ("warm-up 25%", {"warmup": None})):
-                def find(template):
-                    for r in runs:
-                        if (r.algorithm, r.replicas, r.batch, r.lr, r.mu, r.eta, r.h) != (
-                                template.algorithm, 1, b, template.lr, template.mu, template.eta, template.h):
-                            continue
-                        if "weight_decay" in changes and r.weight_decay == "1/T" and r.warmup == template.warmup:
-                            return r
-                        if "warmup" in changes and r.weight_decay == "0.1" and r.warmup != template.warmup:
-                            return r
-                    return None
-                dp = find(dp0)
+            for factor, weight_decay, warmup_changed in (("weight decay 1/T", "1/T", False),
+                                                         ("warm-up 25%", "0.1", True)):
+                dp = self.variant(dp0, weight_decay, warmup_changed)
                 if not dp:
                     continue
                 cells = []
                 for mu in (0.9, 0.5):
-                    r = find(base[mu]) if base[mu] else None
+                    r = self.variant(base[mu], weight_decay, warmup_changed) if base[mu] else None
                     cells.append(f"{r.loss:.4f} ({gap(r.loss, dp.loss):+.2f}%)" if r else "—")
-                print(f"| {b} | {factor} | {dp.loss:.4f} ({gap(dp.loss, dp0.loss):+.2f}% vs 0.1 / 5%) | "
-                      + " | ".join(cells) + f" | {base_gaps} |")
-        print()
+                rows.append(f"| {b} | {factor} | {dp.loss:.4f} ({gap(dp.loss, dp0.loss):+.2f}% vs 0.1 / 5%) | "
+                            + " | ".join(cells) + f" | {base_gaps} |")
+        print_table("One factor at a time (seed 0): loss, and the gap to data parallel under the same factor",
+                    ["batch", "factor", "data parallel", "DiLoCo μ 0.9 (gap)", "DiLoCo μ 0.5 (gap)",
+                     "baseline gaps μ 0.9, μ 0.5"], rows)
         rows = []
         for b in self.batches:
             dp0 = self.baseline(b)
@@ -315,13 +313,7 @@ class Report:
             best = self.best_seeded(b, 0.9)
             if not dp0 or not best:
                 continue
-            def warm(template):
-                hits = [r for r in self.runs if r.seed == 0 and r.sweep == "fidelity-factors"
-                        and (r.algorithm, r.replicas, r.batch, r.lr, r.mu, r.eta, r.h, r.weight_decay) ==
-                        (template.algorithm, 1, b, template.lr, template.mu, template.eta, template.h, "0.1")
-                        and r.warmup != template.warmup]
-                return hits[0] if hits else None
-            dp, dl = warm(dp0), warm(best)
+            dp, dl = self.variant(dp0, "0.1", True), self.variant(best, "0.1", True)
             if not dp or not dl:
                 continue
             g, two_se, seeds, (dlm, dls), (dpm, dps) = self.paired_gap(dl, dp)
@@ -344,7 +336,9 @@ class Report:
                     ["batch", "M", "fragments, τ, codec", "μ", "η", "loss", "gap to data parallel's best"], rows)
 
     def chart(self, png):
-        points = getattr(self, "gap_points", {})
+        points = {}
+        for b, mu, _, _, (g, two_se, _, _, _) in self.seeded_cells():
+            points.setdefault(mu, []).append((self.tokens(b), g, two_se))
         if not points:
             return
         with tempfile.TemporaryDirectory() as work:
