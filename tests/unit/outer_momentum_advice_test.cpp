@@ -36,9 +36,18 @@ TEST(OuterMomentumAdvice, WarnsInsideTheMeasuredBoxNamingTheKeyAndTheEvidence) {
   EXPECT_NE(warning->find("4096 tokens per step, 11 outer steps and 55536 non-embedding"), std::string::npos) << *warning;
   EXPECT_NE(warning->find("docs/scaling-study.md"), std::string::npos) << *warning;
   EXPECT_NE(warning->find("--set diloco.outer_momentum=0.5"), std::string::npos) << *warning;
-  const auto streaming = outer_momentum_warning(study_cell("streaming"));
-  ASSERT_TRUE(streaming.has_value());
-  EXPECT_NE(streaming->find("streaming.outer_momentum = 0.9"), std::string::npos) << *streaming;
+  // Streaming DiLoCo is judged by its own section's momentum and H, not DiLoCo's.
+  RunConfig streaming = study_cell("streaming");
+  streaming.diloco.outer_momentum = 0.5;
+  streaming.diloco.sync_every = 1;
+  const auto warned = outer_momentum_warning(streaming);
+  ASSERT_TRUE(warned.has_value());
+  EXPECT_NE(warned->find("streaming.outer_momentum = 0.9 (outer_lr 0.4) with 4096 tokens per step, 11 outer steps"),
+            std::string::npos)
+      << *warned;
+  streaming.streaming.outer_momentum = 0.5;
+  streaming.diloco.outer_momentum = 0.9;
+  EXPECT_FALSE(outer_momentum_warning(streaming).has_value());
 }
 
 TEST(OuterMomentumAdvice, SilentForOtherMomentaAndAlgorithms) {

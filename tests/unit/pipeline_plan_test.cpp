@@ -97,6 +97,7 @@ TEST(PipelinePartition, AUsersSplitIsReadAndCheckedAgainstTheLayersAndStages) {
       ADD_FAILURE() << "'" << bad << "' was accepted";
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("pipeline.partition"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("e.g. '4,4,3,3'"), std::string::npos) << e.what();  // a split that fits
     }
   }
 }

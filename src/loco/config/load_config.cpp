@@ -32,6 +32,17 @@ const ConfigKey& require_key(const std::string& section, const std::string& name
       where, suggest_config_key(dotted)));
 }
 
+// A float as a config writes it: the whole text a number, no leading blank, finite. Otherwise throws
+// bad("a number") or bad("a finite number"), bad giving the ConfigError that names the key.
+template <typename Bad>
+double parse_float_text(const std::string& text, const Bad& bad) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) throw bad("a number");
+  if (!std::isfinite(value)) throw bad("a finite number");
+  return value;
+}
+
 // Note "one-number-parser": a number for a config key is read from its text, whether the text comes from
 // `--set` or from a TOML file (the literal as written, underscores between digits removed), so the same
 // value is refused the same way everywhere: toml11 itself turns 1e999 into inf and saturates
@@ -60,13 +71,8 @@ ConfigValue parse_text_value(const ConfigKey& key, const std::string& text, cons
       if (errno == ERANGE) throw bad("an integer of at most 64 bits");
       return static_cast<std::int64_t>(v);
     }
-    case 1: {  // float
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) throw bad("a number");
-      if (!std::isfinite(v)) throw bad("a finite number");
-      return v;
-    }
+    case 1:  // float
+      return parse_float_text(text, bad);
     case 2:  // boolean
       if (text == "true") return true;
       if (text == "false") return false;
@@ -266,15 +272,13 @@ void validate_finite(const RunConfig& c) {
 // scaling-law recipe sets it (docs/algorithm-reference.md §3). AdamW multiplies it by the lr, as PyTorch does.
 double resolve_weight_decay(const std::string& text, std::int64_t steps) {
   if (text == "1/T") return steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;  // steps <= 0 is rejected later
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) {
-    reject(fmt::format("optim.weight_decay '{}' is neither a number nor 1/T; give it like optim.weight_decay = 0.1, "
-                       "or optim.weight_decay = \"1/T\" for one over the run's optimizer steps",
-                       text));
-  }
-  if (!std::isfinite(value)) reject(fmt::format("optim.weight_decay '{}' is not a finite number", text));
-  if (value < 0) reject(fmt::format("optim.weight_decay ({}) must be 0 or positive", text));
+  const auto bad = [&](const char* expected) {
+    return ConfigError(fmt::format("optim.weight_decay '{}' is not {}; give it like optim.weight_decay = 0.1, or "
+                                   "optim.weight_decay = \"1/T\" for one over the run's optimizer steps",
+                                   text, expected));
+  };
+  const double value = parse_float_text(text, bad);
+  if (value < 0) throw bad("0 or positive");
   return value;
 }
 
