@@ -57,7 +57,7 @@ TEST(UsageCli, HelpShowsAnExampleAndExitsZero) {
   EXPECT_NE(r.output.find("Example: loco generate --checkpoint"), std::string::npos) << r.output;
   const auto config = run_loco({"train", "--help-config"});
   EXPECT_EQ(config.exit_code, 0) << config.output;
-  EXPECT_NE(config.output.find("[localsgd] [sparseloco] [comm]"), std::string::npos) << config.output;
+  EXPECT_NE(config.output.find("[sparseloco] [pipeline] [comm]"), std::string::npos) << config.output;
   EXPECT_NE(config.output.find("streaming (Streaming DiLoCo"), std::string::npos) << config.output;
 }
 

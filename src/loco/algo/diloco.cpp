@@ -75,7 +75,7 @@ std::string Diloco::describe() const {
 
 void Diloco::attach(Llama& model, const FlatParameters& parameters) {
   if (settings_.streaming) {
-    fragments_ = block_fragments(parameters, static_cast<std::int64_t>(model->model->layers->size()),
+    fragments_ = block_fragments(parameters, model->config().num_hidden_layers,
                                  settings_.fragments, settings_.strided, settings_.embeddings_fragment);
   } else {
     fragments_.push_back(whole_model(parameters));

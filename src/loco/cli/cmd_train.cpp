@@ -65,7 +65,7 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
     throw ConfigError(fmt::format(
         "dist.backend = \"{}\" runs one replica per process, but RANK/WORLD_SIZE are not set. Start the replicas "
         "with `loco launch --nproc {} -- train …` (or torchrun/srun), or use dist.backend = \"local\"",
-        config.dist.backend, config.dist.replicas));
+        config.dist.backend, config.dist.replicas * config.dist.stages));
   }
   return *environment;
 }

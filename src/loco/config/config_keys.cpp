@@ -47,6 +47,7 @@ std::vector<ConfigKey> make_keys() {
   using N = NolocoConfig;
   using L = LocalsgdConfig;
   using Sp = SparselocoConfig;
+  using P = PipelineConfig;
   using C = CommConfig;
   return {
       bind("model", "vocab_size", &R::model, &M::vocab_size, "vocabulary size; 0 takes it from the data"),
@@ -99,13 +100,16 @@ std::vector<ConfigKey> make_keys() {
       bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: chosen from the device (1 on the CPU, where OpenBLAS has its own pool; every core with CUDA)"),
       bind("dist", "algorithm", &R::dist, &Dist::algorithm, "how replicas cooperate", algorithm_choices()),
       bind("dist", "replicas", &R::dist, &Dist::replicas,
-           "replicas M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl"),
+           "replicas M; 0: 1 with backend local, WORLD_SIZE (over dist.stages) with gloo/nccl"),
       bind("dist", "backend", &R::dist, &Dist::backend, "how replicas are connected",
            {{"local", "replicas as threads of this process"},
             {"gloo", "one rank per process, see loco launch"},
             {"nccl", "one rank per process and GPU"}}),
       bind("dist", "batch", &R::dist, &Dist::batch, "what train.batch_size counts",
            {{"split", "the global batch, divided among replicas"}, {"per_replica", "each replica's batch"}}),
+      bind("dist", "stages", &R::dist, &Dist::stages,
+           "S: pipeline stages per replica, each a process (a thread with backend local) holding a block of "
+           "layers (docs/pipeline.md); 1: none"),
       bind("dist", "check_sync", &R::dist, &Dist::check_sync,
            "debug: compare a hash of the global parameters across replicas after every outer step"),
       bind("dist", "elastic", &R::dist, &Dist::elastic,
@@ -172,6 +176,15 @@ std::vector<ConfigKey> make_keys() {
       bind("sparseloco", "average", &R::sparseloco, &Sp::average, "what a coordinate's values are averaged over",
            {{"contributors", "the replicas that sent it (the reference code's)"},
             {"replicas", "every replica, 0 for one that did not send it"}}),
+      bind("pipeline", "schedule", &R::pipeline, &P::schedule,
+           "order of a stage's forward and backward passes over the micro-batches of train.micro_batch_size",
+           {{"1f1b", "one forward, one backward: stage s holds at most S - s micro-batches' activations"},
+            {"fill-drain", "GPipe: every forward, then every backward"}}),
+      bind("pipeline", "partition", &R::pipeline, &P::partition,
+           "decoder layers per stage: balanced (by parameters, embedding and head counted on the end stages) or "
+           "a list such as \"3,4,4,3\""),
+      bind("pipeline", "codec", &R::pipeline, &P::codec, "codec of the activations and gradients between stages",
+           codec_choices()),
       bind("comm", "codec", &R::comm, &C::codec, "codec of diloco/localsgd exchanges", codec_choices()),
       bind("comm", "block_size", &R::comm, &C::block_size, "values per scale of the quantised codecs"),
       bind("comm", "bandwidth_mbps", &R::comm, &C::bandwidth_mbps,

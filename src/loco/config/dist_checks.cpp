@@ -45,12 +45,32 @@ void check_elastic_run(const RunConfig& c) {
   }
 }
 
+// Note "pipeline-stages" (docs/pipeline.md): what a replica split into stages needs so far. The layers per
+// stage (pipeline.partition) are checked where the vocabulary is known (pipeline/partition.h).
+void check_pipeline_run(const RunConfig& c) {
+  const DistConfig& d = c.dist;
+  if (d.stages > c.model.num_hidden_layers) {
+    reject(fmt::format("dist.stages ({}) is more than model.num_hidden_layers ({}): each stage holds at least one "
+                       "decoder layer; lower dist.stages or add layers",
+                       d.stages, c.model.num_hidden_layers));
+  }
+  if (d.elastic) {
+    reject("dist.stages > 1 with dist.elastic = true is not built yet: a pipeline replica's stages cannot join "
+           "and leave a quorum together; set dist.elastic = false or dist.stages = 1");
+  }
+  if (d.algorithm == "streaming") {
+    reject("dist.stages > 1 with dist.algorithm = \"streaming\" is not built yet (its fragments span the stages); "
+           "use diloco, localsgd, sparseloco, noloco or ddp across pipeline replicas");
+  }
+}
+
 }  // namespace
 
 void check_dist_section(const RunConfig& c) {
   const DistConfig& d = c.dist;
   const Algorithm algorithm = algorithm_named(d.algorithm);
   if (d.replicas < 1) reject(fmt::format("dist.replicas ({}) must be at least 1", d.replicas));
+  if (d.stages < 1) reject(fmt::format("dist.stages ({}) must be at least 1 (1: no pipeline)", d.stages));
   // Ranks are ints in c10d, and every replica is a thread or a process: far below this.
   constexpr std::int64_t kMaxReplicas = 1 << 16;
   if (d.replicas > kMaxReplicas) {
@@ -85,6 +105,7 @@ void check_dist_section(const RunConfig& c) {
       reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd, streaming or sparseloco");
     }
   }
+  if (d.stages > 1) check_pipeline_run(c);
   if (d.elastic) check_elastic_run(c);
   if (!d.churn.empty()) {
     if (!d.elastic) {

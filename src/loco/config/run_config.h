@@ -71,6 +71,7 @@ struct DistConfig {
   std::int64_t replicas = 0;       // M; 0: 1 with backend local, WORLD_SIZE with gloo/nccl
   std::string backend = "local";   // local (M threads in this process) | gloo | nccl
   std::string batch = "split";     // split: train.batch_size is the global batch | per_replica
+  std::int64_t stages = 1;         // S: pipeline stages (processes) per replica (docs/pipeline.md); 1: none
   bool check_sync = false;         // hash the global parameters on every replica after each outer step
   bool elastic = false;            // members join and leave through a coordinator (docs/fault-tolerance.md)
   std::string churn;               // elastic + local: simulated faults (config/churn_schedule.h); "": none
@@ -131,6 +132,14 @@ struct SparselocoConfig {
   std::string average = "contributors";  // contributors (of each coordinate) | replicas
 };
 
+// How a replica of dist.stages > 1 stages runs (docs/pipeline.md). Its micro-batches are the
+// accumulation steps of train.micro_batch_size.
+struct PipelineConfig {
+  std::string schedule = "1f1b";       // 1f1b | fill-drain (pipeline/schedule.h)
+  std::string partition = "balanced";  // balanced (by parameters) | layers per stage, e.g. "3,4,4,3"
+  std::string codec = "fp32";          // activations and their gradients between stages (comm/codecs)
+};
+
 struct CommConfig {
   std::string codec = "fp32";      // codec of diloco/localsgd exchanges (streaming has its own)
   std::int64_t block_size = 128;   // values per scale block of the quantised codecs
@@ -171,6 +180,7 @@ struct RunConfig {
   NolocoConfig noloco;
   LocalsgdConfig localsgd;
   SparselocoConfig sparseloco;
+  PipelineConfig pipeline;
   CommConfig comm;
 
   // Sequences one replica trains on per step, and all replicas together (dist.batch).

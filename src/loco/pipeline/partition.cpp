@@ -83,4 +83,17 @@ std::vector<StageLayers> parse_partition(const std::string& text, int layers, in
   return split;
 }
 
+std::vector<StageLayers> model_partition(const ModelConfig& m, int stages, const std::string& partition) {
+  const int layers = static_cast<int>(m.num_hidden_layers);
+  if (partition != "balanced") return parse_partition(partition, layers, stages);
+  const double hidden = static_cast<double>(m.hidden_size);
+  const double kv_width = static_cast<double>(m.num_key_value_heads * m.head_dim());
+  // q and o (C x C), k and v (C x kv width), gate, up and down (C x I), two norms.
+  const double layer = 2 * hidden * hidden + 2 * hidden * kv_width +
+                       3 * hidden * static_cast<double>(m.intermediate_size) + 2 * hidden;
+  const double embedding = static_cast<double>(m.vocab_size) * hidden;
+  return balanced_partition(std::vector<double>(static_cast<std::size_t>(layers), layer), stages, embedding,
+                            embedding + hidden);
+}
+
 }  // namespace loco::pipeline

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "loco/config/run_config.h"
+
 namespace loco::pipeline {
 
 struct StageLayers {
@@ -25,5 +27,11 @@ std::vector<StageLayers> balanced_partition(const std::vector<double>& layer_cos
 // A split as a user writes it: layers per stage, "3,4,4,3". ConfigError naming the key and the fix when the
 // counts are not `stages` whole numbers ≥ 1 that add up to `layers`.
 std::vector<StageLayers> parse_partition(const std::string& text, int layers, int stages);
+
+// The split of a resolved model (vocabulary known) into `stages` that pipeline.partition asks for:
+// "balanced" balances parameters (what each stage's memory holds: weights, gradients and AdamW's moments),
+// the embedding counted on the first stage, the final norm and head (or the tied copy of the embedding)
+// on the last; any other text is a list for parse_partition.
+std::vector<StageLayers> model_partition(const ModelConfig& model, int stages, const std::string& partition);
 
 }  // namespace loco::pipeline

@@ -21,8 +21,37 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
   return options;
 }
 
+namespace {
+
+// dist.replicas pipelines of dist.stages stages, each stage a thread (docs/pipeline.md): replica 0's
+// first stage's summary (its loss is the pipeline's, its evaluation the whole model's).
+TrainSummary train_local_pipelines(const TrainOptions& options) {
+  const RunConfig& config = options.config;
+  const int replicas = static_cast<int>(config.dist.replicas);
+  const int stages = static_cast<int>(config.dist.stages);
+  limit_blas_threads(config.train.threads);  // note "blas-pool"
+  comm::GroupOptions pipeline_options;
+  pipeline_options.timeout = group_options(config.comm, replicas).timeout;
+  TrainSummary summary;
+  const bool connected = algorithm_named(config.dist.algorithm) != Algorithm::none;
+  comm::run_local_pipelines(
+      replicas, stages,
+      [&](comm::Group& pipeline, comm::Group& stage) {
+        TrainOptions mine = options;
+        mine.pipeline = &pipeline;
+        mine.group = connected ? &stage : nullptr;
+        const TrainSummary s = Trainer(mine).run();
+        if (pipeline.rank() == 0 && stage.rank() == 0) summary = s;
+      },
+      pipeline_options, group_options(config.comm, replicas));
+  return summary;
+}
+
+}  // namespace
+
 TrainSummary train_local_replicas(const TrainOptions& options) {
   fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+  if (options.config.dist.stages > 1) return train_local_pipelines(options);
   const int replicas = static_cast<int>(options.config.dist.replicas);
   if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return Trainer(options).run();
   if (replicas > 1) limit_blas_threads(options.config.train.threads);  // note "blas-pool"
@@ -39,9 +68,32 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
   return summary;
 }
 
+namespace {
+
+// The rounds of every exchange are collectives: ranks that cut them differently would wait for each other
+// until the timeout (note "paced-exchange"). Asked of every rank of `everyone` about its replicas' `group`.
+void require_same_rounds(comm::Group& everyone, const comm::Group& group) {
+  const std::int64_t round_bytes = group.round_bytes_per_peer(group.size());
+  if (const auto differing = everyone.ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
+    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
+                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
+                                  round_bytes, fmt::join(differing, ", ")));
+  }
+}
+
+}  // namespace
+
 std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment) {
   const RunConfig& config = options.config;
-  if (environment.world_size != config.dist.replicas) {
+  const std::int64_t stages = config.dist.stages;
+  if (environment.world_size != config.dist.replicas * stages) {
+    if (stages > 1) {
+      throw ConfigError(fmt::format(
+          "dist.replicas ({}) pipelines of dist.stages ({}) stages are {} ranks, but WORLD_SIZE is {}: start "
+          "`loco launch --nproc {}`, or set dist.replicas = 0 to take WORLD_SIZE / dist.stages",
+          config.dist.replicas, stages, config.dist.replicas * stages, environment.world_size,
+          config.dist.replicas * stages));
+    }
     throw ConfigError(fmt::format("dist.replicas is {} but WORLD_SIZE is {}; set dist.replicas = 0 to take it from "
                                   "the launcher",
                                   config.dist.replicas, environment.world_size));
@@ -50,16 +102,22 @@ std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnv
   // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
   if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
-  const auto group = comm::connect_from_environment(environment, config.dist.backend,
-                                                    group_options(config.comm, environment.world_size), timeout);
-  // The rounds of every exchange are collectives: ranks that cut them differently would wait for each
-  // other until the timeout (note "paced-exchange").
-  const std::int64_t round_bytes = group->round_bytes_per_peer(group->size());
-  if (const auto differing = group->ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
-    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
-                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
-                                  round_bytes, fmt::join(differing, ", ")));
+  const comm::GroupOptions replica_options = group_options(config.comm, static_cast<int>(config.dist.replicas));
+  if (stages > 1) {
+    comm::GroupOptions pipeline_options;
+    pipeline_options.timeout = replica_options.timeout;
+    const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,
+                                                                static_cast<int>(stages), pipeline_options,
+                                                                replica_options, timeout);
+    require_same_rounds(*groups.world, *groups.stage);
+    options.pipeline = groups.pipeline.get();
+    if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();
+    const TrainSummary summary = Trainer(options).run();
+    if (environment.rank == 0) return summary;
+    return std::nullopt;
   }
+  const auto group = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
+  require_same_rounds(*group, *group);
   options.group = group.get();
   const TrainSummary summary = Trainer(options).run();
   if (group->rank() == 0) return summary;

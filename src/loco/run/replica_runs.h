@@ -20,7 +20,8 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas);
 TrainSummary train_local_replicas(const TrainOptions& options);
 
 // This process as rank RANK of WORLD_SIZE (note "replica-directories"): rank 0's summary, nullopt on the
-// other ranks. ConfigError when WORLD_SIZE is not dist.replicas, or the ranks would pace their exchanges
+// other ranks. With dist.stages = S > 1 rank r is stage r mod S of replica r / S (docs/pipeline.md).
+// ConfigError when WORLD_SIZE is not dist.replicas · dist.stages, or the ranks would pace their exchanges
 // in rounds of different sizes.
 std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment);
 

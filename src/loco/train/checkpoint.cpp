@@ -1,6 +1,7 @@
 #include "loco/train/checkpoint.h"
 
 #include <fmt/format.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "loco/data/tokenizer.h"
 #include "loco/model/weights.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 
@@ -102,6 +104,52 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
   return final_dir;
 }
 
+namespace {
+
+// Note "stage-directories": stage s > 0's checkpoints lie in REPLICA_DIR/stage_s/checkpoints/step_N; stage
+// 0's counterpart of such a path, or `dir` itself.
+fs::path first_stage_checkpoint(const fs::path& dir) {
+  const fs::path stage_dir = dir.parent_path().parent_path();
+  const std::string name = stage_dir.filename().string();
+  if (name.rfind("stage_", 0) != 0) return dir;
+  return stage_dir.parent_path() / dir.parent_path().filename() / dir.filename();
+}
+
+// A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's
+// checkpoint; the parameters of every other stage's checkpoint of the same step join its own, the tied
+// embedding (held by the first and last stage) once, after checking that both copies are equal.
+void join_stage_parts(LoadedCheckpoint& out) {
+  const std::int64_t stages = out.config.dist.stages;
+  for (int s = 1; s < stages; ++s) {
+    const fs::path dir = stage_checkpoint(out.dir, s);
+    if (!fs::is_directory(dir)) {
+      throw CheckpointError(fmt::format(
+          "{} is stage 0 of a pipeline run of {} stages, but stage {}'s checkpoint ({}) is missing: a pipeline "
+          "run's model is the step_N of every stage. Copy the whole run directory",
+          out.dir.string(), stages, s, dir.string()));
+    }
+    const CheckpointManifest manifest = read_checkpoint_manifest(dir, CheckpointUse::inference);
+    if (manifest.state.step != out.state.step) {
+      throw CheckpointError(fmt::format("{} holds step {}, but stage 0's checkpoint {} holds step {}: the stages' "
+                                        "checkpoints were mixed up. Copy the whole run directory",
+                                        dir.string(), manifest.state.step, out.dir.string(), out.state.step));
+    }
+    SafetensorsContent part = load_safetensors(dir / "model.safetensors");
+    for (auto& [name, tensor] : part.tensors) {
+      const auto held = out.model.tensors.find(name);
+      if (held == out.model.tensors.end()) {
+        out.model.tensors.emplace(name, std::move(tensor));
+      } else if (!torch::equal(held->second, tensor)) {
+        throw CheckpointError(fmt::format("{} and {} hold different values of {}, which the stages keep equal: "
+                                          "one of them was edited. Use another checkpoint",
+                                          out.dir.string(), dir.string(), name));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   CheckpointManifest manifest = read_checkpoint_manifest(dir, use);
   LoadedCheckpoint out;
@@ -112,6 +160,11 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   if (use == CheckpointUse::resume) {
     out.optimizer = load_safetensors(dir / "optimizer.safetensors");
     out.strategy = optional_tensors(dir / "strategy.safetensors");
+  } else if (out.config.dist.stages > 1) {
+    // The model of a pipeline run, whichever stage's checkpoint was named.
+    const fs::path first = first_stage_checkpoint(dir);
+    if (first != dir) return read_checkpoint(first, use);
+    join_stage_parts(out);
   }
   return out;
 }

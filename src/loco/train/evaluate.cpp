@@ -11,8 +11,8 @@
 
 namespace loco {
 
-EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
-                    std::int64_t seq_len, torch::Device device, bool bf16_autocast) {
+EvalResult evaluate_batches(const BatchLoss& batch_loss, const data::TokenDataset& val, std::int64_t batches,
+                            std::int64_t batch_size, std::int64_t seq_len, torch::Device device) {
   torch::NoGradGuard no_grad;
   data::BatchSampler sampler(val, seq_len, /*seed=*/0, /*replica=*/0, /*num_replicas=*/1, /*shuffle=*/false);
   std::int64_t asked = 0;  // batches · batch_size, which a huge --batches would overflow
@@ -24,8 +24,7 @@ EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t ba
     torch::Tensor inputs = torch::empty({b, seq_len}, torch::kInt64);
     torch::Tensor targets = torch::empty({b, seq_len}, torch::kInt64);
     sampler.next_batch(b, inputs.data_ptr<std::int64_t>(), targets.data_ptr<std::int64_t>());
-    compat::CudaBf16Autocast autocast(bf16_autocast);
-    loss_sum += model->loss(inputs.to(device), targets.to(device)).item<double>() * static_cast<double>(b);
+    loss_sum += batch_loss(inputs.to(device), targets.to(device)) * static_cast<double>(b);
     done += b;
   }
   EvalResult result;
@@ -33,6 +32,15 @@ EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t ba
   result.loss = windows > 0 ? loss_sum / static_cast<double>(windows) : std::nan("");
   result.perplexity = std::exp(result.loss);
   return result;
+}
+
+EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
+                    std::int64_t seq_len, torch::Device device, bool bf16_autocast) {
+  const BatchLoss batch_loss = [&](const torch::Tensor& inputs, const torch::Tensor& targets) {
+    compat::CudaBf16Autocast autocast(bf16_autocast);
+    return model->loss(inputs, targets).item<double>();
+  };
+  return evaluate_batches(batch_loss, val, batches, batch_size, seq_len, device);
 }
 
 }  // namespace loco

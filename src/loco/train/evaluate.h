@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "loco/data/token_dataset.h"
 #include "loco/model/llama.h"
@@ -15,8 +16,15 @@ struct EvalResult {
   std::int64_t tokens = 0;
 };
 
-// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens. With
-// `bf16_autocast` (CUDA only) the forward pass runs under bf16 autocast, as training does.
+// The mean loss of one batch: (B, T) token ids and targets on the model's device.
+using BatchLoss = std::function<double(const torch::Tensor& inputs, const torch::Tensor& targets)>;
+
+// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens, a batch at a time.
+EvalResult evaluate_batches(const BatchLoss& batch_loss, const data::TokenDataset& val, std::int64_t batches,
+                            std::int64_t batch_size, std::int64_t seq_len, torch::Device device);
+
+// The same for a whole model. With `bf16_autocast` (CUDA only) the forward pass runs under bf16 autocast,
+// as training does.
 EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
                     std::int64_t seq_len, torch::Device device, bool bf16_autocast = false);
 

@@ -3,6 +3,9 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "loco/model/weights.h"
 #include "loco/util/error.h"
 #include "loco/util/torch_compat.h"
@@ -34,8 +37,19 @@ void InnerOptimizer::set_lr(double lr) {
   for (auto& group : adamw_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-double InnerOptimizer::clip_gradients(double max_norm) {
+double InnerOptimizer::clip_gradients(double max_norm, const std::function<double(double)>& whole_squared_norm) {
   std::vector<torch::Tensor> buffers{flat_.buffer(kDecayed), flat_.buffer(kNotDecayed)};
+  if (whole_squared_norm) {
+    torch::NoGradGuard no_grad;
+    double own = 0;
+    for (const auto& buffer : buffers) own += buffer.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    const double norm = std::sqrt(whole_squared_norm(own));
+    if (max_norm > 0) {
+      const double scale = std::min(max_norm / (norm + 1e-6), 1.0);
+      for (const auto& buffer : buffers) buffer.grad().mul_(scale);
+    }
+    return norm;
+  }
   if (max_norm <= 0) {
     torch::NoGradGuard no_grad;
     return torch::stack({buffers[0].grad().norm(), buffers[1].grad().norm()}).norm().item<double>();

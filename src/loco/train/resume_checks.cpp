@@ -22,6 +22,17 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
           key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key));
     }
   }
+  // Each stage's checkpoint holds its part of the model: the split must be the one it was saved with.
+  const RunConfig& saved = checkpoint.config;
+  if (run.dist.stages != saved.dist.stages ||
+      (saved.dist.stages > 1 && run.pipeline.partition != saved.pipeline.partition)) {
+    throw ConfigError(fmt::format(
+        "checkpoint {} was written by {} pipeline stage(s) (pipeline.partition \"{}\"), but this run has "
+        "dist.stages = {} (\"{}\"): each stage's checkpoint holds its part of the model. Resume with the "
+        "checkpoint's dist.stages and pipeline.partition",
+        checkpoint.dir.string(), saved.dist.stages, saved.pipeline.partition, run.dist.stages,
+        run.pipeline.partition));
+  }
 }
 
 void require_same_tokenizer(const fs::path& data_dir, const LoadedCheckpoint& checkpoint) {

@@ -22,6 +22,16 @@ fs::path replica_checkpoint(const fs::path& checkpoint, int rank) {
   return replica_directory(checkpoints.parent_path(), rank) / checkpoints.filename() / checkpoint.filename();
 }
 
+fs::path stage_directory(const fs::path& replica_dir, int stage) {
+  return stage == 0 ? replica_dir : replica_dir / fmt::format("stage_{}", stage);
+}
+
+fs::path stage_checkpoint(const fs::path& checkpoint, int stage) {
+  if (stage == 0) return checkpoint;
+  const fs::path checkpoints = checkpoint.parent_path();
+  return stage_directory(checkpoints.parent_path(), stage) / checkpoints.filename() / checkpoint.filename();
+}
+
 namespace {
 
 // What `dir` is, when loco made it as a prepared data directory or a checkpoint: told by two files each,

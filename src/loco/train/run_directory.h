@@ -14,6 +14,12 @@ std::filesystem::path replica_directory(const std::filesystem::path& out_dir, in
 // Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
 std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
 
+// Note "stage-directories": stage 0 of a pipeline replica (docs/pipeline.md) writes the replica's directory;
+// stage s > 0 writes the same files, of its part of the model, under REPLICA_DIR/stage_s/.
+std::filesystem::path stage_directory(const std::filesystem::path& replica_dir, int stage);
+// Stage `stage`'s counterpart of stage 0's checkpoint `checkpoint` (REPLICA_DIR/checkpoints/step_N).
+std::filesystem::path stage_checkpoint(const std::filesystem::path& checkpoint, int stage);
+
 // Note "own-directories": loco writes nothing into a prepared data directory or a checkpoint, nor anywhere
 // under one. Throws ConfigError when `dir` (the `what` of the message, e.g. "train.out_dir") is or lies
 // inside one.

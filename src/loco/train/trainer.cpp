@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <mutex>
 
 #include "loco/comm/group.h"
 #include "loco/config/algorithms.h"
@@ -12,6 +11,8 @@
 #include "loco/data/batch_sampler.h"
 #include "loco/data/dataset_meta.h"
 #include "loco/model/weights.h"
+#include "loco/pipeline/partition.h"
+#include "loco/pipeline/stages/stage_runner.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
 #include "loco/train/emulated_clock.h"
@@ -51,16 +52,11 @@ void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std:
   }
 }
 
-// Replicas of one process initialise their models one at a time: torch's default generator is
-// shared, and each must draw the same initial weights from the seed.
-std::mutex model_init_mutex;
-
-Llama initial_model(const RunConfig& config) {
-  // Construction draws from the generator too (libtorch's default initialisation).
-  std::lock_guard<std::mutex> lock(model_init_mutex);
-  torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
-  Llama model(config.model);
-  model->init_weights();
+// The weights a run starts from: each parameter drawn from the seed and its name (Llama::init_weights),
+// so a pipeline stage's part holds what the whole model would.
+Llama initial_model(const RunConfig& config, const ModelPart& part) {
+  Llama model(config.model, part);
+  model->init_weights(static_cast<std::uint64_t>(config.train.seed));
   return model;
 }
 
@@ -75,9 +71,10 @@ struct Trainer::State {
   TrainOptions options;
   RunConfig& config = options.config;
   comm::Group* group = options.group;
-  int rank = group ? group->rank() : 0;
-  bool lead = rank == 0;  // evaluates, shows progress
-  bool quiet = options.quiet || !lead;
+  int rank = group ? group->rank() : 0;  // the replica's
+  int stage = options.pipeline ? options.pipeline->rank() : 0;
+  bool lead = rank == 0;  // evaluates (every stage of replica 0 takes part)
+  bool quiet = options.quiet || !lead || stage != 0;  // shows progress
 
   // set_up
   torch::Device device{torch::kCPU};
@@ -93,6 +90,7 @@ struct Trainer::State {
   std::unique_ptr<Membership> own_membership;  // a static run's (FixedMembership)
   Membership* membership = nullptr;            // options.membership, or own_membership
   std::unique_ptr<Strategy> strategy;
+  std::unique_ptr<pipeline::StageRunner> stage_runner;  // with dist.stages > 1
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
   std::int64_t step = 0, tokens = 0;
@@ -211,18 +209,25 @@ void Trainer::set_up() {
   data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
   if (s.options.resume_from) {
-    s.resumed = read_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank));
+    s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
     require_same_model(config, *s.resumed);
     require_same_data_stream(config, *s.resumed);
     require_same_tokenizer(config.data.dir, *s.resumed);
   }
-  s.out_dir = s.membership->directory(tc.out_dir);
+  s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   if (s.resumed) require_resumable(*s.resumed, s.out_dir, tc.steps);
   write_file_atomic(s.out_dir / "config.toml", to_toml(config));
 
-  s.model = initial_model(config);
+  ModelPart part = ModelPart::whole(config.model);
+  if (s.options.pipeline) {
+    part = pipeline::stage_part(pipeline::model_partition(config.model, s.options.pipeline->size(),
+                                                          config.pipeline.partition),
+                                s.stage);
+  }
+  s.model = initial_model(config, part);
   s.model->to(s.device);
+  if (s.options.pipeline) s.stage_runner = std::make_unique<pipeline::StageRunner>(s.model, *s.options.pipeline, config);
   s.optimizer.emplace(model_parameters(s.model), config.optim);
   // An elastic run's members read one global order of windows, laid out by each quorum (note "elastic-data").
   const DataSlice slice = s.membership->data_slice();
@@ -232,8 +237,9 @@ void Trainer::set_up() {
   // BLAS pool cut to one thread per call (note "blas-pool"), as when replicas share the machine.
   const bool on_one_core = !s.device.is_cuda() && intra_op_threads(tc.threads, s.device) == 1 &&
                            blas_threads_per_call() == 1;
+  const int stages = s.options.pipeline ? s.options.pipeline->size() : 1;
   s.clock.emplace(replica_compute_seconds(s.group, on_one_core,
-                                          config.dist.backend == "local" ? s.replicas() : 1));
+                                          config.dist.backend == "local" ? s.replicas() * stages : 1));
   const ReplicaContext context{s.group,
                                &*s.clock,
                                tc.steps,
@@ -275,10 +281,14 @@ void Trainer::announce() const {
   const State& s = *state_;
   const RunConfig& config = s.config;
   s.say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}) on {} with {} threads",
-                    s.model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
+                    s.stage_runner ? s.stage_runner->whole_model_parameters() : s.model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
                     config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
                     s.device.str(), torch::get_num_threads()));
   s.say(fmt::format("strategy: {}", s.strategy->describe()));
+  if (s.stage_runner) {
+    s.say(fmt::format("pipeline: {} stages per replica; this process is {}", s.stage_runner->stages(),
+                      s.stage_runner->describe()));
+  }
   s.say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per "
                     "replica, dist.batch = {}){}",
                     s.train_data->size(), s.val_data->size(), config.train.steps, config.global_batch(),
@@ -295,7 +305,20 @@ Trainer::StepResult Trainer::train_step() {
   StepResult result;
   s.optimizer->zero_grad();
   const std::int64_t accumulation = config.accumulation_steps();
-  for (std::int64_t m = 0; m < accumulation; ++m) {
+  if (s.stage_runner) {
+    // Fresh tensors per micro-batch: a stage holds several micro-batches' graphs, whose backward reads
+    // the token ids (embedding) and targets (loss) they were built with.
+    const pipeline::StageRunner::NextMicroBatch next = [&] {
+      torch::Tensor inputs = torch::empty_like(s.inputs);
+      torch::Tensor targets = torch::empty_like(s.targets);
+      s.sampler->next_batch(config.train.micro_batch_size, inputs.data_ptr<std::int64_t>(),
+                            targets.data_ptr<std::int64_t>());
+      return std::make_pair(inputs.to(s.device), targets.to(s.device));
+    };
+    result.loss = s.stage_runner->train(static_cast<int>(accumulation), next,
+                                        [&](bool last) { s.strategy->before_backward(last); });
+  }
+  for (std::int64_t m = 0; !s.stage_runner && m < accumulation; ++m) {
     s.sampler->next_batch(config.train.micro_batch_size, s.inputs.data_ptr<std::int64_t>(),
                           s.targets.data_ptr<std::int64_t>());
     torch::Tensor loss;
@@ -319,7 +342,14 @@ Trainer::StepResult Trainer::train_step() {
   // After after_backward: an elastic data parallel member that adopted another's state there has its step.
   result.lr = learning_rate(config.optim, s.step, config.train.steps);
   s.optimizer->set_lr(result.lr);
-  result.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
+  if (s.stage_runner) {
+    // After the replicas' averaging (data parallel's): the sum of averaged copies is the average of sums.
+    s.stage_runner->sum_tied_gradients();
+    result.grad_norm = s.optimizer->clip_gradients(
+        config.optim.grad_clip, [&](double own) { return s.stage_runner->whole_squared_norm(own); });
+  } else {
+    result.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
+  }
   s.optimizer->step();
   ++s.step;
   s.tokens += s.tokens_per_step();
@@ -348,6 +378,7 @@ void Trainer::log(const StepResult& result) {
   // of an exchange cuts the same rounds).
   if (const auto pacing = s.communication->pacing_change(); pacing && s.lead) s.say("comm: " + *pacing);
   s.strategy->add_log_fields(record);
+  if (s.stage_runner) s.stage_runner->add_log_fields(record);
   if (s.evaluation_due()) evaluate_into(record);
   s.metrics->write(record);
   if (s.options.on_metrics) s.options.on_metrics(record);
@@ -369,8 +400,16 @@ void Trainer::evaluate_into(nlohmann::json& record) {
   EmulatedClock::Pause pause(*s.clock);
   s.strategy->with_evaluation_parameters([&] {
     const std::int64_t eval_micro_batches = tc.eval_batches * tc.batch_size / tc.micro_batch_size;
-    s.summary.eval = evaluate(s.model, *s.val_data, eval_micro_batches, tc.micro_batch_size, s.config.data.seq_len,
-                              s.device, s.bf16);
+    if (s.stage_runner) {
+      const BatchLoss through_stages = [&](const torch::Tensor& inputs, const torch::Tensor& targets) {
+        return s.stage_runner->loss(inputs, targets);
+      };
+      s.summary.eval = evaluate_batches(through_stages, *s.val_data, eval_micro_batches, tc.micro_batch_size,
+                                        s.config.data.seq_len, s.device);
+    } else {
+      s.summary.eval = evaluate(s.model, *s.val_data, eval_micro_batches, tc.micro_batch_size, s.config.data.seq_len,
+                                s.device, s.bf16);
+    }
   });
   record["eval_loss"] = s.summary.eval.loss;
   record["eval_perplexity"] = s.summary.eval.perplexity;

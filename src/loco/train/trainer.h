@@ -46,6 +46,9 @@ struct TrainOptions {
   std::optional<std::filesystem::path> resume_from;  // replica 0's checkpoint directory
   bool quiet = false;                              // no progress output (tests)
   comm::Group* group = nullptr;                    // the run's replicas; nullptr: a single replica
+  // With dist.stages > 1 (docs/pipeline.md): this replica's stages, ranked by stage; this process trains
+  // the part of the model its rank holds, and `group` is that stage's group across the replicas.
+  comm::Group* pipeline = nullptr;
   StrategyFactory make_strategy = nullptr;         // empty: a single replica (dist.algorithm = "none")
   // Who takes part in synchronisations (an elastic member's QuorumMembership); nullptr: every replica of
   // `group` (FixedMembership). Must outlive the run.

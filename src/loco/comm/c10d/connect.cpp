@@ -1,13 +1,17 @@
 #include "loco/comm/c10d/connect.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 
 #include "loco/comm/c10d/c10d_group.h"
 
 namespace loco::comm {
 
-std::unique_ptr<Group> connect_from_environment(const RankEnvironment& environment, const std::string& backend,
-                                                const GroupOptions& options, Timeout rendezvous_timeout) {
+namespace {
+
+C10dOptions c10d_options(const RankEnvironment& environment, const std::string& backend, const GroupOptions& options,
+                         Timeout rendezvous_timeout) {
   C10dOptions c10d;
   c10d.backend = backend;
   c10d.rank = environment.rank;
@@ -21,7 +25,36 @@ std::unique_ptr<Group> connect_from_environment(const RankEnvironment& environme
   c10d.rendezvous_timeout = rendezvous_timeout;
   c10d.cuda_device = environment.local_rank;
   c10d.group = options;
-  return make_c10d_group(c10d);
+  return c10d;
+}
+
+}  // namespace
+
+std::unique_ptr<Group> connect_from_environment(const RankEnvironment& environment, const std::string& backend,
+                                                const GroupOptions& options, Timeout rendezvous_timeout) {
+  return make_c10d_group(c10d_options(environment, backend, options, rendezvous_timeout));
+}
+
+PipelineGroups connect_pipeline_from_environment(const RankEnvironment& environment, const std::string& backend,
+                                                 int stages, const GroupOptions& pipeline_options,
+                                                 const GroupOptions& stage_options, Timeout rendezvous_timeout) {
+  PipelineGroups groups;
+  groups.world = connect_from_environment(environment, backend, stage_options, rendezvous_timeout);
+  const int replica = environment.rank / stages;
+  const int stage = environment.rank % stages;
+  C10dOptions pipeline = c10d_options(environment, backend, pipeline_options, rendezvous_timeout);
+  pipeline.rank0_serves_store = false;  // the world group's rank 0 serves it
+  pipeline.store_prefix = fmt::format("pipeline_{}/", replica);
+  pipeline.rank = stage;
+  pipeline.world_size = stages;
+  groups.pipeline = make_c10d_group(pipeline);
+  C10dOptions across = c10d_options(environment, backend, stage_options, rendezvous_timeout);
+  across.rank0_serves_store = false;
+  across.store_prefix = fmt::format("stage_{}/", stage);
+  across.rank = replica;
+  across.world_size = environment.world_size / stages;
+  groups.stage = make_c10d_group(across);
+  return groups;
 }
 
 }  // namespace loco::comm

@@ -223,24 +223,57 @@ std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const Grou
   return groups;
 }
 
-void run_local_replicas(int world_size, const std::function<void(Group&)>& body, const GroupOptions& options) {
-  auto groups = make_local_groups(world_size, options);
+namespace {
+
+// Runs body(i) for i < count, each on its own thread, and waits for all; a body that throws calls
+// leave(i) at once (so that the others get PeerLost rather than wait out their timeouts), and the first
+// exception is rethrown here.
+void run_threads(int count, const std::function<void(int)>& body, const std::function<void(int)>& leave) {
   std::mutex mutex;
   std::exception_ptr first_error;
   std::vector<std::thread> threads;
-  for (auto& group : groups) {
-    threads.emplace_back([&, &group = group] {
+  for (int i = 0; i < count; ++i) {
+    threads.emplace_back([&, i] {
       try {
-        body(*group);
+        body(i);
       } catch (...) {
         std::lock_guard lock(mutex);
         if (!first_error) first_error = std::current_exception();
-        group.reset();
+        leave(i);
       }
     });
   }
   for (auto& thread : threads) thread.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace
+
+void run_local_replicas(int world_size, const std::function<void(Group&)>& body, const GroupOptions& options) {
+  auto groups = make_local_groups(world_size, options);
+  run_threads(
+      world_size, [&](int rank) { body(*groups[static_cast<std::size_t>(rank)]); },
+      [&](int rank) { groups[static_cast<std::size_t>(rank)].reset(); });
+}
+
+void run_local_pipelines(int replicas, int stages, const std::function<void(Group& pipeline, Group& stage)>& body,
+                         const GroupOptions& pipeline_options, const GroupOptions& stage_options) {
+  std::vector<std::vector<std::unique_ptr<Group>>> pipelines, stage_groups;
+  for (int r = 0; r < replicas; ++r) pipelines.push_back(make_local_groups(stages, pipeline_options));
+  for (int s = 0; s < stages; ++s) stage_groups.push_back(make_local_groups(replicas, stage_options));
+  // Thread i is stage i % stages of replica i / stages, as ranks are laid out across processes.
+  auto pipeline_of = [&](int i) -> std::unique_ptr<Group>& {
+    return pipelines[static_cast<std::size_t>(i / stages)][static_cast<std::size_t>(i % stages)];
+  };
+  auto stage_group_of = [&](int i) -> std::unique_ptr<Group>& {
+    return stage_groups[static_cast<std::size_t>(i % stages)][static_cast<std::size_t>(i / stages)];
+  };
+  run_threads(
+      replicas * stages, [&](int i) { body(*pipeline_of(i), *stage_group_of(i)); },
+      [&](int i) {
+        pipeline_of(i).reset();
+        stage_group_of(i).reset();
+      });
 }
 
 }  // namespace loco::comm

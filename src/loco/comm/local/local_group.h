@@ -24,4 +24,12 @@ std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const Grou
 // timeouts); the first exception is rethrown here.
 void run_local_replicas(int world_size, const std::function<void(Group&)>& body, const GroupOptions& options = {});
 
+// `replicas` pipelines of `stages` stages (docs/pipeline.md "Ranks"), each stage a thread in two groups: its
+// pipeline (the stages of its replica, ranked by stage, with `pipeline_options`) and its stage's group (that
+// stage of every replica, ranked by replica, with `stage_options`). Runs body(pipeline, stage_group) on
+// every thread and waits for all; a thread whose body throws leaves both its groups at once and the
+// first exception is rethrown here, as in run_local_replicas.
+void run_local_pipelines(int replicas, int stages, const std::function<void(Group& pipeline, Group& stage)>& body,
+                         const GroupOptions& pipeline_options, const GroupOptions& stage_options);
+
 }  // namespace loco::comm

@@ -1,0 +1,60 @@
+#include "loco/pipeline/stages/activation_link.h"
+
+#include <torch/torch.h>
+
+#include "loco/util/seconds_since.h"
+
+namespace loco::pipeline {
+
+ActivationLink::ActivationLink(comm::Group& pipeline, const std::string& codec, std::int64_t block_size)
+    : group_(pipeline), codec_name_(codec) {
+  if (codec != "fp32") codec_ = comm::make_codec(codec, static_cast<std::size_t>(block_size));
+}
+
+std::int64_t ActivationLink::wire_elements(std::int64_t values) const {
+  return codec_ ? static_cast<std::int64_t>(codec_->encoded_bytes(static_cast<std::size_t>(values))) : values;
+}
+
+void ActivationLink::send(const torch::Tensor& values, int to, Message kind) {
+  torch::Tensor wire;
+  if (codec_) {
+    const torch::Tensor floats = values.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    wire = torch::empty({wire_elements(floats.numel())}, torch::kUInt8);
+    codec_->encode(floats.data_ptr<float>(), static_cast<std::size_t>(floats.numel()), wire.data_ptr<std::uint8_t>());
+  } else {
+    // A copy: the sender's tensor is part of its autograd graph and may be freed or reused.
+    wire = values.detach().to(group_.device(), /*non_blocking=*/false, /*copy=*/true).contiguous();
+  }
+  bytes_sent_ += static_cast<std::uint64_t>(wire.numel() * wire.element_size());
+  sends_.emplace_back(group_.send_async(wire, to, static_cast<int>(kind)), wire);
+}
+
+torch::Tensor ActivationLink::receive(const torch::Tensor& like, int from, Message kind) {
+  return receive(like.sizes(), like.options(), from, kind);
+}
+
+torch::Tensor ActivationLink::receive(c10::IntArrayRef shape, const torch::TensorOptions& options, int from,
+                                      Message kind) {
+  std::int64_t values = 1;
+  for (const auto size : shape) values *= size;
+  const auto waited_from = SteadyClock::now();
+  if (!codec_) {
+    torch::Tensor wire = torch::empty(shape, options.device(group_.device()));
+    group_.recv(wire, from, static_cast<int>(kind));
+    receive_wait_s_ += seconds_since(waited_from);
+    return wire.to(options.device());
+  }
+  torch::Tensor wire = torch::empty({wire_elements(values)}, torch::kUInt8);
+  group_.recv(wire, from, static_cast<int>(kind));
+  receive_wait_s_ += seconds_since(waited_from);
+  torch::Tensor floats = torch::empty(shape, torch::kFloat32);
+  codec_->decode(wire.data_ptr<std::uint8_t>(), static_cast<std::size_t>(values), floats.data_ptr<float>());
+  return floats.to(options);
+}
+
+void ActivationLink::wait_for_sends() {
+  for (auto& [work, tensor] : sends_) work->wait();
+  sends_.clear();
+}
+
+}  // namespace loco::pipeline
