@@ -285,9 +285,10 @@ void Trainer::announce() const {
                     config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
                     s.device.str(), torch::get_num_threads()));
   s.say(fmt::format("strategy: {}", s.strategy->describe()));
-  if (s.stage_runner) {
-    s.say(fmt::format("pipeline: {} stages per replica; this process is {}", s.stage_runner->stages(),
-                      s.stage_runner->describe()));
+  // Every stage of the lead replica says what it holds (a stage's memory is the point of the stages).
+  if (s.stage_runner && s.lead && !s.options.quiet) {
+    fmt::print(stderr, "pipeline: {} stages per replica; this process is {}\n", s.stage_runner->stages(),
+               s.stage_runner->describe());
   }
   s.say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per "
                     "replica, dist.batch = {}){}",
