@@ -476,9 +476,6 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
   expect_error(launch_gloo("pipeline-bad3", 3, {"dist.stages=2", "dist.replicas=2", "dist.algorithm=diloco",
                                                 "train.steps=2"}),
                2, "dist.replicas (2) pipelines of dist.stages (2) stages are 4 ranks, but WORLD_SIZE is 3");
-  expect_error(train("pipeline-bad4", {"dist.stages=2", "dist.algorithm=streaming", "dist.replicas=2",
-                                       "train.steps=2"}),
-               2, "dist.algorithm = \"streaming\" is not built yet");
 }
 
 TEST_F(TrainDistCli, BadSettingsAreClearErrors) {

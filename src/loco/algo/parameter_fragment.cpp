@@ -24,7 +24,8 @@ void ParameterFragment::add(const torch::Tensor& slice, std::vector<std::int64_t
 
 torch::Tensor ParameterFragment::read() const {
   torch::NoGradGuard no_grad;
-  LOCO_CHECK(!slices_.empty(), "fragment {} is empty", name_);
+  // A pipeline stage may hold none of a fragment's blocks (Streaming DiLoCo across pipeline replicas).
+  if (slices_.empty()) return torch::empty({0}, torch::kFloat32);
   torch::Tensor out = torch::empty({numel_}, slices_.front().options().device(torch::kCPU).requires_grad(false));
   std::int64_t offset = 0;
   for (const auto& s : slices_) {

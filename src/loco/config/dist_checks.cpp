@@ -58,10 +58,6 @@ void check_pipeline_run(const RunConfig& c) {
     reject("dist.stages > 1 with dist.elastic = true is not built yet: a pipeline replica's stages cannot join "
            "and leave a quorum together; set dist.elastic = false or dist.stages = 1");
   }
-  if (d.algorithm == "streaming") {
-    reject("dist.stages > 1 with dist.algorithm = \"streaming\" is not built yet (its fragments span the stages); "
-           "use diloco, localsgd, sparseloco, noloco or ddp across pipeline replicas");
-  }
 }
 
 }  // namespace
