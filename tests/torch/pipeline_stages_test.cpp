@@ -1,22 +1,21 @@
 // Pipeline stages (docs/pipeline.md) against one process: a model split into parts computes the whole
 // model's logits, and S = 2, 3, 4 stages as threads train the model one process trains, loss for loss.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
-#include <fmt/format.h>
 
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "loco/algo/make_strategy.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/load_config.h"
 #include "loco/data/token_dataset.h"
 #include "loco/model/weights.h"
 #include "loco/pipeline/partition.h"
 #include "loco/pipeline/stages/stage_runner.h"
-#include "loco/algo/make_strategy.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
 #include "loco/train/run_directory.h"
@@ -128,15 +127,14 @@ TrainSummary train(const RunConfig& config, std::optional<fs::path> resume = std
     if (first) summary = s;
   };
   if (config.dist.stages > 1) {
-    comm::run_local_pipelines(
-        static_cast<int>(config.dist.replicas), static_cast<int>(config.dist.stages),
-        [&](comm::Group& pipeline, comm::Group& stage) {
-          TrainOptions mine = options;
-          mine.pipeline = &pipeline;
-          mine.group = connected ? &stage : nullptr;
-          keep(Trainer(mine).run(), pipeline.rank() == 0 && stage.rank() == 0);
-        },
-        {}, {});
+    comm::run_local_pipelines(static_cast<int>(config.dist.replicas), static_cast<int>(config.dist.stages),
+                              [&](comm::Group& pipeline, comm::Group& stage) {
+                                TrainOptions mine = options;
+                                mine.pipeline = &pipeline;
+                                mine.group = connected ? &stage : nullptr;
+                                keep(Trainer(mine).run(), pipeline.rank() == 0 && stage.rank() == 0);
+                              },
+                              {}, {});
   } else if (connected) {
     comm::run_local_replicas(static_cast<int>(config.dist.replicas), [&](comm::Group& group) {
       TrainOptions mine = options;
@@ -197,8 +195,8 @@ TEST(PipelineStages, TrainTheModelOneProcessTrains) {
 // 4-layer model: stage 0 holds none of fragment 1's blocks (an empty fragment there).
 TEST(PipelineStages, ComposeWithTheAlgorithmsAcrossReplicas) {
   ScratchDir dir;
-  const std::vector<std::pair<std::string, int>> cases = {
-      {"ddp", 2}, {"diloco", 2}, {"streaming", 4}, {"noloco", 2}, {"localsgd", 3}, {"sparseloco", 2}};
+  const std::vector<std::pair<std::string, int>> cases = {{"ddp", 2},    {"diloco", 2},   {"streaming", 4},
+                                                          {"noloco", 2}, {"localsgd", 3}, {"sparseloco", 2}};
   for (const auto& [algorithm, stages] : cases) {
     std::vector<std::vector<double>> losses;
     for (const int s : {1, stages}) {
@@ -218,8 +216,8 @@ TEST(PipelineStages, ComposeWithTheAlgorithmsAcrossReplicas) {
       losses.push_back(step_losses(c));
       // Each replica's last stage wrote its part, and synchronised with the other replica's.
       if (s > 1) {
-        EXPECT_TRUE(fs::exists(stage_directory(replica_directory(c.train.out_dir, 1), s - 1) / "checkpoints" /
-                               "step_20"))
+        EXPECT_TRUE(
+            fs::exists(stage_directory(replica_directory(c.train.out_dir, 1), s - 1) / "checkpoints" / "step_20"))
             << algorithm;
       }
     }
@@ -300,18 +298,18 @@ TEST(PipelineStages, StagesWithDifferentConfigsAreRefused) {
   ScratchDir dir;
   const RunConfig base = pipeline_config(dir.path(), "base", 2, false, "1f1b");
   try {
-    comm::run_local_pipelines(
-        1, 2,
-        [&](comm::Group& pipeline, comm::Group&) {
-          RunConfig mine = base;
-          mine.model.vocab_size = 258;  // the byte vocabulary, as the trainer resolves it from the data
-          if (pipeline.rank() == 1) mine.train.micro_batch_size = 4;
-          resolve_derived(mine);
-          const auto split = pipeline::model_partition(mine.model, 2, "balanced");
-          Llama part(mine.model, pipeline::stage_part(split, pipeline.rank()));
-          pipeline::StageRunner runner(part, pipeline, mine);
-        },
-        {}, {});
+    comm::run_local_pipelines(1, 2,
+                              [&](comm::Group& pipeline, comm::Group&) {
+                                RunConfig mine = base;
+                                mine.model.vocab_size =
+                                    258;  // the byte vocabulary, as the trainer resolves it from the data
+                                if (pipeline.rank() == 1) mine.train.micro_batch_size = 4;
+                                resolve_derived(mine);
+                                const auto split = pipeline::model_partition(mine.model, 2, "balanced");
+                                Llama part(mine.model, pipeline::stage_part(split, pipeline.rank()));
+                                pipeline::StageRunner runner(part, pipeline, mine);
+                              },
+                              {}, {});
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("stage(s) 1 differ from stage 0"), std::string::npos) << e.what();

@@ -324,7 +324,8 @@ void resolve_derived(RunConfig& c, std::int64_t world_size) {
   if (m.max_position_embeddings == 0) m.max_position_embeddings = c.data.seq_len;
   // Pipeline replicas of dist.stages ranks each: WORLD_SIZE / stages of them (train_rank refuses a remainder).
   if (c.dist.replicas == 0) {
-    c.dist.replicas = c.dist.backend == "local" ? 1 : std::max<std::int64_t>(world_size / std::max<std::int64_t>(c.dist.stages, 1), 1);
+    const std::int64_t stages = std::max<std::int64_t>(c.dist.stages, 1);
+    c.dist.replicas = c.dist.backend == "local" ? 1 : std::max<std::int64_t>(world_size / stages, 1);
   }
   TrainConfig& t = c.train;
   if (t.micro_batch_size == 0) t.micro_batch_size = c.replica_batch();

@@ -28,7 +28,9 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 }  // namespace
 
 LayerBlockImpl::LayerBlockImpl(const ModelConfig& config, std::int64_t first, std::int64_t end) {
-  for (std::int64_t i = first; i < end; ++i) layers_.push_back(register_module(std::to_string(i), DecoderLayer(config)));
+  for (std::int64_t i = first; i < end; ++i) {
+    layers_.push_back(register_module(std::to_string(i), DecoderLayer(config)));
+  }
 }
 
 torch::Tensor LayerBlockImpl::forward(torch::Tensor hidden) {

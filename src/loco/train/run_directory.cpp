@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
 #include "loco/train/checkpoint.h"
@@ -12,14 +14,24 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A checkpoint's counterpart in the directory that `mapped` makes of the directory holding its checkpoints/:
+// DIR/checkpoints/step_N → mapped(DIR)/checkpoints/step_N.
+fs::path counterpart(const fs::path& checkpoint, const std::function<fs::path(const fs::path&)>& mapped) {
+  const fs::path checkpoints = checkpoint.parent_path();
+  return mapped(checkpoints.parent_path()) / checkpoints.filename() / checkpoint.filename();
+}
+
+}  // namespace
+
 fs::path replica_directory(const fs::path& out_dir, int rank) {
   return rank == 0 ? out_dir : out_dir / fmt::format("replica_{}", rank);
 }
 
 fs::path replica_checkpoint(const fs::path& checkpoint, int rank) {
   if (rank == 0) return checkpoint;
-  const fs::path checkpoints = checkpoint.parent_path();
-  return replica_directory(checkpoints.parent_path(), rank) / checkpoints.filename() / checkpoint.filename();
+  return counterpart(checkpoint, [rank](const fs::path& dir) { return replica_directory(dir, rank); });
 }
 
 fs::path stage_directory(const fs::path& replica_dir, int stage) {
@@ -28,8 +40,7 @@ fs::path stage_directory(const fs::path& replica_dir, int stage) {
 
 fs::path stage_checkpoint(const fs::path& checkpoint, int stage) {
   if (stage == 0) return checkpoint;
-  const fs::path checkpoints = checkpoint.parent_path();
-  return stage_directory(checkpoints.parent_path(), stage) / checkpoints.filename() / checkpoint.filename();
+  return counterpart(checkpoint, [stage](const fs::path& dir) { return stage_directory(dir, stage); });
 }
 
 namespace {

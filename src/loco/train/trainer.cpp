@@ -227,7 +227,9 @@ void Trainer::set_up() {
   }
   s.model = initial_model(config, part);
   s.model->to(s.device);
-  if (s.options.pipeline) s.stage_runner = std::make_unique<pipeline::StageRunner>(s.model, *s.options.pipeline, config);
+  if (s.options.pipeline) {
+    s.stage_runner = std::make_unique<pipeline::StageRunner>(s.model, *s.options.pipeline, config);
+  }
   s.optimizer.emplace(model_parameters(s.model), config.optim);
   // An elastic run's members read one global order of windows, laid out by each quorum (note "elastic-data").
   const DataSlice slice = s.membership->data_slice();
@@ -281,7 +283,8 @@ void Trainer::announce() const {
   const State& s = *state_;
   const RunConfig& config = s.config;
   s.say(fmt::format("loco train: {} parameters ({} layers, hidden {}, heads {}/{} kv, vocab {}) on {} with {} threads",
-                    s.stage_runner ? s.stage_runner->whole_model_parameters() : s.model->num_parameters(), config.model.num_hidden_layers, config.model.hidden_size,
+                    s.stage_runner ? s.stage_runner->whole_model_parameters() : s.model->num_parameters(),
+                    config.model.num_hidden_layers, config.model.hidden_size,
                     config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
                     s.device.str(), torch::get_num_threads()));
   s.say(fmt::format("strategy: {}", s.strategy->describe()));
@@ -297,30 +300,14 @@ void Trainer::announce() const {
                     s.resumed ? fmt::format(", resuming after step {}", s.step) : ""));
 }
 
-// One optimizer step: micro-batches forward and backward (the strategy around each), clipping, AdamW,
-// then the strategy's after_step (where DiLoCo-style strategies sync).
-Trainer::StepResult Trainer::train_step() {
+// The step's micro-batches forward and backward through the whole model, gradients accumulated; the step's
+// loss (the mean over micro-batches).
+double Trainer::forward_backward() {
   State& s = *state_;
-  const RunConfig& config = s.config;
-  if (s.profiler) s.profiler->before_step(s.step + 1);
-  StepResult result;
-  s.optimizer->zero_grad();
-  const std::int64_t accumulation = config.accumulation_steps();
-  if (s.stage_runner) {
-    // Fresh tensors per micro-batch: a stage holds several micro-batches' graphs, whose backward reads
-    // the token ids (embedding) and targets (loss) they were built with.
-    const pipeline::StageRunner::NextMicroBatch next = [&] {
-      torch::Tensor inputs = torch::empty_like(s.inputs);
-      torch::Tensor targets = torch::empty_like(s.targets);
-      s.sampler->next_batch(config.train.micro_batch_size, inputs.data_ptr<std::int64_t>(),
-                            targets.data_ptr<std::int64_t>());
-      return std::make_pair(inputs.to(s.device), targets.to(s.device));
-    };
-    result.loss = s.stage_runner->train(static_cast<int>(accumulation), next,
-                                        [&](bool last) { s.strategy->before_backward(last); });
-  }
-  for (std::int64_t m = 0; !s.stage_runner && m < accumulation; ++m) {
-    s.sampler->next_batch(config.train.micro_batch_size, s.inputs.data_ptr<std::int64_t>(),
+  const std::int64_t accumulation = s.config.accumulation_steps();
+  double step_loss = 0;
+  for (std::int64_t m = 0; m < accumulation; ++m) {
+    s.sampler->next_batch(s.config.train.micro_batch_size, s.inputs.data_ptr<std::int64_t>(),
                           s.targets.data_ptr<std::int64_t>());
     torch::Tensor loss;
     {
@@ -331,8 +318,36 @@ Trainer::StepResult Trainer::train_step() {
     }
     s.strategy->before_backward(m + 1 == accumulation);
     loss.backward();
-    result.loss += loss.item<double>();
+    step_loss += loss.item<double>();
   }
+  return step_loss;
+}
+
+// The same through this process's stage of a pipeline replica, in the schedule's order (docs/pipeline.md).
+double Trainer::forward_backward_stage() {
+  State& s = *state_;
+  // Fresh tensors per micro-batch: a stage holds several micro-batches' graphs, whose backward reads
+  // the token ids (embedding) and targets (loss) they were built with.
+  const pipeline::StageRunner::NextMicroBatch next = [&] {
+    torch::Tensor inputs = torch::empty_like(s.inputs);
+    torch::Tensor targets = torch::empty_like(s.targets);
+    s.sampler->next_batch(s.config.train.micro_batch_size, inputs.data_ptr<std::int64_t>(),
+                          targets.data_ptr<std::int64_t>());
+    return std::make_pair(inputs.to(s.device), targets.to(s.device));
+  };
+  return s.stage_runner->train(static_cast<int>(s.config.accumulation_steps()), next,
+                               [&](bool last) { s.strategy->before_backward(last); });
+}
+
+// One optimizer step: micro-batches forward and backward (the strategy around each), clipping, AdamW,
+// then the strategy's after_step (where DiLoCo-style strategies sync).
+Trainer::StepResult Trainer::train_step() {
+  State& s = *state_;
+  const RunConfig& config = s.config;
+  if (s.profiler) s.profiler->before_step(s.step + 1);
+  StepResult result;
+  s.optimizer->zero_grad();
+  result.loss = s.stage_runner ? forward_backward_stage() : forward_backward();
   if (!std::isfinite(result.loss)) {
     throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
                             "resume from the last checkpoint in {}/checkpoints",

@@ -82,6 +82,8 @@ class Trainer {
   void restore();
   void announce() const;
   StepResult train_step();
+  double forward_backward();
+  double forward_backward_stage();
   void log(const StepResult& result);
   void evaluate_into(nlohmann::json& record);
   void save();

@@ -48,7 +48,7 @@ class ActivationLink {
 
   comm::Group& group_;
   std::string codec_name_;
-  std::unique_ptr<comm::Codec> codec_;  // null for fp32: the tensor goes as it is
+  std::unique_ptr<comm::Codec> codec_;                             // null for fp32: the tensor goes as it is
   std::vector<std::pair<comm::WorkHandle, torch::Tensor>> sends_;  // in flight, with what they send
   std::uint64_t bytes_sent_ = 0;
   double receive_wait_s_ = 0;

@@ -18,12 +18,13 @@ namespace {
 // the stages evaluate together.
 std::string message_settings(const RunConfig& c, int stages) {
   const ModelConfig& m = c.model;
-  return fmt::format("model {} {} {} {} {} {} {} | seq_len {} | micro_batch {} of {} | steps {} | schedule {} | "
-                     "codec {} {} | stages {} partition {} | eval {} {} {}",
-                     m.vocab_size, m.hidden_size, m.intermediate_size, m.num_hidden_layers, m.num_attention_heads,
-                     m.num_key_value_heads, m.tie_word_embeddings, c.data.seq_len, c.train.micro_batch_size,
-                     c.replica_batch(), c.train.steps, c.pipeline.schedule, c.pipeline.codec, c.comm.block_size,
-                     stages, c.pipeline.partition, c.train.eval_every, c.train.eval_batches, c.train.batch_size);
+  return fmt::format(
+      "model {} {} {} {} {} {} {} | seq_len {} | micro_batch {} of {} | steps {} | schedule {} | "
+      "codec {} {} | stages {} partition {} | eval {} {} {}",
+      m.vocab_size, m.hidden_size, m.intermediate_size, m.num_hidden_layers, m.num_attention_heads,
+      m.num_key_value_heads, m.tie_word_embeddings, c.data.seq_len, c.train.micro_batch_size, c.replica_batch(),
+      c.train.steps, c.pipeline.schedule, c.pipeline.codec, c.comm.block_size, stages, c.pipeline.partition,
+      c.train.eval_every, c.train.eval_batches, c.train.batch_size);
 }
 
 }  // namespace
@@ -41,8 +42,8 @@ StageRunner::StageRunner(Llama part, comm::Group& pipeline, const RunConfig& con
       tied_(config.model.tie_word_embeddings && pipeline.size() > 1),
       bf16_(config.train.autocast == "bf16") {
   const std::string settings = message_settings(config, stages());
-  const auto differing = pipeline_.ranks_differing_from_rank_0(
-      static_cast<std::int64_t>(std::stoull(crc32_hex(settings), nullptr, 16)));
+  const auto differing =
+      pipeline_.ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(settings), nullptr, 16)));
   if (!differing.empty()) {
     throw ConfigError(fmt::format(
         "the stages of a pipeline replica were given different configs: stage(s) {} differ from stage 0 in what "
@@ -51,8 +52,8 @@ StageRunner::StageRunner(Llama part, comm::Group& pipeline, const RunConfig& con
         "settings; this stage has {}). Give every stage the same config",
         fmt::join(differing, ", "), settings));
   }
-  whole_parameters_ = static_cast<std::int64_t>(
-      sum_over_stages(static_cast<double>(part_->num_parameters() - tied_copy_parameters())));
+  whole_parameters_ =
+      static_cast<std::int64_t>(sum_over_stages(static_cast<double>(part_->num_parameters() - tied_copy_parameters())));
 }
 
 std::int64_t StageRunner::tied_copy_parameters() const { return tied_ && last() ? tied_weight().numel() : 0; }
@@ -61,11 +62,12 @@ std::string StageRunner::describe() const {
   const ModelPart& p = part_->part();
   const std::int64_t held = part_->num_parameters();
   const double bytes = static_cast<double>(held) * part_->parameters().front().element_size() * 4;
-  return fmt::format("stage {} of {}: layers {}-{}{}{}, {} of the model's {} parameters ({:.1f} MiB with gradients and "
-                     "AdamW's moments), {} schedule, activations in {}",
-                     stage(), stages(), p.first_layer, p.end_layer - 1, p.takes_tokens ? " + embedding" : "",
-                     p.gives_logits ? " + norm and head" : "", held, whole_parameters_, bytes / (1 << 20),
-                     schedule_name(schedule_), link_.codec_name());
+  return fmt::format(
+      "stage {} of {}: layers {}-{}{}{}, {} of the model's {} parameters ({:.1f} MiB with gradients and "
+      "AdamW's moments), {} schedule, activations in {}",
+      stage(), stages(), p.first_layer, p.end_layer - 1, p.takes_tokens ? " + embedding" : "",
+      p.gives_logits ? " + norm and head" : "", held, whole_parameters_, bytes / (1 << 20), schedule_name(schedule_),
+      link_.codec_name());
 }
 
 torch::Tensor StageRunner::hidden_like(const torch::Tensor& tokens) const {

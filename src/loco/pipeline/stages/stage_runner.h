@@ -14,10 +14,10 @@
 // learns the step's loss from the last.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
@@ -88,7 +88,7 @@ class StageRunner {
   Schedule schedule_;
   ActivationLink link_;
   bool tied_;
-  bool bf16_;  // train.autocast = "bf16": the forward passes under autocast, as the trainer's
+  bool bf16_;                          // train.autocast = "bf16": the forward passes under autocast, as the trainer's
   std::int64_t whole_parameters_ = 0;  // the whole model's, the tied embedding once
   double last_bubble_ = 0;
 };

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Issue 38, pipeline stages over real rate-limited links (scripts/netns_run.sh: a network namespace per rank,
+# tc tbf both ways at RATE): tokens/s, the bubble and the activation bytes of R = 1 pipeline of S = 2 and 4
+# stage processes (Gloo ranks) against the same model trained by one process in the same invocation, and
+# the step time's bounds: one process's step over S (perfect split) stretched by the 1F1B bubble
+# (S - 1)/(m + S - 1), and the busiest stage's activation bytes per step over the link.
+# Needs root. docs/results.md, "Pipeline stages".
+#
+#   sudo bench/pipeline_links.sh [LOCO] [DATA_DIR]      # RATES="1000 100" STAGES="2 4" CODECS="fp32 bf16"
+#
+# The model (hidden 256, 8 layers, 8 heads, 128 tokens, 16 sequences per step in micro-batches of 2: m = 8)
+# has ~8M parameters with the Brown BPE vocabulary. Each rank computes with one thread; on a machine
+# with fewer cores than ranks the stages share cores, which the "cores" line shows and the bound does not
+# know about.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCO=$(realpath "${1:-$ROOT/build/loco}")
+DATA=$(realpath "${2:-$ROOT/data/brown}")
+RATES=${RATES:-"1000 100"}
+STAGES=${STAGES:-"2 4"}
+CODECS=${CODECS:-"fp32 bf16"}
+STEPS=${STEPS:-30}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '' > "$out/empty.toml"
+micro=2
+batch=16
+common=(train --config "$out/empty.toml" --set data.dir="$DATA" --set model.hidden_size=256
+        --set model.num_hidden_layers=8 --set model.num_attention_heads=8 --set data.seq_len=128
+        --set train.batch_size="$batch" --set train.micro_batch_size="$micro" --set train.steps="$STEPS"
+        --set train.eval_every=0 --set train.eval_batches=1 --set train.log_every=1 --set train.threads=1
+        --set optim.warmup_steps=5)
+
+# Median seconds per step over steps 6..N, mean bubble and the activation bytes per step of one stage's run.
+summary() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+times = [b["elapsed_s"] - a["elapsed_s"] for a, b in zip(rows, rows[1:]) if b["step"] > 5]
+bubble = statistics.mean(r.get("pipeline_bubble", 0) for r in rows if r["step"] > 5)
+per_step = rows[-1].get("activation_bytes", 0) / rows[-1]["step"]
+print(f"{statistics.median(times):.4f} {bubble:.3f} {per_step:.0f}")
+PY
+}
+
+echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); loco $LOCO"
+"$LOCO" "${common[@]}" --set train.out_dir="$out/one" >"$out/one.log" 2>&1
+read -r one_s _ _ <<<"$(summary "$out/one")"
+params=$(grep -o 'loco train: [0-9]* parameters' "$out/one.log" | grep -o '[0-9][0-9]*' | head -1)
+tokens=$((batch * 128))
+echo "model: $params parameters, $tokens tokens per step, m = $((batch / micro)) micro-batches"
+printf '| run | link | codec | s/step | tokens/s | x one process | bubble (stages) | activation MB/step (stage 0) | bound: compute+bubble | bound: link |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| one process | - | - | %s | %.0f | 1.00 | - | - | - | - |\n' "$one_s" "$(echo "$tokens / $one_s" | bc -l)"
+for rate in $RATES; do
+  for stages in $STAGES; do
+    for codec in $CODECS; do
+      run="s${stages}-${rate}-${codec}"
+      "$ROOT/scripts/netns_run.sh" --nproc "$stages" --rate "${rate}mbit" --master-port 29611 -- "$LOCO" \
+        "${common[@]}" --set dist.backend=gloo --set dist.stages="$stages" --set pipeline.codec="$codec" \
+        --set train.out_dir="$out/$run" >"$out/$run.log" 2>&1 || { echo "$run failed:"; tail -5 "$out/$run.log"; continue; }
+      read -r step_s _ bytes <<<"$(summary "$out/$run")"
+      bubbles=""
+      for ((s = 0; s < stages; s++)); do
+        dir="$out/$run"; ((s > 0)) && dir="$dir/stage_$s"
+        read -r _ b _ <<<"$(summary "$dir")"
+        bubbles+="${b} "
+      done
+      m=$((batch / micro))
+      /usr/bin/python3 - "$run" "$rate" "$codec" "$step_s" "$tokens" "$one_s" "$bubbles" "$bytes" "$stages" "$m" <<'PY'
+import sys
+run, rate, codec, step_s, tokens, one_s, bubbles, stage_bytes, stages, m = sys.argv[1:]
+step_s, one_s, stage_bytes, stages, m = float(step_s), float(one_s), float(stage_bytes), int(stages), int(m)
+compute_bound = one_s / stages * (m + stages - 1) / m      # perfect split, stretched by the 1F1B bubble
+# The busiest link carries a middle stage's activations one way and gradients the other way, each
+# stage_bytes a step (stage 0's count: it sends activations only).
+link_bound = stage_bytes * 8 / (float(rate) * 1e6)
+print(f"| {stages} stages | {rate} Mbit/s | {codec} | {step_s:.3f} | {int(tokens) / step_s:.0f} | {one_s / step_s:.2f} "
+      f"| {bubbles.strip()} | {stage_bytes / 1e6:.2f} | {compute_bound:.3f} | {link_bound:.3f} |")
+PY
+    done
+  done
+done
