@@ -6,7 +6,7 @@
 # (S - 1)/(m + S - 1), and the busiest stage's activation bytes per step over the link.
 # Needs root. docs/results.md, "Pipeline stages".
 #
-#   sudo bench/pipeline_links.sh [LOCO] [DATA_DIR]      # RATES="1000 100" STAGES="2 4" CODECS="fp32 bf16"
+#   sudo bench/pipeline_links.sh [LOCO] [DATA_DIR]  # RATES="1000 100" STAGES="2 4" CODECS="fp32 bf16" SCHEDULE=1f1b
 #
 # The model (hidden 256, 8 layers, 8 heads, 128 tokens, 16 sequences per step in micro-batches of 2: m = 8)
 # has ~8M parameters with the Brown BPE vocabulary. Each rank computes with one thread; on a machine
@@ -19,6 +19,7 @@ DATA=$(realpath "${2:-$ROOT/data/brown}")
 RATES=${RATES:-"1000 100"}
 STAGES=${STAGES:-"2 4"}
 CODECS=${CODECS:-"fp32 bf16"}
+SCHEDULE=${SCHEDULE:-1f1b}
 STEPS=${STEPS:-30}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -29,7 +30,7 @@ common=(train --config "$out/empty.toml" --set data.dir="$DATA" --set model.hidd
         --set model.num_hidden_layers=8 --set model.num_attention_heads=8 --set data.seq_len=128
         --set train.batch_size="$batch" --set train.micro_batch_size="$micro" --set train.steps="$STEPS"
         --set train.eval_every=0 --set train.eval_batches=1 --set train.log_every=1 --set train.threads=1
-        --set optim.warmup_steps=5)
+        --set optim.warmup_steps=5 --set pipeline.schedule="$SCHEDULE")
 
 # Median seconds per step over steps 6..N, mean bubble and the activation bytes per step of one stage's run.
 summary() {
@@ -67,15 +68,15 @@ for rate in $RATES; do
         bubbles+="${b} "
       done
       m=$((batch / micro))
-      /usr/bin/python3 - "$run" "$rate" "$codec" "$step_s" "$tokens" "$one_s" "$bubbles" "$bytes" "$stages" "$m" <<'PY'
+      /usr/bin/python3 - "$run" "$rate" "$codec" "$step_s" "$tokens" "$one_s" "$bubbles" "$bytes" "$stages" "$m" "$SCHEDULE" <<'PY'
 import sys
-run, rate, codec, step_s, tokens, one_s, bubbles, stage_bytes, stages, m = sys.argv[1:]
+run, rate, codec, step_s, tokens, one_s, bubbles, stage_bytes, stages, m, schedule = sys.argv[1:]
 step_s, one_s, stage_bytes, stages, m = float(step_s), float(one_s), float(stage_bytes), int(stages), int(m)
-compute_bound = one_s / stages * (m + stages - 1) / m      # perfect split, stretched by the 1F1B bubble
+compute_bound = one_s / stages * (m + stages - 1) / m      # perfect split, stretched by the bubble
 # The busiest link carries a middle stage's activations one way and gradients the other way, each
 # stage_bytes a step (stage 0's count: it sends activations only).
 link_bound = stage_bytes * 8 / (float(rate) * 1e6)
-print(f"| {stages} stages | {rate} Mbit/s | {codec} | {step_s:.3f} | {int(tokens) / step_s:.0f} | {one_s / step_s:.2f} "
+print(f"| {stages} stages, {schedule} | {rate} Mbit/s | {codec} | {step_s:.3f} | {int(tokens) / step_s:.0f} | {one_s / step_s:.2f} "
       f"| {bubbles.strip()} | {stage_bytes / 1e6:.2f} | {compute_bound:.3f} | {link_bound:.3f} |")
 PY
     done

@@ -165,7 +165,8 @@ TEST(PipelineStages, TrainTheModelOneProcessTrains) {
     ASSERT_EQ(expected.size(), 50u);
     EXPECT_LT(expected.back(), expected.front() - 1.0);  // it learns: the comparison is not of noise
     for (const int stages : {2, 3, 4}) {
-      for (const std::string schedule : {"1f1b", "fill-drain"}) {
+      for (const std::string schedule : {"1f1b", "fill-drain", "eager"}) {
+        if (tied && schedule == "eager") continue;  // the order of passes does not touch the tied copies
         const std::string name = fmt::format("s{}_{}_{}", stages, schedule, tied);
         const RunConfig split = pipeline_config(dir.path(), name, stages, tied, schedule);
         const TrainSummary summary = train(split);

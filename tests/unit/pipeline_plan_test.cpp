@@ -29,10 +29,29 @@ TEST(PipelineSchedule, OneForwardOneBackwardFillsThenAlternatesThenDrains) {
   EXPECT_EQ(stage_actions(Schedule::one_f_one_b, 4, 0, 2), (std::vector<Action>{{F, 0}, {F, 1}, {B, 0}, {B, 1}}));
 }
 
-TEST(PipelineSchedule, EqualStagesLeaveTheTextbookBubbleUnderBothSchedules) {
+TEST(PipelineSchedule, EagerForwardsEverythingFirstWhileTheLastStageBackpropagatesEachAtOnce) {
+  const std::vector<Action> early = {{F, 0}, {F, 1}, {F, 2}, {B, 0}, {B, 1}, {B, 2}};
+  EXPECT_EQ(stage_actions(Schedule::eager, 3, 0, 3), early);
+  EXPECT_EQ(stage_actions(Schedule::eager, 3, 1, 3), early);
+  EXPECT_EQ(stage_actions(Schedule::eager, 3, 2, 3), (std::vector<Action>{{F, 0}, {B, 0}, {F, 1}, {B, 1}, {F, 2}, {B, 2}}));
+}
+
+TEST(PipelineSchedule, OnALinkThatTakesLongEagerWaitsOnceForTheRoundTripAnd1F1BOncePerMicroBatch) {
+  // 2 stages, 3 micro-batches, forward 1 s, backward 2 s, link 5 s. Eager: stage 0 forwards at 0-3; stage 1
+  // runs F0 B0 at 6-9, F1 B1 at 9-12, F2 B2 at 12-15; the gradients reach stage 0 at 14, 17 and 20, its
+  // backwards end at 16, 19, 22. 1F1B: stage 0 runs F0 F1, then waits for B0's gradient (14) before F2
+  // (16-17), which stage 1 gets at 22 and sends back at 25: stage 0's B2 ends at 32.
+  EXPECT_DOUBLE_EQ(simulate(Schedule::eager, 3, {1, 1}, {2, 2}, 5).makespan_s, 22);
+  EXPECT_DOUBLE_EQ(simulate(Schedule::one_f_one_b, 3, {1, 1}, {2, 2}, 5).makespan_s, 32);
+  // Eager holds every micro-batch on the stages before the last, as fill-drain does.
+  EXPECT_EQ(simulate(Schedule::eager, 8, {1, 1, 1, 1}, {2, 2, 2, 2}, 0).peak_in_flight,
+            (std::vector<int>{8, 8, 8, 1}));
+}
+
+TEST(PipelineSchedule, EqualStagesLeaveTheTextbookBubbleUnderEverySchedule) {
   // S = 4, m = 8, forward 1 s, backward 2 s, no link: makespan (m + S − 1)(f + b) = 33 s, each stage busy
   // m (f + b) = 24 s, bubble (S − 1) / (m + S − 1) = 3/11.
-  for (const Schedule schedule : {Schedule::fill_drain, Schedule::one_f_one_b}) {
+  for (const Schedule schedule : {Schedule::fill_drain, Schedule::one_f_one_b, Schedule::eager}) {
     const Timeline t = simulate(schedule, 8, {1, 1, 1, 1}, {2, 2, 2, 2}, 0);
     EXPECT_DOUBLE_EQ(t.makespan_s, 33) << schedule_name(schedule);
     EXPECT_DOUBLE_EQ(t.bubble, 3.0 / 11) << schedule_name(schedule);
@@ -63,6 +82,10 @@ TEST(PipelineSchedule, TheLinkAndTheSlowestStageSetTheTime) {
 TEST(PipelineSchedule, NamesAreParsedAndUnknownOnesRefused) {
   EXPECT_EQ(parse_schedule("fill-drain"), Schedule::fill_drain);
   EXPECT_EQ(parse_schedule("1f1b"), Schedule::one_f_one_b);
+  EXPECT_EQ(parse_schedule("eager"), Schedule::eager);
+  for (const Schedule schedule : {Schedule::fill_drain, Schedule::one_f_one_b, Schedule::eager}) {
+    EXPECT_EQ(parse_schedule(schedule_name(schedule)), schedule);
+  }
   try {
     parse_schedule("gpipe");
     FAIL() << "gpipe was accepted";

@@ -179,7 +179,9 @@ std::vector<ConfigKey> make_keys() {
       bind("pipeline", "schedule", &R::pipeline, &P::schedule,
            "order of a stage's forward and backward passes over the micro-batches of train.micro_batch_size",
            {{"1f1b", "one forward, one backward: stage s holds at most S - s micro-batches' activations"},
-            {"fill-drain", "GPipe: every forward, then every backward"}}),
+            {"fill-drain", "GPipe: every forward, then every backward"},
+            {"eager", "for slow links: every forward first on all stages but the last, which backpropagates each "
+                      "at once, so hidden states and gradients cross at the same time"}}),
       bind("pipeline", "partition", &R::pipeline, &P::partition,
            "decoder layers per stage: balanced (by parameters, embedding and head counted on the end stages) or "
            "a list such as \"3,4,4,3\""),

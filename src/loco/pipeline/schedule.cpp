@@ -12,13 +12,23 @@ namespace loco::pipeline {
 Schedule parse_schedule(const std::string& name) {
   if (name == "fill-drain") return Schedule::fill_drain;
   if (name == "1f1b") return Schedule::one_f_one_b;
+  if (name == "eager") return Schedule::eager;
   throw ConfigError(fmt::format("unknown pipeline schedule '{}'; use fill-drain (GPipe: all forwards, then all "
-                                "backwards) or 1f1b (one forward, one backward: less activation memory)",
+                                "backwards), 1f1b (one forward, one backward: less activation memory) or eager "
+                                "(for slow links: hidden states and gradients cross at once)",
                                 name));
 }
 
 const char* schedule_name(Schedule schedule) {
-  return schedule == Schedule::fill_drain ? "fill-drain" : "1f1b";
+  switch (schedule) {
+    case Schedule::fill_drain:
+      return "fill-drain";
+    case Schedule::one_f_one_b:
+      return "1f1b";
+    case Schedule::eager:
+      return "eager";
+  }
+  return "?";
 }
 
 std::vector<Action> stage_actions(Schedule schedule, int stages, int stage, int micro_batches) {
@@ -31,6 +41,12 @@ std::vector<Action> stage_actions(Schedule schedule, int stages, int stage, int 
     for (int j = micro_batches - 1; j >= 0; --j) actions.push_back({Pass::backward, j});
     return actions;
   }
+  if (schedule == Schedule::eager && stage + 1 < stages) {
+    for (int j = 0; j < micro_batches; ++j) actions.push_back({Pass::forward, j});
+    for (int j = 0; j < micro_batches; ++j) actions.push_back({Pass::backward, j});
+    return actions;
+  }
+  // eager's last stage is 1F1B's: no fill below it, so each backward follows its forward.
   // 1F1B: fill the pipe below this stage, then one forward and one backward at a time, then drain.
   const int fill = std::min(stages - 1 - stage, micro_batches);
   int forwarded = 0;

@@ -8,7 +8,13 @@
 //                every stage holds the activations of all m micro-batches at its peak.
 //   one_f_one_b  (1F1B, PipeDream-flush) stage s first runs min(S − 1 − s, m) forwards, then alternates one
 //                forward and one backward, then runs the backwards left; it holds at most S − s.
-// With equal times per stage and no link time both leave the same idle fraction, the bubble
+//   eager        for slow links: every stage but the last runs its m forwards, then its m backwards in
+//                order; the last runs each backward right after its forward. Hidden states stream forward
+//                while gradients stream back, both directions of each link busy at once, where fill-drain
+//                sends every gradient after every hidden state and 1F1B lets a stage run only S − s
+//                micro-batches ahead of their gradients (a round trip per micro-batch on a slow link).
+//                Holds all m micro-batches' activations on every stage but the last, as fill-drain does.
+// With equal times per stage and no link time all leave the same idle fraction, the bubble
 // (S − 1) / (m + S − 1): 1F1B saves memory, not time.
 #pragma once
 
@@ -17,9 +23,9 @@
 
 namespace loco::pipeline {
 
-enum class Schedule { fill_drain, one_f_one_b };
+enum class Schedule { fill_drain, one_f_one_b, eager };
 
-// "fill-drain" or "1f1b"; ConfigError naming both otherwise.
+// "fill-drain", "1f1b" or "eager"; ConfigError naming them otherwise.
 Schedule parse_schedule(const std::string& name);
 const char* schedule_name(Schedule schedule);
 

@@ -30,26 +30,30 @@ void ActivationLink::send(const torch::Tensor& values, int to, Message kind) {
 }
 
 torch::Tensor ActivationLink::receive(const torch::Tensor& like, int from, Message kind) {
-  return receive(like.sizes(), like.options(), from, kind);
+  Pending pending = post_receive(like.sizes(), like.options(), from, kind);
+  return take(pending);
 }
 
-torch::Tensor ActivationLink::receive(c10::IntArrayRef shape, const torch::TensorOptions& options, int from,
-                                      Message kind) {
+ActivationLink::Pending ActivationLink::post_receive(c10::IntArrayRef shape, const torch::TensorOptions& options,
+                                                     int from, Message kind) {
+  Pending pending{nullptr, torch::Tensor(), shape.vec(), options};
   std::int64_t values = 1;
   for (const auto size : shape) values *= size;
+  pending.wire = codec_ ? torch::empty({wire_elements(values)}, torch::kUInt8)
+                        : torch::empty(shape, options.device(group_.device()));
+  pending.work = group_.recv_async(pending.wire, from, static_cast<int>(kind));
+  return pending;
+}
+
+torch::Tensor ActivationLink::take(Pending& pending) {
   const auto waited_from = SteadyClock::now();
-  if (!codec_) {
-    torch::Tensor wire = torch::empty(shape, options.device(group_.device()));
-    group_.recv(wire, from, static_cast<int>(kind));
-    receive_wait_s_ += seconds_since(waited_from);
-    return wire.to(options.device());
-  }
-  torch::Tensor wire = torch::empty({wire_elements(values)}, torch::kUInt8);
-  group_.recv(wire, from, static_cast<int>(kind));
+  pending.work->wait();
   receive_wait_s_ += seconds_since(waited_from);
-  torch::Tensor floats = torch::empty(shape, torch::kFloat32);
-  codec_->decode(wire.data_ptr<std::uint8_t>(), static_cast<std::size_t>(values), floats.data_ptr<float>());
-  return floats.to(options);
+  if (!codec_) return pending.wire.to(pending.options.device());
+  torch::Tensor floats = torch::empty(pending.shape, torch::kFloat32);
+  codec_->decode(pending.wire.data_ptr<std::uint8_t>(), static_cast<std::size_t>(floats.numel()),
+                 floats.data_ptr<float>());
+  return floats.to(pending.options);
 }
 
 void ActivationLink::wait_for_sends() {

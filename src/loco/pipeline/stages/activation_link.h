@@ -33,7 +33,20 @@ class ActivationLink {
   void send(const torch::Tensor& values, int to, Message kind);
   // A tensor of `like`'s shape, dtype and device from stage `from` (blocks until it arrives).
   torch::Tensor receive(const torch::Tensor& like, int from, Message kind);
-  torch::Tensor receive(c10::IntArrayRef shape, const torch::TensorOptions& options, int from, Message kind);
+
+  // A receive posted ahead of its use: Gloo moves a message only once its receive is posted, so a stage
+  // that posted its step's receives at the start lets its neighbours' messages cross while it computes,
+  // instead of one message per wait (on a slow link, a step of waits). Receives of one kind from one
+  // stage are matched to sends in order.
+  struct Pending {
+    comm::WorkHandle work;
+    torch::Tensor wire;  // what arrives: the values, or their encoding
+    std::vector<std::int64_t> shape;
+    torch::TensorOptions options;
+  };
+  Pending post_receive(c10::IntArrayRef shape, const torch::TensorOptions& options, int from, Message kind);
+  // Waits for a posted receive (the wait counts in receive_wait_s) and decodes it.
+  torch::Tensor take(Pending& pending);
   // Waits for every send started (they must complete before the step ends: the next step's messages
   // would otherwise overtake nothing, but a failed send would go unnoticed).
   void wait_for_sends();

@@ -40,7 +40,9 @@ StageRunner::StageRunner(Llama part, comm::Group& pipeline, const RunConfig& con
       schedule_(parse_schedule(config.pipeline.schedule)),
       link_(pipeline, config.pipeline.codec, config.comm.block_size),
       tied_(config.model.tie_word_embeddings && pipeline.size() > 1),
-      bf16_(config.train.autocast == "bf16") {
+      bf16_(config.train.autocast == "bf16"),
+      micro_batch_size_(config.train.micro_batch_size),
+      sequence_length_(config.data.seq_len) {
   const std::string settings = message_settings(config, stages());
   const auto differing =
       pipeline_.ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(settings), nullptr, 16)));
@@ -81,7 +83,8 @@ void StageRunner::forward(int micro_batch, int micro_batches, const NextMicroBat
   InFlight& f = held[static_cast<std::size_t>(micro_batch)];
   torch::Tensor input = tokens;
   if (!first()) {
-    f.input = link_.receive(hidden_like(tokens), stage() - 1, Message::activation).requires_grad_();
+    f.input = link_.take(activations_in_.front()).requires_grad_();
+    activations_in_.pop_front();
     input = f.input;
   }
   compat::CudaBf16Autocast autocast(bf16_);
@@ -98,7 +101,8 @@ void StageRunner::backward(InFlight& f) {
   if (last()) {
     f.output.backward();
   } else {
-    f.output.backward(link_.receive(f.output, stage() + 1, Message::gradient));
+    f.output.backward(link_.take(gradients_in_.front()));
+    gradients_in_.pop_front();
   }
   if (!first()) link_.send(f.input.grad(), stage() - 1, Message::gradient);
   f = {};  // the micro-batch's activations are freed here, which is what 1F1B saves
@@ -109,9 +113,11 @@ double StageRunner::train(int micro_batches, const NextMicroBatch& next,
   const auto started = SteadyClock::now();
   const double waited_before = link_.receive_wait_s();
   std::vector<InFlight> held(static_cast<std::size_t>(micro_batches));
+  const std::vector<Action> actions = stage_actions(schedule_, stages(), stage(), micro_batches);
+  post_receives(actions, micro_batches);
   double loss_sum = 0;
   int backwards = 0;
-  for (const Action& action : stage_actions(schedule_, stages(), stage(), micro_batches)) {
+  for (const Action& action : actions) {
     if (action.pass == Pass::forward) {
       forward(action.micro_batch, micro_batches, next, held, loss_sum);
     } else {
@@ -123,6 +129,35 @@ double StageRunner::train(int micro_batches, const NextMicroBatch& next,
   const double step_s = seconds_since(started);
   last_bubble_ = step_s > 0 ? (link_.receive_wait_s() - waited_before) / step_s : 0;
   return broadcast_from_last(loss_sum);
+}
+
+namespace {
+
+std::vector<int> backward_order(const std::vector<Action>& actions) {
+  std::vector<int> order;
+  for (const Action& action : actions) {
+    if (action.pass == Pass::backward) order.push_back(action.micro_batch);
+  }
+  return order;
+}
+
+}  // namespace
+
+// Every receive of the step, posted before its first pass (ActivationLink::Pending): the hidden states of
+// the micro-batches in order, and their gradients in the order the next stage runs its backwards, which
+// every schedule makes this stage's order too.
+void StageRunner::post_receives(const std::vector<Action>& actions, int micro_batches) {
+  const torch::TensorOptions options = part_->parameters().front().options();
+  const std::vector<std::int64_t> shape = {micro_batch_size_, sequence_length_, part_->config().hidden_size};
+  if (!last()) {
+    LOCO_CHECK(backward_order(stage_actions(schedule_, stages(), stage() + 1, micro_batches)) ==
+                   backward_order(actions),
+               "stages {} and {} run their backwards in different orders", stage(), stage() + 1);
+  }
+  for (int j = 0; j < micro_batches; ++j) {
+    if (!first()) activations_in_.push_back(link_.post_receive(shape, options, stage() - 1, Message::activation));
+    if (!last()) gradients_in_.push_back(link_.post_receive(shape, options, stage() + 1, Message::gradient));
+  }
 }
 
 torch::Tensor StageRunner::tied_weight() const { return part_->model->embed_tokens->weight; }

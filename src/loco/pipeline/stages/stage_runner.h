@@ -16,6 +16,7 @@
 
 #include <torch/types.h>
 
+#include <deque>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -77,6 +78,7 @@ class StageRunner {
   void forward(int micro_batch, int micro_batches, const NextMicroBatch& next, std::vector<InFlight>& held,
                double& loss_sum);
   void backward(InFlight& held);
+  void post_receives(const std::vector<Action>& actions, int micro_batches);
   torch::Tensor hidden_like(const torch::Tensor& tokens) const;  // the shape of a stage's input
   double broadcast_from_last(double value);
   double sum_over_stages(double value);
@@ -90,6 +92,8 @@ class StageRunner {
   bool tied_;
   bool bf16_;                          // train.autocast = "bf16": the forward passes under autocast, as the trainer's
   std::int64_t whole_parameters_ = 0;  // the whole model's, the tied embedding once
+  std::int64_t micro_batch_size_, sequence_length_;  // a training micro-batch's hidden states: (B, T, C)
+  std::deque<ActivationLink::Pending> activations_in_, gradients_in_;  // this step's posted receives
   double last_bubble_ = 0;
 };
 
