@@ -21,6 +21,7 @@ void ActivationLink::send(const torch::Tensor& values, int to, Message kind) {
     const torch::Tensor floats = values.detach().to(torch::kCPU, torch::kFloat32).contiguous();
     wire = torch::empty({wire_elements(floats.numel())}, torch::kUInt8);
     codec_->encode(floats.data_ptr<float>(), static_cast<std::size_t>(floats.numel()), wire.data_ptr<std::uint8_t>());
+    wire = wire.to(group_.device());  // the codecs work on the host; NCCL moves device tensors
   } else {
     // A copy: the sender's tensor is part of its autograd graph and may be freed or reused.
     wire = values.detach().to(group_.device(), /*non_blocking=*/false, /*copy=*/true).contiguous();
@@ -39,8 +40,9 @@ ActivationLink::Pending ActivationLink::post_receive(c10::IntArrayRef shape, con
   Pending pending{nullptr, torch::Tensor(), shape.vec(), options};
   std::int64_t values = 1;
   for (const auto size : shape) values *= size;
-  pending.wire = codec_ ? torch::empty({wire_elements(values)}, torch::kUInt8)
-                        : torch::empty(shape, options.device(group_.device()));
+  pending.wire =
+      codec_ ? torch::empty({wire_elements(values)}, torch::TensorOptions(torch::kUInt8).device(group_.device()))
+             : torch::empty(shape, options.device(group_.device()));
   pending.work = group_.recv_async(pending.wire, from, static_cast<int>(kind));
   return pending;
 }
@@ -50,9 +52,9 @@ torch::Tensor ActivationLink::take(Pending& pending) {
   pending.work->wait();
   receive_wait_s_ += seconds_since(waited_from);
   if (!codec_) return pending.wire.to(pending.options.device());
+  const torch::Tensor wire = pending.wire.to(torch::kCPU);
   torch::Tensor floats = torch::empty(pending.shape, torch::kFloat32);
-  codec_->decode(pending.wire.data_ptr<std::uint8_t>(), static_cast<std::size_t>(floats.numel()),
-                 floats.data_ptr<float>());
+  codec_->decode(wire.data_ptr<std::uint8_t>(), static_cast<std::size_t>(floats.numel()), floats.data_ptr<float>());
   return floats.to(pending.options);
 }
 
