@@ -457,8 +457,8 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
     expect_same_losses(*dir_ / "pipeline-local" / part, *dir_ / "pipeline-gloo" / part);
     const auto last = metrics(*dir_ / "pipeline-gloo" / part).back();
     // Each stage sends its neighbour 2 micro-batches of (1, 16, 32) values a step (hidden states forward,
-    // their gradients back), in bf16: 6 steps x 2 x 512 x 2 bytes.
-    EXPECT_EQ(last.at("activation_bytes"), 6 * 2 * 512 * 2) << part;
+    // their gradients back), in bf16, each message ending with its 8-byte size: 6 steps x 2 x (512 x 2 + 8).
+    EXPECT_EQ(last.at("activation_bytes"), 6 * 2 * (512 * 2 + 8)) << part;
     EXPECT_GE(last.at("pipeline_bubble").get<double>(), 0.0) << part;
   }
   const std::string checkpoint = (*dir_ / "pipeline-gloo" / "checkpoints" / "step_6").string();

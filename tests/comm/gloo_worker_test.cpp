@@ -14,6 +14,7 @@
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/comm/member_exchange.h"
+#include "loco/pipeline/stages/activation_link.h"
 #include "support/collective_checks.h"
 
 namespace loco::comm {
@@ -195,6 +196,28 @@ TEST(GlooFailures, LostPeerIsReported) {
   auto tensor = torch::ones({16});
   EXPECT_THROW(group.all_reduce(tensor, ReduceOp::sum, 30s), PeerLost);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+}
+
+// Run with 2 ranks: rank 1 sends a pipeline neighbour's message shorter than rank 0's stage expects (it runs
+// another model; docs/pipeline.md "Bad input"). Gloo delivers a shorter message without a word; the size
+// that ends every activation message makes it a CommError naming the stage. (A longer one makes Gloo 1.13
+// abort the receiving process from its I/O thread: docs/security.md.)
+TEST(GlooFailures, APipelineNeighboursShorterMessageIsRefused) {
+  Group& group = world();
+  pipeline::ActivationLink link(group, "fp32", 128);
+  if (group.rank() == 1) {
+    link.send(torch::ones({2, 3}), 0, pipeline::Message::activation);  // 6 values where 8 are expected
+    link.wait_for_sends();
+    return;
+  }
+  try {
+    link.receive(torch::empty({2, 4}), 1, pipeline::Message::activation);
+    FAIL() << "a short message was taken";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 1 sent a message (hidden states) that is not the 32 bytes"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

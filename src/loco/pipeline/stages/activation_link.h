@@ -1,12 +1,14 @@
 // What neighbouring pipeline stages send each other (docs/pipeline.md "Activations"): a micro-batch's
 // hidden states forward, their gradients backward, over the replica's pipeline group, in the codec of
-// pipeline.codec. fp32 sends the tensor as it is (float64 models too); the other codecs of comm/codecs
+// pipeline.codec. fp32 sends the values' bytes as they are (float64 models too); the other codecs of comm/codecs
 // send its values encoded (bf16: 2 bytes a value; int8, fp4, int4: blocks of comm.block_size values with
 // a scale), and the receiver trains on what it decodes, as a real link would give it.
 //
 // Both ends know every message's shape and dtype from their own configs, which the stages compared at
-// set-up (StageRunner), so a message of another size is a neighbour that does not run this pipeline:
-// the group refuses it (CommError), and a receive waits at most comm.timeout_s.
+// set-up (StageRunner), so a message of another size is a neighbour that does not run this pipeline. Each
+// message ends with its size: a shorter one (which Gloo delivers silently) is refused with a CommError
+// naming the stage. A longer one makes Gloo 1.13's transport abort the receiving process (an enforce in
+// its I/O thread, which loco cannot catch; docs/security.md). A receive waits at most comm.timeout_s.
 #pragma once
 
 #include <torch/types.h>
@@ -40,9 +42,11 @@ class ActivationLink {
   // stage are matched to sends in order.
   struct Pending {
     comm::WorkHandle work;
-    torch::Tensor wire;  // what arrives: the values, or their encoding
+    torch::Tensor wire;  // what arrives: the values' bytes or their encoding, then the size
     std::vector<std::int64_t> shape;
     torch::TensorOptions options;
+    int from = 0;
+    Message kind = Message::activation;
   };
   Pending post_receive(c10::IntArrayRef shape, const torch::TensorOptions& options, int from, Message kind);
   // Waits for a posted receive (the wait counts in receive_wait_s) and decodes it.
@@ -57,7 +61,8 @@ class ActivationLink {
   const std::string& codec_name() const { return codec_name_; }
 
  private:
-  std::int64_t wire_elements(std::int64_t values) const;  // elements of the tensor on the wire
+  // Bytes of `values` values of `options`' dtype on the wire, before the size that ends each message.
+  std::int64_t payload_bytes(std::int64_t values, const torch::TensorOptions& options) const;
 
   comm::Group& group_;
   std::string codec_name_;
