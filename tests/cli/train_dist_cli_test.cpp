@@ -459,7 +459,10 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
     // Each stage sends its neighbour 2 micro-batches of (1, 16, 32) values a step (hidden states forward,
     // their gradients back), in bf16, each message ending with its 8-byte size: 6 steps x 2 x (512 x 2 + 8).
     EXPECT_EQ(last.at("activation_bytes"), 6 * 2 * (512 * 2 + 8)) << part;
-    EXPECT_GE(last.at("pipeline_bubble").get<double>(), 0.0) << part;
+    // The second stage waits for the first's hidden states before its first pass; no stage waits a whole step.
+    const double bubble = last.at("pipeline_bubble");
+    EXPECT_LT(bubble, 1.0) << part;
+    if (part.find("stage_1") != std::string::npos) EXPECT_GT(bubble, 0.0) << part;
   }
   const std::string checkpoint = (*dir_ / "pipeline-gloo" / "checkpoints" / "step_6").string();
   r = run_loco({"eval", "--checkpoint", checkpoint, "--data", (*dir_ / "data").string()});

@@ -147,6 +147,30 @@ TrainSummary train(const RunConfig& config, std::optional<fs::path> resume = std
   return summary;
 }
 
+// What each stage's metrics.jsonl says of the pipeline: every message is a micro-batch's (2, 16, 32) fp32
+// hidden states or gradients, 4096 bytes and the 8-byte size, 4 a step to each neighbour (the end stages have
+// one neighbour, the middle ones two), and the evaluation at step 25 (2 batches of 8: 8 micro-batches) sent
+// its hidden states forward; every stage after the first waits for its input before its first pass, so its
+// bubble is above 0, and no stage waits a whole step.
+void expect_stage_metrics(const RunConfig& config, int stages, const std::string& what) {
+  for (int s = 0; s < stages; ++s) {
+    std::ifstream in(stage_directory(config.train.out_dir, s) / "metrics.jsonl");
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 50u) << what;
+    const int neighbours = (s > 0) + (s + 1 < stages);
+    const int evaluation_messages = s + 1 < stages ? 8 : 0;
+    EXPECT_EQ(rows.back().at("activation_bytes").get<std::int64_t>(),
+              (50 * 4 * neighbours + evaluation_messages) * (4096 + 8))
+        << what << ", stage " << s;
+    for (const auto& row : rows) {
+      const double bubble = row.at("pipeline_bubble");
+      EXPECT_LT(bubble, 1.0) << what << ", stage " << s;
+      if (s > 0) EXPECT_GT(bubble, 0.0) << what << ", stage " << s << ", step " << row.at("step");
+    }
+  }
+}
+
 void expect_same_losses(const std::vector<double>& expected, const std::vector<double>& actual,
                         const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
@@ -186,6 +210,7 @@ TEST(PipelineStages, TrainTheModelOneProcessTrains) {
           }
         }
         EXPECT_EQ(seen.size(), whole.model.tensors.size()) << name;
+        expect_stage_metrics(split, stages, name);
       }
     }
   }

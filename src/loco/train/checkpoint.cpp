@@ -106,15 +106,6 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
 
 namespace {
 
-// Note "stage-directories": stage s > 0's checkpoints lie in REPLICA_DIR/stage_s/checkpoints/step_N; stage
-// 0's counterpart of such a path, or `dir` itself.
-fs::path first_stage_checkpoint(const fs::path& dir) {
-  const fs::path stage_dir = dir.parent_path().parent_path();
-  const std::string name = stage_dir.filename().string();
-  if (name.rfind("stage_", 0) != 0) return dir;
-  return stage_dir.parent_path() / dir.parent_path().filename() / dir.filename();
-}
-
 // A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's
 // checkpoint; the parameters of every other stage's checkpoint of the same step join its own, the tied
 // embedding (held by the first and last stage) once, after checking that both copies are equal.

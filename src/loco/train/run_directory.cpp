@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <string_view>
 
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
@@ -15,6 +16,8 @@ namespace loco {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr std::string_view kStagePrefix = "stage_";
 
 // A checkpoint's counterpart in the directory that `mapped` makes of the directory holding its checkpoints/:
 // DIR/checkpoints/step_N → mapped(DIR)/checkpoints/step_N.
@@ -35,12 +38,18 @@ fs::path replica_checkpoint(const fs::path& checkpoint, int rank) {
 }
 
 fs::path stage_directory(const fs::path& replica_dir, int stage) {
-  return stage == 0 ? replica_dir : replica_dir / fmt::format("stage_{}", stage);
+  return stage == 0 ? replica_dir : replica_dir / fmt::format("{}{}", kStagePrefix, stage);
 }
 
 fs::path stage_checkpoint(const fs::path& checkpoint, int stage) {
   if (stage == 0) return checkpoint;
   return counterpart(checkpoint, [stage](const fs::path& dir) { return stage_directory(dir, stage); });
+}
+
+fs::path first_stage_checkpoint(const fs::path& checkpoint) {
+  const std::string holder = checkpoint.parent_path().parent_path().filename().string();
+  if (holder.rfind(kStagePrefix, 0) != 0) return checkpoint;
+  return counterpart(checkpoint, [](const fs::path& stage_dir) { return stage_dir.parent_path(); });
 }
 
 namespace {

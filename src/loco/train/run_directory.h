@@ -19,6 +19,8 @@ std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint
 std::filesystem::path stage_directory(const std::filesystem::path& replica_dir, int stage);
 // Stage `stage`'s counterpart of stage 0's checkpoint `checkpoint` (REPLICA_DIR/checkpoints/step_N).
 std::filesystem::path stage_checkpoint(const std::filesystem::path& checkpoint, int stage);
+// The inverse: stage 0's counterpart of any stage's checkpoint (itself for stage 0's, or outside a pipeline).
+std::filesystem::path first_stage_checkpoint(const std::filesystem::path& checkpoint);
 
 // Note "own-directories": loco writes nothing into a prepared data directory or a checkpoint, nor anywhere
 // under one. Throws ConfigError when `dir` (the `what` of the message, e.g. "train.out_dir") is or lies
