@@ -39,6 +39,12 @@ Options:
   --burst BYTES      tbf bucket size; default: the bytes sent in 4 ms at RATE, at least 8 KiB
   --limit BYTES      tbf queue length; default: the bytes sent in 50 ms at RATE, at least 128 KiB
                      (BYTES: a number with an optional k or m suffix, in KiB or MiB)
+  --across SIZE:RATE ranks form groups of SIZE consecutive ranks (rank i in group i / SIZE): links
+                     between ranks of different groups run at RATE, links within a group at --rate
+                     (e.g. --nproc 4 --rate 1gbit --across 2:10mbit: two pipeline replicas of two
+                     stages, 1 Gbit/s between a replica's stages, 10 Mbit/s between the replicas).
+                     Each rank's uplink and downlink get an htb qdisc with one class per rate, the
+                     other groups' addresses sorted into the slow one by u32 filters
   --master-port P    MASTER_PORT (default 29500)
   --grace S          seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   --host-address     also give the host's end of the bridge an address (SUBNET.254, passed to the
@@ -67,6 +73,7 @@ cannot_run() { log "$*"; exit 2; }
 
 nproc=""
 rate=""
+across=""
 burst=""
 limit=""
 master_port=29500
@@ -112,6 +119,7 @@ while (($#)); do
     --nproc) nproc=${2-}; shift 2 || usage_error "--nproc needs a value" ;;
     --rate) rate=${2-}; shift 2 || usage_error "--rate needs a value" ;;
     --burst) burst=${2-}; shift 2 || usage_error "--burst needs a value" ;;
+    --across) across=${2-}; shift 2 || usage_error "--across needs a value" ;;
     --limit) limit=${2-}; shift 2 || usage_error "--limit needs a value" ;;
     --master-port) master_port=${2-}; shift 2 || usage_error "--master-port needs a value" ;;
     --grace) grace=${2-}; shift 2 || usage_error "--grace needs a value" ;;
@@ -140,6 +148,16 @@ fi
 ((check == 0 || nproc >= 2)) || usage_error "--check needs --nproc 2 or more"
 [[ -n $rate ]] || usage_error "--rate is required"
 rate_bps=$(parse_rate_bps "$rate")
+across_size=0
+across_bps=0
+if [[ -n $across ]]; then
+  [[ $across =~ ^([0-9]+):(.+)$ ]] || usage_error "--across: '$across' is not SIZE:RATE (e.g. 2:10mbit)"
+  across_size=${BASH_REMATCH[1]}
+  across_bps=$(parse_rate_bps "${BASH_REMATCH[2]}")
+  ((across_size >= 1 && across_size < nproc)) ||
+    usage_error "--across: groups of $across_size ranks must be 1 to --nproc - 1 ranks (one group: every link is --rate)"
+  ((check == 0)) || usage_error "--check measures one rate: check --rate and the --across rate in two runs"
+fi
 if ! [[ $master_port =~ ^[0-9]+$ ]] || ((master_port < 1 || master_port > 65535)); then
   usage_error "--master-port must be 1..65535"
 fi
@@ -152,21 +170,28 @@ fi
 # The queue holds 50 ms at RATE, at least 128 KiB and 3 buckets: with several senders converging
 # on one rank (fan-in), a queue of only a few dozen frames drops so often that TCP stalls in
 # retransmission timeouts (10 mbit, 3 senders, 25 KB queue: 69..96% of RATE; 128 KiB: 93..97%).
-rate_Bps=$((rate_bps / 8))
+default_burst() {  # bytes, for a rate in bit/s
+  local bytes=$(($1 * 4 / 8000))
+  echo $((bytes >= 8192 ? bytes : 8192))
+}
+default_limit() {  # bytes, for a rate in bit/s and its burst
+  local bytes=$(($1 * 50 / 8000))
+  ((bytes >= 131072)) || bytes=131072
+  echo $((bytes >= 3 * $2 ? bytes : 3 * $2))
+}
 if [[ -n $burst ]]; then
   burst=$(parse_bytes "$burst" --burst)
 else
-  burst=$((rate_Bps * 4 / 1000))
-  ((burst >= 8192)) || burst=8192
+  burst=$(default_burst "$rate_bps")
 fi
 ((burst >= mtu_frame)) || usage_error "--burst must be at least $mtu_frame bytes (one full frame)"
 if [[ -n $limit ]]; then
   limit=$(parse_bytes "$limit" --limit)
 else
-  limit=$((rate_Bps * 50 / 1000))
-  ((limit >= 131072)) || limit=131072
-  ((limit >= 3 * burst)) || limit=$((3 * burst))
+  limit=$(default_limit "$rate_bps" "$burst")
 fi
+across_burst=$(default_burst "$across_bps")
+across_limit=$(default_limit "$across_bps" "$across_burst")
 
 # ---- can this machine do it? -------------------------------------------------------------------
 
@@ -378,7 +403,9 @@ setup() {
     log "setup failed ($*): $err"
     case $err in
       *"Specified qdisc kind is unknown"* | *"Unknown qdisc"*)
-        cannot_run "the tbf qdisc is not available in this kernel (CONFIG_NET_SCH_TBF)" ;;
+        cannot_run "the tbf qdisc (or, with --across, htb and pfifo) is not available in this kernel (CONFIG_NET_SCH_TBF, CONFIG_NET_SCH_HTB)" ;;
+      *"classifier not found"*)
+        cannot_run "--across needs the u32 classifier (CONFIG_NET_CLS_U32), which this kernel lacks" ;;
       *"Operation not permitted"* | *"Permission denied"*)
         cannot_run "not permitted to create network namespaces/interfaces here (needs CAP_NET_ADMIN, e.g. a container without it)" ;;
       *) cannot_run "could not set up the network" ;;
@@ -388,6 +415,26 @@ setup() {
 
 bridge=$(bridge_name)
 tbf="root tbf rate ${rate_bps}bit burst $burst limit $limit"
+
+# The tc batch that shapes the egress of `dev`, rank i's link one way: its uplink (`match` dst: where
+# its packets go) or its downlink (`match` src: where they come from). Without --across one tbf; with it
+# an htb class per rate, the other groups' ranks filtered into the --across one.
+shaping() {
+  local dev=$1 i=$2 match=$3 j
+  if ((across_size == 0)); then
+    echo "qdisc add dev $dev $tbf"
+    return
+  fi
+  echo "qdisc add dev $dev root handle 1: htb default 1"
+  echo "class add dev $dev parent 1: classid 1:1 htb rate ${rate_bps}bit ceil ${rate_bps}bit burst $burst cburst $burst quantum $mtu_frame"
+  echo "class add dev $dev parent 1: classid 1:2 htb rate ${across_bps}bit ceil ${across_bps}bit burst $across_burst cburst $across_burst quantum $mtu_frame"
+  echo "qdisc add dev $dev parent 1:1 pfifo limit $((limit / mtu_frame + 1))"
+  echo "qdisc add dev $dev parent 1:2 pfifo limit $((across_limit / mtu_frame + 1))"
+  for ((j = 0; j < nproc; j++)); do
+    ((j / across_size == i / across_size)) && continue
+    echo "filter add dev $dev parent 1: protocol ip prio 1 u32 match ip $match $(rank_addr "$j")/32 flowid 1:2"
+  done
+}
 host_batch="link add name $bridge type bridge
 link set dev $bridge up"
 downlinks=""
@@ -401,7 +448,7 @@ for ((i = 0; i < nproc; i++)); do
 netns add $ns
 link add name $host_veth type veth peer name $(rank_veth_name "$i") netns $ns
 link set dev $host_veth master $bridge up"
-  downlinks+="qdisc add dev $host_veth $tbf"$'\n' # downlink: bridge -> rank i
+  downlinks+="$(shaping "$host_veth" "$i" src)"$'\n' # downlink: bridge -> rank i
 done
 # The host's address on the bridge (--host-address): traffic between a rank and the host crosses that
 # rank's shaped veth pair like any other.
@@ -416,11 +463,12 @@ link set dev lo up
 addr add $(rank_addr "$i")/24 dev $rank_veth
 link set dev $rank_veth up
 EOF
-  setup tc -n "$ns" <<<"qdisc add dev $rank_veth $tbf" # uplink: rank i -> bridge
+  setup tc -n "$ns" <<<"$(shaping "$rank_veth" "$i" dst)" # uplink: rank i -> bridge
 done
 setup tc <<<"$downlinks"
 
 log "$nproc ranks on $subnet.0/24 via bridge $bridge, each link shaped to $rate both ways (tbf burst $burst B, limit $limit B)"
+((across_size)) && log "across groups of $across_size ranks: ${across#*:} both ways (htb classes, burst $across_burst B)"
 ((host_address)) && log "the host is $(host_addr) on the bridge (NETNS_HOST_ADDR)"
 
 # ---- the ranks ---------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 # 4 MB to rank 0, which must receive at 70%..105% of the rate; every rank must see its
 # environment in its own namespace; a failing rank must make the script exit with its status and
 # stop the others (one of them ignores SIGTERM, so SIGKILL is needed); SIGTERM to the script must
-# stop the ranks; with --host-address ranks reach a server on the host; and after every run no
+# stop the ranks; with --host-address ranks reach a server on the host; with --across ranks of another
+# group arrive at the slower rate; and after every run no
 # namespace or interface may be left behind.
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, or no namespaces/veth/tbf here).
 set -euo pipefail
@@ -158,6 +159,56 @@ mbit=$(sed -n 's/^\[rank 0\] received .* aggregate \([0-9.]*\) Mbit\/s$/\1/p' "$
 awk -v m="$mbit" -v r="$rate_mbit" 'BEGIN { exit !(m >= 0.70 * r && m <= 1.05 * r) }' ||
   fail "rank 0 received at $mbit Mbit/s, outside 70%..105% of $rate_mbit Mbit/s"
 echo "ok: rank 0 received at $mbit Mbit/s through a $rate_mbit mbit link"
+
+# ---- --across: a slower rate between groups of ranks --------------------------------------------
+
+# Groups {0, 1} and {2, 3}: rank 0 receives from rank 1 (its group, 50 mbit), then from rank 2 (the other
+# group, 10 mbit); rank 3 stays silent.
+cat >"$work/across.py" <<'PY'
+import os, socket, time
+
+rank, addr, port = int(os.environ["RANK"]), os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+sizes = {1: 2 * 1000 * 1000, 2: 1000 * 1000}
+if rank == 0:
+    server = socket.create_server((addr, port), backlog=4)
+    server.settimeout(20)
+    for sender in (1, 2):
+        conn = server.accept()[0]
+        buf, got, first = bytearray(1 << 16), 0, None
+        while n := conn.recv_into(buf):
+            first = first or time.monotonic()
+            got += n
+        print(f"from rank {sender}: {got * 8 / (time.monotonic() - first) / 1e6:.2f} Mbit/s", flush=True)
+        conn.sendall(b"k")
+        conn.close()
+elif rank in sizes:
+    time.sleep(0.2 if rank == 1 else 2.0)  # one sender at a time
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            sock = socket.create_connection((addr, port), timeout=20)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    sock.sendall(bytes(sizes[rank]))
+    sock.shutdown(socket.SHUT_WR)
+    sock.recv(1)
+PY
+status=0
+"$script" --nproc 4 --rate ${rate_mbit}mbit --across 2:10mbit --master-port $port -- "$python" "$work/across.py" \
+  >"$work/out" 2>"$work/err" || status=$?
+((status == 0)) || fail "--across run exited with $status: $(cat "$work/err")"
+expect_no_leftovers "--across run"
+for pair in "1 $rate_mbit" "2 10"; do
+  read -r sender expected <<<"$pair"
+  mbit=$(sed -n "s/^\[rank 0\] from rank $sender: \([0-9.]*\) Mbit\/s$/\1/p" "$work/out")
+  [[ -n $mbit ]] || fail "--across: rank 0 reported no rate from rank $sender: $(cat "$work/out")"
+  awk -v m="$mbit" -v r="$expected" 'BEGIN { exit !(m >= 0.70 * r && m <= 1.05 * r) }' ||
+    fail "--across: rank 0 received from rank $sender at $mbit Mbit/s, outside 70%..105% of $expected Mbit/s"
+done
+echo "ok: --across 2:10mbit: $(grep -c 'from rank' "$work/out") senders at their group's rate"
 
 # ---- a failing rank stops the others -----------------------------------------------------------
 

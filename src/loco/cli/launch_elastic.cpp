@@ -27,7 +27,8 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   server_options.port = 0;
   server_options.coordinator.run_id = run_id;
   server_options.coordinator.rules = elastic.rules;
-  server_options.coordinator.rules.start_replicas = options.nproc;
+  // The ranks start together: with pipeline stages N processes are N / S replicas, which only the ranks know.
+  server_options.coordinator.start_members = options.nproc;
   server_options.coordinator.max_rejections = elastic.max_rejections;
   // The secret the environment gives (the ranks inherit it), or a fresh one given to the ranks in theirs
   // (docs/security.md).

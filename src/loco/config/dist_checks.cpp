@@ -54,9 +54,20 @@ void check_pipeline_run(const RunConfig& c) {
                        "decoder layer; lower dist.stages or add layers",
                        d.stages, c.model.num_hidden_layers));
   }
-  if (d.elastic) {
-    reject("dist.stages > 1 with dist.elastic = true is not built yet: a pipeline replica's stages cannot join "
-           "and leave a quorum together; set dist.elastic = false or dist.stages = 1");
+  if (d.elastic) {  // docs/pipeline.md "Churn": the stages are processes under loco launch --elastic
+    if (d.backend == "local") {
+      reject("dist.stages > 1 with dist.elastic = true runs each stage as a member process (loco launch --elastic "
+             "--nproc R*S); stages as threads of elastic replicas are not built: set dist.backend = \"gloo\"");
+    }
+    if (!has_outer_step(algorithm_named(d.algorithm))) {
+      reject(fmt::format("dist.stages > 1 with dist.elastic = true is built for the algorithms with an outer step "
+                         "(diloco, localsgd, streaming, sparseloco), not {} yet",
+                         d.algorithm));
+    }
+    if (!d.churn.empty() || !d.adversary.empty()) {
+      reject("dist.churn and dist.adversary name replicas of an elastic run; with dist.stages > 1 they are not "
+             "built yet: kill a stage's process instead (LOCO_FAULT, bench/chaos.sh)");
+    }
   }
 }
 

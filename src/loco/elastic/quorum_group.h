@@ -49,6 +49,11 @@ class QuorumGroup {
   // quorum. It is abandoned with the quorum's group, or when the next subgroup is built.
   comm::Group& subgroup(const std::vector<int>& ranks, const std::string& name);
 
+  // The group of this member's pipeline replica (membership/coordinator.h note "pipeline-units"): its
+  // stages, ranked by stage, on the run's store under `pipeline.store_prefix`. Its collectives give up when
+  // this member is fenced (its replica broke), not when a quorum breaks: the stages train on meanwhile.
+  std::unique_ptr<comm::Group> pipeline_group(const membership::PipelineReply& pipeline, int stage) const;
+
   // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
   void abandon();
 

@@ -14,13 +14,15 @@
 namespace loco::elastic {
 
 QuorumMembership::QuorumMembership(QuorumGroup& groups, membership::MemberClient& client,
-                                   std::uint64_t windows_per_step, double vote_timeout_s, int replica)
+                                   std::uint64_t windows_per_step, double vote_timeout_s, int replica,
+                                   std::string directory_member)
     : groups_(groups),
       client_(client),
       windows_per_step_(windows_per_step),
       vote_timeout_s_(vote_timeout_s),
       replica_number_(replica),
-      member_id_(client.credentials().member_id) {}
+      member_id_(client.credentials().member_id),
+      directory_member_(directory_member.empty() ? member_id_ : std::move(directory_member)) {}
 
 void QuorumMembership::attach(ReplicaState& replica) {
   replica_ = &replica;
@@ -37,9 +39,10 @@ const membership::QuorumReply& QuorumMembership::quorum() const {
   return *quorum_;
 }
 
-// The member id ("name#n") names the member's directory, with '#' spelled '-'.
+// The member id ("name#n") names the member's directory, with '#' spelled '-'; a pipeline stage's is its
+// replica's first stage's (the trainer puts stage s > 0 in its stage_s subdirectory).
 std::filesystem::path QuorumMembership::directory(const std::filesystem::path& out_dir) const {
-  std::string name = member_id_;
+  std::string name = directory_member_;
   std::replace(name.begin(), name.end(), '#', '-');
   return out_dir / "members" / name;
 }

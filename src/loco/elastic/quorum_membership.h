@@ -45,9 +45,11 @@ namespace loco::elastic {
 class QuorumMembership final : public Membership {
  public:
   // `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the longest a vote
-  // waits for the others'; `replica`: the replica this member plays in the run's numbering (-1: none).
+  // waits for the others'; `replica`: the replica this member plays in the run's numbering (-1: none);
+  // `directory_member`: the member whose id names the directory (a pipeline stage's: its replica's first
+  // stage, so that the stages write one replica directory); empty: this member's own.
   QuorumMembership(QuorumGroup& groups, membership::MemberClient& client, std::uint64_t windows_per_step,
-                   double vote_timeout_s, int replica);
+                   double vote_timeout_s, int replica, std::string directory_member = "");
 
   void attach(ReplicaState& replica) override;
   std::filesystem::path directory(const std::filesystem::path& out_dir) const override;
@@ -80,7 +82,8 @@ class QuorumMembership final : public Membership {
   std::uint64_t windows_per_step_;
   double vote_timeout_s_;
   int replica_number_;
-  std::string member_id_;  // as of the first join: names the member's directory
+  std::string member_id_;  // as of the first join
+  std::string directory_member_;  // names the member's directory
   ReplicaState* replica_ = nullptr;
   std::unique_ptr<ElasticMember> member_;
   std::optional<membership::QuorumReply> quorum_;  // of the last attempt

@@ -28,6 +28,20 @@ void require_step(std::int64_t step, const std::string& member_id, std::int64_t 
   }
 }
 
+// A pipeline place a member may claim (note "pipeline-units").
+void require_place(const PipelinePlace& place, const std::string& name) {
+  if (place.stages < 1 || place.stages > kMaxStages || place.stage < 0 || place.stage >= place.stages) {
+    throw MembershipError(Refusal::malformed, fmt::format("member '{}' claims stage {} of {} stages (1 to {} stages, "
+                                                          "a stage below their number)",
+                                                          name, place.stage, place.stages, kMaxStages));
+  }
+  if (place.stages > 1 && !plain_name(place.unit)) {
+    throw MembershipError(Refusal::malformed, fmt::format("member '{}' names its pipeline replica '{}': 1 to {} "
+                                                          "letters, digits, '.', '_' or '-'",
+                                                          name, loggable(place.unit), kMaxNameLength));
+  }
+}
+
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {
@@ -46,9 +60,10 @@ void Coordinator::require_run(const std::string& run_id) const {
   }
 }
 
-JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now) {
+JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now,
+                             const PipelinePlace& place) {
   require_run(run_id);
-  if (barred_names_.count(name) > 0) {
+  if (barred_names_.count(name) > 0 || (place.stages > 1 && barred_names_.count(place.unit) > 0)) {
     throw MembershipError(Refusal::barred, fmt::format("member name '{}' was removed from this run: its "
                                                        "pseudo-gradients held NaN or Inf in {} synchronisations. Fix "
                                                        "the replica and start it under another name",
@@ -59,12 +74,51 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
                                                           "'_' or '-'",
                                                           name));
   }
+  require_place(place, name);
+  if (stages_ != 0 && place.stages != stages_) {
+    throw MembershipError(Refusal::malformed, fmt::format("member '{}' has {} stages, but this run's members have {}: "
+                                                          "start every member with the same dist.stages",
+                                                          name, place.stages, stages_));
+  }
+  stages_ = place.stages;
+  if (place.stages > 1) {  // the stage's process was started again: its predecessor goes, and the replica breaks
+    for (const auto& [held_by, m] : members_) {
+      if (m.place.unit != place.unit || m.place.stage != place.stage) continue;
+      const std::string id = held_by;  // a copy: removing the member erases its key
+      remove(id, "leave", fmt::format("{} (stage {} of {}: a new member '{}' took its place)", id, place.stage,
+                                      place.unit, name),
+             now);
+      break;
+    }
+  }
   const std::string id = fmt::format("{}#{}", name, ++joins_by_name_[name]);
   Member& m = members_[id];
   m.name = name;
+  m.place = place;
   m.joined_at = m.last_heartbeat = now;
-  record(now, "join", id);
+  record(now, "join", place.stages > 1 ? fmt::format("{} (stage {} of {})", id, place.stage, place.unit) : id);
   return {id, options_.incarnation};
+}
+
+std::optional<PipelineReply> Coordinator::take_pipeline(const Credentials& who) const {
+  require_member(who);
+  const PipelinePlace& place = members_.at(who.member_id).place;
+  if (place.stages <= 1) {
+    throw MembershipError(Refusal::malformed, fmt::format("{} joined as a whole replica, not as a pipeline stage",
+                                                          who.member_id));
+  }
+  PipelineReply reply;
+  reply.members.resize(static_cast<std::size_t>(place.stages));
+  for (const auto& [id, m] : members_) {
+    if (m.place.unit == place.unit) reply.members[static_cast<std::size_t>(m.place.stage)] = id;
+  }
+  for (const std::string& id : reply.members) {
+    if (id.empty()) return std::nullopt;
+  }
+  const auto generation = unit_generations_.find(place.unit);
+  reply.store_prefix = fmt::format("loco/{}/pipeline/{}/g{}/", options_.incarnation, place.unit,
+                                   generation == unit_generations_.end() ? 0 : generation->second);
+  return reply;
 }
 
 std::vector<std::string> Coordinator::former_members(const std::vector<std::string>& ids) const {
@@ -140,7 +194,8 @@ std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
 void Coordinator::leave(const Credentials& who, const std::string& reason, double now, bool finished) {
   const Member& m = member(who);
   if (finished) finished_step_ = std::max(finished_step_, m.step);
-  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason.substr(0, kMaxReasonLength)), now);
+  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason.substr(0, kMaxReasonLength)), now,
+         finished);
 }
 
 void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
@@ -162,19 +217,22 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
                                       m.quorum_id == quorum_.id ? "" : " and does not include it"));
   }
   Synchronisation& sync = synchronisations_[{quorum_id, step}];
-  if (sync.members.empty()) sync.members = quorum_.members;
+  if (sync.stages.empty()) sync.stages = quorum_stages_;
+  // Rejections are reported by the members of the rejected one's stage: a majority of the replicas.
+  const std::size_t replicas = sync.stages.front().size();
   if (!sync.decision) sync.votes.push_back({who.member_id, ok, ok ? hash : ""});
   // One member's word does not remove another: a rejection counts once a majority reported it.
   std::vector<std::string> removed;
   for (const std::string& id : rejected) {
     std::set<std::string>& reporters = sync.rejections[id];
-    const bool counted = 2 * reporters.size() > sync.members.size();
+    const bool counted = 2 * reporters.size() > replicas;
     reporters.insert(who.member_id);
-    if (counted || 2 * reporters.size() <= sync.members.size() || members_.count(id) == 0) continue;
+    if (counted || 2 * reporters.size() <= replicas || members_.count(id) == 0) continue;
     if (options_.max_rejections > 0 && ++rejections_[id] >= options_.max_rejections) removed.push_back(id);
   }
   for (const std::string& id : removed) {
     barred_names_.insert(members_.at(id).name);
+    if (members_.at(id).place.stages > 1) barred_names_.insert(members_.at(id).place.unit);  // all its stages
     remove(id, "expel", fmt::format("{} (its pseudo-gradients held NaN or Inf in {} synchronisations; its name is "
                                     "barred from the run)",
                                     id, rejections_[id]),
@@ -188,7 +246,12 @@ std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, st
   const auto found = synchronisations_.find({quorum_id, step});
   if (found == synchronisations_.end() || !found->second.decision) return std::nullopt;
   Synchronisation& sync = found->second;
-  const CommitDecision& d = *sync.decision;
+  std::size_t stage = 0;  // the voter's: its stage's canonical hash
+  while (stage + 1 < sync.stages.size() &&
+         std::find(sync.stages[stage].begin(), sync.stages[stage].end(), who.member_id) == sync.stages[stage].end()) {
+    ++stage;
+  }
+  const CommitDecision& d = (*sync.decision)[stage];
   CommitReply reply{d.outcome, d.canonical_hash,
                     std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.outliers, d.reason};
   if (std::find(sync.told.begin(), sync.told.end(), who.member_id) == sync.told.end()) sync.told.push_back(who.member_id);
@@ -208,23 +271,84 @@ void Coordinator::decide_synchronisations(double now) {
   for (auto& [key, sync] : synchronisations_) {
     if (sync.decision) continue;
     const bool current = key.first == quorum_.id;
-    CommitDecision d = decide_commit(sync.members, sync.votes, !current || quorum_broken_, options_.rules.min_replicas);
-    if (d.outcome == Outcome::pending) continue;
-    if (d.outcome == Outcome::commit) {
-      record(now, "commit", fmt::format("q{} step {}: hash {}{}", key.first, key.second, d.canonical_hash.substr(0, 16),
-                                        d.outliers.empty() ? "" : fmt::format(", to heal: {}", fmt::join(d.outliers, ", "))));
+    std::vector<CommitDecision> d =
+        decide_commit_by_stage(sync.stages, sync.votes, !current || quorum_broken_, options_.rules.min_replicas);
+    const CommitDecision& first = d.front();  // the outcome, reason and outliers are every stage's
+    if (first.outcome == Outcome::pending) continue;
+    if (first.outcome == Outcome::commit) {
+      std::vector<std::string> hashes;
+      for (const CommitDecision& stage : d) hashes.push_back(stage.canonical_hash.substr(0, 16));
+      record(now, "commit", fmt::format("q{} step {}: hash {}{}", key.first, key.second, fmt::join(hashes, ", "),
+                                        first.outliers.empty() ? ""
+                                                               : fmt::format(", to heal: {}", fmt::join(first.outliers, ", "))));
     } else {
-      record(now, "abort", fmt::format("q{} step {}: {}", key.first, key.second, d.reason));
+      record(now, "abort", fmt::format("q{} step {}: {}", key.first, key.second, first.reason));
       renew_quorum_ = true;
     }
     sync.decision = std::move(d);
   }
 }
 
-void Coordinator::remove(const std::string& id, const std::string& kind, const std::string& detail, double now) {
-  members_.erase(id);
-  if (std::binary_search(quorum_.members.begin(), quorum_.members.end(), id)) quorum_broken_ = true;
+void Coordinator::remove(const std::string& id, const std::string& kind, const std::string& detail, double now,
+                         bool finished) {
+  const PipelinePlace place = members_.at(id).place;
+  erase(id);
   record(now, kind, detail);
+  if (finished || place.stages <= 1) return;
+  // Note "pipeline-units": the replica's other stages cannot train without this one; they go, and the
+  // replica's next members meet under a new generation's keys.
+  ++unit_generations_[place.unit];
+  std::vector<std::string> others;
+  for (const auto& [other, m] : members_) {
+    if (m.place.unit == place.unit) others.push_back(other);
+  }
+  for (const std::string& other : others) {
+    const int stage = members_.at(other).place.stage;
+    erase(other);
+    record(now, "expel", fmt::format("{} (stage {} of {}, whose stage {} is gone: the replica starts again)", other,
+                                     stage, place.unit, place.stage));
+  }
+}
+
+void Coordinator::erase(const std::string& id) {
+  members_.erase(id);
+  if (std::binary_search(quorum_members_.begin(), quorum_members_.end(), id)) quorum_broken_ = true;
+}
+
+QuorumDecision Coordinator::decide(double now) const {
+  std::vector<MemberState> counted = states();
+  if (stages_ > 1) {
+    std::vector<StageMember> parts;
+    for (MemberState& state : counted) {
+      const PipelinePlace& place = members_.at(state.id).place;
+      parts.push_back({place.unit, place.stage, std::move(state)});
+    }
+    counted = pipeline_replicas(parts, stages_);
+  }
+  QuorumDecision decision = decide_quorum(counted, quorum_, now, options_.rules);
+  if (decision.form && quorum_.id == 0 && options_.start_members > 0) {
+    std::size_t waiting = 0;
+    for (const auto& stage : members_by_stage(decision.members)) waiting += stage.size();
+    if (static_cast<int>(waiting) < options_.start_members) {
+      decision.form = false;
+      decision.members.clear();
+      decision.waiting_for = fmt::format("{} of the {} member processes the run starts with", waiting,
+                                         options_.start_members);
+    }
+  }
+  return decision;
+}
+
+std::vector<std::vector<std::string>> Coordinator::members_by_stage(const std::vector<std::string>& units) const {
+  if (stages_ <= 1) return {units};
+  std::vector<std::vector<std::string>> stages(static_cast<std::size_t>(stages_),
+                                               std::vector<std::string>(units.size()));
+  for (const auto& [id, m] : members_) {
+    const auto unit = std::lower_bound(units.begin(), units.end(), m.place.unit);
+    if (unit == units.end() || *unit != m.place.unit) continue;
+    stages[static_cast<std::size_t>(m.place.stage)][static_cast<std::size_t>(unit - units.begin())] = id;
+  }
+  return stages;
 }
 
 std::vector<MemberState> Coordinator::states() const {
@@ -243,26 +367,38 @@ double Coordinator::tick(double now) {
     remove(id, "expire", fmt::format("{} (no heartbeat for {:.1f} s)", id, now - members_.at(id).last_heartbeat), now);
   }
   decide_synchronisations(now);  // before a new quorum: votes of a broken one abort now
-  const QuorumDecision decision = decide_quorum(states(), quorum_, now, rules);
+  const QuorumDecision decision = decide(now);
   if (decision.form && finished_step_ == 0) {  // once the run is finished, nothing is left to synchronise
     const std::int64_t before = quorum_.id;
-    quorum_ = next_quorum(quorum_, decision.members, renew_quorum_);
+    std::vector<std::vector<std::string>> stages = members_by_stage(decision.members);
+    // A pipeline replica whose members changed keeps its name: its new members need a new group all the same.
+    quorum_ = next_quorum(quorum_, decision.members, renew_quorum_ || stages != quorum_stages_);
     renew_quorum_ = false;
     if (quorum_.id != before) quorum_broken_ = false;
-    std::vector<std::int64_t> steps;
-    for (const auto& id : quorum_.members) steps.push_back(members_.at(id).step);
-    const std::int64_t step = *std::max_element(steps.begin(), steps.end());
+    quorum_stages_ = std::move(stages);
+    quorum_members_.clear();
+    for (const auto& stage : quorum_stages_) quorum_members_.insert(quorum_members_.end(), stage.begin(), stage.end());
+    std::sort(quorum_members_.begin(), quorum_members_.end());
+    std::int64_t step = 0;
+    for (const auto& id : quorum_members_) step = std::max(step, members_.at(id).step);
     if (quorum_.id != before) {
       record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
     } else {  // the same members again (every step for data parallel): counted, not news for the log
       ++event_counts_["quorum"];
     }
-    for (std::size_t rank = 0; rank < quorum_.members.size(); ++rank) {
-      Member& m = members_.at(quorum_.members[rank]);
-      m.waiting_since.reset();
-      m.quorum_id = quorum_.id;
-      m.served = QuorumReply{quorum_.id, options_.incarnation, quorum_.members, static_cast<int>(rank),
-                             fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id), step, steps};
+    for (std::size_t stage = 0; stage < quorum_stages_.size(); ++stage) {
+      const std::vector<std::string>& ids = quorum_stages_[stage];
+      std::vector<std::int64_t> steps;
+      for (const auto& id : ids) steps.push_back(members_.at(id).step);
+      // Each stage of the replicas meets in a group of its own.
+      const std::string prefix = stages_ > 1 ? fmt::format("loco/{}/q{}/s{}/", options_.incarnation, quorum_.id, stage)
+                                             : fmt::format("loco/{}/q{}/", options_.incarnation, quorum_.id);
+      for (std::size_t rank = 0; rank < ids.size(); ++rank) {
+        Member& m = members_.at(ids[rank]);
+        m.waiting_since.reset();
+        m.quorum_id = quorum_.id;
+        m.served = QuorumReply{quorum_.id, options_.incarnation, ids, static_cast<int>(rank), prefix, step, steps};
+      }
     }
   }
   decide_synchronisations(now);  // after: votes of a quorum just superseded abort too
@@ -272,7 +408,7 @@ double Coordinator::tick(double now) {
 }
 
 std::string Coordinator::waiting_for(double now) const {
-  return decide_quorum(states(), quorum_, now, options_.rules).waiting_for;
+  return decide(now).waiting_for;
 }
 
 void Coordinator::record(double now, std::string kind, std::string detail) {
@@ -289,6 +425,8 @@ nlohmann::json Coordinator::status(double now) const {
     const auto latest = history_.latest(m.name);
     members.push_back({{"id", id},
                        {"name", m.name},
+                       {"pipeline", m.place.stages > 1 ? nlohmann::json{{"replica", m.place.unit}, {"stage", m.place.stage}}
+                                                       : nlohmann::json()},
                        {"metrics", latest ? monitor::report_json(*latest) : nlohmann::json::object()},
                        {"healthy", is_healthy({id, m.last_heartbeat, std::nullopt}, now, rules)},
                        {"heartbeat_age_s", now - m.last_heartbeat},

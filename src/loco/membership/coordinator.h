@@ -10,6 +10,16 @@
 // current quorum expires or leaves, the quorum is broken: every heartbeat reply says so at once, so the
 // others abandon their collective instead of waiting for its timeout. Outer steps commit in two phases
 // (vote, take_decision; commit_rules.h).
+//
+// Note "pipeline-units" (docs/pipeline.md "Churn"): with dist.stages = S > 1 a replica is S processes, each
+// a member that joins with its place (the replica's name, its stage, S). The rules then count replicas,
+// not members: a replica takes part when one member holds each of its stages (quorum_rules.h
+// pipeline_replicas), a quorum's replicas are ranked alike in every stage's reply (so each stage lays out
+// the same data), each stage meets in its own group ("…/q{id}/s{stage}/"), votes are compared within a
+// stage and an outer step commits for every stage or none (decide_commit_by_stage). A replica whose stage
+// leaves (or expires, or is expelled) is broken: its other members are removed with it (they cannot train
+// without the stage, and must not rejoin its successor's pipeline), and its next members form a new
+// pipeline (take_pipeline) under a new generation's store keys.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -39,6 +49,23 @@ inline constexpr std::int64_t kMaxStep = std::int64_t{1} << 40;
 struct Credentials {
   std::string member_id;
   std::uint64_t incarnation = 0;
+};
+
+// Where a member sits in a pipeline replica (note "pipeline-units"). stages = 1: the member is a whole replica.
+struct PipelinePlace {
+  std::string unit;  // the replica's name (stages > 1)
+  int stage = 0;
+  int stages = 1;
+};
+
+// The most stages a run may have (a bound on what a join may claim).
+inline constexpr int kMaxStages = 1024;
+
+// A complete pipeline replica: its members in stage order, and the store prefix of their pipeline group
+// ("loco/{incarnation}/pipeline/{unit}/g{generation}/": a new one whenever the replica's members change).
+struct PipelineReply {
+  std::vector<std::string> members;
+  std::string store_prefix;
 };
 
 struct JoinReply {
@@ -85,6 +112,9 @@ struct CoordinatorOptions {
   // replicas of an elastic run as threads): a member claiming a later step is refused. 0: unknown, and
   // only kMaxStep bounds the steps.
   std::int64_t run_steps = 0;
+  // The member processes that must wait before the run's first quorum forms (`loco launch --elastic
+  // --nproc N` sets N, which counts processes whatever the stages): 0, none beyond the rules.
+  int start_members = 0;
 };
 
 class Coordinator {
@@ -95,7 +125,12 @@ class Coordinator {
   void require_run(const std::string& run_id) const;
   // MembershipError(wrong_run) for another run's id. The server admits only members that proved the run's
   // secret (authentication.h).
-  JoinReply join(const std::string& run_id, const std::string& name, double now);
+  // `place`: the member's stage of a pipeline replica (note "pipeline-units"); every member of a run must
+  // claim the same number of stages (MembershipError(malformed) otherwise). A member that claims a stage
+  // another member holds replaces it (the stage's process was started again): the replica is broken.
+  JoinReply join(const std::string& run_id, const std::string& name, double now, const PipelinePlace& place = {});
+  // The member's pipeline replica once one member holds each stage; nullopt while a stage is missing.
+  std::optional<PipelineReply> take_pipeline(const Credentials& who) const;
   // MembershipError(stale_incarnation) unless `who` joined this incarnation (which anyone may read on the
   // status page: refusing it tells nobody which members exist).
   void require_incarnation(const Credentials& who) const;
@@ -140,6 +175,7 @@ class Coordinator {
  private:
   struct Member {
     std::string name;
+    PipelinePlace place;
     double joined_at = 0;
     double last_heartbeat = 0;
     std::optional<double> waiting_since;
@@ -154,9 +190,9 @@ class Coordinator {
   };
 
   struct Synchronisation {
-    std::vector<std::string> members;  // the quorum's, when the first vote came
+    std::vector<std::vector<std::string>> stages;  // the quorum's members by stage, when the first vote came
     std::vector<Vote> votes;
-    std::optional<CommitDecision> decision;
+    std::optional<std::vector<CommitDecision>> decision;  // one per stage
     std::vector<std::string> told;  // members that took the decision
     std::map<std::string, std::set<std::string>> rejections;  // rejected member → the voters that said so
   };
@@ -164,7 +200,15 @@ class Coordinator {
 
   Member& member(const Credentials& who);
   void decide_synchronisations(double now);
-  void remove(const std::string& id, const std::string& kind, const std::string& detail, double now);
+  // Removes the member; unless it `finished` the run, the other members of its pipeline replica go too.
+  void remove(const std::string& id, const std::string& kind, const std::string& detail, double now,
+              bool finished = false);
+  // Erases one member, marking the quorum broken when it belonged to it.
+  void erase(const std::string& id);
+  // What the quorum rules count: the members, or with stages the complete pipeline replicas.
+  QuorumDecision decide(double now) const;
+  // The members of `units` (the rules' ids) by stage, in the units' order.
+  std::vector<std::vector<std::string>> members_by_stage(const std::vector<std::string>& units) const;
   void record(double now, std::string kind, std::string detail);
   std::vector<MemberState> states() const;
 
@@ -173,7 +217,11 @@ class Coordinator {
   std::map<std::string, std::int64_t> joins_by_name_;
   std::map<std::string, int> rejections_;  // by member id: synchronisations that rejected its contribution
   std::set<std::string> barred_names_;     // removed for their rejected contributions
-  Quorum quorum_;
+  Quorum quorum_;                                     // with stages: of pipeline replicas' names
+  std::vector<std::vector<std::string>> quorum_stages_;  // its members by stage (one list without stages)
+  std::vector<std::string> quorum_members_;           // every member of it, sorted
+  int stages_ = 0;                                    // claimed by the first join (0: none yet)
+  std::map<std::string, std::int64_t> unit_generations_;  // a pipeline replica's: its members changed
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id
   std::int64_t finished_step_ = 0;  // > 0: a member finished the run at this step

@@ -197,9 +197,10 @@ struct CoordinatorServer::Impl {
         const auto run_id = field<std::string>(body, "run_id");
         coordinator.require_run(run_id);  // another run's member is told so, and stops trying
         const auto name = field<std::string>(body, "name"), nonce = field<std::string>(body, "nonce");
-        authenticator.admit(name, nonce, field<std::int64_t>(body, "timestamp"), field<std::string>(body, "mac"),
-                            wall_now(), now());
-        const JoinReply joined = coordinator.join(run_id, name, now());
+        const PipelinePlace place = pipeline_place(body);
+        authenticator.admit(signed_join_name(name, place), nonce, field<std::int64_t>(body, "timestamp"),
+                            field<std::string>(body, "mac"), wall_now(), now());
+        const JoinReply joined = coordinator.join(run_id, name, now(), place);
         for (const std::string& gone : coordinator.former_members(authenticator.members())) {
           authenticator.close_session(gone);
         }
@@ -232,6 +233,21 @@ struct CoordinatorServer::Impl {
         }
         context.status = 202;
         return nlohmann::json{{"waiting_for", coordinator.waiting_for(now())}};
+      });
+    });
+    http.route("POST", "/v1/pipeline", [this](const HttpRequest& req, HttpResponse& res) {
+      reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
+        const Credentials who = credentials(body);
+        const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
+        const auto deadline =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+        while (true) {
+          if (auto complete = coordinator.take_pipeline(who)) return to_json(*complete);
+          if (stopping || Clock::now() >= deadline) break;
+          changed.wait_until(context.lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+        }
+        context.status = 202;
+        return nlohmann::json{{"waiting_for", "a member for each stage of the pipeline replica"}};
       });
     });
     http.route("POST", "/v1/commit", [this](const HttpRequest& req, HttpResponse& res) {

@@ -1,8 +1,12 @@
 // `loco coordinator`: the run's coordinator on the network (docs/design.md §3 "Membership";
 // docs/fault-tolerance.md has the protocol). JSON over HTTP/1.1 (http_server.h, which bounds what anyone may send):
 //
-//   POST /v1/join       {run_id, name}                       → {member_id, incarnation, heartbeat_interval_s,
+//   POST /v1/join       {run_id, name[, pipeline: {replica, stage, stages}]}
+//                                                            → {member_id, incarnation, heartbeat_interval_s,
 //                                                               heartbeat_timeout_s, store_port}
+//   POST /v1/pipeline   {member_id, incarnation, wait_s}     → 200 {members, store_prefix} once a member holds
+//                                                               each stage of the member's pipeline replica,
+//                                                               202 after wait_s (note "pipeline-units")
 //   POST /v1/heartbeat  {member_id, incarnation}             → {quorum_id, quorum_broken}
 //   POST /v1/quorum     {member_id, incarnation, step, wait_s} → 200 {quorum_id, incarnation, members, rank,
 //                                                               store_prefix, step} once formed, 202 {waiting_for}

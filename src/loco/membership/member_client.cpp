@@ -119,11 +119,13 @@ double MemberClient::join() {
   const std::string nonce = field<std::string>(challenge.body, "nonce");
   const auto timestamp = static_cast<std::int64_t>(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  const nlohmann::json request = {{"run_id", options_.run_id},
-                                  {"name", options_.name},
-                                  {"nonce", nonce},
-                                  {"timestamp", timestamp},
-                                  {"mac", join_mac(options_.secret, options_.run_id, options_.name, nonce, timestamp)}};
+  const std::string signed_name = signed_join_name(options_.name, options_.place);
+  nlohmann::json request = {{"run_id", options_.run_id},
+                            {"name", options_.name},
+                            {"nonce", nonce},
+                            {"timestamp", timestamp},
+                            {"mac", join_mac(options_.secret, options_.run_id, signed_name, nonce, timestamp)}};
+  if (options_.place.stages > 1) request["pipeline"] = to_json(options_.place);
   const Answer joined = post(options_.coordinator, "/v1/join", request.dump(), "", options_.request_timeout_s);
   const Credentials credentials = membership::credentials(joined.body);
   const std::string key = session_key(options_.secret, credentials.member_id, credentials.incarnation, nonce);
@@ -254,6 +256,17 @@ void MemberClient::pause_heartbeats(double seconds) {
 
 void MemberClient::rejoin_after(const MembershipError& refusal) {
   const std::string was = credentials().member_id;
+  // A stage the coordinator removed went with its replica (a stage of it went): it cannot rejoin alone, and
+  // its process starts again. A replacement coordinator (stale_incarnation) broke no replica: it rejoins.
+  if (options_.place.stages > 1 && refusal.refusal() == Refusal::unknown_member) {
+    say(fmt::format("membership: {} (stage {} of {}) was refused ({}); its pipeline replica must start again", was,
+                    options_.place.stage, options_.place.unit, refusal.what()));
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->fence = refusal;
+    quorum_broken_ = true;  // its groups' collectives give up now
+    shared_->changed.notify_all();
+    return;
+  }
   try {
     heartbeat_interval_s_ = join();
   } catch (const MembershipError& e) {
@@ -320,6 +333,10 @@ QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
   quorum_broken_ = false;
   rejoined_since_quorum_ = false;
   return reply;
+}
+
+PipelineReply MemberClient::await_pipeline(double timeout_s) {
+  return pipeline_reply(long_poll("/v1/pipeline", nlohmann::json::object(), timeout_s, "member for each stage", false));
 }
 
 CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,

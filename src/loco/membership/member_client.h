@@ -52,6 +52,10 @@ struct MemberOptions {
   double join_timeout_s = 60;
   // Where the client says what happened to its membership (rejoins); stderr when empty.
   std::function<void(const std::string&)> log;
+  // The member's stage of a pipeline replica (coordinator.h note "pipeline-units"). A stage the coordinator
+  // no longer knows does not rejoin by itself: its replica was broken, and the stage is fenced (fenced())
+  // for its process to start again with the replica's other stages. It rejoins a replacement coordinator.
+  PipelinePlace place;
 };
 
 class MemberClient {
@@ -77,6 +81,11 @@ class MemberClient {
   // member it is by then, should it rejoin meanwhile). MembershipError when fenced for good or unavailable
   // after `timeout_s`.
   QuorumReply await_quorum(std::int64_t step, double timeout_s);
+
+  // A pipeline stage's: waits until a member holds each stage of its replica (its pipeline's members and
+  // their group's store prefix). MembershipError when fenced (the replica broke meanwhile), or unavailable
+  // after `timeout_s`.
+  PipelineReply await_pipeline(double timeout_s);
 
   // Votes for the outer step after `step` steps in quorum `quorum_id` (ok, and the hash of the global
   // parameters it would commit) and waits for the decision (commit_rules.h). MembershipError when the

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 namespace loco::membership {
 
@@ -64,6 +66,29 @@ QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quor
                                      window_ends - now, waiting.size(), healthy);
   decision.decide_again_at = window_ends;
   return decision;
+}
+
+std::vector<MemberState> pipeline_replicas(const std::vector<StageMember>& members, int stages) {
+  std::map<std::string, std::vector<const StageMember*>> by_unit;
+  for (const StageMember& member : members) by_unit[member.unit].push_back(&member);
+  std::vector<MemberState> replicas;
+  for (const auto& [unit, parts] : by_unit) {
+    std::set<int> held;
+    for (const StageMember* part : parts) held.insert(part->stage);
+    if (static_cast<int>(parts.size()) != stages || static_cast<int>(held.size()) != stages) continue;
+    MemberState replica{unit, std::numeric_limits<double>::infinity(), std::nullopt, 0};
+    bool all_waiting = true;
+    double last_asked = -std::numeric_limits<double>::infinity();
+    for (const StageMember* part : parts) {
+      replica.last_heartbeat = std::min(replica.last_heartbeat, part->state.last_heartbeat);
+      replica.step = std::max(replica.step, part->state.step);
+      all_waiting = all_waiting && part->state.waiting_since.has_value();
+      if (part->state.waiting_since) last_asked = std::max(last_asked, *part->state.waiting_since);
+    }
+    if (all_waiting) replica.waiting_since = last_asked;
+    replicas.push_back(replica);
+  }
+  return replicas;
 }
 
 Quorum next_quorum(const Quorum& previous, const std::vector<std::string>& members, bool renew) {

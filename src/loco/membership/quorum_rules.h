@@ -57,6 +57,19 @@ bool is_healthy(const MemberState& member, double now, const QuorumRules& rules)
 QuorumDecision decide_quorum(const std::vector<MemberState>& members, const Quorum& previous, double now,
                              const QuorumRules& rules);
 
+// A member that is one stage of a pipeline replica (docs/pipeline.md "Churn"): `unit` names the replica.
+struct StageMember {
+  std::string unit;
+  int stage = 0;
+  MemberState state;  // its id is the member's
+};
+
+// The pipeline replicas among `members` as members of the rules above (their ids: the units' names, sorted):
+// a replica is healthy when every stage is, waits once every stage waits (since the last one asked), and
+// stands at the furthest of its stages' steps. Only replicas with exactly one member for each of `stages`
+// stages count: one whose stage is missing cannot train, so it neither joins a quorum nor counts as healthy.
+std::vector<MemberState> pipeline_replicas(const std::vector<StageMember>& members, int stages);
+
 // The quorum after `previous` with `members` (sorted): the same id when nothing changed, the next one
 // otherwise, or always with `renew` (after an aborted synchronisation: its group may be out of step, and a
 // new id gives the next group fresh store keys).

@@ -112,6 +112,46 @@ std::vector<monitor::MetricPoint> reported_points(const nlohmann::json& heartbea
   return points;
 }
 
+PipelinePlace pipeline_place(const nlohmann::json& join) {
+  const auto found = join.find("pipeline");
+  if (found == join.end()) return {};
+  if (!found->is_object()) throw MembershipError(Refusal::malformed, "field 'pipeline' is not an object");
+  PipelinePlace place;
+  place.unit = field<std::string>(*found, "replica");
+  const auto stage = field<std::int64_t>(*found, "stage"), stages = field<std::int64_t>(*found, "stages");
+  if (stages < 1 || stages > kMaxStages || stage < 0 || stage >= stages) {
+    throw MembershipError(Refusal::malformed, fmt::format("a pipeline place of stage {} of {} stages (1 to {} stages, "
+                                                          "a stage below their number)",
+                                                          stage, stages, kMaxStages));
+  }
+  place.stage = static_cast<int>(stage);
+  place.stages = static_cast<int>(stages);
+  return place;
+}
+
+nlohmann::json to_json(const PipelinePlace& place) {
+  return {{"replica", place.unit}, {"stage", place.stage}, {"stages", place.stages}};
+}
+
+std::string signed_join_name(const std::string& name, const PipelinePlace& place) {
+  if (place.stages <= 1) return name;
+  return fmt::format("{}|{}|{}|{}", name, place.unit, place.stage, place.stages);
+}
+
+nlohmann::json to_json(const PipelineReply& reply) {
+  return {{"members", reply.members}, {"store_prefix", reply.store_prefix}};
+}
+
+PipelineReply pipeline_reply(const nlohmann::json& message) {
+  PipelineReply reply;
+  reply.members = string_list(message, "members");
+  reply.store_prefix = field<std::string>(message, "store_prefix");
+  if (reply.members.empty() || reply.members.size() > static_cast<std::size_t>(kMaxStages)) {
+    throw MembershipError(Refusal::malformed, "a pipeline reply must name 1 to 1024 members");
+  }
+  return reply;
+}
+
 nlohmann::json to_json(const QuorumReply& reply) {
   return {{"quorum_id", reply.quorum_id},
           {"incarnation", reply.incarnation},

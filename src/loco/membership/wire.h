@@ -28,6 +28,17 @@ nlohmann::json to_json(const Credentials& who);
 // kMaxReportedPoints, each checked (monitor::parse_report).
 std::vector<monitor::MetricPoint> reported_points(const nlohmann::json& heartbeat);
 
+// A join's "pipeline" (optional: absent for a whole replica) and back; its fields are checked by the
+// coordinator (Coordinator::join).
+PipelinePlace pipeline_place(const nlohmann::json& join);
+nlohmann::json to_json(const PipelinePlace& place);
+// What a join's MAC covers as the member's name: the name, and a pipeline stage's place with it (a place
+// changed on the way is refused like a forged name).
+std::string signed_join_name(const std::string& name, const PipelinePlace& place);
+
+nlohmann::json to_json(const PipelineReply& reply);
+PipelineReply pipeline_reply(const nlohmann::json& message);
+
 nlohmann::json to_json(const QuorumReply& reply);
 QuorumReply quorum_reply(const nlohmann::json& message);
 

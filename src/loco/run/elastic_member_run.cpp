@@ -1,6 +1,7 @@
 #include "loco/run/elastic_member_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "loco/comm/comm_error.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
@@ -59,8 +61,20 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   // each group's exchanges measure (note "measured-link"): a new group starts unpaced.
   group_options.group.round_size = comm::RoundSize::parse(config.comm.round_kib, "comm.round_kib");
   elastic::QuorumGroup groups(member, group_options);
+  // A pipeline stage meets its replica's other stages first (coordinator.h note "pipeline-units").
+  std::unique_ptr<comm::Group> pipeline;
+  std::string directory_member;
+  if (member_options.place.stages > 1) {
+    const membership::PipelineReply replica_members = member.await_pipeline(config.comm.timeout_s);
+    pipeline = groups.pipeline_group(replica_members, member_options.place.stage);
+    options.pipeline = pipeline.get();
+    directory_member = replica_members.members.front();
+    fmt::print(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",
+               member.credentials().member_id, member_options.place.stage, member_options.place.unit,
+               fmt::join(replica_members.members, ", "));
+  }
   elastic::QuorumMembership membership(groups, member, static_cast<std::uint64_t>(config.replica_batch()),
-                                       config.comm.timeout_s, replica);
+                                       config.comm.timeout_s, replica, directory_member);
   options.membership = &membership;
   options.make_strategy = [&membership](const RunConfig& c, const ReplicaContext& context) {
     return elastic::make_elastic_strategy(c, context, membership);
@@ -83,6 +97,18 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   } catch (const membership::RunFinished& e) {
     fmt::print(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());
     return std::nullopt;
+  } catch (const std::exception& e) {
+    // A stage cannot train without its replica's others, nor rejoin their successors' pipeline: the process
+    // fails, and starts again (coordinator.h note "pipeline-units").
+    const bool lost_its_replica = dynamic_cast<const comm::CommError*>(&e) != nullptr || member.fenced().has_value();
+    if (!pipeline || !lost_its_replica) throw;
+    std::string why = e.what();
+    while (!why.empty() && why.back() == '.') why.pop_back();
+    throw comm::CommError(fmt::format("member {} (stage {} of pipeline replica {}) stops: {}. A stage trains only "
+                                      "with its replica's other stages: started again (as loco launch --elastic "
+                                      "does), the replica's stages heal from a live replica's",
+                                      member.credentials().member_id, member_options.place.stage,
+                                      member_options.place.unit, why));
   }
 }
 
@@ -122,6 +148,35 @@ bool await_run_step(const membership::CoordinatorAddress& coordinator, std::int6
   }
 }
 
+// The pipeline stage this process is (dist.stages > 1): LOCO_PIPELINE (the replica's name) and LOCO_STAGE,
+// or from `loco launch --elastic --nproc R*S`'s LOCO_MEMBER_NAME=rank-i: stage i mod S of replica i / S,
+// as in a static run's rank layout.
+membership::PipelinePlace pipeline_place(const RunConfig& config) {
+  const int stages = static_cast<int>(config.dist.stages);
+  if (stages <= 1) return {};
+  const std::string named = environment("LOCO_PIPELINE"), stage_text = environment("LOCO_STAGE");
+  if (!named.empty() || !stage_text.empty()) {
+    const auto stage = parse_whole_number(stage_text);
+    if (named.empty() || !stage || *stage < 0 || *stage >= stages) {
+      throw ConfigError(fmt::format("LOCO_PIPELINE='{}' and LOCO_STAGE='{}' name this process's pipeline replica and "
+                                    "its stage: set both, with a stage from 0 to dist.stages - 1 = {}",
+                                    named, stage_text, stages - 1));
+    }
+    return {named, static_cast<int>(*stage), stages};
+  }
+  const std::string name = environment("LOCO_MEMBER_NAME");
+  const auto rank = name.rfind("rank-", 0) == 0 ? parse_whole_number(name.substr(5)) : std::nullopt;
+  if (!rank || *rank < 0) {
+    throw ConfigError(fmt::format("dist.stages = {} with dist.elastic: each process is one stage of a pipeline "
+                                  "replica. Run the ranks with `loco launch --elastic --nproc R*{}` (rank i is stage i "
+                                  "mod {} of replica i / {}), or set LOCO_PIPELINE to the replica's name and "
+                                  "LOCO_STAGE to the stage for each process (docs/pipeline.md \"Churn\")",
+                                  stages, stages, stages, stages));
+  }
+  const auto i = static_cast<std::int64_t>(*rank);
+  return {fmt::format("replica-{}", i / stages), static_cast<int>(i % stages), stages};
+}
+
 }  // namespace
 
 std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
@@ -141,6 +196,7 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   member_options.coordinator = membership::parse_coordinator_address(address, "LOCO_COORDINATOR");
   member_options.run_id = run_id;
   member_options.name = member_name();
+  member_options.place = pipeline_place(options.config);
   const std::optional<std::string> secret = membership::run_secret_from_environment();
   if (!secret) {
     throw ConfigError("dist.elastic = true: the member needs the run's secret to join: set LOCO_RUN_SECRET_FILE to "

@@ -662,6 +662,74 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
   EXPECT_TRUE(g0 == final_global("launch", "rank-2-2", kSteps)) << "rank 0 and the restarted rank 2 differ";
 }
 
+// Pipeline replicas (docs/pipeline.md "Churn"): `loco launch --elastic --nproc 2*S` runs two replicas of S
+// stages. Killing rank `killed` (stage killed mod S of replica killed / S) after step 10 stops that replica
+// alone: its other stages fail, the launcher starts all of them again, each heals from the same stage of
+// the live replica and the replica rejoins. The live replica commits every outer step; at the end every
+// stage is bit-identical to its twin.
+class ElasticPipelines : public ElasticTrain {
+ protected:
+  void replica_heals(const std::string& run, int stages, int killed) {
+    constexpr int kSteps = 400;
+    const int survivor = killed < stages ? 1 : 0;  // the live replica
+    test::ChildProcess launch({"/usr/bin/env", "LOCO_FAULT=rank-" + std::to_string(killed) + "@10:KILL", LOCO_BINARY,
+                               "launch", "--elastic", "--nproc", std::to_string(2 * stages), "--max-restarts",
+                               std::to_string(2 * stages), "--heartbeat-timeout-s", "1", "--join-window-s", "0.5", "--",
+                               "train", "--config", config().string(), "--set",
+                               "train.out_dir=" + (*dir_ / run).string(), "--set", "train.steps=" + std::to_string(kSteps),
+                               "--set", "comm.timeout_s=60", "--set", "dist.stages=" + std::to_string(stages), "--set",
+                               "dist.replicas=2", "--set", "model.num_hidden_layers=" + std::to_string(stages),
+                               "--set", "train.micro_batch_size=1"});
+    EXPECT_EQ(launch.wait(300), 0) << launch.output();
+    const std::string out = launch.output();
+    EXPECT_NE(out.find("rank " + std::to_string(killed) + " was killed by SIGKILL; starting it again"), std::string::npos)
+        << out;
+    const int broken = killed / stages;
+    for (int stage = 0; stage < stages; ++stage) {
+      const int rank = broken * stages + stage, twin = survivor * stages + stage;
+      if (rank != killed) {  // its neighbour went: it stops, and starts again
+        EXPECT_NE(out.find("[rank " + std::to_string(rank) + "] loco: error: member rank-" + std::to_string(rank) +
+                           "#1 (stage " + std::to_string(stage) + " of pipeline replica replica-" +
+                           std::to_string(broken) + ") stops"),
+                  std::string::npos)
+            << out;
+      }
+      EXPECT_TRUE(std::regex_search(out, std::regex("\\[rank " + std::to_string(rank) +
+                                                     "\\] elastic: healed from rank-" + std::to_string(twin) + "#1")))
+          << "stage " << stage << " heals from its twin\n" << out;
+    }
+    // The directories: a replica's is its first stage's member's; stage s > 0 in its stage_s.
+    const std::string live = "rank-" + std::to_string(survivor * stages) + "-1";
+    std::string restarted;
+    for (const auto& entry : fs::directory_iterator(*dir_ / run / "members")) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("rank-" + std::to_string(broken * stages) + "-", 0) == 0 &&
+          fs::exists(entry.path() / "checkpoints" / ("step_" + std::to_string(kSteps)))) {
+        restarted = name;
+      }
+    }
+    ASSERT_FALSE(restarted.empty()) << "the restarted replica wrote no final checkpoint\n" << out;
+    nlohmann::json last;
+    events(run, live, "quorum", &last);
+    EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;  // none lost
+    EXPECT_EQ(events(run, restarted, "heal").size(), 1u);
+    for (int stage = 0; stage < stages; ++stage) {
+      const std::string part = stage == 0 ? "" : "/stage_" + std::to_string(stage);
+      const std::string mine = final_global(run, restarted + part, kSteps), theirs = final_global(run, live + part, kSteps);
+      EXPECT_FALSE(mine.empty());
+      EXPECT_TRUE(mine == theirs) << "stage " << stage << " differs from its twin";
+    }
+  }
+};
+
+TEST_F(ElasticPipelines, AKilledLastStageStopsOnlyItsReplicaWhichHealsAndRejoins) {
+  replica_heals("pipeline-end", 2, /*killed=*/1);
+}
+
+TEST_F(ElasticPipelines, AKilledMiddleStageStopsOnlyItsReplicaWhichHealsAndRejoins) {
+  replica_heals("pipeline-middle", 3, /*killed=*/4);
+}
+
 // The ranks of `loco launch --elastic` play a dist.churn schedule as the threads do: rank 2 kills itself
 // after step 10 (kill -9; the launcher reports it and starts it again), its second process waits for the
 // run to reach step 30 and joins as a new member, which heals; rank 1 stalls after step 60 until the
