@@ -63,11 +63,13 @@ void Coordinator::require_run(const std::string& run_id) const {
 JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now,
                              const PipelinePlace& place) {
   require_run(run_id);
-  if (barred_names_.count(name) > 0 || (place.stages > 1 && barred_names_.count(place.unit) > 0)) {
-    throw MembershipError(Refusal::barred, fmt::format("member name '{}' was removed from this run: its "
+  const bool unit_barred = place.stages > 1 && barred_names_.count(place.unit) > 0;
+  if (barred_names_.count(name) > 0 || unit_barred) {
+    throw MembershipError(Refusal::barred, fmt::format("{} '{}' was removed from this run: its "
                                                        "pseudo-gradients held NaN or Inf in {} synchronisations. Fix "
                                                        "the replica and start it under another name",
-                                                       name, options_.max_rejections));
+                                                       unit_barred ? "pipeline replica" : "member name",
+                                                       unit_barred ? place.unit : name, options_.max_rejections));
   }
   if (!plain_name(name)) {
     throw MembershipError(Refusal::malformed, fmt::format("member name '{}' must be 1 to 64 letters, digits, '.', "
@@ -231,6 +233,7 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
     if (options_.max_rejections > 0 && ++rejections_[id] >= options_.max_rejections) removed.push_back(id);
   }
   for (const std::string& id : removed) {
+    if (members_.count(id) == 0) continue;  // gone with a stage of its pipeline replica
     barred_names_.insert(members_.at(id).name);
     if (members_.at(id).place.stages > 1) barred_names_.insert(members_.at(id).place.unit);  // all its stages
     remove(id, "expel", fmt::format("{} (its pseudo-gradients held NaN or Inf in {} synchronisations; its name is "
@@ -364,6 +367,7 @@ double Coordinator::tick(double now) {
     if (!is_healthy({id, m.last_heartbeat, std::nullopt}, now, rules)) silent.push_back(id);
   }
   for (const auto& id : silent) {
+    if (members_.count(id) == 0) continue;  // gone with a stage of its pipeline replica
     remove(id, "expire", fmt::format("{} (no heartbeat for {:.1f} s)", id, now - members_.at(id).last_heartbeat), now);
   }
   decide_synchronisations(now);  // before a new quorum: votes of a broken one abort now

@@ -175,6 +175,18 @@ TEST_F(PipelineCoordinator, AStagesRestartReplacesItsPredecessorAndFinishingBrea
   c.heartbeat(a1_again, 3);
 }
 
+TEST_F(PipelineCoordinator, StagesThatFallSilentTogetherExpireTogether) {
+  const auto a0 = join("rank-0", "r0", 0), a1 = join("rank-1", "r0", 1);
+  const auto b0 = join("rank-2", "r1", 0), b1 = join("rank-3", "r1", 1);
+  c.heartbeat(b0, 3);
+  c.heartbeat(b1, 3);
+  c.tick(4);  // r0's stages last beat at 0: both expire, the second already gone with the first
+  refused([&] { c.heartbeat(a0, 4); }, Refusal::unknown_member, "rank-0#1");
+  refused([&] { c.heartbeat(a1, 4); }, Refusal::unknown_member, "rank-1#1");
+  EXPECT_FALSE(c.heartbeat(b1, 4).quorum_broken);
+  ASSERT_TRUE(c.take_pipeline(b0));
+}
+
 TEST_F(PipelineCoordinator, JoinsThatDisagreeOnTheShapeAreRefused) {
   join("rank-0", "r0", 0);
   refused([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r4", 0, 3}); }, Refusal::malformed,
