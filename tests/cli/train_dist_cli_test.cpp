@@ -481,6 +481,27 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
                2, "dist.replicas (2) pipelines of dist.stages (2) stages are 4 ranks, but WORLD_SIZE is 3");
 }
 
+// pipeline.bandwidth_mbps and pipeline.latency_ms emulate the links between a replica's stages, waited out:
+// 4 steps of 4 micro-batches of (1, 16, 32) fp32 values (2048 + 8 bytes a message) at 0.5 Mbit/s and 20 ms:
+// each message takes at least 20 ms + 8 x 2056 / 0.5e6 s = 52.9 ms on the link.
+TEST_F(TrainDistCli, PipelineStagesOverAnEmulatedLinkWaitItOut) {
+  const auto r = train("pipeline-link", {"dist.stages=2", "train.micro_batch_size=1", "train.steps=4",
+                                         "pipeline.bandwidth_mbps=0.5", "pipeline.latency_ms=20"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  constexpr double kMessageS = 0.020 + 8 * 2056 / 0.5e6;
+  for (const std::string part : {"", "stage_1"}) {
+    const auto last = metrics(*dir_ / "pipeline-link" / part).back();
+    EXPECT_EQ(last.at("activation_bytes"), 4 * 4 * 2056) << part;
+    // Each stage sends 4 and receives 4 messages a step; each is charged to both ends.
+    EXPECT_GE(last.at("activation_link_s").get<double>(), 4 * 8 * kMessageS) << part;
+    // Waited out: the second stage's gradients cannot leave before its hidden states have arrived, and one
+    // direction's messages cross one after the other.
+    EXPECT_GE(last.at("elapsed_s").get<double>(), 4 * 4 * kMessageS) << part;
+  }
+  expect_error(train("pipeline-link-bad", {"dist.stages=2", "pipeline.bandwidth_mbps=1,2,3", "train.steps=2"}), 2,
+               "pipeline.bandwidth_mbps");
+}
+
 TEST_F(TrainDistCli, BadSettingsAreClearErrors) {
   expect_error(train("bad1", {"dist.algorithm=diloko", "train.steps=2"}), 2, "dist.algorithm 'diloko' is unknown");
   expect_error(train("bad2", {"dist.algorithm=diloco", "dist.replicas=3", "train.steps=2"}), 2,

@@ -54,6 +54,12 @@ void check_pipeline_run(const RunConfig& c) {
                        "decoder layer; lower dist.stages or add layers",
                        d.stages, c.model.num_hidden_layers));
   }
+  try {
+    parse_per_rank_values(c.pipeline.bandwidth_mbps, "bandwidth (Mbit/s)", static_cast<int>(d.stages));
+    parse_per_rank_values(c.pipeline.latency_ms, "latency (ms)", static_cast<int>(d.stages));
+  } catch (const Error& e) {
+    reject(fmt::format("pipeline.bandwidth_mbps / pipeline.latency_ms: {}", e.what()));
+  }
   if (d.elastic) {  // docs/pipeline.md "Churn": the stages are processes under loco launch --elastic
     if (d.backend == "local") {
       reject("dist.stages > 1 with dist.elastic = true runs each stage as a member process (loco launch --elastic "

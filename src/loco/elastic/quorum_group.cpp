@@ -48,10 +48,10 @@ comm::Group& QuorumGroup::subgroup(const std::vector<int>& ranks, const std::str
   return *subgroup_;
 }
 
-std::unique_ptr<comm::Group> QuorumGroup::pipeline_group(const membership::PipelineReply& pipeline, int stage) const {
+std::unique_ptr<comm::Group> QuorumGroup::pipeline_group(const membership::PipelineReply& pipeline, int stage,
+                                                         comm::GroupOptions options) const {
   comm::C10dOptions c10d = group_options(stage, static_cast<int>(pipeline.members.size()), pipeline.store_prefix);
-  c10d.group = comm::GroupOptions{};  // activations are not paced as the quorum's rounds are
-  c10d.group.timeout = options_.group.timeout;
+  c10d.group = std::move(options);
   c10d.group.abandoned = [&member = member_] { return member.fenced().has_value(); };
   return comm::make_c10d_group(c10d);
 }

@@ -52,7 +52,9 @@ class QuorumGroup {
   // The group of this member's pipeline replica (membership/coordinator.h note "pipeline-units"): its
   // stages, ranked by stage, on the run's store under `pipeline.store_prefix`. Its collectives give up when
   // this member is fenced (its replica broke), not when a quorum breaks: the stages train on meanwhile.
-  std::unique_ptr<comm::Group> pipeline_group(const membership::PipelineReply& pipeline, int stage) const;
+  // `options`: the timeout and emulated link of the stages' messages.
+  std::unique_ptr<comm::Group> pipeline_group(const membership::PipelineReply& pipeline, int stage,
+                                              comm::GroupOptions options) const;
 
   // Abandons the current group (after a CommError): buried, and a new one is built at the next join.
   void abandon();

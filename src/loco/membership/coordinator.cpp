@@ -77,6 +77,7 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
                                                           name));
   }
   require_place(place, name);
+  if (members_.empty()) stages_ = 0;  // the run's shape is its members': a mistaken first one does not stay
   if (stages_ != 0 && place.stages != stages_) {
     throw MembershipError(Refusal::malformed, fmt::format("member '{}' has {} stages, but this run's members have {}: "
                                                           "start every member with the same dist.stages",

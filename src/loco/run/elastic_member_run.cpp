@@ -18,6 +18,7 @@
 #include "loco/membership/run_secret.h"
 #include "loco/membership/status_client.h"
 #include "loco/run/churn_player.h"
+#include "loco/run/replica_runs.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
@@ -66,7 +67,7 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   std::string directory_member;
   if (member_options.place.stages > 1) {
     const membership::PipelineReply replica_members = member.await_pipeline(config.comm.timeout_s);
-    pipeline = groups.pipeline_group(replica_members, member_options.place.stage);
+    pipeline = groups.pipeline_group(replica_members, member_options.place.stage, pipeline_group_options(config));
     options.pipeline = pipeline.get();
     directory_member = replica_members.members.front();
     fmt::print(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",

@@ -21,6 +21,17 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
   return options;
 }
 
+comm::GroupOptions pipeline_group_options(const RunConfig& config) {
+  comm::GroupOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  options.link = comm::LinkModel::parse(config.pipeline.bandwidth_mbps, config.pipeline.latency_ms,
+                                        static_cast<int>(config.dist.stages));
+  // Activations are messages between neighbours, not exchanges the emulated clock models: their link time
+  // is really waited out, so that the step time and the bubble show it.
+  if (options.link.emulates_anything()) options.delay = comm::LinkDelay::full;
+  return options;
+}
+
 namespace {
 
 // dist.replicas pipelines of dist.stages stages, each stage a thread (docs/pipeline.md): replica 0's
@@ -30,8 +41,6 @@ TrainSummary train_local_pipelines(const TrainOptions& options) {
   const int replicas = static_cast<int>(config.dist.replicas);
   const int stages = static_cast<int>(config.dist.stages);
   limit_blas_threads(config.train.threads);  // note "blas-pool"
-  comm::GroupOptions pipeline_options;
-  pipeline_options.timeout = group_options(config.comm, replicas).timeout;
   TrainSummary summary;
   const bool connected = algorithm_named(config.dist.algorithm) != Algorithm::none;
   comm::run_local_pipelines(
@@ -43,7 +52,7 @@ TrainSummary train_local_pipelines(const TrainOptions& options) {
         const TrainSummary s = Trainer(mine).run();
         if (pipeline.rank() == 0 && stage.rank() == 0) summary = s;
       },
-      pipeline_options, group_options(config.comm, replicas));
+      pipeline_group_options(config), group_options(config.comm, replicas));
   return summary;
 }
 
@@ -104,10 +113,8 @@ std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnv
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
   const comm::GroupOptions replica_options = group_options(config.comm, static_cast<int>(config.dist.replicas));
   if (stages > 1) {
-    comm::GroupOptions pipeline_options;
-    pipeline_options.timeout = replica_options.timeout;
     const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,
-                                                                static_cast<int>(stages), pipeline_options,
+                                                                static_cast<int>(stages), pipeline_group_options(config),
                                                                 replica_options, timeout);
     require_same_rounds(*groups.world, *groups.stage);
     options.pipeline = groups.pipeline.get();

@@ -14,6 +14,9 @@ namespace loco::run {
 
 // The group options of a run's comm section for `replicas` replicas (the emulated link, pacing, timeout).
 comm::GroupOptions group_options(const CommConfig& comm, int replicas);
+// The group options of a pipeline replica's stages: comm.timeout_s, and pipeline.bandwidth_mbps /
+// pipeline.latency_ms as an emulated link that is waited out (docs/pipeline.md).
+comm::GroupOptions pipeline_group_options(const RunConfig& config);
 
 // dist.replicas replicas as threads (one, without a group, for dist.algorithm = "none"): replica 0's
 // summary.

@@ -197,6 +197,11 @@ TEST_F(PipelineCoordinator, JoinsThatDisagreeOnTheShapeAreRefused) {
   refused([&] { pipeline_place(nlohmann::json{{"pipeline", {{"replica", "r"}, {"stage", -1}, {"stages", 2}}}}); },
           Refusal::malformed, "stage -1");
   EXPECT_EQ(signed_join_name("rank-1", PipelinePlace{"r0", 1, 2}), "rank-1|r0|1|2");
+  // Once every member is gone, the next ones set the run's shape anew (a mistaken first join does not stay).
+  Coordinator fresh{CoordinatorOptions{{1, 0, 3, 5}, "run-1", 77, {}}};
+  const JoinReply mistaken = fresh.join("run-1", "x", 0, PipelinePlace{"r", 0, 5});
+  fresh.leave({mistaken.member_id, 77}, "wrong dist.stages", 1);
+  fresh.join("run-1", "rank-0", 2, PipelinePlace{"r0", 0, 2});
   EXPECT_EQ(signed_join_name("rank-1", PipelinePlace{}), "rank-1");
 }
 

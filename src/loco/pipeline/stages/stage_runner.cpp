@@ -216,6 +216,9 @@ double StageRunner::broadcast_from_last(double value) {
 void StageRunner::add_log_fields(nlohmann::json& record) const {
   record["pipeline_bubble"] = last_bubble_;
   record["activation_bytes"] = link_.bytes_sent();
+  // With pipeline.bandwidth_mbps: the seconds its messages (and the loss broadcasts) took on the emulated
+  // link, waited out, so that the bubble shows them.
+  if (const double emulated_s = pipeline_.stats().emulated_s; emulated_s > 0) record["activation_link_s"] = emulated_s;
 }
 
 }  // namespace loco::pipeline
