@@ -30,6 +30,8 @@ TEST(Safetensors, RoundTripsDtypesShapesAndMetadata) {
     EXPECT_TRUE(torch::equal(back, t)) << name;
   }
   EXPECT_EQ(loaded.metadata.at("note"), "hello");
+  // The file is streamed tensor by tensor; its bytes are the ones encode_safetensors builds in memory.
+  EXPECT_EQ(read_file(dir / "t.safetensors"), encode_safetensors(tensors, {{"note", "hello"}}));
 }
 
 TEST(Safetensors, HeaderIsAlignedAndLittleEndian) {

@@ -9,6 +9,31 @@
 namespace loco {
 namespace {
 
+// AtomicFileWriter: pieces make the file, counted and CRC'd as the whole would be; nothing appears before the
+// commit, and nothing is left behind by one that never commits.
+TEST(AtomicFileWriter, WritesThePiecesWholeOrNothing) {
+  test::ScratchDir dir;
+  {
+    AtomicFileWriter file(dir / "a.bin");
+    file.write("hello, ");
+    file.write("world");
+    EXPECT_FALSE(fs::exists(dir / "a.bin")) << "visible before the commit";
+    file.commit();
+    EXPECT_EQ(file.bytes(), 12u);
+    EXPECT_EQ(file.crc32_hex(), crc32_hex("hello, world"));
+    EXPECT_EQ(file.crc32_hex(), "ffab723a");  // zlib's CRC-32 of "hello, world"
+  }
+  EXPECT_EQ(read_file(dir / "a.bin"), "hello, world");
+  {
+    AtomicFileWriter abandoned(dir / "b.bin");
+    abandoned.write("half");
+  }
+  EXPECT_FALSE(fs::exists(dir / "b.bin"));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1u) << "a temporary file was left behind";
+}
+
 TEST(RemoveTree, RemovesNestedFilesAndDirectoriesButNotLinkTargets) {
   test::ScratchDir dir;
   test::write_text(dir / "tree" / "a" / "b" / "file.txt", "x");

@@ -48,36 +48,41 @@ const torch::Tensor& SafetensorsContent::at(const std::string& name) const {
   return it->second;
 }
 
-std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+void write_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
+                       const std::function<void(std::string_view)>& sink) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<torch::Tensor> contiguous;
   std::size_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
-    std::size_t bytes = t.numel() * t.element_size();
-    header[name] = {{"dtype", dtype_name(t.scalar_type())},
-                    {"shape", t.sizes().vec()},
+  for (const auto& [name, tensor] : tensors) {  // sizes only: no copy yet
+    const std::size_t bytes = static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+    header[name] = {{"dtype", dtype_name(tensor.scalar_type())},
+                    {"shape", tensor.sizes().vec()},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    contiguous.push_back(std::move(t));
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // data section aligned to 8 bytes
-  std::string out;
-  out.reserve(8 + json.size() + offset);
-  std::uint64_t length = json.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
-  out += json;
-  for (const auto& t : contiguous) {
-    out.append(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
+  std::string length(8, '\0');
+  for (int i = 0; i < 8; ++i) length[static_cast<std::size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  sink(length);
+  sink(json);
+  for (const auto& [name, tensor] : tensors) {
+    const torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();  // a copy only off the CPU or strided
+    sink(std::string_view(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel()) * t.element_size()));
   }
+}
+
+std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+  std::string out;
+  write_safetensors(tensors, metadata, [&out](std::string_view piece) { out.append(piece); });
   return out;
 }
 
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  write_file_atomic(path, encode_safetensors(tensors, metadata));
+  AtomicFileWriter file(path);
+  write_safetensors(tensors, metadata, [&file](std::string_view piece) { file.write(piece); });
+  file.commit();
 }
 
 SafetensorsContent decode_safetensors(const std::uint8_t* buffer, std::size_t size, const std::filesystem::path& source) {

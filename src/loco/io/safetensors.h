@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,7 +31,12 @@ struct SafetensorsContent {
 // Serialises to bytes (tensors are moved to CPU and made contiguous).
 std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
 
-// Writes atomically (temporary file, fsync, rename).
+// The same bytes, handed to `sink` piece by piece (the header, then each tensor's data): one tensor's CPU
+// copy at a time, never the whole file (a checkpoint of a model that barely fits).
+void write_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
+                       const std::function<void(std::string_view)>& sink);
+
+// Writes atomically (temporary file, fsync, rename), streamed (write_safetensors).
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

@@ -25,6 +25,15 @@ void put_file(const fs::path& dir, const std::string& name, const std::string& b
   files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_hex(bytes)}};
 }
 
+// Tensors are streamed to the file (write_safetensors): a checkpoint never holds a second copy of the state.
+void put_tensors(const fs::path& dir, const std::string& name, const NamedTensors& tensors,
+                 const std::map<std::string, std::string>& metadata, nlohmann::json& files) {
+  AtomicFileWriter file(dir / name);
+  write_safetensors(tensors, metadata, [&file](std::string_view piece) { file.write(piece); });
+  file.commit();
+  files[name] = {{"bytes", file.bytes()}, {"crc32", file.crc32_hex()}};
+}
+
 SafetensorsContent optional_tensors(const fs::path& path) {
   if (!fs::exists(path)) return SafetensorsContent{{}, {}, path};
   return load_safetensors(path);
@@ -82,11 +91,9 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
   make_fresh_directory(tmp_dir);
   try {
     nlohmann::json files = nlohmann::json::object();
-    put_file(tmp_dir, "model.safetensors", encode_safetensors(tensors.model, {{"format", "pt"}}), files);
-    put_file(tmp_dir, "optimizer.safetensors", encode_safetensors(tensors.optimizer, {}), files);
-    if (!tensors.strategy.empty()) {
-      put_file(tmp_dir, "strategy.safetensors", encode_safetensors(tensors.strategy, {}), files);
-    }
+    put_tensors(tmp_dir, "model.safetensors", tensors.model, {{"format", "pt"}}, files);
+    put_tensors(tmp_dir, "optimizer.safetensors", tensors.optimizer, {}, files);
+    if (!tensors.strategy.empty()) put_tensors(tmp_dir, "strategy.safetensors", tensors.strategy, {}, files);
     for (const auto& name : data::tokenizer_file_names(tokenizer_dir)) {
       put_file(tmp_dir, name, read_file(tokenizer_dir / name), files);
     }

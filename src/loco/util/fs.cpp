@@ -69,6 +69,16 @@ void write_all(int fd, std::string_view bytes, const fs::path& path) {
   }
 }
 
+// zlib's CRC-32 of `crc` followed by `bytes` (zlib takes uInt lengths: large buffers go in pieces).
+uLong crc32_update(uLong crc, std::string_view bytes) {
+  const std::size_t chunk = 1u << 30;
+  for (std::size_t off = 0; off < bytes.size(); off += chunk) {
+    const std::size_t n = std::min(chunk, bytes.size() - off);
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + off), static_cast<uInt>(n));
+  }
+  return crc;
+}
+
 }  // namespace
 
 void fsync_path(const fs::path& path) {
@@ -84,29 +94,48 @@ void fsync_path(const fs::path& path) {
 }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
-  fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  fs::path tmp = dir / fmt::format(".{}.tmp-{}", path.filename().string(), ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) {
-    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.", tmp.string(),
+  AtomicFileWriter file(path);
+  file.write(bytes);
+  file.commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_(::crc32(0L, Z_NULL, 0)) {
+  const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
+  tmp_ = dir / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) {
+    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.", tmp_.string(),
                               errno_text()));
   }
-  try {
-    write_all(fd, bytes, tmp);
-    if (::fsync(fd) != 0) throw IoError(fmt::format("cannot sync {}: {}", tmp.string(), errno_text()));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), why));
-  }
-  fsync_path(dir);
 }
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;  // committed
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  LOCO_CHECK(fd_ >= 0, "AtomicFileWriter::write after commit");
+  write_all(fd_, bytes, tmp_);
+  bytes_ += bytes.size();
+  crc_ = crc32_update(crc_, bytes);
+}
+
+void AtomicFileWriter::commit() {
+  LOCO_CHECK(fd_ >= 0, "AtomicFileWriter::commit twice");
+  if (::fsync(fd_) != 0) throw IoError(fmt::format("cannot sync {}: {}", tmp_.string(), errno_text()));
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::string why = errno_text();
+    ::unlink(tmp_.c_str());
+    throw IoError(fmt::format("cannot rename {} to {}: {}", tmp_.string(), path_.string(), why));
+  }
+  fsync_path(path_.has_parent_path() ? path_.parent_path() : fs::path("."));
+}
+
+std::string AtomicFileWriter::crc32_hex() const { return fmt::format("{:08x}", static_cast<std::uint32_t>(crc_)); }
 
 bool rename_no_replace(const fs::path& from, const fs::path& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
@@ -189,14 +218,7 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what) {
 }
 
 std::string crc32_hex(std::string_view bytes) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  // zlib takes uInt lengths: feed large buffers in pieces.
-  const std::size_t chunk = 1u << 30;
-  for (std::size_t off = 0; off < bytes.size(); off += chunk) {
-    std::size_t n = std::min(chunk, bytes.size() - off);
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + off), static_cast<uInt>(n));
-  }
-  return fmt::format("{:08x}", static_cast<std::uint32_t>(crc));
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(crc32_update(::crc32(0L, Z_NULL, 0), bytes)));
 }
 
 std::string crc32_hex_of_file(const fs::path& path) {

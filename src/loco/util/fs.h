@@ -14,6 +14,29 @@ namespace fs = std::filesystem;
 // Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory).
 void write_file_atomic(const fs::path& path, std::string_view bytes);
 
+// The same for a file written in pieces, so that no copy of the whole file is held in memory (a
+// checkpoint's tensors): the pieces go to a temporary file, counted and CRC-32'd on the way; commit()
+// fsyncs it and renames it to `path`. Destroyed uncommitted (an error on the way), it removes the
+// temporary file: `path` appears whole or not at all.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(fs::path path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(std::string_view bytes);
+  void commit();
+  std::uint64_t bytes() const { return bytes_; }
+  std::string crc32_hex() const;  // of what was written, as crc32_hex below
+
+ private:
+  fs::path path_, tmp_;
+  int fd_ = -1;
+  std::uint64_t bytes_ = 0;
+  unsigned long crc_ = 0;
+};
+
 // Reads a whole regular file of at most `max_bytes`; throws IoError naming the path when it cannot, when
 // it is larger, or when it is not a regular file (a FIFO, a device, a directory): that is refused before
 // a byte is read, so a FIFO cannot block the reader and /dev/zero cannot feed it without end.
