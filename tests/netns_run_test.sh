@@ -75,8 +75,25 @@ grep -q netem "$work/err" || fail "--latency: the error does not explain that ne
 
 # ---- 3 ranks, ranks 1 and 2 send 4 MB each to rank 0 -------------------------------------------
 
+# Connects to rank 0's server, waiting up to 20 s for it to listen (imported by the rank scripts below).
+cat >"$work/connect.py" <<'PY'
+import socket, time
+
+
+def connect(addr, port):
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return socket.create_connection((addr, port), timeout=20)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+PY
+
 cat >"$work/transfer.py" <<'PY'
 import json, os, selectors, socket, sys, time
+from connect import connect
 
 names = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
          "LOCO_SOCKET_IFNAME"]
@@ -115,15 +132,7 @@ if rank == 0:
     print(f"received {got} B, aggregate {got * 8 / (last - first) / 1e6:.2f} Mbit/s", flush=True)
     sys.exit(0 if got == size * (world - 1) else 1)
 else:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            sock = socket.create_connection((addr, port), timeout=20)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+    sock = connect(addr, port)
     begin = time.monotonic()
     sock.sendall(bytes(size))
     sock.shutdown(socket.SHUT_WR)
@@ -166,6 +175,7 @@ echo "ok: rank 0 received at $mbit Mbit/s through a $rate_mbit mbit link"
 # group, 10 mbit); rank 3 stays silent.
 cat >"$work/across.py" <<'PY'
 import os, socket, time
+from connect import connect
 
 rank, addr, port = int(os.environ["RANK"]), os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
 sizes = {1: 2 * 1000 * 1000, 2: 1000 * 1000}
@@ -183,15 +193,7 @@ if rank == 0:
         conn.close()
 elif rank in sizes:
     time.sleep(0.2 if rank == 1 else 2.0)  # one sender at a time
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            sock = socket.create_connection((addr, port), timeout=20)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+    sock = connect(addr, port)
     sock.sendall(bytes(sizes[rank]))
     sock.shutdown(socket.SHUT_WR)
     sock.recv(1)

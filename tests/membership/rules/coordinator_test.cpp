@@ -8,6 +8,7 @@
 #include "loco/membership/coordinator.h"
 #include "loco/membership/membership_error.h"
 #include "loco/util/error.h"
+#include "membership/rules/expect_refusal.h"
 
 namespace loco::membership {
 namespace {
@@ -20,16 +21,7 @@ Coordinator make(int min_replicas = 1) {
 
 Credentials who(const JoinReply& joined) { return {joined.member_id, joined.incarnation}; }
 
-template <typename F>
-void expect_refusal(F f, Refusal refusal, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no refusal";
-  } catch (const MembershipError& e) {
-    EXPECT_EQ(e.refusal(), refusal) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
+using test::expect_refusal;
 
 // Members a#1 and b#1, joined at t=0, in quorum 1 formed at t=1 (both served).
 std::pair<Credentials, Credentials> quorum_of_two(Coordinator& c) {

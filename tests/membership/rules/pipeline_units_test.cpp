@@ -9,6 +9,7 @@
 #include "loco/membership/membership_error.h"
 #include "loco/membership/quorum_rules.h"
 #include "loco/membership/wire.h"
+#include "membership/rules/expect_refusal.h"
 
 namespace loco::membership {
 namespace {
@@ -62,15 +63,6 @@ class PipelineCoordinator : public ::testing::Test {
   Credentials join(const std::string& name, const std::string& replica, int stage, double now = 0) {
     const JoinReply joined = c.join("run-1", name, now, PipelinePlace{replica, stage, 2});
     return {joined.member_id, joined.incarnation};
-  }
-  void refused(const std::function<void()>& f, Refusal refusal, const std::string& text) {
-    try {
-      f();
-      ADD_FAILURE() << "no refusal";
-    } catch (const MembershipError& e) {
-      EXPECT_EQ(e.refusal(), refusal) << e.what();
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
   }
 };
 
@@ -136,7 +128,7 @@ TEST_F(PipelineCoordinator, AStageThatGoesTakesItsReplicaWithItAndTheNextMembers
 
   // Stage 1 of r0 dies (its launcher reports it): stage 0 of r0 is removed with it, r1 learns its quorum broke.
   c.leave(a1, "its process was killed", 2);
-  refused([&] { c.heartbeat(a0, 2); }, Refusal::unknown_member, "rank-0#1");
+  test::expect_refusal([&] { c.heartbeat(a0, 2); }, Refusal::unknown_member, "rank-0#1");
   EXPECT_TRUE(c.heartbeat(b0, 2).quorum_broken);
   EXPECT_NE(c.status(2).dump().find("whose stage 1 is gone"), std::string::npos);
 
@@ -165,8 +157,8 @@ TEST_F(PipelineCoordinator, AStagesRestartReplacesItsPredecessorAndFinishingBrea
   const auto a0 = join("rank-0", "r0", 0), a1 = join("rank-1", "r0", 1);
   // The process of stage 1 started again before anyone reported the old one's death.
   const auto a1_again = join("rank-1", "r0", 1, 1);
-  refused([&] { c.heartbeat(a1, 1); }, Refusal::unknown_member, "rank-1#1");
-  refused([&] { c.heartbeat(a0, 1); }, Refusal::unknown_member, "rank-0#1");
+  test::expect_refusal([&] { c.heartbeat(a1, 1); }, Refusal::unknown_member, "rank-1#1");
+  test::expect_refusal([&] { c.heartbeat(a0, 1); }, Refusal::unknown_member, "rank-0#1");
   EXPECT_FALSE(c.take_pipeline(a1_again)) << "stage 0 must start again too";
   const auto a0_again = join("rank-0", "r0", 0, 2);
   ASSERT_TRUE(c.take_pipeline(a0_again));
@@ -181,20 +173,20 @@ TEST_F(PipelineCoordinator, StagesThatFallSilentTogetherExpireTogether) {
   c.heartbeat(b0, 3);
   c.heartbeat(b1, 3);
   c.tick(4);  // r0's stages last beat at 0: both expire, the second already gone with the first
-  refused([&] { c.heartbeat(a0, 4); }, Refusal::unknown_member, "rank-0#1");
-  refused([&] { c.heartbeat(a1, 4); }, Refusal::unknown_member, "rank-1#1");
+  test::expect_refusal([&] { c.heartbeat(a0, 4); }, Refusal::unknown_member, "rank-0#1");
+  test::expect_refusal([&] { c.heartbeat(a1, 4); }, Refusal::unknown_member, "rank-1#1");
   EXPECT_FALSE(c.heartbeat(b1, 4).quorum_broken);
   ASSERT_TRUE(c.take_pipeline(b0));
 }
 
 TEST_F(PipelineCoordinator, JoinsThatDisagreeOnTheShapeAreRefused) {
   join("rank-0", "r0", 0);
-  refused([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r4", 0, 3}); }, Refusal::malformed,
+  test::expect_refusal([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r4", 0, 3}); }, Refusal::malformed,
           "has 3 stages, but this run's members have 2");
-  refused([&] { c.join("run-1", "rank-9", 0); }, Refusal::malformed, "has 1 stages");
-  refused([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r4", 2, 2}); }, Refusal::malformed, "stage 2 of 2");
-  refused([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r 4", 1, 2}); }, Refusal::malformed, "'r 4'");
-  refused([&] { pipeline_place(nlohmann::json{{"pipeline", {{"replica", "r"}, {"stage", -1}, {"stages", 2}}}}); },
+  test::expect_refusal([&] { c.join("run-1", "rank-9", 0); }, Refusal::malformed, "has 1 stages");
+  test::expect_refusal([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r4", 2, 2}); }, Refusal::malformed, "stage 2 of 2");
+  test::expect_refusal([&] { c.join("run-1", "rank-9", 0, PipelinePlace{"r 4", 1, 2}); }, Refusal::malformed, "'r 4'");
+  test::expect_refusal([&] { pipeline_place(nlohmann::json{{"pipeline", {{"replica", "r"}, {"stage", -1}, {"stages", 2}}}}); },
           Refusal::malformed, "stage -1");
   EXPECT_EQ(signed_join_name("rank-1", PipelinePlace{"r0", 1, 2}), "rank-1|r0|1|2");
   // Once every member is gone, the next ones set the run's shape anew (a mistaken first join does not stay).
