@@ -272,6 +272,43 @@ TEST(PipelineStages, ResumeReproducesTheUninterruptedRunBitForBit) {
   }
 }
 
+// pipeline.partition = "measured": stage 0 times a layer, the embedding and the head, and every stage takes
+// the same split, which the run keeps: each stage's config.toml and checkpoints name it, and a resume that
+// asks for "measured" again takes the checkpoint's split (a new measurement could differ) and continues
+// the run bit for bit.
+TEST(PipelineStages, AMeasuredPartitionIsOneSplitThatTheRunKeeps) {
+  ScratchDir dir;
+  RunConfig full = pipeline_config(dir.path(), "measured", 3, false, "1f1b");
+  full.pipeline.partition = "measured";
+  full.train.steps = 8;
+  full.train.checkpoint_every = 4;
+  full.train.eval_every = 0;
+  full.dist.replicas = 2;  // replica 0 measures for both: twin stages hold the same layers
+  full.dist.algorithm = "diloco";
+  full.diloco.sync_every = 2;
+  resolve_derived(full);
+  train(full);
+  std::string split;
+  for (const int replica : {0, 1}) {
+    for (int s = 0; s < 3; ++s) {
+      const fs::path stage_dir = stage_directory(replica_directory(dir / "measured", replica), s);
+      const RunConfig written = read_run_config(stage_dir / "config.toml", {});
+      if (split.empty()) split = written.pipeline.partition;
+      EXPECT_EQ(written.pipeline.partition, split) << "replica " << replica << ", stage " << s;
+    }
+  }
+  const auto counts = pipeline::parse_partition(split, 4, 3);  // three blocks of at least one layer, adding up to 4
+  EXPECT_EQ(counts.size(), 3u) << split;
+  RunConfig resumed = full;
+  resumed.train.out_dir = (dir / "resumed").string();
+  train(resumed, dir / "measured" / "checkpoints" / "step_4");
+  EXPECT_EQ(read_run_config(stage_directory(replica_directory(dir / "resumed", 1), 2) / "config.toml", {}).pipeline.partition,
+            split);
+  const auto a = step_losses(full), b = step_losses(resumed);
+  ASSERT_EQ(b.size(), 4u);
+  for (std::size_t k = 0; k < b.size(); ++k) EXPECT_EQ(b[k], a[4 + k]) << "step " << 5 + k;
+}
+
 TEST(PipelineStages, EvalGenerateAndExportReadTheStagesCheckpointsAsOneModel) {
   ScratchDir dir;
   RunConfig c = pipeline_config(dir.path(), "run", 3, true, "1f1b");
@@ -367,6 +404,14 @@ TEST(PipelineStages, BadStageCountsAreConfigErrors) {
   }
   c.dist.backend = "gloo";  // elastic pipeline replicas are processes (tests/membership/runs: their churn)
   validate(c);
+  c.pipeline.partition = "measured";
+  try {
+    validate(c);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("members would measure apart"), std::string::npos) << e.what();
+  }
+  c.pipeline.partition = "balanced";
   c.dist.algorithm = "ddp";
   try {
     validate(c);

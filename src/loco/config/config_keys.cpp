@@ -183,8 +183,9 @@ std::vector<ConfigKey> make_keys() {
             {"eager", "for slow links: every forward first on all stages but the last, which backpropagates each "
                       "at once, so hidden states and gradients cross at the same time"}}),
       bind("pipeline", "partition", &R::pipeline, &P::partition,
-           "decoder layers per stage: balanced (by parameters, embedding and head counted on the end stages) or "
-           "a list such as \"3,4,4,3\""),
+           "decoder layers per stage: balanced (by parameters, embedding and head counted on the end stages), "
+           "measured (by the time of a layer, the embedding and the head, timed at set-up) or a list such as "
+           "\"3,4,4,3\""),
       bind("pipeline", "codec", &R::pipeline, &P::codec, "codec of the activations and gradients between stages",
            codec_choices()),
       bind("pipeline", "bandwidth_mbps", &R::pipeline, &P::bandwidth_mbps,

@@ -70,6 +70,11 @@ void check_pipeline_run(const RunConfig& c) {
                          "(diloco, localsgd, streaming, sparseloco), not {} yet",
                          d.algorithm));
     }
+    if (c.pipeline.partition == "measured") {
+      reject("pipeline.partition = \"measured\" with dist.elastic = true: members would measure apart, and twin "
+             "stages must hold the same layers; give the split a static run measured (its config.toml names it) "
+             "or \"balanced\"");
+    }
     if (!d.churn.empty() || !d.adversary.empty()) {
       reject("dist.churn and dist.adversary name replicas of an elastic run; with dist.stages > 1 they are not "
              "built yet: kill a stage's process instead (LOCO_FAULT, bench/chaos.sh)");

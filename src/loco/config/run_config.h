@@ -136,7 +136,7 @@ struct SparselocoConfig {
 // accumulation steps of train.micro_batch_size.
 struct PipelineConfig {
   std::string schedule = "1f1b";       // 1f1b | fill-drain (pipeline/schedule.h)
-  std::string partition = "balanced";  // balanced (by parameters) | layers per stage, e.g. "3,4,4,3"
+  std::string partition = "balanced";  // balanced (by parameters) | measured (by time) | layers per stage, "3,4,4,3"
   std::string codec = "fp32";          // activations and their gradients between stages (comm/codecs)
   // The emulated link between a replica's stages, as comm.bandwidth_mbps / comm.latency_ms (one value, or
   // one per stage); its time is waited out (comm.delay = full): step time and bubble show it. "": none.

@@ -63,8 +63,9 @@ std::vector<StageLayers> parse_partition(const std::string& text, int layers, in
   const auto bad = [&](const std::string& why) {
     std::vector<int> even;  // an example that fits: the layers dealt out as evenly as they go
     for (int s = 0; s < stages; ++s) even.push_back(layers / stages + (s < layers % stages ? 1 : 0));
-    return ConfigError(fmt::format("pipeline.partition '{}' {}; give the decoder layers of each of the {} stages, "
-                                   "separated by commas and adding up to model.num_hidden_layers ({}), e.g. '{}'",
+    return ConfigError(fmt::format("pipeline.partition '{}' {}; give balanced, measured, or the decoder layers of "
+                                   "each of the {} stages, separated by commas and adding up to "
+                                   "model.num_hidden_layers ({}), e.g. '{}'",
                                    text, why, stages, layers, fmt::join(even, ",")));
   };
   std::vector<StageLayers> split;

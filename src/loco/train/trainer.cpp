@@ -12,6 +12,7 @@
 #include "loco/data/dataset_meta.h"
 #include "loco/model/weights.h"
 #include "loco/pipeline/partition.h"
+#include "loco/pipeline/stages/measured_partition.h"
 #include "loco/pipeline/stages/stage_runner.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
@@ -210,6 +211,14 @@ void Trainer::set_up() {
 
   if (s.options.resume_from) {
     s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
+  }
+  // pipeline.partition = "measured": the split found (or, on a resume, the checkpoint's) is the run's from
+  // here on, named in its config.toml and checkpoints (docs/pipeline.md).
+  if (s.options.pipeline && config.pipeline.partition == "measured") {
+    config.pipeline.partition = s.resumed ? s.resumed->config.pipeline.partition
+                                          : pipeline::measured_partition(config, *s.options.pipeline, s.group, s.device);
+  }
+  if (s.resumed) {
     require_same_model(config, *s.resumed);
     require_same_data_stream(config, *s.resumed);
     require_same_tokenizer(config.data.dir, *s.resumed);
