@@ -730,6 +730,34 @@ TEST_F(ElasticPipelines, AKilledMiddleStageStopsOnlyItsReplicaWhichHealsAndRejoi
   replica_heals("pipeline-middle", 3, /*killed=*/4);
 }
 
+// A replacement coordinator breaks no pipeline replica: every stage rejoins it (a new incarnation), the
+// pipelines' own groups stay, and the run finishes with twin stages bit-identical.
+TEST_F(ElasticPipelines, TheReplicasSurviveARestartOfTheirCoordinator) {
+  auto first = coordinator("pipeline-restart", 2);
+  const std::string address = address_;
+  const int port = std::stoi(address.substr(address.rfind(':') + 1)), store_port = store_port_;
+  constexpr int kSteps = 400;
+  const std::vector<std::string> stages = {"dist.stages=2", "dist.replicas=2", "train.micro_batch_size=1"};
+  std::vector<std::unique_ptr<test::ChildProcess>> ranks;
+  for (int rank = 0; rank < 4; ++rank) {
+    ranks.push_back(member("pipeline-restart", "rank-" + std::to_string(rank), kSteps, "", stages));
+  }
+  ASSERT_TRUE(ranks[0]->wait_for(std::regex("step 20/400"), 120)) << ranks[0]->output();
+  first->signal(SIGKILL);
+  EXPECT_EQ(first->wait(10), 128 + SIGKILL);
+  const auto second = coordinator("pipeline-restart", 2, port, store_port);
+  ASSERT_EQ(address_, address) << second->output();
+  for (auto& rank : ranks) EXPECT_EQ(rank->wait(300), 0) << rank->output();
+  for (auto& rank : ranks) {
+    EXPECT_TRUE(std::regex_search(rank->output(), std::regex("rejoined as rank-[0-3]#1"))) << rank->output();
+  }
+  for (const std::string part : {"", "/stage_1"}) {
+    const std::string mine = final_global("pipeline-restart", "rank-0-1" + part, kSteps);
+    EXPECT_FALSE(mine.empty()) << part;
+    EXPECT_TRUE(mine == final_global("pipeline-restart", "rank-2-1" + part, kSteps)) << "twins differ: " << part;
+  }
+}
+
 // The ranks of `loco launch --elastic` play a dist.churn schedule as the threads do: rank 2 kills itself
 // after step 10 (kill -9; the launcher reports it and starts it again), its second process waits for the
 // run to reach step 30 and joins as a new member, which heals; rank 1 stalls after step 60 until the
