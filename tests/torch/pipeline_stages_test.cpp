@@ -411,14 +411,6 @@ TEST(PipelineStages, BadStageCountsAreConfigErrors) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("members would measure apart"), std::string::npos) << e.what();
   }
-  c.pipeline.partition = "balanced";
-  c.dist.algorithm = "ddp";
-  try {
-    validate(c);
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("not ddp yet"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

@@ -65,11 +65,6 @@ void check_pipeline_run(const RunConfig& c) {
       reject("dist.stages > 1 with dist.elastic = true runs each stage as a member process (loco launch --elastic "
              "--nproc R*S); stages as threads of elastic replicas are not built: set dist.backend = \"gloo\"");
     }
-    if (!has_outer_step(algorithm_named(d.algorithm))) {
-      reject(fmt::format("dist.stages > 1 with dist.elastic = true is built for the algorithms with an outer step "
-                         "(diloco, localsgd, streaming, sparseloco), not {} yet",
-                         d.algorithm));
-    }
     if (c.pipeline.partition == "measured") {
       reject("pipeline.partition = \"measured\" with dist.elastic = true: members would measure apart, and twin "
              "stages must hold the same layers; give the split a static run measured (its config.toml names it) "
