@@ -151,7 +151,7 @@ rate_bps=$(parse_rate_bps "$rate")
 across_size=0
 across_bps=0
 if [[ -n $across ]]; then
-  [[ $across =~ ^([0-9]+):(.+)$ ]] || usage_error "--across: '$across' is not SIZE:RATE (e.g. 2:10mbit)"
+  [[ $across =~ ^([1-9][0-9]*):(.+)$ ]] || usage_error "--across: '$across' is not SIZE:RATE (e.g. 2:10mbit)"
   across_size=${BASH_REMATCH[1]}
   across_bps=$(parse_rate_bps "${BASH_REMATCH[2]}")
   ((across_size >= 1 && across_size < nproc)) ||
@@ -467,7 +467,7 @@ EOF
 done
 setup tc <<<"$downlinks"
 
-log "$nproc ranks on $subnet.0/24 via bridge $bridge, each link shaped to $rate both ways (tbf burst $burst B, limit $limit B)"
+log "$nproc ranks on $subnet.0/24 via bridge $bridge, each link shaped to $rate both ways ($( ((across_size)) && echo "htb" || echo "tbf") burst $burst B, limit $limit B)"
 ((across_size)) && log "across groups of $across_size ranks: ${across#*:} both ways (htb classes, burst $across_burst B)"
 ((host_address)) && log "the host is $(host_addr) on the bridge (NETNS_HOST_ADDR)"
 

@@ -12,7 +12,7 @@ namespace loco::cli {
 
 struct ElasticLaunchOptions {
   int max_restarts = 3;
-  membership::QuorumRules rules;  // start_replicas is set to the ranks started (--nproc)
+  membership::QuorumRules rules;  // the first quorum also waits for every rank started (start_members = --nproc)
   int max_rejections = membership::CoordinatorOptions{}.max_rejections;
 };
 

@@ -72,16 +72,13 @@ CommitDecision decide_commit(const std::vector<std::string>& members, const std:
 std::vector<CommitDecision> decide_commit_by_stage(const std::vector<std::vector<std::string>>& stages,
                                                    const std::vector<Vote>& votes, bool broken, int min_replicas) {
   std::vector<CommitDecision> decisions;
-  std::vector<std::string> outliers;
   for (const std::vector<std::string>& members : stages) {
     std::vector<Vote> theirs;
     for (const Vote& vote : votes) {
       if (std::find(members.begin(), members.end(), vote.member) != members.end()) theirs.push_back(vote);
     }
     decisions.push_back(decide_commit(members, theirs, broken, min_replicas));
-    outliers.insert(outliers.end(), decisions.back().outliers.begin(), decisions.back().outliers.end());
   }
-  std::sort(outliers.begin(), outliers.end());
   // One stage's abort (or a vote still missing) holds for every stage: a replica's stages apply an outer
   // step together or not at all.
   for (const Outcome outcome : {Outcome::abort, Outcome::pending}) {
@@ -93,7 +90,6 @@ std::vector<CommitDecision> decide_commit_by_stage(const std::vector<std::vector
     for (CommitDecision& d : decisions) d = CommitDecision{outcome, "", {}, reason};
     return decisions;
   }
-  for (CommitDecision& d : decisions) d.outliers = outliers;
   return decisions;
 }
 

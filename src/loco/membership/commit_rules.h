@@ -34,7 +34,8 @@ CommitDecision decide_commit(const std::vector<std::string>& members, const std:
 // The same for a quorum of pipeline replicas (docs/pipeline.md "Churn"): `stages[s]` lists the members that
 // hold stage s of the quorum's replicas, in rank order. Each stage's hashes are compared among that stage's
 // members alone (the stages hold different tensors); the synchronisation commits only when every stage
-// would, and aborts for all when one stage aborts. One decision per stage; outliers of every stage in each.
+// would, and aborts for all when one stage aborts. One decision per stage, with that stage's outliers (a
+// stage whose members agree shares no state).
 std::vector<CommitDecision> decide_commit_by_stage(const std::vector<std::vector<std::string>>& stages,
                                                    const std::vector<Vote>& votes, bool broken, int min_replicas);
 

@@ -63,7 +63,7 @@ void Coordinator::require_run(const std::string& run_id) const {
 JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now,
                              const PipelinePlace& place) {
   require_run(run_id);
-  const bool unit_barred = place.stages > 1 && barred_names_.count(place.unit) > 0;
+  const bool unit_barred = place.stages > 1 && barred_units_.count(place.unit) > 0;
   if (barred_names_.count(name) > 0 || unit_barred) {
     throw MembershipError(Refusal::barred, fmt::format("{} '{}' was removed from this run: its "
                                                        "pseudo-gradients held NaN or Inf in {} synchronisations. Fix "
@@ -88,9 +88,16 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
     for (const auto& [held_by, m] : members_) {
       if (m.place.unit != place.unit || m.place.stage != place.stage) continue;
       const std::string id = held_by;  // a copy: removing the member erases its key
-      remove(id, "leave", fmt::format("{} (stage {} of {}: a new member '{}' took its place)", id, place.stage,
-                                      place.unit, name),
-             now);
+      const std::string detail =
+          fmt::format("{} (stage {} of {}: a new member '{}' took its place)", id, place.stage, place.unit, name);
+      if (m.last_heartbeat == m.joined_at && !m.waiting_since && !m.served) {
+        // Never heard of since its join: a join whose answer was lost and is tried again. Its place is taken
+        // without breaking the replica (the pipeline's keys stay those of the generation, whoever holds it).
+        erase(id);
+        record(now, "leave", detail);
+      } else {
+        remove(id, "leave", detail, now);
+      }
       break;
     }
   }
@@ -212,7 +219,7 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
   const auto found = synchronisations_.find({quorum_id, step});
   // A repeated vote only asks for the decision (take_decision), even when the run has moved on since.
   if (found != synchronisations_.end() && voted_in(found->second)) return;
-  if (quorum_id != quorum_.id || m.quorum_id != quorum_id) {
+  if (quorum_.id == 0 || quorum_id != quorum_.id || m.quorum_id != quorum_id) {  // 0: no quorum formed yet
     throw MembershipError(Refusal::stale_quorum,
                           fmt::format("{} voted for quorum {} at step {}, but the run's quorum is {}{}: ask for a "
                                       "quorum again",
@@ -236,7 +243,7 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
   for (const std::string& id : removed) {
     if (members_.count(id) == 0) continue;  // gone with a stage of its pipeline replica
     barred_names_.insert(members_.at(id).name);
-    if (members_.at(id).place.stages > 1) barred_names_.insert(members_.at(id).place.unit);  // all its stages
+    if (members_.at(id).place.stages > 1) barred_units_.insert(members_.at(id).place.unit);  // all its stages
     remove(id, "expel", fmt::format("{} (its pseudo-gradients held NaN or Inf in {} synchronisations; its name is "
                                     "barred from the run)",
                                     id, rejections_[id]),
@@ -277,14 +284,17 @@ void Coordinator::decide_synchronisations(double now) {
     const bool current = key.first == quorum_.id;
     std::vector<CommitDecision> d =
         decide_commit_by_stage(sync.stages, sync.votes, !current || quorum_broken_, options_.rules.min_replicas);
-    const CommitDecision& first = d.front();  // the outcome, reason and outliers are every stage's
+    if (d.empty()) continue;  // no stages: no quorum stood behind the votes (refused in vote())
+    const CommitDecision& first = d.front();  // the outcome and reason are every stage's
     if (first.outcome == Outcome::pending) continue;
     if (first.outcome == Outcome::commit) {
-      std::vector<std::string> hashes;
-      for (const CommitDecision& stage : d) hashes.push_back(stage.canonical_hash.substr(0, 16));
+      std::vector<std::string> hashes, outliers;
+      for (const CommitDecision& stage : d) {
+        hashes.push_back(stage.canonical_hash.substr(0, 16));
+        outliers.insert(outliers.end(), stage.outliers.begin(), stage.outliers.end());
+      }
       record(now, "commit", fmt::format("q{} step {}: hash {}{}", key.first, key.second, fmt::join(hashes, ", "),
-                                        first.outliers.empty() ? ""
-                                                               : fmt::format(", to heal: {}", fmt::join(first.outliers, ", "))));
+                                        outliers.empty() ? "" : fmt::format(", to heal: {}", fmt::join(outliers, ", "))));
     } else {
       record(now, "abort", fmt::format("q{} step {}: {}", key.first, key.second, first.reason));
       renew_quorum_ = true;
@@ -298,7 +308,9 @@ void Coordinator::remove(const std::string& id, const std::string& kind, const s
   const PipelinePlace place = members_.at(id).place;
   erase(id);
   record(now, kind, detail);
-  if (finished || place.stages <= 1) return;
+  // Once the run is finished, a stage that goes (finished, or told so) breaks nothing: its replica's others
+  // finish or are told so too.
+  if (finished || finished_step_ > 0 || place.stages <= 1) return;
   // Note "pipeline-units": the replica's other stages cannot train without this one; they go, and the
   // replica's next members meet under a new generation's keys.
   ++unit_generations_[place.unit];
@@ -460,6 +472,7 @@ nlohmann::json Coordinator::status(double now) const {
           {"rules",
            {{"min_replicas", rules.min_replicas},
             {"start_replicas", rules.start_replicas},
+            {"start_members", options_.start_members},
             {"heartbeat_timeout_s", rules.heartbeat_timeout_s},
             {"join_window_s", rules.join_window_s}}},
           {"quorum", {{"id", quorum_.id}, {"members", quorum_.members}, {"broken", quorum_broken_}}},

@@ -185,7 +185,7 @@ class Coordinator {
   };
   struct Event {
     double time;
-    std::string kind;  // join | leave | expire | quorum | commit | abort
+    std::string kind;  // join | leave | expire | quorum | commit | abort | expel
     std::string detail;
   };
 
@@ -217,6 +217,7 @@ class Coordinator {
   std::map<std::string, std::int64_t> joins_by_name_;
   std::map<std::string, int> rejections_;  // by member id: synchronisations that rejected its contribution
   std::set<std::string> barred_names_;     // removed for their rejected contributions
+  std::set<std::string> barred_units_;     // pipeline replicas removed so (every stage's name is barred with it)
   Quorum quorum_;                                     // with stages: of pipeline replicas' names
   std::vector<std::vector<std::string>> quorum_stages_;  // its members by stage (one list without stages)
   std::vector<std::string> quorum_members_;           // every member of it, sorted

@@ -8,7 +8,8 @@
 // (same name, the next number): after it stopped for longer than the heartbeat timeout (it was expired and
 // fenced out) or when a replacement coordinator answers (a new incarnation). Quorum requests then go on
 // under the new id; a vote of the old membership is refused (the caller decides what its outer step
-// became). Only another run's coordinator fences it for good (fenced()).
+// became). Only another run's coordinator fences it for good (fenced()), or, for a pipeline stage, this
+// run's coordinator no longer knowing it (its replica broke: MemberOptions::place).
 //
 // Where the coordinator is: LOCO_COORDINATOR=host:port and the run's id LOCO_RUN_ID (docs/fault-tolerance.md);
 // the run's secret proves the member belongs to the run (authentication.h, docs/security.md).

@@ -174,6 +174,14 @@ membership::PipelinePlace pipeline_place(const RunConfig& config) {
                                   "LOCO_STAGE to the stage for each process (docs/pipeline.md \"Churn\")",
                                   stages, stages, stages, stages));
   }
+  // Ranks that do not make whole pipelines would leave the last replica without a stage, and the run's
+  // first quorum (which waits for every rank) would never form.
+  const auto world = parse_whole_number(environment("WORLD_SIZE"));
+  if (world && static_cast<std::int64_t>(*world) % stages != 0) {
+    throw ConfigError(fmt::format("dist.stages = {} with dist.elastic: the {} ranks of loco launch --elastic are not "
+                                  "whole pipeline replicas of {} stages; start --nproc R*{}",
+                                  stages, static_cast<std::int64_t>(*world), stages, stages));
+  }
   const auto i = static_cast<std::int64_t>(*rank);
   return {fmt::format("replica-{}", i / stages), static_cast<int>(i % stages), stages};
 }

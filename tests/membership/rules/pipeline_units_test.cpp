@@ -49,7 +49,8 @@ TEST(CommitByStage, HashesAreComparedWithinAStageAndOneStagesAbortHoldsForAll) {
   EXPECT_EQ(committed[0].outcome, Outcome::commit);
   EXPECT_EQ(committed[0].canonical_hash, "x");  // stage 0's most common, not stage 1's
   EXPECT_EQ(committed[1].canonical_hash, "p");
-  EXPECT_EQ(committed[1].outliers, Ids{"c0"});  // every stage learns who heals
+  EXPECT_EQ(committed[0].outliers, Ids{"c0"});  // c0 heals in stage 0's group; stage 1 shares nothing
+  EXPECT_TRUE(committed[1].outliers.empty());
   votes.back() = {"c1", false, ""};
   const std::vector<CommitDecision> aborted = decide_commit_by_stage(stages, votes, false, 1);
   EXPECT_EQ(aborted[0].outcome, Outcome::abort);  // stage 0's votes all agreed: it aborts with stage 1
@@ -155,6 +156,8 @@ TEST_F(PipelineCoordinator, AStageThatGoesTakesItsReplicaWithItAndTheNextMembers
 
 TEST_F(PipelineCoordinator, AStagesRestartReplacesItsPredecessorAndFinishingBreaksNothing) {
   const auto a0 = join("rank-0", "r0", 0), a1 = join("rank-1", "r0", 1);
+  c.heartbeat(a0, 0.5);
+  c.heartbeat(a1, 0.5);
   // The process of stage 1 started again before anyone reported the old one's death.
   const auto a1_again = join("rank-1", "r0", 1, 1);
   test::expect_refusal([&] { c.heartbeat(a1, 1); }, Refusal::unknown_member, "rank-1#1");
@@ -162,9 +165,36 @@ TEST_F(PipelineCoordinator, AStagesRestartReplacesItsPredecessorAndFinishingBrea
   EXPECT_FALSE(c.take_pipeline(a1_again)) << "stage 0 must start again too";
   const auto a0_again = join("rank-0", "r0", 0, 2);
   ASSERT_TRUE(c.take_pipeline(a0_again));
-  // A stage that finished the run leaves its replica's others be: they finish too.
+  // A stage that finished the run leaves its replica's others be: they finish too; so does one that leaves
+  // for another reason once the run is finished (it was told so).
+  c.request_quorum(a0_again, 8, 2.5);  // at the run's last step
   c.leave(a0_again, "finished the run", 3, /*finished=*/true);
   c.heartbeat(a1_again, 3);
+  const auto b0 = join("rank-2", "r1", 0, 3), b1 = join("rank-3", "r1", 1, 3);
+  c.heartbeat(b0, 3.5);
+  c.leave(b0, "process ended", 4);
+  c.heartbeat(b1, 4);
+}
+
+// A join whose answer was lost is tried again: the member it made was never heard of, and taking its place
+// does not break the replica (the pipeline's keys stay the generation's).
+TEST_F(PipelineCoordinator, AJoinTriedAgainDoesNotBreakItsReplica) {
+  const auto a0 = join("rank-0", "r0", 0);
+  c.heartbeat(a0, 0.5);
+  join("rank-1", "r0", 1, 1);  // its answer lost
+  const auto a1 = join("rank-1", "r0", 1, 1.2);
+  c.heartbeat(a0, 1.5);  // still a member
+  const auto pipeline = c.take_pipeline(a1);
+  ASSERT_TRUE(pipeline);
+  EXPECT_EQ(pipeline->members, (Ids{"rank-0#1", "rank-1#2"}));
+  EXPECT_EQ(pipeline->store_prefix, "loco/77/pipeline/r0/g0/");
+}
+
+// A vote before any quorum formed is refused (there is nothing it could be a vote in), never a crash.
+TEST_F(PipelineCoordinator, AVoteBeforeAnyQuorumIsRefused) {
+  const auto a0 = join("rank-0", "r0", 0);
+  test::expect_refusal([&] { c.vote(a0, 0, 0, true, "h", 1); }, Refusal::stale_quorum, "quorum 0");
+  c.tick(1);
 }
 
 TEST_F(PipelineCoordinator, StagesThatFallSilentTogetherExpireTogether) {
