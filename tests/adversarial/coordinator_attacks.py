@@ -287,6 +287,20 @@ def run(loco, report):
         check("leave reason <script> on the dashboard", "in the page" if in_page else f"data only: {reasons}",
               not in_page and any("<script>alert(1)</script>" in r for r in reasons))
 
+        # A member's signed messages with a field of the wrong type, or a vote in no quorum (quorum id 0,
+        # before this coordinator formed one for it), and a join claiming an impossible pipeline stage.
+        odd = Member(c.port, "odd")
+        bad_leave = odd.send("/v1/leave", {"reason": "x", "finished": "yes"})
+        early_vote = odd.send("/v1/commit", {"quorum_id": 0, "step": 0, "ok": True, "hash": "h", "wait_s": 0})
+        after_odd = odd.send("/v1/heartbeat", {})
+        _, challenge = post(c.port, "/v1/challenge", {})
+        bad_stage, _ = post(c.port, "/v1/join", {"run_id": RUN, "name": "stage", "nonce": json.loads(challenge)["nonce"],
+                                                 "timestamp": int(time.time()), "mac": "00",
+                                                 "pipeline": {"replica": "r", "stage": -1, "stages": 2}})
+        check("signed leave with finished: \"yes\", a vote in quorum 0, a join at stage -1 of 2",
+              f"{bad_leave[0]}, {early_vote[0]}, {bad_stage}; a heartbeat after: {after_odd[0]}",
+              bad_leave[0] == 400 and early_vote[0] == 409 and bad_stage == 400 and after_odd[0] == 200)
+
         # The store: a SET announcing a 256 MiB value, sent in part, while another client uses the store.
         before = c.rss_mb()
         half = socket.create_connection(("127.0.0.1", c.store_port), timeout=5)

@@ -274,7 +274,8 @@ struct CoordinatorServer::Impl {
     http.route("POST", "/v1/leave", [this](const HttpRequest& req, HttpResponse& res) {
       reply(req, res, true, [this](const nlohmann::json& body, Context&) {
         const Credentials who = credentials(body);
-        coordinator.leave(who, field<std::string>(body, "reason"), now(), body.value("finished", false));
+        const bool finished = body.contains("finished") && field<bool>(body, "finished");  // a bad type: malformed
+        coordinator.leave(who, field<std::string>(body, "reason"), now(), finished);
         authenticator.close_session(who.member_id);
         return nlohmann::json::object();
       });
