@@ -18,10 +18,10 @@ TEST(AtomicFileWriter, WritesThePiecesWholeOrNothing) {
     file.write("hello, ");
     file.write("world");
     EXPECT_FALSE(fs::exists(dir / "a.bin")) << "visible before the commit";
-    file.commit();
-    EXPECT_EQ(file.bytes(), 12u);
-    EXPECT_EQ(file.crc32_hex(), crc32_hex("hello, world"));
-    EXPECT_EQ(file.crc32_hex(), "ffab723a");  // zlib's CRC-32 of "hello, world"
+    const WrittenFile written = file.commit();
+    EXPECT_EQ(written.bytes, 12u);
+    EXPECT_EQ(written.crc32, crc32_hex("hello, world"));
+    EXPECT_EQ(written.crc32, "ffab723a");  // zlib's CRC-32 of "hello, world"
   }
   EXPECT_EQ(read_file(dir / "a.bin"), "hello, world");
   {

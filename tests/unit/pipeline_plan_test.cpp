@@ -36,6 +36,38 @@ TEST(PipelineSchedule, EagerForwardsEverythingFirstWhileTheLastStageBackpropagat
   EXPECT_EQ(stage_actions(Schedule::eager, 3, 2, 3), (std::vector<Action>{{F, 0}, {B, 0}, {F, 1}, {B, 1}, {F, 2}, {B, 2}}));
 }
 
+// A stage posts its step's gradient receives in its own backward order (StageRunner::post_receives), and
+// the next stage sends them in its order: every schedule must give neighbouring stages the same order, and
+// run each micro-batch's forward before its backward, once each.
+TEST(PipelineSchedule, NeighbouringStagesRunTheirBackwardsInTheSameOrder) {
+  const auto backward_order = [](const std::vector<Action>& actions) {
+    std::vector<int> order;
+    for (const Action& action : actions) {
+      if (action.pass == B) order.push_back(action.micro_batch);
+    }
+    return order;
+  };
+  for (const Schedule schedule : {Schedule::fill_drain, Schedule::one_f_one_b, Schedule::eager}) {
+    for (int stages = 2; stages <= 6; ++stages) {
+      for (int m = 1; m <= 9; ++m) {
+        for (int s = 0; s < stages; ++s) {
+          const std::vector<Action> actions = stage_actions(schedule, stages, s, m);
+          ASSERT_EQ(actions.size(), static_cast<std::size_t>(2 * m));
+          std::vector<bool> forwarded(static_cast<std::size_t>(m), false);
+          for (const Action& action : actions) {
+            if (action.pass == F) forwarded[static_cast<std::size_t>(action.micro_batch)] = true;
+            else EXPECT_TRUE(forwarded[static_cast<std::size_t>(action.micro_batch)]) << schedule_name(schedule);
+          }
+          if (s + 1 < stages) {
+            EXPECT_EQ(backward_order(actions), backward_order(stage_actions(schedule, stages, s + 1, m)))
+                << schedule_name(schedule) << ", " << stages << " stages, m = " << m << ", stage " << s;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PipelineSchedule, OnALinkThatTakesLongEagerWaitsOnceForTheRoundTripAnd1F1BOncePerMicroBatch) {
   // 2 stages, 3 micro-batches, forward 1 s, backward 2 s, link 5 s. Eager: stage 0 forwards at 0-3; stage 1
   // runs F0 B0 at 6-9, F1 B1 at 9-12, F2 B2 at 12-15; the gradients reach stage 0 at 14, 17 and 20, its

@@ -135,7 +135,7 @@ struct SparselocoConfig {
 // How a replica of dist.stages > 1 stages runs (docs/pipeline.md). Its micro-batches are the
 // accumulation steps of train.micro_batch_size.
 struct PipelineConfig {
-  std::string schedule = "1f1b";       // 1f1b | fill-drain (pipeline/schedule.h)
+  std::string schedule = "1f1b";       // 1f1b | fill-drain | eager (pipeline/schedule.h)
   std::string partition = "balanced";  // balanced (by parameters) | measured (by time) | layers per stage, "3,4,4,3"
   std::string codec = "fp32";          // activations and their gradients between stages (comm/codecs)
   // The emulated link between a replica's stages, as comm.bandwidth_mbps / comm.latency_ms (one value, or

@@ -78,11 +78,11 @@ std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::
   return out;
 }
 
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+WrittenFile save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata) {
   AtomicFileWriter file(path);
   write_safetensors(tensors, metadata, [&file](std::string_view piece) { file.write(piece); });
-  file.commit();
+  return file.commit();
 }
 
 SafetensorsContent decode_safetensors(const std::uint8_t* buffer, std::size_t size, const std::filesystem::path& source) {

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "loco/util/fs.h"
+
 namespace loco {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
@@ -36,9 +38,9 @@ std::string encode_safetensors(const NamedTensors& tensors, const std::map<std::
 void write_safetensors(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
                        const std::function<void(std::string_view)>& sink);
 
-// Writes atomically (temporary file, fsync, rename), streamed (write_safetensors).
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+// Writes atomically (temporary file, fsync, rename), streamed (write_safetensors): the file's size and CRC.
+WrittenFile save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
 
 // Reads and validates (header bounds, offsets inside the file, sizes matching shapes: safetensors_header.h);
 // throws CheckpointError naming the file and what is wrong.

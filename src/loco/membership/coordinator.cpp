@@ -328,7 +328,9 @@ void Coordinator::remove(const std::string& id, const std::string& kind, const s
 
 void Coordinator::erase(const std::string& id) {
   members_.erase(id);
-  if (std::binary_search(quorum_members_.begin(), quorum_members_.end(), id)) quorum_broken_ = true;
+  for (const auto& stage : quorum_stages_) {
+    if (std::find(stage.begin(), stage.end(), id) != stage.end()) quorum_broken_ = true;
+  }
 }
 
 QuorumDecision Coordinator::decide(double now) const {
@@ -393,11 +395,10 @@ double Coordinator::tick(double now) {
     renew_quorum_ = false;
     if (quorum_.id != before) quorum_broken_ = false;
     quorum_stages_ = std::move(stages);
-    quorum_members_.clear();
-    for (const auto& stage : quorum_stages_) quorum_members_.insert(quorum_members_.end(), stage.begin(), stage.end());
-    std::sort(quorum_members_.begin(), quorum_members_.end());
     std::int64_t step = 0;
-    for (const auto& id : quorum_members_) step = std::max(step, members_.at(id).step);
+    for (const auto& stage : quorum_stages_) {
+      for (const auto& id : stage) step = std::max(step, members_.at(id).step);
+    }
     if (quorum_.id != before) {
       record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
     } else {  // the same members again (every step for data parallel): counted, not news for the log

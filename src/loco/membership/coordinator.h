@@ -220,7 +220,6 @@ class Coordinator {
   std::set<std::string> barred_units_;     // pipeline replicas removed so (every stage's name is barred with it)
   Quorum quorum_;                                     // with stages: of pipeline replicas' names
   std::vector<std::vector<std::string>> quorum_stages_;  // its members by stage (one list without stages)
-  std::vector<std::string> quorum_members_;           // every member of it, sorted
   int stages_ = 0;                                    // claimed by the first join (0: none yet)
   std::map<std::string, std::int64_t> unit_generations_;  // a pipeline replica's: its members changed
   bool quorum_broken_ = false;

@@ -56,7 +56,7 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   membership::MemberClient member(member_options);
   elastic::QuorumGroupOptions group_options;
   group_options.backend = backend;
-  group_options.group.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  group_options.group.timeout = comm_timeout(config.comm);
   group_options.quorum_timeout_s = config.comm.timeout_s;
   // Members do not model a link (their group changes size), so comm.round_kib = auto sizes rounds from what
   // each group's exchanges measure (note "measured-link"): a new group starts unpaced.

@@ -12,9 +12,13 @@
 
 namespace loco::run {
 
+comm::Timeout comm_timeout(const CommConfig& comm) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(comm.timeout_s * 1000));
+}
+
 comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
   comm::GroupOptions options;
-  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(comm.timeout_s * 1000));
+  options.timeout = comm_timeout(comm);
   options.link = comm::LinkModel::parse(comm.bandwidth_mbps, comm.latency_ms, replicas);
   options.delay = comm::parse_link_delay(comm.delay, "comm.delay");
   options.round_size = comm::RoundSize::parse(comm.round_kib, "comm.round_kib");
@@ -23,7 +27,7 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
 
 comm::GroupOptions pipeline_group_options(const RunConfig& config) {
   comm::GroupOptions options;
-  options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  options.timeout = comm_timeout(config.comm);
   options.link = comm::LinkModel::parse(config.pipeline.bandwidth_mbps, config.pipeline.latency_ms,
                                         static_cast<int>(config.dist.stages));
   // Activations are messages between neighbours, not exchanges the emulated clock models: their link time
@@ -110,7 +114,7 @@ std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnv
   if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
   // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
   if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.comm.timeout_s * 1000));
+  const comm::Timeout timeout = comm_timeout(config.comm);
   const comm::GroupOptions replica_options = group_options(config.comm, static_cast<int>(config.dist.replicas));
   if (stages > 1) {
     const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,

@@ -12,6 +12,8 @@
 
 namespace loco::run {
 
+// comm.timeout_s as a group's timeout.
+comm::Timeout comm_timeout(const CommConfig& comm);
 // The group options of a run's comm section for `replicas` replicas (the emulated link, pacing, timeout).
 comm::GroupOptions group_options(const CommConfig& comm, int replicas);
 // The group options of a pipeline replica's stages: comm.timeout_s, and pipeline.bandwidth_mbps /

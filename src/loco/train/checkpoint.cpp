@@ -20,18 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void put_file(const fs::path& dir, const std::string& name, const std::string& bytes, nlohmann::json& files) {
-  write_file_atomic(dir / name, bytes);
-  files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_hex(bytes)}};
-}
-
-// Tensors are streamed to the file (write_safetensors): a checkpoint never holds a second copy of the state.
-void put_tensors(const fs::path& dir, const std::string& name, const NamedTensors& tensors,
-                 const std::map<std::string, std::string>& metadata, nlohmann::json& files) {
-  AtomicFileWriter file(dir / name);
-  write_safetensors(tensors, metadata, [&file](std::string_view piece) { file.write(piece); });
-  file.commit();
-  files[name] = {{"bytes", file.bytes()}, {"crc32", file.crc32_hex()}};
+void record_file(const std::string& name, const WrittenFile& written, nlohmann::json& files) {
+  files[name] = {{"bytes", written.bytes}, {"crc32", written.crc32}};
 }
 
 SafetensorsContent optional_tensors(const fs::path& path) {
@@ -91,11 +81,16 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
   make_fresh_directory(tmp_dir);
   try {
     nlohmann::json files = nlohmann::json::object();
-    put_tensors(tmp_dir, "model.safetensors", tensors.model, {{"format", "pt"}}, files);
-    put_tensors(tmp_dir, "optimizer.safetensors", tensors.optimizer, {}, files);
-    if (!tensors.strategy.empty()) put_tensors(tmp_dir, "strategy.safetensors", tensors.strategy, {}, files);
+    // Tensors are streamed to their files: a checkpoint never holds a second copy of the state.
+    const auto put_tensors = [&](const std::string& name, const NamedTensors& named,
+                                 const std::map<std::string, std::string>& metadata) {
+      record_file(name, save_safetensors(tmp_dir / name, named, metadata), files);
+    };
+    put_tensors("model.safetensors", tensors.model, {{"format", "pt"}});
+    put_tensors("optimizer.safetensors", tensors.optimizer, {});
+    if (!tensors.strategy.empty()) put_tensors("strategy.safetensors", tensors.strategy, {});
     for (const auto& name : data::tokenizer_file_names(tokenizer_dir)) {
-      put_file(tmp_dir, name, read_file(tokenizer_dir / name), files);
+      record_file(name, write_file_atomic(tmp_dir / name, read_file(tokenizer_dir / name)), files);
     }
     write_file_atomic(tmp_dir / "state.json", state_file_json(config, state, files).dump(2) + "\n");
     if (!rename_no_replace(tmp_dir, final_dir)) {

@@ -93,10 +93,10 @@ void fsync_path(const fs::path& path) {
   }
 }
 
-void write_file_atomic(const fs::path& path, std::string_view bytes) {
+WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
   AtomicFileWriter file(path);
   file.write(bytes);
-  file.commit();
+  return file.commit();
 }
 
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_(::crc32(0L, Z_NULL, 0)) {
@@ -122,7 +122,7 @@ void AtomicFileWriter::write(std::string_view bytes) {
   crc_ = crc32_update(crc_, bytes);
 }
 
-void AtomicFileWriter::commit() {
+WrittenFile AtomicFileWriter::commit() {
   LOCO_CHECK(fd_ >= 0, "AtomicFileWriter::commit twice");
   if (::fsync(fd_) != 0) throw IoError(fmt::format("cannot sync {}: {}", tmp_.string(), errno_text()));
   ::close(fd_);
@@ -133,9 +133,8 @@ void AtomicFileWriter::commit() {
     throw IoError(fmt::format("cannot rename {} to {}: {}", tmp_.string(), path_.string(), why));
   }
   fsync_path(path_.has_parent_path() ? path_.parent_path() : fs::path("."));
+  return {bytes_, fmt::format("{:08x}", static_cast<std::uint32_t>(crc_))};
 }
-
-std::string AtomicFileWriter::crc32_hex() const { return fmt::format("{:08x}", static_cast<std::uint32_t>(crc_)); }
 
 bool rename_no_replace(const fs::path& from, const fs::path& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {

@@ -11,13 +11,19 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
+// What a file was written with: its size and CRC-32 (crc32_hex below), as checkpoints record them.
+struct WrittenFile {
+  std::uint64_t bytes = 0;
+  std::string crc32;
+};
+
 // Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory).
-void write_file_atomic(const fs::path& path, std::string_view bytes);
+WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes);
 
 // The same for a file written in pieces, so that no copy of the whole file is held in memory (a
 // checkpoint's tensors): the pieces go to a temporary file, counted and CRC-32'd on the way; commit()
-// fsyncs it and renames it to `path`. Destroyed uncommitted (an error on the way), it removes the
-// temporary file: `path` appears whole or not at all.
+// fsyncs it, renames it to `path` and says what was written. Destroyed uncommitted (an error on the way),
+// it removes the temporary file: `path` appears whole or not at all.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(fs::path path);
@@ -26,9 +32,7 @@ class AtomicFileWriter {
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
   void write(std::string_view bytes);
-  void commit();
-  std::uint64_t bytes() const { return bytes_; }
-  std::string crc32_hex() const;  // of what was written, as crc32_hex below
+  WrittenFile commit();
 
  private:
   fs::path path_, tmp_;

@@ -2,14 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <vector>
 
 #include "loco/model/llama.h"
@@ -42,22 +40,9 @@ torch::Tensor time_model_parts(const RunConfig& config, torch::Device device) {
   const ModelConfig& shape = config.model;
   const std::int64_t batch = config.train.micro_batch_size, length = config.data.seq_len;
   torch::AutoGradMode with_gradients(true);
-  // The timing does not care about the values: inputs of no random draw, and the global generator (which
-  // a module's default initialisation draws from, before init_weights) put back where it was, so that
-  // this stage's draws stay those of a run without the measurement.
-  at::Generator global = at::detail::getDefaultCPUGenerator();
-  const at::Tensor global_state = [&] {
-    std::lock_guard<std::mutex> lock(global.mutex());
-    return global.get_state();
-  }();
-  struct Restore {
-    at::Generator& generator;
-    const at::Tensor& state;
-    ~Restore() {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(state);
-    }
-  } restore{global, global_state};
+  // The timing does not care about the values: inputs of no random draw. (The probes' default module
+  // initialisation draws from the global generator, which no result of loco reads: every draw that
+  // matters has a generator of its own, as init_weights does.)
   const auto tokens = (torch::arange(batch * length, torch::kInt64) % shape.vocab_size).view({batch, length}).to(device);
   const auto hidden = torch::full({batch, length, shape.hidden_size}, 0.01, torch::TensorOptions().device(device));
   const auto probe = [&](bool takes_tokens, bool gives_logits) {

@@ -78,7 +78,7 @@ class StageRunner {
   void forward(int micro_batch, int micro_batches, const NextMicroBatch& next, std::vector<InFlight>& held,
                double& loss_sum);
   void backward(InFlight& held);
-  void post_receives(const std::vector<Action>& actions, int micro_batches);
+  void post_receives(int micro_batches);
   torch::Tensor hidden_like(const torch::Tensor& tokens) const;  // the shape of a stage's input
   double broadcast_from_last(double value);
   double sum_over_stages(double value);
