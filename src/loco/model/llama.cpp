@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "loco/model/head_loss.h"
 #include "loco/util/error.h"
 #include "loco/util/portable_random.h"
 
@@ -71,12 +72,9 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& input) {
 
 torch::Tensor LlamaImpl::loss(const torch::Tensor& input, const torch::Tensor& targets) {
   LOCO_CHECK(part_.gives_logits, "the loss of a model part without the head");
-  torch::Tensor logits = forward(input);  // (B, T, V)
-  const std::int64_t vocab = logits.size(-1);
-  // Cross-entropy in at least float32, whatever precision the logits came in.
-  auto compute_type = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(compute_type),
-                                              targets.reshape({-1}));
+  const torch::Tensor hidden = model(input);  // (B, T, C), normed
+  const torch::Tensor& head = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  return head_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), head, targets.reshape({-1}));
 }
 
 void LlamaImpl::init_weights(std::uint64_t seed) {

@@ -70,7 +70,8 @@ class LlamaImpl : public torch::nn::Module {
   // previous stage's hidden states) to its output (hidden states, or logits on the last stage).
   torch::Tensor forward(const torch::Tensor& input);
   // Mean cross-entropy of the next-token predictions; targets (B, T) are already shifted. On a part
-  // that gives logits.
+  // that gives logits. The head and the loss run in chunks of rows (head_loss.h): the logits of the
+  // whole batch are never formed.
   torch::Tensor loss(const torch::Tensor& input, const torch::Tensor& targets);
 
   // HF initialisation: every Linear and Embedding weight ~ N(0, initializer_range²), norms = 1. Each

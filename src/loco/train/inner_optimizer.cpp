@@ -1,6 +1,5 @@
 #include "loco/train/inner_optimizer.h"
 
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -37,24 +36,29 @@ void InnerOptimizer::set_lr(double lr) {
   for (auto& group : adamw_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 }
 
-double InnerOptimizer::clip_gradients(double max_norm, const std::function<double(double)>& whole_squared_norm) {
-  std::vector<torch::Tensor> buffers{flat_.buffer(kDecayed), flat_.buffer(kNotDecayed)};
+torch::Tensor InnerOptimizer::clip_gradients(double max_norm,
+                                             const std::function<double(double)>& whole_squared_norm) {
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> grads{flat_.buffer(kDecayed).grad(), flat_.buffer(kNotDecayed).grad()};
   if (whole_squared_norm) {
-    torch::NoGradGuard no_grad;
     double own = 0;
-    for (const auto& buffer : buffers) own += buffer.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    for (const auto& grad : grads) own += grad.to(torch::kFloat64).pow(2).sum().item<double>();
     const double norm = std::sqrt(whole_squared_norm(own));
     if (max_norm > 0) {
       const double scale = std::min(max_norm / (norm + 1e-6), 1.0);
-      for (const auto& buffer : buffers) buffer.grad().mul_(scale);
+      for (const auto& grad : grads) grad.mul_(scale);
     }
-    return norm;
+    return torch::tensor(norm, torch::kFloat64);
   }
-  if (max_norm <= 0) {
-    torch::NoGradGuard no_grad;
-    return torch::stack({buffers[0].grad().norm(), buffers[1].grad().norm()}).norm().item<double>();
+  // torch.nn.utils.clip_grad_norm_'s arithmetic (the norm of the per-group norms; scale
+  // max_norm / (norm + 1e-6) clamped at 1) with the scale applied on the device: libtorch's C++ version
+  // reads the norm back to return a double, a wait for the device in every step (note "device-step").
+  torch::Tensor norm = torch::stack({grads[0].norm(), grads[1].norm()}).norm();
+  if (max_norm > 0) {
+    const torch::Tensor scale = torch::clamp_max(max_norm / (norm + 1e-6), 1.0);
+    for (const auto& grad : grads) grad.mul_(scale);
   }
-  return torch::nn::utils::clip_grad_norm_(buffers, max_norm);
+  return norm;
 }
 
 void InnerOptimizer::step() { adamw_->step(); }

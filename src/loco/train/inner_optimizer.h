@@ -25,10 +25,11 @@ class InnerOptimizer {
 
   void set_lr(double lr);
   // Scales the gradients so that their global L2 norm is at most max_norm (no-op for 0);
-  // returns the norm before clipping. For a part of the model (a pipeline stage), `whole_squared_norm`
+  // returns the norm before clipping, a 0-d tensor on the gradients' device (read it when it is needed:
+  // reading waits for the device). For a part of the model (a pipeline stage), `whole_squared_norm`
   // maps this part's squared gradient norm to the whole model's, and that norm is clipped, as torch's
   // clip_grad_norm_ does (scale max_norm / (norm + 1e-6) where below 1).
-  double clip_gradients(double max_norm, const std::function<double(double)>& whole_squared_norm = {});
+  torch::Tensor clip_gradients(double max_norm, const std::function<double(double)>& whole_squared_norm = {});
   void step();
   void zero_grad();
 

@@ -100,7 +100,6 @@ struct Trainer::State {
   std::optional<MetricsWriter> metrics;
 
   // this process's loop
-  torch::Tensor inputs, targets;  // (micro-batch, T) int64
   std::unique_ptr<StepProfiler> profiler;
   std::optional<Progress> progress;
   Clock::time_point start, interval_start;
@@ -150,7 +149,7 @@ class Trainer::Access final : public ReplicaState {
 struct Trainer::StepResult {
   double loss = 0;
   double lr = 0;
-  double grad_norm = 0;
+  torch::Tensor grad_norm;  // on the device: read when the step is logged (note "device-step")
 };
 
 Trainer::Trainer(TrainOptions options) : state_(std::make_unique<State>(std::move(options))) {}
@@ -260,8 +259,6 @@ void Trainer::set_up() {
                                s.membership};
   s.strategy = s.options.make_strategy ? s.options.make_strategy(config, context) : std::make_unique<SingleReplica>();
   s.strategy->attach(s.model, s.optimizer->parameters());
-  s.inputs = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);
-  s.targets = torch::empty({tc.micro_batch_size, config.data.seq_len}, torch::kInt64);
 }
 
 // A resume continues the checkpoint's run exactly: weights, AdamW moments, the strategy's outer state,
@@ -309,47 +306,64 @@ void Trainer::announce() const {
                     s.resumed ? fmt::format(", resuming after step {}", s.step) : ""));
 }
 
+// The next micro-batch's token ids and targets, (micro-batch, T) int64 on the device. Fresh tensors each
+// time: the graph of a micro-batch reads them in its backward (embedding, loss), and a pipeline stage holds
+// several micro-batches' graphs. On CUDA they are sampled into pinned memory and copied without waiting
+// (the caching host allocator reuses a pinned block only once its copy has finished), so the host runs
+// ahead of the device instead of waiting on each copy.
+std::pair<torch::Tensor, torch::Tensor> Trainer::next_micro_batch() {
+  State& s = *state_;
+  const auto host = torch::TensorOptions().dtype(torch::kInt64).pinned_memory(s.device.is_cuda());
+  torch::Tensor inputs = torch::empty({s.config.train.micro_batch_size, s.config.data.seq_len}, host);
+  torch::Tensor targets = torch::empty_like(inputs);
+  s.sampler->next_batch(s.config.train.micro_batch_size, inputs.data_ptr<std::int64_t>(),
+                        targets.data_ptr<std::int64_t>());
+  const bool non_blocking = s.device.is_cuda();
+  return {inputs.to(s.device, non_blocking), targets.to(s.device, non_blocking)};
+}
+
 // The step's micro-batches forward and backward through the whole model, gradients accumulated; the step's
-// loss (the mean over micro-batches).
+// loss (the mean over micro-batches), read once all of them are queued (note "device-step").
 double Trainer::forward_backward() {
   State& s = *state_;
   const std::int64_t accumulation = s.config.accumulation_steps();
-  double step_loss = 0;
+  torch::Tensor step_loss;  // stays on the device until every micro-batch is queued
   for (std::int64_t m = 0; m < accumulation; ++m) {
-    s.sampler->next_batch(s.config.train.micro_batch_size, s.inputs.data_ptr<std::int64_t>(),
-                          s.targets.data_ptr<std::int64_t>());
+    const auto [inputs, targets] = next_micro_batch();
     torch::Tensor loss;
     {
       // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
       // backward runs in the dtypes the forward chose.
       compat::CudaBf16Autocast autocast(s.bf16);
-      loss = s.model->loss(s.inputs.to(s.device), s.targets.to(s.device)) / static_cast<double>(accumulation);
+      loss = s.model->loss(inputs, targets) / static_cast<double>(accumulation);
     }
     s.strategy->before_backward(m + 1 == accumulation);
     loss.backward();
-    step_loss += loss.item<double>();
+    // In float64, as the per-micro-batch reads it replaces summed them.
+    const torch::Tensor part = loss.detach().to(torch::kFloat64);
+    step_loss = m == 0 ? part : step_loss + part;
   }
-  return step_loss;
+  return step_loss.item<double>();
 }
 
 // The same through this process's stage of a pipeline replica, in the schedule's order (docs/pipeline.md).
 double Trainer::forward_backward_stage() {
   State& s = *state_;
-  // Fresh tensors per micro-batch: a stage holds several micro-batches' graphs, whose backward reads
-  // the token ids (embedding) and targets (loss) they were built with.
-  const pipeline::StageRunner::NextMicroBatch next = [&] {
-    torch::Tensor inputs = torch::empty_like(s.inputs);
-    torch::Tensor targets = torch::empty_like(s.targets);
-    s.sampler->next_batch(s.config.train.micro_batch_size, inputs.data_ptr<std::int64_t>(),
-                          targets.data_ptr<std::int64_t>());
-    return std::make_pair(inputs.to(s.device), targets.to(s.device));
-  };
-  return s.stage_runner->train(static_cast<int>(s.config.accumulation_steps()), next,
+  return s.stage_runner->train(static_cast<int>(s.config.accumulation_steps()), [&] { return next_micro_batch(); },
                                [&](bool last) { s.strategy->before_backward(last); });
 }
 
 // One optimizer step: micro-batches forward and backward (the strategy around each), clipping, AdamW,
 // then the strategy's after_step (where DiLoCo-style strategies sync).
+//
+// Note "device-step": on a GPU the host queues work ahead of the device, and every read of a device value
+// makes it wait until the device has caught up, leaving the device idle while the host queues what comes
+// next. A step reads one value: its loss, once the last micro-batch's backward is queued and before the
+// strategy exchanges anything, so that a replica whose loss is no longer finite stops before it sends
+// gradients or parameters to others (an elastic run's survivors stay clean) and before anything is
+// checkpointed. Clipping scales on the device; the gradient norm stays there until a log line reads it;
+// token ids go up without waiting (next_micro_batch). A pipeline stage reads more: its exchanges with
+// neighbours and the stages' shared norm are host values.
 Trainer::StepResult Trainer::train_step() {
   State& s = *state_;
   const RunConfig& config = s.config;
@@ -395,7 +409,7 @@ void Trainer::log(const StepResult& result) {
                            {"tokens", s.tokens},
                            {"loss", result.loss},
                            {"lr", result.lr},
-                           {"grad_norm", result.grad_norm},
+                           {"grad_norm", result.grad_norm.item<double>()},
                            {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
                            {"elapsed_s", s.elapsed_s()}};
   record.update(s.communication->now());

@@ -82,6 +82,7 @@ class Trainer {
   void restore();
   void announce() const;
   StepResult train_step();
+  std::pair<torch::Tensor, torch::Tensor> next_micro_batch();
   double forward_backward();
   double forward_backward_stage();
   void log(const StepResult& result);
