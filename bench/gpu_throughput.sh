@@ -9,7 +9,8 @@
 #
 # Environment: CONFIG (configs/llama-125m.toml), LOCO_STEPS (30: rate over steps 6-25), TORCH_STEPS
 # (20 timed after 3 warm-up), THREADS (nproc), PEAK_TFLOPS (989.4: H100 SXM dense bf16, datasheet),
-# PROFILE (1), COMPILE (1), PYTHON (python3, the one with torch), TIMEOUT_S (300 per run).
+# PROFILE (1), COMPILE (1), PYTHON (python3, the one with torch), TIMEOUT_S (300 per run),
+# HEAD_LOSS_ARGS (the head-loss benchmark's shape, below).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=$(realpath -m "${1:-$ROOT/build-cuda}")
@@ -159,6 +160,15 @@ for i, row in enumerate(table):
 with open(f"{out}/results.json", "w") as f:
     json.dump(results, f, indent=1)
 PYEOF
+
+# The head's loss alone, plain against chunked (src/loco/model/head_loss.h), at one micro-batch of the
+# default config (32 x 1024 tokens, hidden 768, vocab 32000; HEAD_LOSS_ARGS for another).
+if [[ -x "$BUILD_DIR/loco_head_loss_bench" ]]; then
+  echo "== head loss, forward and backward, bf16 autocast: plain vs chunked"
+  # shellcheck disable=SC2086
+  timeout "$TIMEOUT_S" "$BUILD_DIR/loco_head_loss_bench" --device cuda --bf16 \
+    ${HEAD_LOSS_ARGS:---rows 32768 --hidden 768 --vocab 32000} | tee "$OUT_DIR/head-loss.jsonl"
+fi
 
 if ((PROFILE)); then
   traces=()

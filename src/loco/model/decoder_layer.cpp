@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "loco/model/fused_mlp.h"
 #include "loco/util/torch_compat.h"
 
 namespace loco {
@@ -13,7 +14,9 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  // down_proj(silu(gate_proj(x)) · up_proj(x)) with gate and up as one matmul (fused_mlp.h).
+  const torch::Tensor gate_up = torch::nn::functional::linear(x, stacked_rows(gate_proj->weight, up_proj->weight));
+  return down_proj(swiglu(gate_up));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
