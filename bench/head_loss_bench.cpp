@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -75,17 +76,37 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--rows") o.rows = std::stoll(next());
-    else if (a == "--hidden") o.hidden = std::stoll(next());
-    else if (a == "--vocab") o.vocab = std::stoll(next());
-    else if (a == "--chunk-rows") o.chunk_rows = std::stoll(next());
-    else if (a == "--repeats") o.repeats = std::stoi(next());
+    // A whole positive number, or a clear error (not an exception out of main).
+    auto count = [&]() -> std::int64_t {
+      const std::string text = next();
+      std::size_t used = 0;
+      std::int64_t value = 0;
+      try {
+        value = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || value <= 0) {
+        fmt::print(stderr, "{} needs a positive whole number, got '{}'\n", a, text);
+        std::exit(2);
+      }
+      return value;
+    };
+    if (a == "--rows") o.rows = count();
+    else if (a == "--hidden") o.hidden = count();
+    else if (a == "--vocab") o.vocab = count();
+    else if (a == "--chunk-rows") o.chunk_rows = count();
+    else if (a == "--repeats") o.repeats = static_cast<int>(std::min<std::int64_t>(count(), 1000));
     else if (a == "--device") o.device = next();
     else if (a == "--bf16") o.bf16 = true;
     else {
       fmt::print(stderr, "unknown argument {} (see the comment at the top of bench/head_loss_bench.cpp)\n", a);
       return 2;
     }
+  }
+  if (o.device != "cpu" && o.device != "cuda") {
+    fmt::print(stderr, "--device is cpu or cuda, got '{}'\n", o.device);
+    return 2;
   }
   if (o.bf16 && o.device != "cuda") {
     fmt::print(stderr, "--bf16 is CUDA autocast: it needs --device cuda\n");
@@ -98,7 +119,17 @@ int main(int argc, char** argv) {
     const pid_t child = fork();
     if (child == 0) {
       close(pipe_fds[0]);
-      const double seconds = time_form(o, chunked);
+      if (o.device == "cuda" && !torch::cuda::is_available()) {
+        fmt::print(stderr, "--device cuda: this libtorch has no CUDA, or no GPU is visible\n");
+        _exit(1);
+      }
+      double seconds = 0;
+      try {
+        seconds = time_form(o, chunked);
+      } catch (const c10::Error& e) {  // e.g. no CUDA in this libtorch, or not enough memory
+        fmt::print(stderr, "{}\n", e.what_without_backtrace());
+        _exit(1);
+      }
       const std::string text = fmt::format("{}", seconds);
       (void)!write(pipe_fds[1], text.data(), text.size());
       _exit(0);
