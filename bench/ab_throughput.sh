@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput of two loco binaries (e.g. main's build before a change and after it) on the
-# throughput benchmark's configs, alternating old and new so that both see the same machine moments.
+# throughput benchmark's configs, alternating old and new (which goes first alternates too) so that both
+# see the same machine moments.
 # Prints one line per run: model, repeat, side, tokens/s (from metrics.jsonl, start-up excluded, as
 # bench/throughput.sh reads it), and the last logged loss and gradient norm (a change that should keep
 # the numerics shows the same losses).
@@ -14,8 +15,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "ab_throughput.sh: $*" >&2; exit 2; }
 (($# >= 2)) || die "usage: bench/ab_throughput.sh OLD_LOCO NEW_LOCO [REPEATS]"
 OLD=$(realpath -m "$1") NEW=$(realpath -m "$2") REPEATS=${3:-3}
-[[ -x "$OLD" && -x "$NEW" ]] || die "both binaries must exist and be executable ($OLD, $NEW)"
+[[ -f "$OLD" && -x "$OLD" && -f "$NEW" && -x "$NEW" ]] || die "both binaries must be executable files ($OLD, $NEW)"
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || die "REPEATS must be a positive integer, got '$REPEATS'"
+for steps in "${STEPS_TINY:-60}" "${STEPS_SMALL:-20}"; do
+  # The rate spans logged steps (every 5): at least two after start-up.
+  [[ "$steps" =~ ^[0-9]+$ ]] && ((steps >= 10)) || die "STEPS_TINY and STEPS_SMALL must be whole numbers >= 10"
+done
 THREADS=${THREADS:-2}
 DATA_DIR=$ROOT/data/brown BYTE_DATA_DIR=$ROOT/data/brown-bytes
 [[ -f "$DATA_DIR/meta.json" ]] || die "no $DATA_DIR/meta.json (scripts/quickstart.sh prepares it)"
@@ -36,7 +41,9 @@ echo "new: $NEW"
 for ((rep = 1; rep <= REPEATS; ++rep)); do
   for run in "tiny-150k:${STEPS_TINY:-60}:$BYTE_DATA_DIR" "small-5m:${STEPS_SMALL:-20}:$DATA_DIR"; do
     IFS=: read -r name steps data <<<"$run"
-    for side in old new; do
+    sides=(old new)
+    ((rep % 2 == 0)) && sides=(new old)  # old first in odd repeats, new first in even ones
+    for side in "${sides[@]}"; do
       binary=$OLD
       [[ $side == new ]] && binary=$NEW
       out=$WORK/$side-$name-$rep

@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -117,6 +119,11 @@ int main(int argc, char** argv) {
     int pipe_fds[2];
     if (pipe(pipe_fds) != 0) return 1;
     const pid_t child = fork();
+    if (child < 0) {
+      fmt::print(stderr, "cannot start a process for the {} form: {}\n", chunked ? "chunked" : "plain",
+                 std::strerror(errno));
+      return 1;
+    }
     if (child == 0) {
       close(pipe_fds[0]);
       if (o.device == "cuda" && !torch::cuda::is_available()) {
@@ -142,7 +149,9 @@ int main(int argc, char** argv) {
     rusage usage{};
     wait4(child, &status, 0, &usage);
     if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fmt::print(stderr, "the {} form failed (status {})\n", chunked ? "chunked" : "plain", status);
+      fmt::print(stderr, "the {} form failed ({})\n", chunked ? "chunked" : "plain",
+                 WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
+                                     : fmt::format("exit status {}", WEXITSTATUS(status)));
       return 1;
     }
     nlohmann::json line = {{"form", chunked ? "chunked" : "plain"},

@@ -72,6 +72,20 @@ TEST(FusedMlp, StackedRowsReadsAdjacentStorageAndSplitsTheGradient) {
   EXPECT_TRUE(torch::equal(apart_bottom.grad(), bottom.grad()));
 }
 
+// A weight changed in place between forward and backward (a load, a heal) is refused, as autograd refuses
+// it for the weights an unfused linear saves.
+TEST(FusedMlp, AWeightChangedBeforeBackwardIsRefused) {
+  const torch::Tensor buffer = torch::randn({16}, kF64);
+  torch::Tensor top = buffer.narrow(0, 0, 8).view({2, 4}).detach().set_requires_grad(true);
+  torch::Tensor bottom = buffer.narrow(0, 8, 8).view({2, 4}).detach().set_requires_grad(true);
+  const torch::Tensor out = stacked_rows(top, bottom).sum();
+  {
+    torch::NoGradGuard no_grad;
+    bottom.add_(1.0);
+  }
+  EXPECT_THROW(out.backward(), c10::Error);
+}
+
 // The optimizer flattens the parameters (gate and up then share storage, and the MLP reads them as one
 // matrix); the loss and every gradient are those of the same model left as it was built.
 TEST(FusedMlp, AFlattenedModelComputesWhatTheModelAsBuiltDoes) {

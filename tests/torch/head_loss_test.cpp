@@ -88,13 +88,41 @@ TEST(HeadLoss, AWorkedCase) {
   EXPECT_NEAR(got.weight[1][0].item<double>(), 0.37 * (p - 1), 1e-14);
 }
 
-TEST(HeadLoss, AFrozenHeadGetsNoGradient) {
+// A frozen head: only the hidden states get a gradient, the plain form's.
+TEST(HeadLoss, AFrozenHeadStillGivesTheHiddenStatesTheirGradient) {
+  torch::manual_seed(7);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  const torch::Tensor hidden = torch::randn({5, 3}, f64).set_requires_grad(true);
   const torch::Tensor weight = torch::randn({4, 3}, f64);
-  head_cross_entropy(hidden, weight, torch::tensor({0, 1, 2, 3, 0}, torch::kInt64), 2).backward();
-  EXPECT_TRUE(hidden.grad().defined());
+  const torch::Tensor targets = torch::tensor({0, 1, 2, 3, 0}, torch::kInt64);
+  const torch::Tensor chunked = torch::randn({5, 3}, f64).set_requires_grad(true);
+  const torch::Tensor plain = chunked.detach().clone().set_requires_grad(true);
+  head_cross_entropy(chunked, weight, targets, 2).backward();
+  torch::nn::functional::cross_entropy(torch::matmul(plain, weight.t()), targets).backward();
+  EXPECT_LT(max_abs_diff(chunked.grad(), plain.grad()), 1e-14);
   EXPECT_FALSE(weight.grad().defined());
+}
+
+// bf16 operands (as under autocast): logits in bf16, the log-softmax in float32, the gradient of the
+// logits back in bf16 for the matmuls, as the plain form cross_entropy(logits.float()) does.
+TEST(HeadLoss, Bf16LogitsGetAFloat32SoftmaxAndBf16Gradients) {
+  torch::manual_seed(8);
+  const torch::Tensor hidden = torch::randn({40, 16}).to(torch::kBFloat16);
+  const torch::Tensor weight = (torch::randn({30, 16}) * 0.5).to(torch::kBFloat16);
+  const torch::Tensor targets = torch::randint(0, 30, {40}, torch::kInt64);
+  const Gradients plain = run(hidden, weight, targets, [](const auto& h, const auto& w, const auto& t) {
+    return torch::nn::functional::cross_entropy(torch::matmul(h, w.t()).to(torch::kFloat32), t);
+  });
+  const Gradients chunked = run(hidden, weight, targets, [](const auto& h, const auto& w, const auto& t) {
+    const torch::Tensor loss = head_cross_entropy(h, w, t, 16);
+    EXPECT_EQ(loss.scalar_type(), torch::kFloat32);
+    return loss;
+  });
+  EXPECT_NEAR(chunked.loss, plain.loss, 1e-5 * plain.loss);  // the same float32 arithmetic on the same logits
+  EXPECT_EQ(chunked.hidden.scalar_type(), torch::kBFloat16);
+  // bf16 gradients: within a few units of bf16's last place of the largest entry.
+  const double scale = plain.hidden.abs().max().item<double>();
+  EXPECT_LT(max_abs_diff(chunked.hidden, plain.hidden), 0.02 * scale);
+  EXPECT_LT(max_abs_diff(chunked.weight, plain.weight), 0.02 * plain.weight.abs().max().item<double>());
 }
 
 }  // namespace

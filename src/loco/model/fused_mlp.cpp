@@ -20,6 +20,10 @@ class StackedRows : public torch::autograd::Function<StackedRows> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& top,
                                const torch::Tensor& bottom) {
+    // Saved for their version counters only: the tensor returned below has a counter of its own, so
+    // unpacking these in backward is what refuses weights modified in place since forward (as autograd
+    // does for the weights a linear saves).
+    ctx->save_for_backward({top, bottom});
     ctx->saved_data["top_rows"] = top.size(0);
     // A tensor of its own over the storage the two share (not an autograd view of either: the gradient
     // goes back through backward below).
@@ -30,6 +34,7 @@ class StackedRows : public torch::autograd::Function<StackedRows> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const std::int64_t top_rows = ctx->saved_data["top_rows"].toInt();
+    (void)ctx->get_saved_variables();  // throws if a weight was modified in place since forward
     const torch::Tensor& grad = grad_outputs[0];
     return {grad.narrow(0, 0, top_rows), grad.narrow(0, top_rows, grad.size(0) - top_rows)};
   }

@@ -7,10 +7,11 @@
 //   ∂loss/∂hidden = ∂loss/∂logits · weight,   ∂loss/∂weight = (∂loss/∂logits)ᵀ · hidden,
 // and backward only scales them by the incoming gradient.
 //
-// Why: the plain form keeps the (N, V) logits, their float32 copy and the log-softmax for backward:
-// at N = 32 × 1024 tokens and V = 32000 that is 2 GB of bf16 and 8 GB of float32 per micro-batch,
-// and five passes over them. Chunked, a chunk's logits (a bounded number of them, below) are
-// the only (rows, V) tensors alive.
+// Why: the plain form's forward makes the (N, V) logits, their float32 copy and the log-softmax, and
+// keeps the log-softmax for backward: at N = 32 × 1024 tokens and V = 32000, 2 GB of bf16 and 8 GB of
+// float32 at its peak, 4 GB held from forward to backward per micro-batch. Chunked, a chunk's logits
+// (a bounded number of them, below) are the only (rows, V) tensors alive, and what is held for
+// backward is the gradients, the size of the hidden states and of the weight.
 #pragma once
 
 #include <torch/types.h>
