@@ -20,8 +20,8 @@ namespace loco {
 
 // Logits per chunk. On a GPU 2²⁷ (512 MiB in float32): big enough that a chunk's dozen kernels are a
 // few launches per micro-batch, small enough that the transient memory stays bounded whatever the
-// vocabulary and batch. On a CPU 2²⁴: no slower there and less memory (bench/head_loss_bench.cpp,
-// docs/results.md "The head's loss in chunks").
+// vocabulary and batch. On a CPU 2²⁴: no slower there than one chunk of 2²⁷, and less memory
+// (bench/head_loss_bench.cpp with --chunk-rows; docs/results.md "Issue 40 on the CPU").
 inline constexpr std::int64_t kHeadLossChunkLogitsCuda = std::int64_t{1} << 27;
 inline constexpr std::int64_t kHeadLossChunkLogitsCpu = std::int64_t{1} << 24;
 
