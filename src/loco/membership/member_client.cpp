@@ -87,6 +87,7 @@ struct MemberClient::Shared {
   std::optional<MembershipError> fence;
   Clock::time_point silent_until{};  // pause_heartbeats
   std::deque<monitor::MetricPoint> reports;  // for the next heartbeats, oldest first
+  std::int64_t quorum_id = 0;  // of the last quorum this member was given (0: none since it joined)
 };
 
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
@@ -203,7 +204,13 @@ void MemberClient::heartbeat_until_stopped() {
     bool unanswered = false;
     try {
       const Reply beat = post_signed("/v1/heartbeat", heartbeat_message(sending), as, options_.request_timeout_s);
-      quorum_broken_ = field<bool>(beat.body, "quorum_broken");
+      const auto answered_for = field<std::int64_t>(beat.body, "quorum_id");
+      const bool broken = field<bool>(beat.body, "quorum_broken");
+      // The answer may have been made before this member was given its current quorum (the request was
+      // in flight meanwhile): "broken" then speaks of an earlier quorum and must not make the current
+      // one's collectives give up.
+      std::lock_guard<std::mutex> guard(shared_->mutex);
+      if (answered_for >= shared_->quorum_id) quorum_broken_ = broken;
     } catch (const MembershipError& e) {
       // No answer (the coordinator may be restarting) or an answer that makes no sense: keep beating.
       if (e.refusal() == Refusal::unknown_member || e.refusal() == Refusal::stale_incarnation) rejoin_after(e);
@@ -280,6 +287,7 @@ void MemberClient::rejoin_after(const MembershipError& refusal) {
   rejoined_since_quorum_ = true;  // whatever this member's quorum was, it is not the run's any more
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->quorum_id = 0;  // a new coordinator may number its quorums from 1 again
     ++shared_->rejoins;
     shared_->changed.notify_all();
   }
@@ -330,6 +338,8 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
 
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
   QuorumReply reply = quorum_reply(long_poll("/v1/quorum", {{"step", step}}, timeout_s, "quorum", true));
+  std::lock_guard<std::mutex> lock(shared_->mutex);  // against a heartbeat answer for an earlier quorum
+  shared_->quorum_id = reply.quorum_id;
   quorum_broken_ = false;
   rejoined_since_quorum_ = false;
   return reply;
