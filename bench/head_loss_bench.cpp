@@ -44,16 +44,17 @@ double time_form(const Options& o, bool chunked) {
   const auto f32 = torch::TensorOptions().device(device);
   const torch::Tensor hidden = torch::randn({o.rows, o.hidden}, f32).set_requires_grad(true);
   const torch::Tensor weight = (torch::randn({o.vocab, o.hidden}, f32) * 0.02).set_requires_grad(true);
-  const torch::Tensor targets = torch::randint(0, o.vocab, {o.rows}, torch::TensorOptions(torch::kInt64).device(device));
+  const torch::Tensor targets =
+      torch::randint(0, o.vocab, {o.rows}, torch::TensorOptions(torch::kInt64).device(device));
   double best = 1e30;
   for (int r = 0; r <= o.repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     torch::Tensor loss;
     {
       loco::compat::CudaBf16Autocast autocast(o.bf16);
-      loss = chunked ? loco::head_cross_entropy(hidden, weight, targets, o.chunk_rows)
-                     : torch::nn::functional::cross_entropy(torch::matmul(hidden, weight.t()).to(torch::kFloat32),
-                                                            targets);
+      loss = chunked
+                 ? loco::head_cross_entropy(hidden, weight, targets, o.chunk_rows)
+                 : torch::nn::functional::cross_entropy(torch::matmul(hidden, weight.t()).to(torch::kFloat32), targets);
     }
     loss.backward();
     (void)loss.item<double>();  // waits for the device
@@ -94,13 +95,20 @@ int main(int argc, char** argv) {
       }
       return value;
     };
-    if (a == "--rows") o.rows = count();
-    else if (a == "--hidden") o.hidden = count();
-    else if (a == "--vocab") o.vocab = count();
-    else if (a == "--chunk-rows") o.chunk_rows = count();
-    else if (a == "--repeats") o.repeats = static_cast<int>(std::min<std::int64_t>(count(), 1000));
-    else if (a == "--device") o.device = next();
-    else if (a == "--bf16") o.bf16 = true;
+    if (a == "--rows")
+      o.rows = count();
+    else if (a == "--hidden")
+      o.hidden = count();
+    else if (a == "--vocab")
+      o.vocab = count();
+    else if (a == "--chunk-rows")
+      o.chunk_rows = count();
+    else if (a == "--repeats")
+      o.repeats = static_cast<int>(std::min<std::int64_t>(count(), 1000));
+    else if (a == "--device")
+      o.device = next();
+    else if (a == "--bf16")
+      o.bf16 = true;
     else {
       fmt::print(stderr, "unknown argument {} (see the comment at the top of bench/head_loss_bench.cpp)\n", a);
       return 2;

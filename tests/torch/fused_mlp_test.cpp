@@ -8,15 +8,14 @@
 #include "loco/model/llama.h"
 #include "loco/model/weights.h"
 #include "loco/train/inner_optimizer.h"
+#include "torch/tensor_diff.h"
 
 namespace loco {
 namespace {
 
 const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
+using test::max_abs_diff;
 
 TEST(FusedMlp, SwigluAndItsGradientAreThoseOfSiluTimesUp) {
   torch::manual_seed(3);

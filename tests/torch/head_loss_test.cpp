@@ -7,13 +7,12 @@
 #include <cmath>
 
 #include "loco/model/head_loss.h"
+#include "torch/tensor_diff.h"
 
 namespace loco {
 namespace {
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
+using test::max_abs_diff;
 
 struct Gradients {
   double loss;

@@ -10,6 +10,7 @@
 #include "loco/model/hf_export.h"
 #include "loco/model/llama.h"
 #include "loco/model/weights.h"
+#include "torch/tensor_diff.h"
 
 namespace loco {
 namespace {
@@ -21,9 +22,7 @@ ModelConfig fixture_config(const SafetensorsContent& fixture) {
   return model_config_from_hf_json(nlohmann::json::parse(fixture.metadata.at("config")));
 }
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
+using test::max_abs_diff;
 
 void check_against_fixture(const char* file) {
   const auto fixture = load_safetensors(std::string(LOCO_FIXTURE_DIR) + "/" + file);

@@ -12,8 +12,7 @@ namespace {
 bool rows_follow_in_storage(const torch::Tensor& top, const torch::Tensor& bottom) {
   return top.dim() == 2 && bottom.dim() == 2 && top.size(1) == bottom.size(1) && top.is_contiguous() &&
          bottom.is_contiguous() && top.scalar_type() == bottom.scalar_type() && top.device() == bottom.device() &&
-         top.storage().is_alias_of(bottom.storage()) &&
-         bottom.storage_offset() == top.storage_offset() + top.numel();
+         top.storage().is_alias_of(bottom.storage()) && bottom.storage_offset() == top.storage_offset() + top.numel();
 }
 
 class StackedRows : public torch::autograd::Function<StackedRows> {

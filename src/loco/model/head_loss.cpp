@@ -13,8 +13,8 @@ namespace loco {
 namespace {
 
 struct ChunkLogProbabilities {
-  torch::Tensor log_p;              // (rows, V), float32 or float64
-  torch::ScalarType logits_type;    // what the matmul gave (bf16 under autocast)
+  torch::Tensor log_p;            // (rows, V), float32 or float64
+  torch::ScalarType logits_type;  // what the matmul gave (bf16 under autocast)
 };
 
 // Log-probabilities of a chunk's rows: the logits in the matmul's dtype, the log-softmax in at least
@@ -83,8 +83,8 @@ class HeadCrossEntropy : public torch::autograd::Function<HeadCrossEntropy> {
 
 }  // namespace
 
-torch::Tensor head_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                 const torch::Tensor& targets, std::int64_t chunk_rows) {
+torch::Tensor head_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
+                                 std::int64_t chunk_rows) {
   LOCO_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1),
              "head_cross_entropy: hidden (N, C) and weight (V, C), got {} and {} dimensions", hidden.dim(),
              weight.dim());

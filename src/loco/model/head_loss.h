@@ -28,7 +28,7 @@ inline constexpr std::int64_t kHeadLossChunkLogitsCpu = std::int64_t{1} << 24;
 // hidden (N, C), weight (V, C), targets (N) int64 in [0, V). The logits are computed in the dtype the
 // matmul gives (bf16 under autocast) and the softmax in at least float32, as the plain form's
 // cross_entropy(logits.float()) does. chunk_rows ≤ 0 picks kHeadLossChunkLogits{Cuda,Cpu} / V rows.
-torch::Tensor head_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                 const torch::Tensor& targets, std::int64_t chunk_rows = 0);
+torch::Tensor head_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
+                                 std::int64_t chunk_rows = 0);
 
 }  // namespace loco
