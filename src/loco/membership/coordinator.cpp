@@ -266,19 +266,34 @@ std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, st
   CommitReply reply{d.outcome, d.canonical_hash,
                     std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.outliers, d.reason};
   if (std::find(sync.told.begin(), sync.told.end(), who.member_id) == sync.told.end()) sync.told.push_back(who.member_id);
-  const bool every_voter_told = std::all_of(sync.votes.begin(), sync.votes.end(), [&](const Vote& v) {
-    return std::find(sync.told.begin(), sync.told.end(), v.member) != sync.told.end();
+  // Kept until every member of the quorum still in the run took it, not only those that voted: one
+  // failure vote decides an abort at once, and a member that votes after that (another pipeline stage,
+  // whose own exchange went well) must find the decision, not open a new synchronisation that nobody
+  // else votes in and that waits until the quorum breaks.
+  const bool every_member_told = std::all_of(sync.stages.begin(), sync.stages.end(), [&](const auto& stage) {
+    return std::all_of(stage.begin(), stage.end(), [&](const std::string& id) {
+      return members_.count(id) == 0 || std::find(sync.told.begin(), sync.told.end(), id) != sync.told.end();
+    });
   });
-  if (every_voter_told) synchronisations_.erase(found);
+  if (every_member_told) synchronisations_.erase(found);
   return reply;
 }
 
 // A synchronisation of an earlier quorum can no longer commit: the run has moved on without it. Decisions
-// are kept until every voter took them, or until two quorums later (a voter that died never asks).
+// are kept until every member took them, or until two quorums later (a member that died never asks), and
+// at most kKeptDecisions per quorum (the newest): every member takes a step's decision before it
+// trains the next, so an older one is never asked for again.
 void Coordinator::decide_synchronisations(double now) {
-  for (auto it = synchronisations_.begin(); it != synchronisations_.end();) {
-    it = it->first.first < quorum_.id - 1 ? synchronisations_.erase(it) : std::next(it);
+  constexpr std::size_t kKeptDecisions = 4;
+  std::vector<SyncKey> expired;
+  std::size_t decided_of_current = 0;
+  for (auto it = synchronisations_.rbegin(); it != synchronisations_.rend(); ++it) {  // newest first
+    const auto& [key, sync] = *it;
+    if (key.first < quorum_.id - 1 || (key.first == quorum_.id && sync.decision && ++decided_of_current > kKeptDecisions)) {
+      expired.push_back(key);
+    }
   }
+  for (const SyncKey& key : expired) synchronisations_.erase(key);
   for (auto& [key, sync] : synchronisations_) {
     if (sync.decision) continue;
     const bool current = key.first == quorum_.id;

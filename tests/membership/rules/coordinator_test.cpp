@@ -208,6 +208,41 @@ TEST(Coordinator, AMemberLostBeforeItVotedAbortsTheOuterStep) {
   EXPECT_FALSE(c.take_decision(a, 1, 100));  // served once every voter took it
 }
 
+// One failure vote aborts the step at once; the decision waits for every member of the quorum, not
+// only for those that voted: a member that votes after the voters took it gets the abort, and a member
+// whose answer was lost can ask again.
+TEST(Coordinator, AnAbortIsKeptForTheMembersThatVoteAfterIt) {
+  Coordinator c = make();
+  const auto [a, b] = quorum_of_two(c);
+  c.vote(a, 1, 100, false, "", 2);
+  c.tick(2);
+  EXPECT_EQ(c.take_decision(a, 1, 100)->outcome, Outcome::abort);
+  EXPECT_EQ(c.take_decision(a, 1, 100)->outcome, Outcome::abort);  // asked again: the same answer
+  c.vote(b, 1, 100, true, "h", 2.5);
+  c.tick(2.5);
+  const auto late = c.take_decision(b, 1, 100);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->outcome, Outcome::abort);
+  EXPECT_NE(late->reason.find("a#1 could not complete"), std::string::npos) << late->reason;
+  EXPECT_FALSE(c.take_decision(a, 1, 100));  // every member took it
+}
+
+// Decisions a member never takes (it asks no more) are kept for the newest few synchronisations of a
+// quorum only.
+TEST(Coordinator, DecisionsNotTakenAreKeptForTheNewestSynchronisationsOnly) {
+  Coordinator c = make();
+  const auto [a, b] = quorum_of_two(c);
+  for (std::int64_t step = 100; step < 110; ++step) {
+    c.vote(a, 1, step, true, "h", 2);
+    c.vote(b, 1, step, true, "h", 2);
+    c.tick(2);
+    ASSERT_TRUE(c.take_decision(a, 1, step));  // b never asks
+  }
+  c.tick(3);
+  EXPECT_FALSE(c.take_decision(b, 1, 105));
+  for (std::int64_t step = 106; step < 110; ++step) EXPECT_TRUE(c.take_decision(b, 1, step)) << step;
+}
+
 // After an aborted synchronisation the next quorum has a new id even with the same members: the group
 // of the aborted one may be out of step, and the new one needs fresh store keys.
 TEST(Coordinator, AnAbortRenewsTheQuorumId) {

@@ -112,6 +112,17 @@ TEST_F(PipelineCoordinator, EveryStageOfAQuorumGetsTheSameRanksAndAGroupOfItsOwn
   const auto d_b0 = c.take_decision(b0, 1, 16);
   ASSERT_TRUE(d_b0);
   EXPECT_EQ(d_b0->outcome, Outcome::abort);
+  // Every voter took the abort; stage 1 of r1, whose own exchange went well, votes only now and gets the
+  // same abort (it once opened a new synchronisation that no one else voted in, and waited for its
+  // decision until the quorum broke).
+  ASSERT_TRUE(c.take_decision(a0, 1, 16) && c.take_decision(a1, 1, 16));
+  c.vote(b1, 1, 16, true, "h1", 6);
+  c.tick(6);
+  const auto d_b1_late = c.take_decision(b1, 1, 16);
+  ASSERT_TRUE(d_b1_late);
+  EXPECT_EQ(d_b1_late->outcome, Outcome::abort);
+  EXPECT_NE(d_b1_late->reason.find("stage 1: rank-1#1 could not complete"), std::string::npos) << d_b1_late->reason;
+  EXPECT_FALSE(c.take_decision(b1, 1, 16)) << "every member took it: it is gone";
 }
 
 TEST_F(PipelineCoordinator, AStageThatGoesTakesItsReplicaWithItAndTheNextMembersMeetUnderNewKeys) {
