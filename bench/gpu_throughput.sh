@@ -10,7 +10,7 @@
 # Environment: CONFIG (configs/llama-125m.toml), LOCO_STEPS (30: rate over steps 6-25), TORCH_STEPS
 # (20 timed after 3 warm-up), THREADS (nproc), PEAK_TFLOPS (989.4: H100 SXM dense bf16, datasheet),
 # PROFILE (1), COMPILE (1), PYTHON (python3, the one with torch), TIMEOUT_S (300 per run),
-# HEAD_LOSS_ARGS (the head-loss benchmark's shape, below).
+# HEAD_LOSS_ARGS and PROJECTIONS_ARGS (the shapes of the two micro-benchmarks, below).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=$(realpath -m "${1:-$ROOT/build-cuda}")
@@ -168,6 +168,15 @@ if [[ -x "$BUILD_DIR/loco_head_loss_bench" ]]; then
   # shellcheck disable=SC2086
   timeout "$TIMEOUT_S" "$BUILD_DIR/loco_head_loss_bench" --device cuda --bf16 \
     ${HEAD_LOSS_ARGS:---rows 32768 --hidden 768 --vocab 32000} | tee "$OUT_DIR/head-loss.jsonl"
+fi
+# Attention's q/k/v with rotary and the MLP's gate/up with SwiGLU, separate against stacked
+# (src/loco/model/stacked_rows.h), at one micro-batch of the default config (PROJECTIONS_ARGS for another).
+if [[ -x "$BUILD_DIR/loco_projections_bench" ]]; then
+  echo "== projections, forward and backward, bf16 autocast: separate vs stacked"
+  # shellcheck disable=SC2086
+  timeout "$TIMEOUT_S" "$BUILD_DIR/loco_projections_bench" --device cuda --bf16 \
+    ${PROJECTIONS_ARGS:---batch 32 --seq 1024 --hidden 768 --heads 12 --kv-heads 12 --intermediate 2048} \
+    | tee "$OUT_DIR/projections.jsonl"
 fi
 
 if ((PROFILE)); then

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_args.h"
 #include "loco/model/head_loss.h"
 #include "loco/util/torch_compat.h"
 
@@ -72,29 +73,8 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "{} needs a value\n", a);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    // A whole positive number, or a clear error (not an exception out of main).
-    auto count = [&]() -> std::int64_t {
-      const std::string text = next();
-      std::size_t used = 0;
-      std::int64_t value = 0;
-      try {
-        value = std::stoll(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != text.size() || value <= 0) {
-        fmt::print(stderr, "{} needs a positive whole number, got '{}'\n", a, text);
-        std::exit(2);
-      }
-      return value;
-    };
+    auto next = [&] { return loco::bench::flag_value(argc, argv, i); };
+    auto count = [&] { return loco::bench::positive_flag_value(argc, argv, i); };
     if (a == "--rows")
       o.rows = count();
     else if (a == "--hidden")

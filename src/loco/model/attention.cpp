@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "loco/model/stacked_rows.h"
 #include "loco/util/torch_compat.h"
 
 namespace loco {
@@ -52,11 +53,18 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const std::int64_t B = x.size(0), T = x.size(1);
-  // Rotary on the projections' own (B, T, heads, D) layout, then (B, H, T, D) views of it: the
-  // layout the fused attention kernels read without a copy.
-  torch::Tensor q = rotary_.apply(q_proj(x).view({B, T, heads_, head_dim_})).transpose(1, 2);     // (B, H, T, D)
-  torch::Tensor k = rotary_.apply(k_proj(x).view({B, T, kv_heads_, head_dim_})).transpose(1, 2);  // (B, KV, T, D)
-  torch::Tensor v = v_proj(x).view({B, T, kv_heads_, head_dim_}).transpose(1, 2);
+  // q, k and v in one matmul (stacked_rows.h) as the heads of one (B, T, H + 2·KV, D) tensor; rotary on
+  // its q and k heads at once; then (B, H, T, D) views: the layout the fused attention kernels read
+  // without a copy. Split, not narrowed: the gradient of a split is one concatenation, that of each
+  // narrowed view a zero-filled tensor of the whole size, added up.
+  const torch::Tensor qkv =
+      torch::nn::functional::linear(x, stacked_rows({q_proj->weight, k_proj->weight, v_proj->weight}))
+          .view({B, T, heads_ + 2 * kv_heads_, head_dim_});
+  const std::vector<torch::Tensor> qk_v = qkv.split_with_sizes({heads_ + kv_heads_, kv_heads_}, 2);
+  const std::vector<torch::Tensor> q_k = rotary_.apply(qk_v[0]).split_with_sizes({heads_, kv_heads_}, 2);
+  torch::Tensor q = q_k[0].transpose(1, 2);    // (B, H, T, D)
+  torch::Tensor k = q_k[1].transpose(1, 2);    // (B, KV, T, D)
+  torch::Tensor v = qk_v[1].transpose(1, 2);  // (B, KV, T, D)
   if (kv_heads_ != heads_) {
     // Query head h reads key/value head h / group (HF repeat_kv).
     const std::int64_t group = heads_ / kv_heads_;

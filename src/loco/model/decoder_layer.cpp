@@ -2,7 +2,8 @@
 
 #include <torch/torch.h>
 
-#include "loco/model/fused_mlp.h"
+#include "loco/model/stacked_rows.h"
+#include "loco/model/swiglu.h"
 #include "loco/util/torch_compat.h"
 
 namespace loco {
@@ -14,8 +15,8 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  // down_proj(silu(gate_proj(x)) · up_proj(x)) with gate and up as one matmul (fused_mlp.h).
-  const torch::Tensor gate_up = torch::nn::functional::linear(x, stacked_rows(gate_proj->weight, up_proj->weight));
+  // down_proj(silu(gate_proj(x)) · up_proj(x)) with gate and up as one matmul (stacked_rows.h).
+  const torch::Tensor gate_up = torch::nn::functional::linear(x, stacked_rows({gate_proj->weight, up_proj->weight}));
   return down_proj(swiglu(gate_up));
 }
 
