@@ -38,4 +38,16 @@ inline std::int64_t positive_flag_value(int argc, char** argv, int& i) {
   return value;
 }
 
+// --device is cpu or cuda, and --bf16 (CUDA autocast) only with cuda; otherwise a message and exit status 2.
+inline void require_device_flags(const std::string& device, bool bf16) {
+  if (device != "cpu" && device != "cuda") {
+    fmt::print(stderr, "--device is cpu or cuda, got '{}'\n", device);
+    std::exit(2);
+  }
+  if (bf16 && device != "cuda") {
+    fmt::print(stderr, "--bf16 is CUDA autocast: it needs --device cuda\n");
+    std::exit(2);
+  }
+}
+
 }  // namespace loco::bench

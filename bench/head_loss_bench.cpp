@@ -94,14 +94,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.device != "cpu" && o.device != "cuda") {
-    fmt::print(stderr, "--device is cpu or cuda, got '{}'\n", o.device);
-    return 2;
-  }
-  if (o.bf16 && o.device != "cuda") {
-    fmt::print(stderr, "--bf16 is CUDA autocast: it needs --device cuda\n");
-    return 2;
-  }
+  loco::bench::require_device_flags(o.device, o.bf16);
   // A child per form, forked before this process touches libtorch's thread pools.
   for (const bool chunked : {false, true}) {
     int pipe_fds[2];

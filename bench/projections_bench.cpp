@@ -161,14 +161,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.device != "cpu" && o.device != "cuda") {
-    fmt::print(stderr, "--device is cpu or cuda, got '{}'\n", o.device);
-    return 2;
-  }
-  if (o.bf16 && o.device != "cuda") {
-    fmt::print(stderr, "--bf16 is CUDA autocast: it needs --device cuda\n");
-    return 2;
-  }
+  loco::bench::require_device_flags(o.device, o.bf16);
   const std::int64_t head_dim = o.hidden / o.heads;
   if (o.hidden % o.heads != 0 || head_dim % 2 != 0 || o.heads % o.kv_heads != 0) {
     fmt::print(stderr, "--hidden must be an even multiple of --heads, and --heads a multiple of --kv-heads\n");
