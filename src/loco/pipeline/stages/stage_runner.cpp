@@ -78,7 +78,7 @@ torch::Tensor StageRunner::hidden_like(const torch::Tensor& tokens) const {
 }
 
 void StageRunner::forward(int micro_batch, int micro_batches, const NextMicroBatch& next, std::vector<InFlight>& held,
-                          double& loss_sum) {
+                          torch::Tensor& loss_sum) {
   auto [tokens, targets] = next();
   InFlight& f = held[static_cast<std::size_t>(micro_batch)];
   torch::Tensor input = tokens;
@@ -90,7 +90,10 @@ void StageRunner::forward(int micro_batch, int micro_batches, const NextMicroBat
   compat::CudaBf16Autocast autocast(bf16_);
   if (last()) {
     f.output = part_->loss(input, targets) / static_cast<double>(micro_batches);
-    loss_sum += f.output.item<double>();
+    // Summed on the device and read once, after the step (note "device-step", train/trainer.cpp): the
+    // same float64 sum, without a wait per micro-batch.
+    const torch::Tensor loss = f.output.detach().to(torch::kFloat64);
+    loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
   } else {
     f.output = part_->forward(input);
     link_.send(f.output, stage() + 1, Message::activation);
@@ -115,7 +118,7 @@ double StageRunner::train(int micro_batches, const NextMicroBatch& next,
   std::vector<InFlight> held(static_cast<std::size_t>(micro_batches));
   const std::vector<Action> actions = stage_actions(schedule_, stages(), stage(), micro_batches);
   post_receives(micro_batches);
-  double loss_sum = 0;
+  torch::Tensor loss_sum;  // the last stage's, on its device
   int backwards = 0;
   for (const Action& action : actions) {
     if (action.pass == Pass::forward) {
@@ -128,7 +131,7 @@ double StageRunner::train(int micro_batches, const NextMicroBatch& next,
   link_.wait_for_sends();
   const double step_s = seconds_since(started);
   last_bubble_ = step_s > 0 ? (link_.receive_wait_s() - waited_before) / step_s : 0;
-  return broadcast_from_last(loss_sum);
+  return broadcast_from_last(last() ? loss_sum.item<double>() : 0.0);
 }
 
 // Every receive of the step, posted before its first pass (ActivationLink::Pending): the hidden states of

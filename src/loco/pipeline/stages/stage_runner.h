@@ -76,7 +76,7 @@ class StageRunner {
   };
 
   void forward(int micro_batch, int micro_batches, const NextMicroBatch& next, std::vector<InFlight>& held,
-               double& loss_sum);
+               torch::Tensor& loss_sum);
   void backward(InFlight& held);
   void post_receives(int micro_batches);
   torch::Tensor hidden_like(const torch::Tensor& tokens) const;  // the shape of a stage's input
