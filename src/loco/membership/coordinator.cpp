@@ -256,33 +256,25 @@ std::optional<CommitReply> Coordinator::take_decision(const Credentials& who, st
   member(who);
   const auto found = synchronisations_.find({quorum_id, step});
   if (found == synchronisations_.end() || !found->second.decision) return std::nullopt;
-  Synchronisation& sync = found->second;
+  const Synchronisation& sync = found->second;
   std::size_t stage = 0;  // the voter's: its stage's canonical hash
   while (stage + 1 < sync.stages.size() &&
          std::find(sync.stages[stage].begin(), sync.stages[stage].end(), who.member_id) == sync.stages[stage].end()) {
     ++stage;
   }
   const CommitDecision& d = (*sync.decision)[stage];
-  CommitReply reply{d.outcome, d.canonical_hash,
-                    std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.outliers, d.reason};
-  if (std::find(sync.told.begin(), sync.told.end(), who.member_id) == sync.told.end()) sync.told.push_back(who.member_id);
-  // Kept until every member of the quorum still in the run took it, not only those that voted: one
-  // failure vote decides an abort at once, and a member that votes after that (another pipeline stage,
-  // whose own exchange went well) must find the decision, not open a new synchronisation that nobody
-  // else votes in and that waits until the quorum breaks.
-  const bool every_member_told = std::all_of(sync.stages.begin(), sync.stages.end(), [&](const auto& stage) {
-    return std::all_of(stage.begin(), stage.end(), [&](const std::string& id) {
-      return members_.count(id) == 0 || std::find(sync.told.begin(), sync.told.end(), id) != sync.told.end();
-    });
-  });
-  if (every_member_told) synchronisations_.erase(found);
-  return reply;
+  return CommitReply{d.outcome, d.canonical_hash,
+                     std::binary_search(d.outliers.begin(), d.outliers.end(), who.member_id), d.outliers, d.reason};
 }
 
-// A synchronisation of an earlier quorum can no longer commit: the run has moved on without it. Decisions
-// are kept until every member took them, or until two quorums later (a member that died never asks), and
-// at most kKeptDecisions per quorum (the newest): every member takes a step's decision before it
-// trains the next, so an older one is never asked for again.
+// A synchronisation of an earlier quorum can no longer commit: the run has moved on without it.
+// Decisions are kept, not erased once taken: one failure vote decides an abort at once, and a member that
+// votes after the voters took it (another pipeline stage, whose own exchange went well) must find that
+// abort, as must a member whose answer was lost and that asks again; otherwise its vote opens a new
+// synchronisation that nobody else votes in, and it waits until the quorum breaks. Each (quorum, step)
+// is one synchronisation (an abort renews the quorum's id), so a kept decision never answers another.
+// They go two quorums later, or beyond the kKeptDecisions newest of the current quorum: every member
+// takes a step's decision before it trains the next, so an older one is never asked for.
 void Coordinator::decide_synchronisations(double now) {
   constexpr std::size_t kKeptDecisions = 4;
   std::vector<SyncKey> expired;

@@ -193,7 +193,6 @@ class Coordinator {
     std::vector<std::vector<std::string>> stages;  // the quorum's members by stage, when the first vote came
     std::vector<Vote> votes;
     std::optional<std::vector<CommitDecision>> decision;  // one per stage
-    std::vector<std::string> told;  // members that took the decision
     std::map<std::string, std::set<std::string>> rejections;  // rejected member → the voters that said so
   };
   using SyncKey = std::pair<std::int64_t, std::int64_t>;  // (quorum id, step)
