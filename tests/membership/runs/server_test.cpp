@@ -234,7 +234,11 @@ TEST(CoordinatorServer, AHeartbeatAnswerForAnEarlierQuorumDoesNotBreakTheCurrent
   proxy.hold_heartbeats();
   b.leave("preempted");
   // Answers made before the leave say "not broken"; let them go until one made after it is held.
-  while (proxy.held_answer().find("\"quorum_broken\":true") == std::string::npos) proxy.release_one();
+  int passed = 0;
+  while (proxy.held_answer().find("\"quorum_broken\":true") == std::string::npos) {
+    ASSERT_LT(++passed, 100) << "no heartbeat answer said the quorum was broken";
+    proxy.release_one();
+  }
   const QuorumReply q2 = a.await_quorum(0, 10);
   EXPECT_GT(q2.quorum_id, q1.quorum_id);
   EXPECT_FALSE(a.quorum_broken());
