@@ -2,7 +2,8 @@
 # Training throughput on one GPU: `loco train` against the plain PyTorch loop bench/torch_loop.py,
 # eager and under torch.compile, on the same model, batch and data with bf16 autocast, in one run.
 # Prints tokens/s, MFU and loco's ratio to each peer; with PROFILE=1 also a kernel-time comparison of
-# two steps of each (bench/trace_summary.py). See bench/README.md and docs/results.md ("GPU").
+# two steps of each (bench/trace_summary.py). Then micro-benchmarks on the GPU: the head's loss, the
+# stacked projections, DiLoCo's outer step at 125M and 350M. See bench/README.md and docs/results.md ("GPU").
 #
 #   bench/gpu_throughput.sh [BUILD_DIR] [DATA_DIR] [OUT_DIR]
 #       defaults: build-cuda, data/brown, a temporary folder (OUT_DIR keeps results, logs and traces)
@@ -177,6 +178,16 @@ if [[ -x "$BUILD_DIR/loco_projections_bench" ]]; then
   timeout "$TIMEOUT_S" "$BUILD_DIR/loco_projections_bench" --device cuda --bf16 \
     ${PROJECTIONS_ARGS:---batch 32 --seq 1024 --hidden 768 --heads 12 --kv-heads 12 --intermediate 2048} \
     | tee "$OUT_DIR/projections.jsonl"
+fi
+# DiLoCo's outer step on the GPU against a round of 30 training steps (issue 40: under 2% at 350M), a step
+# being the preset's batch as micro-batches (125M: 8 x 32, 350M: 16 x 16 sequences of 1024).
+if [[ -x "$BUILD_DIR/loco_outer_step_bench" ]]; then
+  echo "== DiLoCo outer step on cuda, H = 30"
+  for shape in "llama-125m 32 8" "llama-350m 16 16"; do
+    read -r preset micro count <<<"$shape"
+    timeout "$TIMEOUT_S" "$BUILD_DIR/loco_outer_step_bench" "$ROOT/configs/$preset.toml" --device cuda \
+      --batch "$micro" --micro-batches "$count" --seq 1024 --every 30 --repeats 5 | tee -a "$OUT_DIR/outer-step.jsonl"
+  done
 fi
 
 if ((PROFILE)); then
