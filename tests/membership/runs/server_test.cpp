@@ -1,7 +1,7 @@
 // The coordinator on the network (coordinator_server.h) with real members (member_client.h) on
 // loopback: quorums, a silent member expiring, a leave seen at once by the others' heartbeats (and a late
-// heartbeat answer about an earlier quorum ignored), members rejoining a replacement coordinator or after being expelled, another run's coordinator fencing them for
-// good, and refused messages.
+// heartbeat answer about an earlier quorum ignored), members rejoining a replacement coordinator or after
+// being expelled, another run's coordinator fencing them for good, and refused messages.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
