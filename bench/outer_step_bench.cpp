@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     auto next = [&] { return loco::bench::flag_value(argc, argv, i); };
     auto count = [&] { return loco::bench::positive_flag_value(argc, argv, i); };
-    if (a == "--replicas") replicas = static_cast<int>(std::min<std::int64_t>(count(), 64));
+    if (a == "--replicas") replicas = static_cast<int>(std::min<std::int64_t>(count(), 1 << 20));
     else if (a == "--batch") batch = count();
     else if (a == "--micro-batches") micro_batches = count();
     else if (a == "--seq") seq = count();

@@ -15,8 +15,9 @@ class RotaryEmbedding {
  public:
   RotaryEmbedding(std::int64_t head_dim, double theta);
 
-  // Applies the rotation to x of shape (B, T, heads, head_dim) at positions 0..T−1; x's last dimension
-  // contiguous, the others any stride (q and k may be views of one (B, T, heads, D) projection).
+  // Applies the rotation to x of shape (B, T, heads, head_dim) at positions 0..T−1; x may have any
+  // strides (q and k are views of one (B, T, heads, D) projection), but one whose last dimension is not
+  // contiguous is copied first.
   // Three passes over memory forward and three back, with no copy of x (a roll or a concatenation
   // of halves would be one more each way) and nothing kept for backward but the tables.
   torch::Tensor apply(const torch::Tensor& x);

@@ -11,10 +11,8 @@ namespace {
 
 bool rows_follow_in_storage(const std::vector<torch::Tensor>& parts) {
   const torch::Tensor& first = parts.front();
-  if (first.dim() != 2 || !first.is_contiguous()) return false;
-  std::int64_t next_offset = first.storage_offset() + first.numel();
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const torch::Tensor& part = parts[i];
+  std::int64_t next_offset = first.storage_offset();
+  for (const torch::Tensor& part : parts) {
     if (part.dim() != 2 || part.size(1) != first.size(1) || !part.is_contiguous() ||
         part.scalar_type() != first.scalar_type() || part.device() != first.device() ||
         !part.storage().is_alias_of(first.storage()) || part.storage_offset() != next_offset) {
