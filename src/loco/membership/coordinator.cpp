@@ -174,12 +174,22 @@ HeartbeatReply Coordinator::heartbeat(const Credentials& who, double now, std::v
   return {quorum_.id, superseded || (m.quorum_id == quorum_.id && quorum_broken_)};
 }
 
-void Coordinator::request_quorum(const Credentials& who, std::int64_t step, double now) {
+void Coordinator::request_quorum(const Credentials& who, std::int64_t step, double now, std::int64_t received) {
   require_step(step, who.member_id, options_.run_steps);
   Member& m = member(who);
   m.last_heartbeat = now;
   m.step = step;
-  if (!m.waiting_since && !m.served) m.waiting_since = now;
+  if (m.waiting_since || m.served) return;
+  // A member that asks at the step of the reply it was last given, without having received it (the answer
+  // was lost on the way), gets it again while its quorum stands: the others are meeting in that quorum's
+  // group, and would otherwise wait for it until their rendezvous times out. One that received it and asks
+  // again (its exchange failed and its failure vote was lost too) waits for a new quorum.
+  const bool lost = m.taken && m.taken->serial > received && m.taken->steps[m.taken->rank] == step;
+  if (lost && m.quorum_id == quorum_.id && !quorum_broken_ && !renew_quorum_ && finished_step_ == 0) {
+    m.served = m.taken;
+    return;
+  }
+  m.waiting_since = now;
 }
 
 std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
@@ -198,6 +208,7 @@ std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
   }
   std::optional<QuorumReply> reply = std::move(m.served);
   m.served.reset();
+  if (reply) m.taken = reply;
   return reply;
 }
 
@@ -422,7 +433,8 @@ double Coordinator::tick(double now) {
         Member& m = members_.at(ids[rank]);
         m.waiting_since.reset();
         m.quorum_id = quorum_.id;
-        m.served = QuorumReply{quorum_.id, options_.incarnation, ids, static_cast<int>(rank), prefix, step, steps};
+        m.served = QuorumReply{quorum_.id,  options_.incarnation, ids,   static_cast<int>(rank),
+                               prefix,      step,                 steps, ++replies_formed_};
       }
     }
   }

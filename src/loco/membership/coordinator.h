@@ -6,7 +6,8 @@
 // A member joins with a name and gets a unique id (a restarted process is a new member) and the
 // coordinator's incarnation; every later message carries both, so messages of members that expired or
 // joined an earlier incarnation are refused (MembershipError), never applied. A member that asks for a
-// quorum is served once, by the first quorum the rules (quorum_rules.h) form with it. When a member of the
+// quorum is served once, by the first quorum the rules (quorum_rules.h) form with it (again if the answer was
+// lost: it says which reply it received last, QuorumReply::serial). When a member of the
 // current quorum expires or leaves, the quorum is broken: every heartbeat reply says so at once, so the
 // others abandon their collective instead of waiting for its timeout. Outer steps commit in two phases
 // (vote, take_decision; commit_rules.h).
@@ -86,6 +87,9 @@ struct QuorumReply {
   std::string store_prefix;          // "loco/{incarnation}/q{quorum_id}/": the process group's keys
   std::int64_t step = 0;             // the furthest step of its members: a member behind it catches up
   std::vector<std::int64_t> steps;   // each member's step when it asked, in rank order
+  // Numbers the replies the coordinator serves (1, 2, … across its members): a member asking again sends
+  // the serial it last received, so that an answer lost on the way is served again (request_quorum).
+  std::int64_t serial = 0;
   // The run is over: a member finished it at `step` while this one was behind. This reply has only the
   // asking member and no group; the member stops (its state is behind the finished members').
   bool run_finished = false;
@@ -142,8 +146,11 @@ class Coordinator {
   // `points`: the member's metrics since its last heartbeat, kept in its name's history (received `now`).
   HeartbeatReply heartbeat(const Credentials& who, double now, std::vector<monitor::MetricPoint> points = {});
   // Marks the member waiting at its synchronisation point after `step` steps (repeats keep the first time).
-  void request_quorum(const Credentials& who, std::int64_t step, double now);
-  // The quorum formed for the member's request, once; nullopt while it waits.
+  // `received`: the serial of the last quorum reply the member received (0: none). A member that asks at
+  // the step of the reply it was last given, but did not receive it (the answer was lost on the way), is
+  // given it again while that quorum stands: its other members are meeting in the quorum's group.
+  void request_quorum(const Credentials& who, std::int64_t step, double now, std::int64_t received = 0);
+  // The quorum formed for the member's request, once (again after a lost answer); nullopt while it waits.
   std::optional<QuorumReply> take_quorum(const Credentials& who);
   // `finished`: the member trained the run to its end; members still behind are told so from then on.
   void leave(const Credentials& who, const std::string& reason, double now, bool finished = false);
@@ -181,6 +188,7 @@ class Coordinator {
     std::optional<double> waiting_since;
     std::int64_t step = 0;
     std::optional<QuorumReply> served;  // formed for the request, not yet taken
+    std::optional<QuorumReply> taken;   // the last one taken: served again if its answer was lost
     std::int64_t quorum_id = 0;         // the last quorum it was given
   };
   struct Event {
@@ -224,6 +232,7 @@ class Coordinator {
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id
   std::int64_t finished_step_ = 0;  // > 0: a member finished the run at this step
+  std::int64_t replies_formed_ = 0;  // the last QuorumReply::serial
   std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;
   std::map<std::string, std::int64_t> event_counts_;

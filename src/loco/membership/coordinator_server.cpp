@@ -222,7 +222,7 @@ struct CoordinatorServer::Impl {
       reply(req, res, true, [this](const nlohmann::json& body, Context& context) {
         const Credentials who = credentials(body);
         const double wait_s = std::clamp(field<double>(body, "wait_s"), 0.0, options.max_wait_s);
-        coordinator.request_quorum(who, field<std::int64_t>(body, "step"), now());
+        coordinator.request_quorum(who, field<std::int64_t>(body, "step"), now(), field<std::int64_t>(body, "received"));
         const auto deadline =
             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
         while (true) {

@@ -88,6 +88,7 @@ struct MemberClient::Shared {
   Clock::time_point silent_until{};  // pause_heartbeats
   std::deque<monitor::MetricPoint> reports;  // for the next heartbeats, oldest first
   std::int64_t quorum_id = 0;  // of the last quorum this member was given (0: none since it joined)
+  std::int64_t received = 0;   // the serial of the last quorum reply it was given (Coordinator::request_quorum)
 };
 
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
@@ -287,7 +288,8 @@ void MemberClient::rejoin_after(const MembershipError& refusal) {
   rejoined_since_quorum_ = true;  // whatever this member's quorum was, it is not the run's any more
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
-    shared_->quorum_id = 0;  // a new coordinator may number its quorums from 1 again
+    shared_->quorum_id = 0;  // a new coordinator may number its quorums (and replies) from 1 again
+    shared_->received = 0;
     ++shared_->rejoins;
     shared_->changed.notify_all();
   }
@@ -337,9 +339,16 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
 }
 
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
-  QuorumReply reply = quorum_reply(long_poll("/v1/quorum", {{"step", step}}, timeout_s, "quorum", true));
+  std::int64_t received = 0;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    received = shared_->received;
+  }
+  QuorumReply reply = quorum_reply(
+      long_poll("/v1/quorum", {{"step", step}, {"received", received}}, timeout_s, "quorum", true));
   std::lock_guard<std::mutex> lock(shared_->mutex);  // against a heartbeat answer for an earlier quorum
   shared_->quorum_id = reply.quorum_id;
+  shared_->received = reply.serial;
   quorum_broken_ = false;
   rejoined_since_quorum_ = false;
   return reply;

@@ -160,6 +160,7 @@ nlohmann::json to_json(const QuorumReply& reply) {
           {"store_prefix", reply.store_prefix},
           {"step", reply.step},
           {"steps", reply.steps},
+          {"serial", reply.serial},
           {"run_finished", reply.run_finished}};
 }
 
@@ -195,6 +196,7 @@ QuorumReply quorum_reply(const nlohmann::json& message) {
   const std::int64_t rank = field<std::int64_t>(message, "rank");  // checked below, before it becomes an int
   reply.store_prefix = field<std::string>(message, "store_prefix");
   reply.step = field<std::int64_t>(message, "step");
+  reply.serial = field<std::int64_t>(message, "serial");
   reply.members = string_list(message, "members");
   const auto finished = message.find("run_finished");  // absent from older coordinators: false
   if (finished != message.end()) {

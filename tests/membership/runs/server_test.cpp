@@ -1,7 +1,8 @@
 // The coordinator on the network (coordinator_server.h) with real members (member_client.h) on
-// loopback: quorums, a silent member expiring, a leave seen at once by the others' heartbeats (and a late
-// heartbeat answer about an earlier quorum ignored), members rejoining a replacement coordinator or after
-// being expelled, another run's coordinator fencing them for good, and refused messages.
+// loopback: quorums (a lost answer served again), a silent member expiring, a leave seen at once by the
+// others' heartbeats (and a late heartbeat answer about an earlier quorum ignored), members rejoining a
+// replacement coordinator or after being expelled, another run's coordinator fencing them for good, and
+// refused messages.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -15,6 +16,7 @@
 #include "loco/membership/coordinator_server.h"
 #include "loco/membership/status_client.h"
 #include "loco/membership/member_client.h"
+#include "loco/membership/wire.h"
 
 namespace loco::membership {
 namespace {
@@ -142,15 +144,16 @@ TEST(CoordinatorServer, OthersLearnOfALeaveFromTheirNextHeartbeat) {
 
 // Between a member and its coordinator: passes every request on and its answer back as it came (the
 // answers' MACs do not name an address), except that once hold_heartbeats() is called it keeps each
-// heartbeat answer until release_one() (the request itself reaches the coordinator at once).
-class HeartbeatHoldingProxy {
+// heartbeat answer until release_one() (the request itself reaches the coordinator at once), and that
+// after lose_next_quorum_answer() the next answer to /v1/quorum is lost: the member gets a 502 instead.
+class InterceptingProxy {
  public:
-  explicit HeartbeatHoldingProxy(int coordinator_port) : coordinator_port_(coordinator_port) {
+  explicit InterceptingProxy(int coordinator_port) : coordinator_port_(coordinator_port) {
     server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) { pass_on(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
-  ~HeartbeatHoldingProxy() {
+  ~InterceptingProxy() {
     stop_holding();
     server_.stop();
     thread_.join();
@@ -174,6 +177,15 @@ class HeartbeatHoldingProxy {
     ++released_;
     changed_.notify_all();
   }
+  void lose_next_quorum_answer() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    losing_ = true;
+  }
+  // The answers lost so far.
+  std::vector<std::string> lost_answers() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lost_;
+  }
   void stop_holding() {
     std::lock_guard<std::mutex> lock(mutex_);
     holding_ = false;
@@ -190,6 +202,15 @@ class HeartbeatHoldingProxy {
     if (!answer) {
       res.status = 502;
       return;
+    }
+    if (req.path == "/v1/quorum" && answer->status == 200) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (losing_) {
+        losing_ = false;
+        lost_.push_back(answer->body);
+        res.status = 502;
+        return;
+      }
     }
     if (req.path == "/v1/heartbeat") {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -215,7 +236,40 @@ class HeartbeatHoldingProxy {
   bool holding_ = false;
   std::string held_;
   int released_ = 0;
+  bool losing_ = false;
+  std::vector<std::string> lost_;
 };
+
+// A member whose quorum answer is lost on the way asks again, saying which reply it received last: it is
+// given the same quorum at once, and meets the others in its group (before, it waited for a new quorum
+// while they waited for it, until their rendezvous timed out).
+TEST(CoordinatorServer, AQuorumAnswerLostOnTheWayIsServedAgain) {
+  CoordinatorServer server(server_options(2));
+  server.start();
+  InterceptingProxy proxy(server.port());
+  MemberClient a(member_at(proxy.port(), "a"));
+  MemberClient b(member(server, "b"));
+  for (const std::int64_t step : {0, 10}) {  // the first reply, and one after a received reply
+    proxy.lose_next_quorum_answer();
+    auto qb = std::async(std::launch::async, [&] { return b.await_quorum(step, 10); });
+    const auto asked = Clock::now();
+    const QuorumReply qa = a.await_quorum(step, 10);
+    const QuorumReply rb = qb.get();
+    EXPECT_LT(seconds_since(asked), 5.0);  // not a new quorum's wait (b is not asking any more)
+    ASSERT_EQ(proxy.lost_answers().size(), step == 0 ? 1u : 2u);
+    const QuorumReply lost = quorum_reply(nlohmann::json::parse(proxy.lost_answers().back()));
+    EXPECT_EQ(qa.serial, lost.serial);
+    EXPECT_EQ(qa.store_prefix, rb.store_prefix);
+    EXPECT_EQ(qa.members, rb.members);
+    EXPECT_EQ(qa.rank, 0);
+    EXPECT_EQ(qa.steps, (std::vector<std::int64_t>{step, step}));
+  }
+  // The coordinator formed one quorum, not a second for the lost answer's repeated request.
+  httplib::Client raw("127.0.0.1", server.port());
+  const nlohmann::json status = full_status(raw);
+  EXPECT_EQ(status.at("quorum").at("id"), 1) << status.dump(2);
+  EXPECT_FALSE(status.at("quorum").at("broken").get<bool>());
+}
 
 // A heartbeat answer made while the member's quorum was broken, that reaches the member only after it was
 // given its next quorum, speaks of the old quorum: it must not mark the new one broken (whose collectives
@@ -225,7 +279,7 @@ TEST(CoordinatorServer, AHeartbeatAnswerForAnEarlierQuorumDoesNotBreakTheCurrent
   options.coordinator.rules.heartbeat_timeout_s = 30;  // a held heartbeat is no silence
   CoordinatorServer server(options);
   server.start();
-  HeartbeatHoldingProxy proxy(server.port());
+  InterceptingProxy proxy(server.port());
   MemberClient a(member_at(proxy.port(), "a"));
   MemberClient b(member(server, "b"));
   auto qb = std::async(std::launch::async, [&] { return b.await_quorum(0, 10); });
