@@ -114,69 +114,73 @@ TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   EXPECT_EQ(c.status(3).at("finished"), false);
 }
 
+// Quorum 1 of a#1 and b#1 (quorum_of_two), asked for again by both at step 10 at t=2: a's reply there (each
+// took its own; a's reply at step 5 has the serial two before).
+struct AskedAgain {
+  Credentials a, b;
+  QuorumReply a_at_10;
+};
+AskedAgain asked_again_at_10(Coordinator& c) {
+  const auto [a, b] = quorum_of_two(c);
+  c.request_quorum(a, 10, 2, 0);
+  c.request_quorum(b, 10, 2, 0);
+  c.tick(2);
+  const auto qa = c.take_quorum(a);
+  EXPECT_TRUE(qa && c.take_quorum(b));
+  return {a, b, qa.value_or(QuorumReply{})};
+}
+
 // A member whose answer was lost on the way asks again at the same step, saying it received an earlier
 // reply: it is given its reply again while the quorum stands (the others meet in its group). One that
 // received it (its exchange failed and its failure vote was lost too) waits for a new quorum, as does one
 // whose quorum broke or aborted a synchronisation meanwhile.
 TEST(Coordinator, AReplyWhoseAnswerWasLostIsServedAgainWhileItsQuorumStands) {
   Coordinator c = make(2);
-  const auto [a, b] = quorum_of_two(c);  // quorum 1, formed at step 5: both took their replies
-  c.request_quorum(a, 10, 2, 0);
-  c.request_quorum(b, 10, 2, 0);
-  c.tick(2);
-  const auto qa = c.take_quorum(a);
-  ASSERT_TRUE(qa && c.take_quorum(b));
-  const std::int64_t received_at_5 = qa->serial - 2;  // a's reply at step 5 (b's came between)
+  const auto [a, b, qa] = asked_again_at_10(c);
+  const std::int64_t received_at_5 = qa.serial - 2;
   EXPECT_GT(received_at_5, 0);
   // a's answer was lost: it still holds the serial of its reply at step 5.
   c.request_quorum(a, 10, 2.5, received_at_5);
   c.tick(2.5);
   const auto again = c.take_quorum(a);
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->serial, qa->serial);
-  EXPECT_EQ(again->store_prefix, qa->store_prefix);
-  EXPECT_EQ(again->rank, qa->rank);
-  EXPECT_EQ(again->steps, qa->steps);
+  EXPECT_EQ(again->serial, qa.serial);
+  EXPECT_EQ(again->store_prefix, qa.store_prefix);
+  EXPECT_EQ(again->rank, qa.rank);
+  EXPECT_EQ(again->steps, qa.steps);
   // Received, and asked again at the same step: a new request, which waits for b.
-  c.request_quorum(a, 10, 3, qa->serial);
+  c.request_quorum(a, 10, 3, qa.serial);
   c.tick(3);
   EXPECT_FALSE(c.take_quorum(a));
-  c.request_quorum(b, 10, 3, qa->serial + 1);
+  c.request_quorum(b, 10, 3, qa.serial + 1);
   c.tick(3);
   const auto next = c.take_quorum(a);
   ASSERT_TRUE(next);
-  EXPECT_GT(next->serial, qa->serial + 1);  // newly formed
-  // A lost answer at another step is not that reply: a waits too.
+  EXPECT_GT(next->serial, qa.serial + 1);  // newly formed
+}
+
+TEST(Coordinator, ALostReplyIsNotServedAgainAtAnotherStepOrOnceItsQuorumBrokeOrAborted) {
+  // Asked at another step: a new request, whatever the member received.
+  Coordinator c = make(2);
+  const auto [a, b] = quorum_of_two(c);
+  c.request_quorum(a, 20, 2, 0);
+  c.tick(2);
+  EXPECT_FALSE(c.take_quorum(a));
+  // A quorum that aborted a synchronisation is done for.
   Coordinator d = make(2);
-  const auto [x, y] = quorum_of_two(d);
-  d.request_quorum(x, 20, 2, 0);
-  d.tick(2);
+  const auto [x, y, qx] = asked_again_at_10(d);
+  d.vote(y, qx.quorum_id, 10, false, "", 3);
+  d.tick(3);
+  d.request_quorum(x, 10, 3, qx.serial - 2);
+  d.tick(3);
   EXPECT_FALSE(d.take_quorum(x));
-  // A quorum that aborted a synchronisation is done for: its lost reply is not served again.
+  // So is one that broke (a member left).
   Coordinator e = make(2);
-  const auto [p, q] = quorum_of_two(e);
-  e.request_quorum(p, 10, 2, 0);
-  e.request_quorum(q, 10, 2, 0);
-  e.tick(2);
-  const auto qp = e.take_quorum(p);
-  ASSERT_TRUE(qp && e.take_quorum(q));
-  e.vote(q, qp->quorum_id, 10, false, "", 3);
+  const auto [u, v, qu] = asked_again_at_10(e);
+  e.leave(v, "preempted", 3);
+  e.request_quorum(u, 10, 3, qu.serial - 2);
   e.tick(3);
-  e.request_quorum(p, 10, 3, qp->serial - 2);
-  e.tick(3);
-  EXPECT_FALSE(e.take_quorum(p));
-  // Nor is the reply of a quorum that broke (a member left).
-  Coordinator f = make(2);
-  const auto [u, v] = quorum_of_two(f);
-  f.request_quorum(u, 10, 2, 0);
-  f.request_quorum(v, 10, 2, 0);
-  f.tick(2);
-  const auto qu = f.take_quorum(u);
-  ASSERT_TRUE(qu && f.take_quorum(v));
-  f.leave(v, "preempted", 3);
-  f.request_quorum(u, 10, 3, qu->serial - 2);
-  f.tick(3);
-  EXPECT_FALSE(f.take_quorum(u));
+  EXPECT_FALSE(e.take_quorum(u));
 }
 
 TEST(Coordinator, ASilentMemberExpiresAndBreaksItsQuorum) {
