@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "loco/util/fs.h"
@@ -72,6 +73,33 @@ out_dir = "{}"
     nlohmann::json doc = state(checkpoint);
     doc["files"][name] = {{"bytes", fs::file_size(checkpoint / name)}, {"crc32", crc32_hex_of_file(checkpoint / name)}};
     put_state(checkpoint, doc);
+  }
+
+  // Writes `value` over the first element of the first tensor of `file` whose name starts with `prefix`, and
+  // reseals the file.
+  static void put_float(const fs::path& checkpoint, const std::string& file, const std::string& prefix, float value) {
+    std::string bytes = test::read_text(checkpoint / file);
+    std::uint64_t length = 0;
+    std::memcpy(&length, bytes.data(), 8);
+    const auto header = nlohmann::json::parse(bytes.substr(8, length));
+    for (const auto& [name, entry] : header.items()) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      std::memcpy(bytes.data() + 8 + length + entry.at("data_offsets")[0].get<std::size_t>(), &value, 4);
+      write_text(checkpoint / file, bytes);
+      reseal(checkpoint, file);
+      return;
+    }
+    FAIL() << file << " has no tensor named " << prefix << "...";
+  }
+
+  // `train --resume` refuses `checkpoint` with `text`, within the bound, and writes no run.
+  void expect_resume_refused(const fs::path& checkpoint, const std::string& text) {
+    const fs::path out = checkpoint.parent_path() / (checkpoint.filename().string() + "_resumed");
+    const auto r = run_loco_within(kBound, {"train", "--resume", checkpoint.string(), "--set", "train.steps=6", "--set",
+                                            "train.out_dir=" + out.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out / "checkpoints" / "step_6")) << r.output;
   }
 
   // eval, generate and export each refuse `checkpoint` with `code` and `text`, within the bound, and
@@ -189,6 +217,53 @@ TEST_F(HostileCheckpoint, NegativeCountsAreRefused) {
   }
 }
 
+// Counts so large that the run's next steps would overflow them, and communication totals that cannot be
+// (the run adds to them at its first log line, after training started).
+TEST_F(HostileCheckpoint, CountsBeyondAnyRunAndImpossibleTotalsAreRefused) {
+  const std::vector<std::tuple<std::string, nlohmann::json, std::string>> cases = {
+      {"tokens", std::numeric_limits<std::int64_t>::max(), "field 'tokens' must be a count from 0 to"},
+      {"step", std::int64_t{1} << 41, "field 'step' must be a count from 0 to"},
+      {"optimizer_steps", std::numeric_limits<std::int64_t>::max(), "field 'optimizer_steps'"},
+      {"communication", {{"sim_wall_s", -5}}, "field 'sim_wall_s' must be a number of seconds"},
+      {"communication", {{"comm_s", "soon"}}, "field 'comm_s'"},
+      {"communication", {{"bytes_sent", -1}}, "field 'bytes_sent'"},
+      {"communication", 7, "field 'communication' must be an object"},
+  };
+  int count = 0;
+  for (const auto& [key, value, text] : cases) {
+    const fs::path checkpoint = copy(fmt::format("beyond_{}", ++count));
+    nlohmann::json doc = state(checkpoint);
+    doc[key] = value;
+    put_state(checkpoint, doc);
+    expect_resume_refused(checkpoint, text);
+  }
+}
+
+// Moments of the optimizer that would train into NaN at once (and be written into the next checkpoint).
+TEST_F(HostileCheckpoint, NonFiniteOrNegativeOptimizerMomentsAreRefusedOnResume) {
+  const fs::path nan = copy("moment_nan");
+  put_float(nan, "optimizer.safetensors", "exp_avg/", std::nanf(""));
+  expect_resume_refused(nan, "holds values that are not finite numbers");
+  const fs::path negative = copy("moment_negative");
+  put_float(negative, "optimizer.safetensors", "exp_avg_sq/", -1.0f);
+  expect_resume_refused(negative, "holds values that are not finite numbers of 0 or more");
+}
+
+// A config in state.json with fewer layers, or a tied head, than the weights hold: the extra tensors would
+// be dropped silently, and a different model evaluated or trained on.
+TEST_F(HostileCheckpoint, WeightsTheConfigHasNoPlaceForAreRefused) {
+  const fs::path fewer = copy("fewer_layers");
+  nlohmann::json doc = state(fewer);
+  doc["config"]["model"]["num_hidden_layers"] = 1;
+  put_state(fewer, doc);
+  expect_every_reader_refuses(fewer, 1, "model.layers.1.");
+  const fs::path tied = copy("tied");
+  doc = state(tied);
+  doc["config"]["model"]["tie_word_embeddings"] = true;
+  put_state(tied, doc);
+  expect_every_reader_refuses(tied, 1, "holds lm_head.weight, which the model");
+}
+
 // The header's dtype of the first tensor says I32 where the bytes are float32; then a NaN in the data.
 TEST_F(HostileCheckpoint, RelabelledOrNonFiniteWeightsAreRefused) {
   const fs::path relabelled = copy("relabelled");
@@ -221,6 +296,69 @@ TEST_F(HostileCheckpoint, AVocabularyEditedInMetaJsonIsRefusedByEval) {
   const auto r = run_loco_within(kBound, {"eval", "--checkpoint", original().string(), "--data", edited.string()});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("embeds only"), std::string::npos) << r.output;
+}
+
+// The data directory's tokenizer is copied into every checkpoint: a run whose tokenizer files were removed,
+// replaced or disagree with meta.json is refused before its first step, not after training (when no checkpoint
+// could be written), and writes nothing.
+TEST_F(HostileCheckpoint, ADataDirectoryWhoseTokenizerWasAlteredIsRefusedBeforeTraining) {
+  const auto altered = [&](const std::string& name, const std::function<void(const fs::path&)>& alter) {
+    const fs::path copy_of_data = *dir_ / "cases" / name;
+    fs::create_directories(copy_of_data.parent_path());
+    fs::copy(data(), copy_of_data, fs::copy_options::recursive);
+    alter(copy_of_data);
+    return copy_of_data;
+  };
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {altered("no_tokenizer", [](const fs::path& d) { fs::remove(d / "tokenizer.json"); }), "tokenizer.json"},
+      {altered("vocab_edited",
+               [](const fs::path& d) {
+                 nlohmann::json meta = nlohmann::json::parse(test::read_text(d / "meta.json"));
+                 meta["vocab_size"] = 100000;
+                 write_text(d / "meta.json", meta.dump());
+               }),
+       "it has 258 tokens, meta.json's vocab_size is 100000"},
+      {altered("tokenizer_edited",
+               [](const fs::path& d) {
+                 nlohmann::json meta = nlohmann::json::parse(test::read_text(d / "meta.json"));
+                 meta["tokenizer"]["kind"] = "sentencepiece-bpe";
+                 write_text(d / "meta.json", meta.dump());
+               }),
+       "is not the one its tokens were encoded with"},
+  };
+  for (const auto& [altered_data, text] : cases) {
+    const fs::path out = altered_data.string() + "_run";
+    const auto r = run_loco_within(kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set",
+                                            "data.dir=" + altered_data.string(), "--set", "train.out_dir=" + out.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << r.output;
+  }
+}
+
+// A model whose embedding is larger than its tokenizer's vocabulary (model.vocab_size above the data's)
+// generates only ids the tokenizer can decode, however flat the sampling.
+TEST_F(HostileCheckpoint, GenerationDrawsOnlyIdsTheTokenizerDecodes) {
+  const fs::path out = *dir_ / "cases" / "wide_vocabulary";
+  const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string(), "--set", "model.vocab_size=300",
+                                 "--set", "train.steps=1", "--set", "train.out_dir=" + out.string()});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const auto r = run_loco_within(kBound, {"generate", "--checkpoint", (out / "checkpoints" / "step_1").string(),
+                                          "--prompt", "the", "--tokens", "400", "--temperature", "100", "--top-k", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A batch no machine holds: the allocator's refusal in words, with what to lower, not libtorch's backtrace.
+TEST_F(HostileCheckpoint, RunningOutOfMemoryIsAnErrorThatSaysWhatToLower) {
+  const auto r = test::run_loco_in_memory(kBound, 8u << 20,
+                                          {"train", "--config", (*dir_ / "run.toml").string(), "--set",
+                                           "train.batch_size=100000000", "--set",
+                                           "train.out_dir=" + (*dir_ / "cases" / "oom").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("loco: error: out of memory"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Lower train.batch_size"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
 }
 
 TEST_F(HostileCheckpoint, ExtremeEvalAndGenerateOptionsGiveNumbers) {

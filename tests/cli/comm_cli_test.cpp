@@ -125,6 +125,9 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
   result = run_loco({"bench", "allreduce", "--nproc", "2", "--bandwidth-mbps", "1,2,3"});
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("3 values for 2 ranks"), std::string::npos) << result.output;
+  result = run_loco({"bench", "allreduce", "--backend", "local", "--nproc", "100000"});  // threads, not processes
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--nproc 100000: give 1 to 1024 ranks"), std::string::npos) << result.output;
 }
 
 TEST(RendezvousCli, PortInUseIsReportedAtOnce) {

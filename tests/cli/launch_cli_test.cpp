@@ -227,6 +227,7 @@ void expect_config_errors(const std::vector<std::pair<std::vector<std::string>, 
 TEST(LaunchCli, RankCountsOutOfRangeAreConfigErrors) {
   expect_config_errors({
       {{"--nproc", "0", "--", "true"}, "--nproc 0 must be at least 1"},
+      {{"--nproc", "100000", "--", "true"}, "--nproc 100000 is more ranks than one node runs (at most 1024)"},
       {{"--nnodes", "0", "--", "true"}, "--nnodes 0 must be at least 1"},
       {{"--nnodes", "2", "--node-rank", "2", "--", "true"}, "--node-rank 2 must be 0 to 1"},
   });

@@ -91,6 +91,13 @@ TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
   auto no_model = run_loco({"simulate", "--step-time", "0.1"});
   EXPECT_EQ(no_model.exit_code, 2);
   EXPECT_NE(no_model.output.find("--params N --layers L"), std::string::npos) << no_model.output;
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--tau", "-1"}, {"--h", "0"}, {"--fragment-layers", "0"}}) {
+    auto negative = with({flag, value});
+    EXPECT_EQ(negative.exit_code, 2) << flag;
+    EXPECT_NE(negative.output.find(flag + ": " + value + " is not a whole number"), std::string::npos)
+        << negative.output;
+  }
   auto calibrate = with({"--calibrate"});
   EXPECT_EQ(calibrate.exit_code, 2);
   EXPECT_NE(calibrate.output.find("drop --params"), std::string::npos) << calibrate.output;

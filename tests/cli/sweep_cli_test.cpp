@@ -14,6 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::run_loco;
+using test::run_loco_within;
 using test::ScratchDir;
 using test::write_text;
 
@@ -174,6 +175,35 @@ TEST_F(SweepCli, ADryRunChecksAndListsWithoutTraining) {
   r = run_loco({"sweep", sweep("bad", "\"optim.lr\" = [0.1, 0]").string(), "--dry-run"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("run lr-0: optim.lr (0) must be positive"), std::string::npos) << r.output;
+  // Ten million runs: refused at once, before they are listed (which took minutes and gigabytes).
+  std::string seven_axes;
+  for (const char* key : {"train.seed", "optim.lr", "optim.warmup_steps", "train.steps", "train.batch_size",
+                          "optim.weight_decay", "optim.beta2"}) {
+    seven_axes += fmt::format("\"{}\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n", key);
+  }
+  r = run_loco_within(60, {"sweep", sweep("huge", seven_axes).string(), "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the axes make more than 10000 runs"), std::string::npos) << r.output;
+}
+
+// Note "own-directories": the sweep's logs and tables are not written into data or a checkpoint either.
+TEST_F(SweepCli, ASweepIsNotWrittenIntoADataDirectory) {
+  const fs::path data = *dir_ / "data";
+  std::string file = test::read_text(sweep("into_data", "\"train.seed\" = [0]"));
+  file.replace(file.find((*dir_ / "into_data").string()), (*dir_ / "into_data").string().size(), data.string());
+  write_text(*dir_ / "into_data.toml", file);
+  std::size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(data)) entries += entry.is_regular_file();
+  for (const char* mode : {"--dry-run", "--jobs"}) {
+    std::vector<std::string> args = {"sweep", (*dir_ / "into_data.toml").string(), mode};
+    if (std::string(mode) == "--jobs") args.push_back("1");
+    const auto r = run_loco(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is a prepared data directory"), std::string::npos) << r.output;
+  }
+  std::size_t after = 0;
+  for (const auto& entry : fs::directory_iterator(data)) after += entry.is_regular_file();
+  EXPECT_EQ(after, entries);
 }
 
 // --tables-only tabulates what has a result (e.g. while the sweep runs elsewhere) and trains nothing.

@@ -125,6 +125,23 @@ TEST_F(TrainCli, DataOfAnotherTokenizerIsRefusedByResumeAndEval) {
                1, "loco prepare --tokenizer-from " + checkpoint.string());
 }
 
+// `loco prepare --val-fraction 0` (a corpus of one document) says that training then reports no eval loss:
+// it trains, evaluates nothing, and says so.
+TEST_F(TrainCli, DataWithoutAValidationSplitTrainWithoutEvaluation) {
+  write_text(*dir_ / "one-document" / "doc.txt", test::generated_document(0, 200));
+  const fs::path data = *dir_ / "no-val-data";
+  auto r = run_loco({"prepare", "--input", (*dir_ / "one-document").string(), "--out", data.string(), "--tokenizer",
+                     "byte", "--val-fraction", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_loco({"train", "--config", config("no-val").string(), "--set", "data.dir=" + data.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no validation split (prepared with --val-fraction 0): no eval loss"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("no validation loss (the data have no validation split)"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(*dir_ / "no-val" / "metrics.jsonl").find("eval_loss"), std::string::npos);
+  EXPECT_TRUE(fs::exists(*dir_ / "no-val" / "checkpoints" / "step_6"));
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheProblem) {
   expect_error(run_loco({"train", "--config", (*dir_ / "absent.toml").string()}), 2, "does not exist");
   expect_error(run_loco({"train", "--config", config("bad1", "warmup = 3").string()}), 2,

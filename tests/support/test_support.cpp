@@ -68,6 +68,11 @@ CommandResult run_loco_within(int seconds, const std::vector<std::string>& args)
   return run_command(fmt::format("timeout -k 5 {} {}", seconds, shell_quote(LOCO_BINARY)), args);
 }
 
+CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vector<std::string>& args) {
+  return run_command(fmt::format("ulimit -v {} && exec timeout -k 5 {} {}", kib, seconds, shell_quote(LOCO_BINARY)),
+                     args);
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);

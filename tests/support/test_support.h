@@ -1,6 +1,7 @@
 // Helpers shared by the test binaries: scratch directories and running the loco binary.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ CommandResult run_loco(const std::vector<std::string>& args);
 // run_loco, stopped after `seconds` by timeout(1) (exit code 124 then): for inputs that could make loco
 // hang, so that a regression fails the test instead of stalling the suite.
 CommandResult run_loco_within(int seconds, const std::vector<std::string>& args);
+
+// run_loco_within, with the process's address space limited to `kib` KiB (ulimit -v): an allocation beyond it
+// fails as it would on a machine without the memory, without the test using it.
+CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vector<std::string>& args);
 
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);

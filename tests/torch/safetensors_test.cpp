@@ -57,6 +57,44 @@ TEST(Safetensors, TruncatedOrGarbledFilesAreCheckpointErrors) {
   EXPECT_THROW(load_safetensors(dir / "absent.safetensors"), IoError);
 }
 
+// A file written by hand: the 8-byte little-endian header length, the header, then `data` bytes.
+std::string by_hand(const std::string& header, std::size_t data) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return out + header + std::string(data, '\0');
+}
+
+std::string refusal_of(const ScratchDir& dir, const std::string& bytes) {
+  write_file_atomic(dir / "hand.safetensors", bytes);
+  try {
+    load_safetensors(dir / "hand.safetensors");
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Two tensors over the same bytes would load as one tensor under two names; a name given twice would hide
+// the first entry (the JSON parser keeps the last). Empty tensors take no bytes and may sit anywhere.
+TEST(Safetensors, SharedBytesAndRepeatedNamesAreRefused) {
+  ScratchDir dir;
+  EXPECT_NE(refusal_of(dir, by_hand(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                    R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                    12))
+                .find("tensors 'a' and 'b' share bytes"),
+            std::string::npos);
+  EXPECT_NE(refusal_of(dir, by_hand(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                    R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                    8))
+                .find("names 'a' twice"),
+            std::string::npos);
+  EXPECT_EQ(refusal_of(dir, by_hand(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                    R"("b":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+                                    R"("c":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                    12)),
+            "");
+}
+
 TEST(Safetensors, MissingTensorIsNamed) {
   ScratchDir dir;
   save_safetensors(dir / "t.safetensors", {{"x", torch::ones({1})}});

@@ -2,9 +2,11 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "loco/train/checkpoint.h"
+#include "loco/train/progress.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
 #include "support/test_support.h"
@@ -118,6 +120,16 @@ TEST(Trainer, VocabularyMismatchIsAConfigError) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("vocabulary mismatch"), std::string::npos) << e.what();
   }
+}
+
+// Durations as a run prints them, up to an emulated clock on a link of a few bits per second (which counts
+// past what an integer of seconds holds: it printed a negative number of minutes).
+TEST(FormatDuration, ReadsFromSecondsToAnyNumberOfHours) {
+  EXPECT_EQ(format_duration(12.34), "12.3s");
+  EXPECT_EQ(format_duration(185), "3m05s");
+  EXPECT_EQ(format_duration(3720), "1h02m");
+  EXPECT_EQ(format_duration(4.04e301), "1.12e+298 h");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "inf h");
 }
 
 }  // namespace

@@ -158,6 +158,34 @@ TEST(Config, NegativeTokensAndModelsNoMachineHoldsAreRefused) {
                                                 "model.vocab_size=128256"}));
 }
 
+// Values that would run out of a machine's threads, hold a pipeline's messages for days or count an emulated
+// clock past what it holds; a NUL, which would cut a path (and the message) short; the type named with its
+// article.
+TEST(Config, ThreadsLinksAndNulCharactersBeyondAnyMachineAreRefused) {
+  ScratchDir dir;
+  std::string message = config_error(dir, kValidConfig, {"train.threads=100000"});
+  EXPECT_NE(message.find("at most 4096"), std::string::npos) << message;
+  EXPECT_NO_THROW(load_text(dir, kValidConfig, {"train.threads=4096"}));
+  const std::string pipeline = std::string(kValidConfig) + "[dist]\nstages = 2\n";
+  message = config_error(dir, pipeline, {"pipeline.latency_ms=1e12"});
+  EXPECT_NE(message.find("pipeline.latency_ms: 1000000000000 ms is more than a minute"), std::string::npos) << message;
+  EXPECT_NO_THROW(load_text(dir, pipeline, {"pipeline.latency_ms=60000"}));
+  const std::string replicas = std::string(kValidConfig) + "[dist]\nalgorithm = \"diloco\"\nreplicas = 2\n";
+  message = config_error(dir, replicas, {"comm.bandwidth_mbps=1e-300"});
+  EXPECT_NE(message.find("comm.bandwidth_mbps: 1e-300 Mbit/s is outside"), std::string::npos) << message;
+  message = config_error(dir, replicas, {"comm.bandwidth_mbps=100,1e8"});
+  EXPECT_NE(message.find("100000000 Mbit/s is outside"), std::string::npos) << message;
+  EXPECT_NO_THROW(load_text(dir, replicas, {"comm.bandwidth_mbps=0,0.001"}));
+  message = config_error(dir, replicas, {"comm.latency_ms=1,x"});
+  EXPECT_NE(message.find("comm.bandwidth_mbps / comm.latency_ms: latency (ms) '1,x'"), std::string::npos) << message;
+  message = config_error(dir, std::string(kValidConfig) + "[dist]\nbackend = \"lo\\u0000cal\"\n");
+  EXPECT_NE(message.find("dist.backend ("), std::string::npos) << message;
+  EXPECT_NE(message.find("holds a NUL character"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+  message = config_error(dir, "[train]\nsteps = 1979-05-27\n");
+  EXPECT_NE(message.find("must be an integer"), std::string::npos) << message;
+}
+
 // comm.round_kib is text ("auto", "off" or KiB); a TOML number for a text key is taken as its text.
 TEST(Config, RoundKibTakesAutoOffOrANumber) {
   ScratchDir dir;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loco/model/weights.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -13,6 +14,12 @@ torch::Tensor saved_outer_tensor(const SafetensorsContent& tensors, const std::s
         "the checkpoint's strategy state ({}) has no {} of {} values; it was written by another algorithm or "
         "model. Resume with the dist.algorithm and model it was trained with",
         tensors.source.string(), name, like.numel()));
+  }
+  if (!it->second.is_floating_point() || !all_finite(it->second)) {
+    throw CheckpointError(fmt::format("the checkpoint's strategy state ({}) holds {} with values that are not finite "
+                                      "numbers; the file was altered or the run had diverged. Use an earlier "
+                                      "checkpoint",
+                                      tensors.source.string(), name));
   }
   return it->second;
 }

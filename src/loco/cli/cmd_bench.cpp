@@ -75,7 +75,10 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.warmup = o.warmup;
   bench.verify = !o.no_verify;
   if (o.repeats < 1 || o.warmup < 0) throw ConfigError("--repeats must be ≥ 1 and --warmup ≥ 0.");
-  if (o.nproc < 1) throw ConfigError(fmt::format("--nproc {}: give at least 1 rank.", o.nproc));
+  // The ranks are threads of this process, each with its own connections: a thousand is far past any bench.
+  if (o.nproc < 1 || o.nproc > 1024) {
+    throw ConfigError(fmt::format("--nproc {}: give 1 to 1024 ranks.", o.nproc));
+  }
   if (!(o.timeout_s > 0))
     throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds.", o.timeout_s));
   if (o.threads < 1) throw ConfigError(fmt::format("--threads {}: give at least 1 thread per rank.", o.threads));

@@ -7,6 +7,7 @@
 #include "loco/model/generate.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/runtime.h"
+#include "loco/util/error.h"
 
 namespace loco::cli {
 
@@ -25,6 +26,13 @@ void run_generate(GenerateArgs args) {
   const torch::Device device = resolve_device(args.device);
   configure_threads(checkpoint.config.train.threads, device);
   Llama model = restore_model(checkpoint, device);
+  const std::int64_t embedded = checkpoint.config.model.vocab_size;
+  if (embedded < tokenizer->vocab_size()) {
+    throw CheckpointError(fmt::format("the model in {} embeds {} token ids but its tokenizer has {}: the checkpoint's "
+                                      "config or tokenizer was edited. Use another checkpoint",
+                                      args.checkpoint, embedded, tokenizer->vocab_size()));
+  }
+  args.sampling.vocabulary = tokenizer->vocab_size();  // a larger embedding's extra ids decode to nothing
 
   std::vector<std::int64_t> prompt{tokenizer->bos_id()};
   for (auto id : tokenizer->encode(args.prompt)) prompt.push_back(id);
@@ -42,7 +50,9 @@ void add_generate_command(CLI::App& app) {
   set_example(cmd, "loco generate --checkpoint runs/brown/checkpoints/step_600 --prompt \"The jury said\" --tokens 50");
   cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
-  cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate")->check(whole_number_at_least(1));
+  cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate (at most 100000)")
+      ->check(whole_number_at_least(1))
+      ->check(number_in(1, 100'000));
   cmd->add_option("--temperature", args->sampling.temperature, "softmax temperature; 0 is greedy")
       ->check(number_in(0, 100));
   cmd->add_option("--top-k", args->sampling.top_k, "sample from the k most likely tokens; 0: all")

@@ -196,10 +196,14 @@ void add_simulate_command(CLI::App& app) {
                   "Comma-separated name[:key=value]... with names dp, diloco, streaming, noloco and "
                   "keys h, fragments, fragment_layers, tau, bits")
       ->capture_default_str();
-  cmd->add_option("--h", o.inner_steps, "H: inner steps between synchronisations")->capture_default_str();
+  cmd->add_option("--h", o.inner_steps, "H: inner steps between synchronisations")
+      ->check(whole_number_at_least(1))
+      ->capture_default_str();
   cmd->add_option("--fragment-layers", o.fragment_layers, "Layers per Streaming DiLoCo fragment")
+      ->check(whole_number_at_least(1))
       ->capture_default_str();
   cmd->add_option("--tau", o.overlap_steps, "Streaming overlap τ in steps (default for streaming specs)")
+      ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--targets", o.targets, "Target utilisations in percent")->capture_default_str();
   cmd->add_option("--model", o.model, "Timing model: schedule | analytic | both")->capture_default_str();

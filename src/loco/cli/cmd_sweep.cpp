@@ -9,6 +9,7 @@
 #include "loco/cli/usage.h"
 #include "loco/sweep/sweep_plan.h"
 #include "loco/sweep/sweep_runner.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -25,6 +26,8 @@ struct SweepArgs {
 
 void run_sweep_command(const SweepArgs& args) {
   const SweepPlan plan = read_sweep_plan(args.file, args.profile);
+  // Each run refuses its own train.out_dir there; the sweep's logs and summaries would still go in.
+  refuse_data_and_checkpoint_directories(plan.out_dir, fmt::format("{}: out_dir", args.file));
   const int jobs = args.jobs > 0 ? args.jobs : plan.jobs;
   fmt::print("sweep {}: {} run(s) of {} in {}, {} at a time, {} thread(s) each\n", args.file, plan.runs.size(),
              plan.base.string(), plan.out_dir.string(), jobs, plan.threads);

@@ -53,8 +53,12 @@ void print_summary(const TrainSummary& s) {
     fmt::print("replica 0 sent {:.1f} MB; emulated wall clock {}\n", static_cast<double>(s.bytes_sent) / 1e6,
                format_duration(s.sim_wall_s));
   }
-  fmt::print("validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss, s.eval.perplexity,
-             s.eval.tokens);
+  if (s.eval.tokens > 0) {
+    fmt::print("validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss, s.eval.perplexity,
+               s.eval.tokens);
+  } else {
+    fmt::print("no validation loss (the data have no validation split)\n");
+  }
   fmt::print("checkpoint: {}\n", s.last_checkpoint.string());
 }
 

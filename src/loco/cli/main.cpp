@@ -42,6 +42,28 @@ int report(const char* kind, std::string_view message, int exit_code) {
 
 int report(const char* kind, const std::exception& e, int exit_code) { return report(kind, e.what(), exit_code); }
 
+// libtorch's errors (c10::Error) carry a backtrace after their first lines: the message is what comes before.
+std::string_view without_backtrace(std::string_view text) {
+  for (const std::string_view marker : {"\nException raised from", "\nframe #"}) {
+    text = text.substr(0, text.find(marker));
+  }
+  return text;
+}
+
+// A tensor the machine cannot hold: the allocator's words (std::bad_alloc, or libtorch's CPU and CUDA
+// allocators), then what the user can lower.
+bool is_out_of_memory(std::string_view text) {
+  return text.find("can't allocate memory") != std::string_view::npos ||
+         text.find("CUDA out of memory") != std::string_view::npos || text == std::string_view("std::bad_alloc");
+}
+
+int report_out_of_memory(std::string_view detail) {
+  return report("error: ", fmt::format("out of memory ({}). Lower train.batch_size (or set a smaller train.micro_batch_size: "
+                                       "the same batch in smaller pieces), data.seq_len or the model's size",
+                                       without_backtrace(detail)),
+                1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,7 +107,8 @@ int main(int argc, char** argv) {
                   fmt::format("cannot use '{}': {}. Check the path.", e.path1().string(), e.code().message()), 1);
   } catch (const std::exception& e) {
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
-    return report("unexpected error: ", e, 1);
+    if (is_out_of_memory(e.what())) return report_out_of_memory(e.what());
+    return report("unexpected error: ", without_backtrace(e.what()), 1);
   }
   return 0;
 }

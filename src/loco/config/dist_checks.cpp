@@ -17,6 +17,34 @@ namespace {
 
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
 
+// An emulated link (comm.* or pipeline.*: `section`) within what real links span. A pipeline stage's messages
+// really wait their latency, so a latency of days would hold the run that long; a bandwidth below 1 kbit/s
+// would make an exchange last beyond what the emulated clock can count.
+void check_link(const std::string& section, const std::string& bandwidth_mbps, const std::string& latency_ms,
+                int ranks) {
+  constexpr double kLeastMbps = 1e-3, kMostMbps = 1e7, kMostLatencyMs = 60'000;
+  std::vector<double> bandwidths, latencies;
+  try {
+    bandwidths = parse_per_rank_values(bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
+    latencies = parse_per_rank_values(latency_ms, "latency (ms)", ranks);
+  } catch (const Error& e) {
+    reject(fmt::format("{0}.bandwidth_mbps / {0}.latency_ms: {1}", section, e.what()));
+  }
+  for (const double mbps : bandwidths) {
+    if (mbps != 0 && (mbps < kLeastMbps || mbps > kMostMbps)) {
+      reject(fmt::format("{}.bandwidth_mbps: {} Mbit/s is outside what a link carries; give 0 (no limit) or {} to "
+                         "{:.0f} Mbit/s",
+                         section, mbps, kLeastMbps, kMostMbps));
+    }
+  }
+  for (const double ms : latencies) {
+    if (ms > kMostLatencyMs) {
+      reject(fmt::format("{}.latency_ms: {} ms is more than a minute one way; give at most {:.0f} ms", section, ms,
+                         kMostLatencyMs));
+    }
+  }
+}
+
 bool has_outer_step(Algorithm algorithm) {
   return algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd || algorithm == Algorithm::streaming ||
          algorithm == Algorithm::sparseloco;
@@ -54,12 +82,7 @@ void check_pipeline_run(const RunConfig& c) {
                        "decoder layer; lower dist.stages or add layers",
                        d.stages, c.model.num_hidden_layers));
   }
-  try {
-    parse_per_rank_values(c.pipeline.bandwidth_mbps, "bandwidth (Mbit/s)", static_cast<int>(d.stages));
-    parse_per_rank_values(c.pipeline.latency_ms, "latency (ms)", static_cast<int>(d.stages));
-  } catch (const Error& e) {
-    reject(fmt::format("pipeline.bandwidth_mbps / pipeline.latency_ms: {}", e.what()));
-  }
+  check_link("pipeline", c.pipeline.bandwidth_mbps, c.pipeline.latency_ms, static_cast<int>(d.stages));
   if (d.elastic) {  // docs/pipeline.md "Churn": the stages are processes under loco launch --elastic
     if (d.backend == "local") {
       reject("dist.stages > 1 with dist.elastic = true runs each stage as a member process (loco launch --elastic "
@@ -150,13 +173,7 @@ void check_comm_section(const RunConfig& c) {
                          c.comm.round_kib));
     }
   }
-  try {
-    const int ranks = static_cast<int>(c.dist.replicas);
-    parse_per_rank_values(c.comm.bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
-    parse_per_rank_values(c.comm.latency_ms, "latency (ms)", ranks);
-  } catch (const Error& e) {
-    reject(fmt::format("comm.bandwidth_mbps / comm.latency_ms: {}", e.what()));
-  }
+  check_link("comm", c.comm.bandwidth_mbps, c.comm.latency_ms, static_cast<int>(c.dist.replicas));
 }
 
 }  // namespace loco

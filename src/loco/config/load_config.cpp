@@ -96,8 +96,9 @@ std::string toml_number_text(const toml::value& v) {
 ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std::string& where) {
   const ConfigValue current = key.get(RunConfig{});
   auto bad = [&]() {
-    return ConfigError(fmt::format("{} ({}) must be a {}, e.g. {} = {}", key.dotted(), where,
-                                   key.type_name(), key.name, format_config_value(current)));
+    const std::string type = key.type_name();
+    return ConfigError(fmt::format("{} ({}) must be {} {}, e.g. {} = {}", key.dotted(), where,
+                                   type == "integer" ? "an" : "a", type, key.name, format_config_value(current)));
   };
   switch (current.index()) {
     case 0:
@@ -114,6 +115,10 @@ ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std:
       if (v.is_integer()) return std::to_string(v.as_integer());
       if (v.is_floating()) return toml_number_text(v);  // as written: 1e999 stays out of range, not "inf"
       if (!v.is_string()) throw bad();
+      // A NUL would end the text wherever it is used as a C string: a path, or this message.
+      if (v.as_string().str.find('\0') != std::string::npos) {
+        throw ConfigError(fmt::format("{} ({}) holds a NUL character (\\u0000); remove it", key.dotted(), where));
+      }
       return v.as_string().str;
   }
 }
@@ -139,6 +144,7 @@ void apply_toml(RunConfig& config, const toml::value& root, const std::string& f
 // typo or an edited file, refused before it becomes an allocation.
 constexpr std::int64_t kMostParameters = std::int64_t{1} << 43;  // 8.8 trillion
 constexpr std::int64_t kLongestSequence = std::int64_t{1} << 24;  // 16.8M positions
+constexpr std::int64_t kMostThreads = 4096;                      // threads of one process
 
 // a·b for a size derived from the config; a product beyond 64 bits comes of a value far too large, a typo.
 std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
@@ -244,6 +250,11 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
   if (t.log_every <= 0) reject("train.log_every must be positive");
   if (t.out_dir.empty()) reject("train.out_dir is empty; name the run directory");
   if (t.threads < 0) reject("train.threads must be 0 (chosen from the device) or positive");
+  if (t.threads > kMostThreads) {
+    reject(fmt::format("train.threads = {} is more threads than any machine has cores; give at most {} (0 chooses "
+                       "from the device)",
+                       t.threads, kMostThreads));
+  }
 }
 
 // Every string key with choices holds one of them (config_keys.cpp lists them).

@@ -65,6 +65,7 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
     meta.tokenizer = j.at("tokenizer");
     meta.tokenizer_hash = j.value("tokenizer_hash", std::string());
     meta.vocab_size = json_integer<std::uint32_t>(j.at("vocab_size"));
+    if (meta.vocab_size == 0) throw malformed_json_file(path, "vocab_size 0: a vocabulary has tokens", fix);
     meta.bytes_per_token = json_integer<std::uint32_t>(j.at("bytes_per_token"));
     meta.train = split_from_json(j.at("train"));
     meta.val = split_from_json(j.at("val"));
@@ -82,6 +83,28 @@ std::string prepared_tokenizer_hash(const fs::path& data_dir) {
 
 std::string prepared_tokenizer_hash(const fs::path& data_dir, const DatasetMeta& meta) {
   return meta.tokenizer_hash.empty() ? tokenizer_hash(data_dir) : meta.tokenizer_hash;
+}
+
+void require_prepared_tokenizer(const fs::path& data_dir, const DatasetMeta& meta) {
+  const auto differs = [&](const std::string& what) {
+    return DataError(fmt::format("the tokenizer in {} is not the one its tokens were encoded with ({}): its files "
+                                 "were replaced or edited after `loco prepare`. Copy them back from where the data "
+                                 "were prepared, or prepare the data again",
+                                 data_dir.string(), what));
+  };
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(data_dir);  // readable, or its own DataError
+  const nlohmann::json files = read_tokenizer_info(data_dir).to_json();
+  if (files != meta.tokenizer) {
+    throw differs(fmt::format("tokenizer.json says {}, meta.json recorded {}", files.dump(), meta.tokenizer.dump()));
+  }
+  if (!meta.tokenizer_hash.empty() && tokenizer_hash(data_dir) != meta.tokenizer_hash) {
+    throw differs(fmt::format("its files hash to {}, meta.json recorded {}", tokenizer_hash(data_dir),
+                              meta.tokenizer_hash));
+  }
+  if (tokenizer->vocab_size() != meta.vocab_size) {
+    throw differs(fmt::format("it has {} tokens, meta.json's vocab_size is {}", tokenizer->vocab_size(),
+                              meta.vocab_size));
+  }
 }
 
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta) {

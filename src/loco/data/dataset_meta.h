@@ -48,6 +48,13 @@ std::string prepared_tokenizer_hash(const fs::path& data_dir);
 // The same, for a meta.json already read from `data_dir`.
 std::string prepared_tokenizer_hash(const fs::path& data_dir, const DatasetMeta& meta);
 
+// The directory's tokenizer is the one its tokens were encoded with: tokenizer.json as meta.json recorded it,
+// the model file it names by meta.json's hash, and a vocabulary of meta.json's size. DataError with the fix
+// otherwise. `loco train` checks this before its first step: the tokenizer is copied into every checkpoint,
+// and a run must not train for hours and then fail to write one, or write one whose tokenizer cannot decode
+// what its model produces.
+void require_prepared_tokenizer(const fs::path& data_dir, const DatasetMeta& meta);
+
 // Writes DATA_DIR/meta.json atomically.
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta);
 

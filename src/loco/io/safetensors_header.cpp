@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
+#include <set>
 
 #include "loco/util/error.h"
 #include "loco/util/json_integer.h"
@@ -65,12 +67,22 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* buffer, std::size
   for (int i = 0; i < 8; ++i) header_length |= static_cast<std::uint64_t>(buffer[i]) << (8 * i);
   if (header_length > size - 8) throw corrupt("header length beyond the end of the file");
   nlohmann::json header;
+  // A name twice: the JSON parser would keep the last entry, and the file would hold data nobody reads.
+  std::set<std::string> names;
+  std::optional<std::string> repeated;
+  const auto note_repeated_names = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(buffer + 8, buffer + 8 + header_length);
+    header = nlohmann::json::parse(buffer + 8, buffer + 8 + header_length, note_repeated_names);
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("header is not JSON: ") + e.what());
   }
   if (!header.is_object()) throw corrupt("header is not a JSON object");
+  if (repeated) throw corrupt(fmt::format("the header names '{}' twice", *repeated));
   const std::size_t data_size = size - 8 - header_length;
 
   SafetensorsHeader out;
@@ -101,6 +113,17 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* buffer, std::size
     }
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("malformed header entry: ") + e.what());
+  }
+  // Each tensor's bytes are its own: two that share bytes would change together once loaded as views.
+  std::vector<const SafetensorsEntry*> by_start;
+  for (const SafetensorsEntry& entry : out.tensors) {
+    if (entry.end > entry.begin) by_start.push_back(&entry);
+  }
+  std::sort(by_start.begin(), by_start.end(), [](const auto* a, const auto* b) { return a->begin < b->begin; });
+  for (std::size_t i = 1; i < by_start.size(); ++i) {
+    if (by_start[i]->begin < by_start[i - 1]->end) {
+      throw corrupt(fmt::format("tensors '{}' and '{}' share bytes", by_start[i - 1]->name, by_start[i]->name));
+    }
   }
   return out;
 }

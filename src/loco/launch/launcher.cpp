@@ -74,6 +74,13 @@ void validate(const LaunchOptions& o) {
                     "example --nproc 4 for four GPUs).",
                     o.nproc));
   }
+  // Each rank is a process with pipes of its own: thousands on one node exhaust its descriptors first.
+  constexpr int kMostRanksPerNode = 1024;
+  if (o.nproc > kMostRanksPerNode) {
+    throw ConfigError(fmt::format("--nproc {} is more ranks than one node runs (at most {}); spread them over "
+                                  "nodes with --nnodes",
+                                  o.nproc, kMostRanksPerNode));
+  }
   if (o.nnodes < 1) {
     throw ConfigError(
         fmt::format("--nnodes {} must be at least 1: the number of nodes, each running loco launch.", o.nnodes));

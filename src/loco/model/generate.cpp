@@ -20,6 +20,7 @@ std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::i
     std::vector<std::int64_t> visible(begin, context.end());
     torch::Tensor ids = torch::tensor(visible, torch::kInt64).unsqueeze(0).to(device);  // (1, T)
     torch::Tensor logits = model->forward(ids).select(1, -1).squeeze(0).to(torch::kCPU).to(torch::kFloat32);  // (V)
+    if (options.vocabulary > 0 && options.vocabulary < logits.size(0)) logits = logits.narrow(0, 0, options.vocabulary);
     std::int64_t next;
     if (options.temperature <= 0) {
       next = logits.argmax().item<std::int64_t>();

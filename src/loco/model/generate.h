@@ -15,6 +15,9 @@ struct SamplingOptions {
   std::int64_t top_k = 40;   // 0: the whole vocabulary
   std::uint64_t seed = 0;
   std::int64_t stop_token = -1;  // generation ends after this token (EOS); −1: never
+  // Ids at and above this are never drawn (the tokenizer's vocabulary, when the model's embedding is larger:
+  // model.vocab_size above the data's); 0: the model's whole vocabulary.
+  std::int64_t vocabulary = 0;
 };
 
 // Returns only the new tokens.

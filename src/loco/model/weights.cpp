@@ -4,12 +4,11 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <set>
 
 #include "loco/util/error.h"
 
 namespace loco {
-
-namespace {
 
 // Sums in double over pieces of a million values: NaN or inf anywhere makes a sum non-finite, float32
 // values cannot overflow it, and no temporary is the size of the tensor (isfinite makes several, and a
@@ -21,8 +20,6 @@ bool all_finite(const torch::Tensor& tensor) {
   return true;
 }
 
-}  // namespace
-
 NamedTensors model_parameters(const Llama& model) {
   NamedTensors out;
   for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
@@ -33,7 +30,19 @@ std::string shape_string(c10::IntArrayRef sizes) { return fmt::format("{}", fmt:
 
 void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix) {
   torch::NoGradGuard no_grad;
-  for (auto& [name, param] : model_parameters(model)) {
+  const auto parameters = model_parameters(model);
+  // A tensor the model has no place for: the weights belong to another configuration (more layers, an untied
+  // head) than the one they are loaded for, which would otherwise drop it silently.
+  std::set<std::string> expected;
+  for (const auto& [name, param] : parameters) expected.insert(prefix + name);
+  for (const auto& [name, tensor] : content.tensors) {
+    if (name.rfind(prefix, 0) == 0 && expected.count(name) == 0) {
+      throw CheckpointError(fmt::format("{} holds {}, which the model (model.* of its config) does not have: the "
+                                        "weights and the config do not belong together. Use another checkpoint",
+                                        content.source.string(), name));
+    }
+  }
+  for (auto& [name, param] : parameters) {
     const torch::Tensor& saved = content.at(prefix + name);
     if (saved.sizes() != param.sizes()) {
       throw CheckpointError(fmt::format(

@@ -17,4 +17,7 @@ void load_model_weights(Llama& model, const SafetensorsContent& content, const s
 
 std::string shape_string(c10::IntArrayRef sizes);  // "64x128"
 
+// No NaN or infinite value in `tensor` (a floating one), checked without a temporary of its size.
+bool all_finite(const torch::Tensor& tensor);
+
 }  // namespace loco

@@ -115,6 +115,23 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
   }
 }
 
+// Each run is a training process: a grid of millions is a slip of the keyboard, refused before its runs are
+// listed (which would take minutes and gigabytes).
+void require_few_enough_runs(const SweepFile& sweep) {
+  constexpr std::uint64_t kMostRuns = 10'000;
+  std::uint64_t runs = 0;
+  for (const SweepGrid& grid : sweep.grids) {
+    std::uint64_t combinations = 1;
+    for (const SweepAxis& axis : grid.axes) combinations = std::min(kMostRuns + 1, combinations * axis.values.size());
+    runs = std::min(kMostRuns + 1, runs + combinations);
+  }
+  if (runs > kMostRuns) {
+    throw ConfigError(fmt::format("the axes make more than {} runs (the product of their lengths, for each grid); "
+                                  "a sweep that large is split into several files, or uses fewer values per axis",
+                                  kMostRuns));
+  }
+}
+
 }  // namespace
 
 std::vector<SweepRun> repeats_of(const SweepPlan& plan, const SweepRun& best) {
@@ -150,6 +167,7 @@ SweepPlan read_sweep_plan(const fs::path& file, const std::string& profile) {
   plan.tuned = sweep.tuned;
   plan.repeats = sweep.repeats;
   try {
+    require_few_enough_runs(sweep);
     std::set<std::string> names;
     for (const SweepGrid& grid : sweep.grids) {
       for (const SweepAxis& axis : grid.axes) {

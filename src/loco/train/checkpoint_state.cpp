@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "loco/config/load_config.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -144,27 +146,48 @@ nlohmann::json checkpoint_state_json(const CheckpointState& state) {
 }
 
 CheckpointState checkpoint_state_from_json(const nlohmann::json& doc) {
-  // Counts and times cannot be negative; the error names the field, since nlohmann's would not.
-  auto count = [&](const char* name) {
+  // Counts and times cannot be negative, nor so large that the run's next steps overflow them (2^40 steps, 2^62
+  // tokens: beyond any run); the error names the field, since nlohmann's would not.
+  constexpr std::int64_t kMostSteps = std::int64_t{1} << 40, kMostTokens = std::int64_t{1} << 62;
+  auto count = [&](const nlohmann::json& in, const char* name, std::int64_t most) {
+    std::int64_t value = -1;
     try {
-      return json_count<std::int64_t>(doc.at(name));
+      value = json_count<std::int64_t>(in.at(name));
     } catch (const nlohmann::json::type_error&) {
-      throw nlohmann::json::type_error::create(302, fmt::format("field '{}' must be a count from 0, but is {}", name,
-                                                                doc.at(name).dump()), &doc);
     }
+    if (value < 0 || value > most) {
+      throw nlohmann::json::type_error::create(
+          302, fmt::format("field '{}' must be a count from 0 to {}, but is {}", name, most, in.at(name).dump()), &doc);
+    }
+    return value;
+  };
+  auto seconds = [&](const nlohmann::json& in, const char* name) {
+    const nlohmann::json& value = in.at(name);
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+      throw nlohmann::json::type_error::create(
+          302, fmt::format("field '{}' must be a number of seconds, 0 or more, but is {}", name, value.dump()), &doc);
+    }
+    return value.get<double>();
   };
   CheckpointState state;
-  state.step = count("step");
-  state.tokens = count("tokens");
-  state.optimizer_steps = count("optimizer_steps");
-  state.elapsed_s = doc.at("elapsed_s").get<double>();
-  if (!(state.elapsed_s >= 0)) {
-    throw nlohmann::json::type_error::create(
-        302, fmt::format("field 'elapsed_s' must be 0 or positive, but is {}", state.elapsed_s), &doc);
-  }
+  state.step = count(doc, "step", kMostSteps);
+  state.tokens = count(doc, "tokens", kMostTokens);
+  state.optimizer_steps = count(doc, "optimizer_steps", kMostSteps);
+  state.elapsed_s = seconds(doc, "elapsed_s");
   state.sampler = doc.at("sampler");
   state.strategy = doc.at("strategy");
+  // Added to as the run goes on (communication_totals.h): a value that cannot be is refused now, not at the
+  // first log line.
   state.communication = doc.value("communication", nlohmann::json::object());
+  if (!state.communication.is_object()) {
+    throw nlohmann::json::type_error::create(302, "field 'communication' must be an object", &doc);
+  }
+  for (const char* name : {"sim_wall_s", "comm_s"}) {
+    if (state.communication.contains(name)) seconds(state.communication, name);
+  }
+  for (const char* name : {"bytes_sent", "bytes_recv"}) {
+    if (state.communication.contains(name)) count(state.communication, name, kMostTokens);
+  }
   return state;
 }
 

@@ -109,6 +109,15 @@ void InnerOptimizer::load_state(const SafetensorsContent& content, std::int64_t 
                                         name, content.source.string(), shape_string(saved.sizes()),
                                         shape_string(view.sizes())));
     }
+    // Moments that are not finite, or a negative second moment (its square root divides the step), would
+    // train into NaN at once and be written into the next checkpoint.
+    const bool second_moment = name.rfind("exp_avg_sq/", 0) == 0;
+    if (!saved.is_floating_point() || !all_finite(saved) || (second_moment && saved.numel() > 0 && saved.min().item<double>() < 0)) {
+      throw CheckpointError(fmt::format("optimizer state {} in {} holds values that are not {}; the file was altered "
+                                        "or the run had diverged. Use an earlier checkpoint",
+                                        name, content.source.string(),
+                                        second_moment ? "finite numbers of 0 or more" : "finite numbers"));
+    }
     view.copy_(saved);
   }
 }

@@ -75,6 +75,7 @@ struct Trainer::State {
   int rank = group ? group->rank() : 0;  // the replica's
   int stage = options.pipeline ? options.pipeline->rank() : 0;
   bool lead = rank == 0;  // evaluates (every stage of replica 0 takes part)
+  bool validates = true;  // the data have a validation split (`loco prepare --val-fraction 0`: none)
   bool quiet = options.quiet || !lead || stage != 0;  // shows progress
 
   // set_up
@@ -116,7 +117,7 @@ struct Trainer::State {
   double elapsed_s() const { return elapsed_before + (start == Clock::time_point{} ? 0.0 : seconds_since(start)); }
   bool last_step() const { return step == config.train.steps; }
   bool evaluation_due() const {
-    return lead && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
+    return lead && validates && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
   }
   bool log_due() const { return step % config.train.log_every == 0 || last_step() || evaluation_due(); }
   bool checkpoint_due() const {
@@ -194,8 +195,11 @@ void Trainer::set_up() {
   s.bf16 = tc.autocast == "bf16";
   if (s.bf16 && !s.device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
 
+  // Its tokenizer goes into every checkpoint: checked now, not after training.
+  data::require_prepared_tokenizer(config.data.dir, data::read_dataset_meta(config.data.dir));
   s.train_data = data::TokenDataset::open(config.data.dir, "train");
   s.val_data = data::TokenDataset::open(config.data.dir, "val");
+  s.validates = s.val_data->size() > 0;
   resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
   if (s.options.membership == nullptr) {
     s.own_membership = std::make_unique<FixedMembership>(s.group, config.dist.replicas, config.dist.backend == "local");
@@ -206,7 +210,7 @@ void Trainer::set_up() {
   // Elastic members' data directories are not compared yet (docs/data.md).
   s.membership->check_same_data(config.data.dir);
   // Fails now, not after training, when the validation split cannot hold one sequence.
-  data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
+  if (s.validates) data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
   if (s.options.resume_from) {
     s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
@@ -299,9 +303,12 @@ void Trainer::announce() const {
     fmt::print(stderr, "pipeline: {} stages per replica; this process is {}\n", s.stage_runner->stages(),
                s.stage_runner->describe());
   }
-  s.say(fmt::format("data: {} train tokens, {} validation tokens; {} steps of {} sequences x {} tokens ({} per "
+  s.say(fmt::format("data: {} train tokens, {}; {} steps of {} sequences x {} tokens ({} per "
                     "replica, dist.batch = {}){}",
-                    s.train_data->size(), s.val_data->size(), config.train.steps, config.global_batch(),
+                    s.train_data->size(),
+                    s.validates ? fmt::format("{} validation tokens", s.val_data->size())
+                                : "no validation split (prepared with --val-fraction 0): no eval loss",
+                    config.train.steps, config.global_batch(),
                     config.data.seq_len, config.replica_batch(), config.dist.batch,
                     s.resumed ? fmt::format(", resuming after step {}", s.step) : ""));
 }
@@ -372,10 +379,17 @@ Trainer::StepResult Trainer::train_step() {
   s.optimizer->zero_grad();
   result.loss = s.stage_runner ? forward_backward_stage() : forward_backward();
   if (!std::isfinite(result.loss)) {
+    const fs::path checkpoints = s.out_dir / "checkpoints";
+    std::error_code unreadable;
+    const bool checkpointed = fs::is_directory(checkpoints, unreadable) && !fs::is_empty(checkpoints, unreadable);
+    const std::string restart =
+        checkpointed        ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
+        : s.options.resume_from ? fmt::format("resume from {} again", s.options.resume_from->string())
+                            : std::string("start the run again (it wrote no checkpoint yet)");
     throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
-                            "resume from the last checkpoint in {}/checkpoints",
+                            "{}",
                             result.loss, s.step + 1, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            config.optim.lr, config.train.out_dir));
+                            config.optim.lr, restart));
   }
   s.strategy->after_backward();
   // After after_backward: an elastic data parallel member that adopted another's state there has its step.
