@@ -134,7 +134,13 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
                                       sender, digest.substr(0, 16), plan.canonical_hash.substr(0, 16)));
   }
   const std::int64_t was = replica_.step();
-  replica_.adopt(state, "member " + sender);
+  try {
+    replica_.adopt(state, "member " + sender);
+  } catch (const CheckpointError& e) {  // well-formed, canonical where compared, yet refused (a non-finite moment)
+    throw comm::CommError(fmt::format("the state from {} cannot be applied ({}); this member heals again at the next "
+                                      "synchronisation",
+                                      sender, e.what()));
+  }
   const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,
                                          replica_.step());
   fmt::print(stderr, "elastic: healed {}\n", detail);

@@ -31,18 +31,11 @@ std::string shape_string(c10::IntArrayRef sizes) { return fmt::format("{}", fmt:
 void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix) {
   torch::NoGradGuard no_grad;
   const auto parameters = model_parameters(model);
-  // A tensor the model has no place for: the weights belong to another configuration (more layers, an untied
-  // head) than the one they are loaded for, which would otherwise drop it silently.
+  // Every check before the first copy: a refused file leaves the model as it was (a heal adopts into a live
+  // replica).
   std::set<std::string> expected;
-  for (const auto& [name, param] : parameters) expected.insert(prefix + name);
-  for (const auto& [name, tensor] : content.tensors) {
-    if (name.rfind(prefix, 0) == 0 && expected.count(name) == 0) {
-      throw CheckpointError(fmt::format("{} holds {}, which the model (model.* of its config) does not have: the "
-                                        "weights and the config do not belong together. Use another checkpoint",
-                                        content.source.string(), name));
-    }
-  }
-  for (auto& [name, param] : parameters) {
+  for (const auto& [name, param] : parameters) {
+    expected.insert(prefix + name);
     const torch::Tensor& saved = content.at(prefix + name);
     if (saved.sizes() != param.sizes()) {
       throw CheckpointError(fmt::format(
@@ -62,8 +55,17 @@ void load_model_weights(Llama& model, const SafetensorsContent& content, const s
                                         "altered, or the run had diverged. Use an earlier checkpoint",
                                         content.source.string(), prefix + name));
     }
-    param.copy_(saved);
   }
+  // A tensor the model has no place for: the weights belong to another configuration (more layers, an untied
+  // head) than the one they are loaded for, which would otherwise drop it silently.
+  for (const auto& [name, tensor] : content.tensors) {
+    if (name.rfind(prefix, 0) == 0 && expected.count(name) == 0) {
+      throw CheckpointError(fmt::format("{} holds {}, which the model (model.* of its config) does not have: the "
+                                        "weights and the config do not belong together. Use another checkpoint",
+                                        content.source.string(), name));
+    }
+  }
+  for (const auto& [name, param] : parameters) param.copy_(content.at(prefix + name));
 }
 
 }  // namespace loco

@@ -11,8 +11,9 @@ namespace loco {
 
 NamedTensors model_parameters(const Llama& model);
 
-// Copies every parameter from `content` (by name); throws CheckpointError when one is missing, has another
-// shape (a checkpoint of a different model) or type, or holds NaN or infinite values.
+// Copies every parameter from `content` (by name); throws CheckpointError, before copying any, when one is
+// missing, has another shape (a checkpoint of a different model) or type, or holds NaN or infinite values, or
+// when `content` holds a tensor under `prefix` the model does not have.
 void load_model_weights(Llama& model, const SafetensorsContent& content, const std::string& prefix = "");
 
 std::string shape_string(c10::IntArrayRef sizes);  // "64x128"

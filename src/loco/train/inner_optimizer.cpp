@@ -93,15 +93,16 @@ void InnerOptimizer::load_state(const SafetensorsContent& content, std::int64_t 
     return;
   }
   torch::NoGradGuard no_grad;
+  // The moments are read into tensors of their own and installed only once all were read: a refused file
+  // leaves the optimizer as it was (a heal adopts into a live replica).
+  std::vector<torch::Tensor> exp_avg, exp_avg_sq;
   for (std::size_t g = 0; g < flat_.groups(); ++g) {
-    auto state = std::make_unique<torch::optim::AdamWParamState>();
-    state->step(steps_taken);
-    state->exp_avg(torch::zeros_like(flat_.buffer(g)));
-    state->exp_avg_sq(torch::zeros_like(flat_.buffer(g)));
-    adamw_->state()[compat::optimizer_state_key(flat_.buffer(g))] = std::move(state);
+    exp_avg.push_back(torch::zeros_like(flat_.buffer(g)));
+    exp_avg_sq.push_back(torch::zeros_like(flat_.buffer(g)));
   }
-  // The views returned by state_tensors() alias the flat moments: copy each saved tensor into its own.
-  for (auto& [name, view] : state_tensors()) {
+  NamedTensors views = flat_.unflatten(exp_avg, "exp_avg/");  // the names state_tensors() gives them
+  for (auto& named : flat_.unflatten(exp_avg_sq, "exp_avg_sq/")) views.push_back(std::move(named));
+  for (auto& [name, view] : views) {
     const torch::Tensor& saved = content.at(name);
     if (saved.sizes() != view.sizes()) {
       throw CheckpointError(fmt::format("optimizer state {} in {} has shape {} but the model's parameter has {}; "
@@ -112,13 +113,21 @@ void InnerOptimizer::load_state(const SafetensorsContent& content, std::int64_t 
     // Moments that are not finite, or a negative second moment (its square root divides the step), would
     // train into NaN at once and be written into the next checkpoint.
     const bool second_moment = name.rfind("exp_avg_sq/", 0) == 0;
-    if (!saved.is_floating_point() || !all_finite(saved) || (second_moment && saved.numel() > 0 && saved.min().item<double>() < 0)) {
+    const bool negative = second_moment && saved.numel() > 0 && saved.min().item<double>() < 0;
+    if (!saved.is_floating_point() || !all_finite(saved) || negative) {
       throw CheckpointError(fmt::format("optimizer state {} in {} holds values that are not {}; the file was altered "
                                         "or the run had diverged. Use an earlier checkpoint",
                                         name, content.source.string(),
                                         second_moment ? "finite numbers of 0 or more" : "finite numbers"));
     }
     view.copy_(saved);
+  }
+  for (std::size_t g = 0; g < flat_.groups(); ++g) {
+    auto state = std::make_unique<torch::optim::AdamWParamState>();
+    state->step(steps_taken);
+    state->exp_avg(exp_avg[g]);
+    state->exp_avg_sq(exp_avg_sq[g]);
+    adamw_->state()[compat::optimizer_state_key(flat_.buffer(g))] = std::move(state);
   }
 }
 
