@@ -142,6 +142,16 @@ TEST_F(TrainCli, DataWithoutAValidationSplitTrainWithoutEvaluation) {
   EXPECT_TRUE(fs::exists(*dir_ / "no-val" / "checkpoints" / "step_6"));
 }
 
+// A run stopped before its first checkpoint leaves only its metrics: nothing to resume, which the refusal says.
+TEST_F(TrainCli, ARunStoppedBeforeItsFirstCheckpointIsNamedAsSuch) {
+  write_text(*dir_ / "stopped" / "metrics.jsonl", "{\"step\": 1, \"loss\": 5.5}\n");
+  expect_error(run_loco({"train", "--config", config("stopped").string()}), 2,
+               "holds the metrics of a run that stopped before its first checkpoint");
+  ASSERT_EQ(run_loco({"train", "--config", config("finished").string()}).exit_code, 0);
+  expect_error(run_loco({"train", "--config", config("finished").string()}), 2,
+               "Pass --resume " + (*dir_ / "finished" / "checkpoints" / "step_6").string());
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheProblem) {
   expect_error(run_loco({"train", "--config", (*dir_ / "absent.toml").string()}), 2, "does not exist");
   expect_error(run_loco({"train", "--config", config("bad1", "warmup = 3").string()}), 2,

@@ -334,6 +334,37 @@ TEST_F(TrainDistCli, ResumeContinuesExactly) {
   }
 }
 
+// Note "run-checkpoints": a run stopped while its replicas wrote a checkpoint leaves one replica a step ahead
+// (here: replica 0's step_6 removed, as a kill before its rename leaves it). That step is not the run's: a
+// resume from the run's latest, step_4, in the same directory replaces it (before: refused, and step_6 could
+// not be resumed either) and trains the same; a resume from an older step than every replica holds is refused
+// by every replica before any trains. A killed writer's hidden leftovers go.
+TEST_F(TrainDistCli, ACheckpointOnlySomeReplicasWroteIsReplacedOnResume) {
+  const std::vector<std::string> sets = {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.replicas=2",
+                                         "train.steps=6", "train.checkpoint_every=2"};
+  ASSERT_EQ(train("skewed", sets).exit_code, 0);
+  const fs::path run = *dir_ / "skewed";
+  const std::string replica_1_at_6 = test::read_text(run / "replica_1" / "checkpoints" / "step_6" / "model.safetensors");
+  ASSERT_FALSE(replica_1_at_6.empty());
+  fs::remove_all(run / "checkpoints" / "step_6");
+  fs::create_directories(run / "checkpoints" / ".step_6.partial-99999");
+
+  auto r = run_loco({"train", "--resume", (run / "checkpoints" / "step_2").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("every replica of the run wrote step_4"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(run / "replica_1" / "checkpoints" / "step_6"));  // nothing trained, nothing removed
+  EXPECT_EQ(r.output.find("step 3/"), std::string::npos) << r.output;
+
+  r = run_loco({"train", "--resume", (run / "checkpoints" / "step_4").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("replica_1/checkpoints/step_6: the run's other replicas or stages did not write step 6"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(run / "checkpoints" / ".step_6.partial-99999"));
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "step_6" / "state.json"));
+  EXPECT_EQ(test::read_text(run / "replica_1" / "checkpoints" / "step_6" / "model.safetensors"), replica_1_at_6);
+}
+
 // Note "overlap-auto": over an emulated 0.1 Mbit/s link an exchange of the tiny model takes seconds
 // and a step milliseconds, so τ goes to its cap, sync_every − 1, at the first exchange, predicted from the
 // configured link; over 10 Gbit/s it stays 1. Each decision is the same on every replica, so a resumed run

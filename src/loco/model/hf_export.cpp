@@ -67,7 +67,10 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
   }
   const fs::path parent = out_dir.parent_path();
   ensure_writable_directory(parent, "export parent directory");
-  const fs::path tmp = parent / fmt::format(".{}.partial-{}", out_dir.filename().string(), ::getpid());
+  const std::string name = out_dir.filename().string();
+  // What an export to this name that was stopped left (a model's size, hidden).
+  remove_interrupted_writes(parent, [&](const std::string& written) { return written == name; });
+  const fs::path tmp = partial_path(parent, name);
   make_fresh_directory(tmp);
   try {
     NamedTensors float32;

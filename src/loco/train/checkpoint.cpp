@@ -77,7 +77,7 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
                                       "or choose another train.out_dir",
                                       final_dir.string()));
   }
-  const fs::path tmp_dir = checkpoints_dir / fmt::format(".{}.partial-{}", checkpoint_name(state.step), ::getpid());
+  const fs::path tmp_dir = partial_path(checkpoints_dir, checkpoint_name(state.step));
   make_fresh_directory(tmp_dir);
   try {
     nlohmann::json files = nlohmann::json::object();

@@ -86,7 +86,7 @@ void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& chec
   }
 }
 
-void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_dir, std::int64_t total_steps) {
+void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps) {
   if (checkpoint.state.step >= total_steps) {
     // Suggest the key the run was sized by: with a token budget, steps are derived from it.
     const TrainConfig& t = checkpoint.config.train;
@@ -95,15 +95,6 @@ void require_resumable(const LoadedCheckpoint& checkpoint, const fs::path& out_d
     throw ConfigError(fmt::format("checkpoint {} is already at step {} of {}; give the run more to do to train "
                                   "further (for example --set {})",
                                   checkpoint.dir.string(), checkpoint.state.step, total_steps, more));
-  }
-  for (const auto& [step, dir] : list_checkpoints(out_dir / "checkpoints")) {
-    if (step > checkpoint.state.step) {
-      throw ConfigError(fmt::format("{} holds {}, later than the checkpoint you resume from ({}); resuming here "
-                                    "would overwrite it. Resume from the latest checkpoint or set another "
-                                    "train.out_dir",
-                                    (out_dir / "checkpoints").string(), dir.filename().string(),
-                                    checkpoint_name(checkpoint.state.step)));
-    }
   }
 }
 

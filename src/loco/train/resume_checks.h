@@ -22,9 +22,8 @@ void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& chec
 // every use of a checkpoint on data.
 void require_same_tokenizer(const std::filesystem::path& data_dir, const LoadedCheckpoint& checkpoint);
 
-// The run has steps left after the checkpoint (`total_steps`), and resuming into `out_dir` would not
-// overwrite a later checkpoint of the same run.
-void require_resumable(const LoadedCheckpoint& checkpoint, const std::filesystem::path& out_dir,
-                       std::int64_t total_steps);
+// The run has steps left after the checkpoint (`total_steps`). Whether a later checkpoint of the run would be
+// overwritten is agreed by the ranks (Trainer, note "run-checkpoints").
+void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps);
 
 }  // namespace loco

@@ -86,11 +86,19 @@ void claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resu
   if (resuming) return;
   const fs::path metrics = dir / "metrics.jsonl";
   const bool has_metrics = fs::exists(metrics) && fs::file_size(metrics) > 0;
-  if (has_metrics || !list_checkpoints(dir / "checkpoints").empty()) {
+  const auto checkpoints = list_checkpoints(dir / "checkpoints");
+  const bool has_checkpoints = !checkpoints.empty();
+  if (has_metrics && !has_checkpoints) {
     throw ConfigError(fmt::format(
-        "train.out_dir '{}' already holds another run (checkpoints or metrics.jsonl); loco does not overwrite "
-        "it. Pass --resume {}/checkpoints/step_N to continue that run, or choose another train.out_dir",
-        out_dir.string(), out_dir.string()));
+        "train.out_dir '{}' holds the metrics of a run that stopped before its first checkpoint: nothing of it can "
+        "be resumed. Remove {} to start again there, or choose another train.out_dir",
+        out_dir.string(), metrics.string()));
+  }
+  if (has_checkpoints) {
+    throw ConfigError(fmt::format(
+        "train.out_dir '{}' already holds another run's checkpoints; loco does not overwrite them. Pass --resume "
+        "{} to continue that run, or choose another train.out_dir",
+        out_dir.string(), (out_dir / "checkpoints" / checkpoints.back().second.filename()).string()));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "loco/train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -228,7 +229,13 @@ void Trainer::set_up() {
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
-  if (s.resumed) require_resumable(*s.resumed, s.out_dir, tc.steps);
+  const auto interrupted = remove_interrupted_writes(
+      s.out_dir / "checkpoints", [](const std::string& name) { return checkpoint_step(name).has_value(); });
+  if (!interrupted.empty()) {
+    fmt::print(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
+               (s.out_dir / "checkpoints").string(), fmt::join(interrupted, ", "));
+  }
+  if (s.resumed) agree_on_resume();
   write_file_atomic(s.out_dir / "config.toml", to_toml(config));
 
   ModelPart part = ModelPart::whole(config.model);
@@ -287,6 +294,42 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
   s.step = checkpoint.state.step;
   s.tokens = checkpoint.state.tokens;
   s.elapsed_before = checkpoint.state.elapsed_s;
+}
+
+// Note "run-checkpoints": a step is the run's once every replica and stage wrote it. A run stopped while they
+// wrote one leaves some a checkpoint ahead of the others: that step is not the run's, and a resume from the
+// run's latest step replaces it (before: it refused, and no checkpoint of the directory resumed). Each rank
+// sees only its own directory (replicas may sit on other hosts), so the ranks agree on the run's latest step
+// through their groups before any of them writes; all resume, or none.
+void Trainer::agree_on_resume() {
+  State& s = *state_;
+  require_resumable(*s.resumed, s.config.train.steps);  // the same on every rank: before anything is agreed
+  const std::int64_t resumed = s.resumed->state.step;
+  const auto mine = list_checkpoints(s.out_dir / "checkpoints");
+  std::int64_t run_latest = mine.empty() ? -1 : mine.back().first;
+  for (comm::Group* group : {s.group, s.options.pipeline}) {
+    if (group == nullptr || group->size() == 1) continue;
+    torch::Tensor all = torch::empty({group->size()}, torch::kInt64);
+    group->all_gather(torch::tensor({run_latest}, torch::kInt64), all);
+    run_latest = all.min().item<std::int64_t>();
+  }
+  if (run_latest > resumed) {
+    throw ConfigError(fmt::format("every replica of the run wrote {}, later than the checkpoint you resume from ({}); "
+                                  "resuming here would overwrite it. Resume from {} or set another train.out_dir",
+                                  checkpoint_name(run_latest), checkpoint_name(resumed),
+                                  checkpoint_name(run_latest)));
+  }
+  for (const auto& [step, dir] : mine) {
+    if (step <= resumed) continue;
+    fmt::print(stderr, "removing {}: the run's other replicas or stages did not write step {} (it was stopped while "
+                       "they wrote it), so the run resumes from step {}\n",
+               dir.string(), step, resumed);
+    std::error_code failed;
+    if (!remove_tree(dir, failed)) {
+      throw IoError(fmt::format("cannot remove {}: {}. Remove it by hand and resume again", dir.string(),
+                                failed.message()));
+    }
+  }
 }
 
 void Trainer::announce() const {

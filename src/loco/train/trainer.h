@@ -80,6 +80,7 @@ class Trainer {
 
   void set_up();
   void restore();
+  void agree_on_resume();
   void announce() const;
   StepResult train_step();
   std::pair<torch::Tensor, torch::Tensor> next_micro_batch();

@@ -172,6 +172,26 @@ void make_fresh_directory(const fs::path& dir) {
   }
 }
 
+fs::path partial_path(const fs::path& dir, const std::string& name) {
+  return dir / ("." + name + ".partial-" + std::to_string(::getpid()));
+}
+
+std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
+                                                   const std::function<bool(const std::string& name)>& belongs) {
+  std::vector<std::string> removed;
+  std::error_code unreadable;
+  if (!fs::is_directory(dir, unreadable)) return removed;
+  for (const auto& entry : fs::directory_iterator(dir, unreadable)) {
+    const std::string file = entry.path().filename().string();
+    const auto marker = file.rfind(".partial-");
+    if (file.size() < 2 || file[0] != '.' || marker == std::string::npos || marker < 2) continue;
+    if (!belongs(file.substr(1, marker - 1))) continue;
+    std::error_code ignored;
+    if (remove_tree(entry.path(), ignored)) removed.push_back(file);
+  }
+  return removed;
+}
+
 std::string read_file(const fs::path& path, std::uint64_t max_bytes) {
   const auto [fd, size] = open_regular_file(path);
   if (size > max_bytes) {

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loco {
 
@@ -64,6 +66,15 @@ bool remove_tree(const fs::path& path, std::error_code& error);
 
 // Creates a fresh empty directory `dir` (removing a leftover one of that name); IoError on failure.
 void make_fresh_directory(const fs::path& dir);
+
+// The temporary name ".NAME.partial-PID" under which `name` is written in `dir` before it is renamed into
+// place (a checkpoint, an export).
+fs::path partial_path(const fs::path& dir, const std::string& name);
+// Removes what writers of `dir` that were stopped before their rename left: the ".NAME.partial-PID" entries
+// whose NAME `belongs` (a killed run's checkpoint can be a gigabyte, and every preemption leaves one).
+// Returns their names. Only for a directory one process writes at a time.
+std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
+                                                   const std::function<bool(const std::string& name)>& belongs);
 
 // fsync on a file or directory path; throws IoError on failure.
 void fsync_path(const fs::path& path);
