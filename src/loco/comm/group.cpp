@@ -368,12 +368,21 @@ void Group::learn_link(const std::vector<LinkSample>& samples, Timeout timeout) 
   }
 }
 
-std::vector<int> Group::ranks_differing_from_rank_0(std::int64_t value, Timeout timeout) {
+// Every rank's `value`, in rank order, outside stats() and the emulated link.
+torch::Tensor Group::values_of_ranks(std::int64_t value, Timeout timeout) {
   const auto options = torch::TensorOptions().dtype(torch::kInt64).device(device());
   const torch::Tensor mine = torch::full({1}, value, options);
   const torch::Tensor all = torch::empty({size_}, options);
   start_all_gather(mine, all, resolve(timeout))->wait();
-  const torch::Tensor values = all.cpu();
+  return all.cpu();
+}
+
+std::int64_t Group::smallest_of_ranks(std::int64_t value, Timeout timeout) {
+  return values_of_ranks(value, timeout).min().item<std::int64_t>();
+}
+
+std::vector<int> Group::ranks_differing_from_rank_0(std::int64_t value, Timeout timeout) {
+  const torch::Tensor values = values_of_ranks(value, timeout);
   std::vector<int> differing;
   for (int r = 1; r < size_; ++r) {
     if (values[r].item<std::int64_t>() != values[0].item<std::int64_t>()) differing.push_back(r);

@@ -182,6 +182,8 @@ class Group {
   // set-up of what every rank must share (the tokenizer of its data). Every rank gets the same answer.
   // One int64 per rank, left out of stats() and of the emulated link: it is not training traffic.
   std::vector<int> ranks_differing_from_rank_0(std::int64_t value, Timeout timeout = kGroupTimeout);
+  // The smallest of every rank's `value` (the latest checkpoint step all hold, on a resume); the same terms.
+  std::int64_t smallest_of_ranks(std::int64_t value, Timeout timeout = kGroupTimeout);
 
  protected:
   Group(int rank, int size, GroupOptions options);
@@ -199,6 +201,8 @@ class Group {
   virtual WorkHandle start_barrier(Timeout timeout) = 0;
 
  private:
+  torch::Tensor values_of_ranks(std::int64_t value, Timeout timeout);  // every rank's, in rank order
+
   struct StatsCell {
     std::mutex mutex;
     CommStats stats;

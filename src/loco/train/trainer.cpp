@@ -307,11 +307,8 @@ void Trainer::agree_on_resume() {
   const std::int64_t resumed = s.resumed->state.step;
   const auto mine = list_checkpoints(s.out_dir / "checkpoints");
   std::int64_t run_latest = mine.empty() ? -1 : mine.back().first;
-  for (comm::Group* group : {s.group, s.options.pipeline}) {
-    if (group == nullptr || group->size() == 1) continue;
-    torch::Tensor all = torch::empty({group->size()}, torch::kInt64);
-    group->all_gather(torch::tensor({run_latest}, torch::kInt64), all);
-    run_latest = all.min().item<std::int64_t>();
+  for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
+    if (group != nullptr && group->size() > 1) run_latest = group->smallest_of_ranks(run_latest);
   }
   if (run_latest > resumed) {
     throw ConfigError(fmt::format("every replica of the run wrote {}, later than the checkpoint you resume from ({}); "
