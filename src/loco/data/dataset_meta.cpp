@@ -97,9 +97,11 @@ void require_prepared_tokenizer(const fs::path& data_dir, const DatasetMeta& met
   if (files != meta.tokenizer) {
     throw differs(fmt::format("tokenizer.json says {}, meta.json recorded {}", files.dump(), meta.tokenizer.dump()));
   }
-  if (!meta.tokenizer_hash.empty() && tokenizer_hash(data_dir) != meta.tokenizer_hash) {
-    throw differs(fmt::format("its files hash to {}, meta.json recorded {}", tokenizer_hash(data_dir),
-                              meta.tokenizer_hash));
+  if (!meta.tokenizer_hash.empty()) {
+    const std::string hash = tokenizer_hash(data_dir);
+    if (hash != meta.tokenizer_hash) {
+      throw differs(fmt::format("its files hash to {}, meta.json recorded {}", hash, meta.tokenizer_hash));
+    }
   }
   if (tokenizer->vocab_size() != meta.vocab_size) {
     throw differs(fmt::format("it has {} tokens, meta.json's vocab_size is {}", tokenizer->vocab_size(),

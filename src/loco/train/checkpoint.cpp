@@ -68,6 +68,11 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
   return found;
 }
 
+std::vector<std::string> remove_interrupted_checkpoints(const fs::path& checkpoints_dir) {
+  return remove_interrupted_writes(checkpoints_dir,
+                                   [](const std::string& name) { return checkpoint_step(name).has_value(); });
+}
+
 fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& config, const CheckpointState& state,
                           const CheckpointTensors& tensors, const fs::path& tokenizer_dir) {
   ensure_writable_directory(checkpoints_dir, "checkpoint directory");

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <utility>
+#include <string>
 #include <vector>
 
 #include "loco/config/run_config.h"
@@ -55,6 +56,11 @@ Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);
 std::string checkpoint_name(std::int64_t step);
 // The inverse, the one place that reads the name: N for "step_N", nullopt for any other name.
 std::optional<std::int64_t> checkpoint_step(const std::string& name);
+
+// Removes the `.step_N.partial-PID` directories a process of this replica left when it was stopped while
+// writing a checkpoint (each can be a whole checkpoint's size); returns their names. Only one process writes a
+// replica's checkpoints at a time, so none of them is being written.
+std::vector<std::string> remove_interrupted_checkpoints(const std::filesystem::path& checkpoints_dir);
 
 // The finished checkpoints in `checkpoints_dir` (step_N directories) as (N, path), by step; empty when
 // the directory does not exist.

@@ -76,7 +76,6 @@ struct Trainer::State {
   int rank = group ? group->rank() : 0;  // the replica's
   int stage = options.pipeline ? options.pipeline->rank() : 0;
   bool lead = rank == 0;  // evaluates (every stage of replica 0 takes part)
-  bool validates = true;  // the data have a validation split (`loco prepare --val-fraction 0`: none)
   bool quiet = options.quiet || !lead || stage != 0;  // shows progress
 
   // set_up
@@ -117,8 +116,10 @@ struct Trainer::State {
   // Before the loop starts (a heal while the strategy attaches) this process has trained for no time.
   double elapsed_s() const { return elapsed_before + (start == Clock::time_point{} ? 0.0 : seconds_since(start)); }
   bool last_step() const { return step == config.train.steps; }
+  // `loco prepare --val-fraction 0` writes no validation split: such data train without evaluation.
+  bool validates() const { return val_data->size() > 0; }
   bool evaluation_due() const {
-    return lead && validates && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
+    return lead && validates() && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
   }
   bool log_due() const { return step % config.train.log_every == 0 || last_step() || evaluation_due(); }
   bool checkpoint_due() const {
@@ -200,7 +201,6 @@ void Trainer::set_up() {
   data::require_prepared_tokenizer(config.data.dir, data::read_dataset_meta(config.data.dir));
   s.train_data = data::TokenDataset::open(config.data.dir, "train");
   s.val_data = data::TokenDataset::open(config.data.dir, "val");
-  s.validates = s.val_data->size() > 0;
   resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
   if (s.options.membership == nullptr) {
     s.own_membership = std::make_unique<FixedMembership>(s.group, config.dist.replicas, config.dist.backend == "local");
@@ -211,7 +211,7 @@ void Trainer::set_up() {
   // Elastic members' data directories are not compared yet (docs/data.md).
   s.membership->check_same_data(config.data.dir);
   // Fails now, not after training, when the validation split cannot hold one sequence.
-  if (s.validates) data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
+  if (s.validates()) data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
 
   if (s.options.resume_from) {
     s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
@@ -229,8 +229,7 @@ void Trainer::set_up() {
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
-  const auto interrupted = remove_interrupted_writes(
-      s.out_dir / "checkpoints", [](const std::string& name) { return checkpoint_step(name).has_value(); });
+  const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
     fmt::print(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
                (s.out_dir / "checkpoints").string(), fmt::join(interrupted, ", "));
@@ -346,7 +345,7 @@ void Trainer::announce() const {
   s.say(fmt::format("data: {} train tokens, {}; {} steps of {} sequences x {} tokens ({} per "
                     "replica, dist.batch = {}){}",
                     s.train_data->size(),
-                    s.validates ? fmt::format("{} validation tokens", s.val_data->size())
+                    s.validates() ? fmt::format("{} validation tokens", s.val_data->size())
                                 : "no validation split (prepared with --val-fraction 0): no eval loss",
                     config.train.steps, config.global_batch(),
                     config.data.seq_len, config.replica_batch(), config.dist.batch,
