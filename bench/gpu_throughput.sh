@@ -11,7 +11,9 @@
 # Environment: CONFIG (configs/llama-125m.toml), LOCO_STEPS (30: rate over steps 6-25), TORCH_STEPS
 # (20 timed after 3 warm-up), THREADS (nproc), PEAK_TFLOPS (989.4: H100 SXM dense bf16, datasheet),
 # PROFILE (1), COMPILE (1), PYTHON (python3, the one with torch), TIMEOUT_S (300 per run),
-# HEAD_LOSS_ARGS and PROJECTIONS_ARGS (the shapes of the two micro-benchmarks, below).
+# HEAD_LOSS_ARGS and PROJECTIONS_ARGS (the shapes of the two micro-benchmarks, below), MICRO (1: run them
+# and the outer-step benchmark; 0: skip), LOCO_VARIANTS (more loco runs in the same invocation, each
+# LABEL:KEY=VALUE[,KEY=VALUE], e.g. "graphs:train.cuda_graphs=true"; not profiled, no eval check).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=$(realpath -m "${1:-$ROOT/build-cuda}")
@@ -26,6 +28,8 @@ PROFILE=${PROFILE:-1}
 COMPILE=${COMPILE:-1}
 PY=${PYTHON:-python3}
 TIMEOUT_S=${TIMEOUT_S:-300}
+MICRO=${MICRO:-1}
+LOCO_VARIANTS=${LOCO_VARIANTS:-}
 die() { echo "gpu_throughput.sh: $*" >&2; exit 2; }
 have_loco=1
 [[ -x "$BUILD_DIR/loco" ]] || { echo "gpu_throughput.sh: no loco binary at $BUILD_DIR/loco (scripts/build_gpu.sh" \
@@ -58,18 +62,21 @@ PYEOF
 
 common=(--set train.tokens=0 --set train.eval_every=0 --set train.device=cuda --set train.autocast=bf16)
 
-run_loco() {
-echo "== loco train: $LOCO_STEPS steps" >&2
+run_loco() {  # label, extra --set arguments...
+local label=$1; shift
+echo "== loco train ($label): $LOCO_STEPS steps" >&2
 profile_env=()
-((PROFILE)) && profile_env=(LOCO_PROFILE="$WORK/loco-trace.json" LOCO_PROFILE_START=$((LOCO_STEPS - 1)) LOCO_PROFILE_STEPS=2)
+((PROFILE)) && [[ $label == loco ]] &&
+  profile_env=(LOCO_PROFILE="$WORK/loco-trace.json" LOCO_PROFILE_START=$((LOCO_STEPS - 1)) LOCO_PROFILE_STEPS=2)
 env "${profile_env[@]}" timeout "$TIMEOUT_S" "$BUILD_DIR/loco" train --config "$CONFIG" "${common[@]}" \
-  --set "data.dir=$DATA_DIR" --set "train.steps=$LOCO_STEPS" --set "train.out_dir=$WORK/loco-run" \
-  --set "train.threads=$THREADS" --set train.log_every=5 --set train.checkpoint_every=0 \
-  >"$WORK/loco.log" 2>&1
+  --set "data.dir=$DATA_DIR" --set "train.steps=$LOCO_STEPS" --set "train.out_dir=$WORK/$label-run" \
+  --set "train.threads=$THREADS" --set train.log_every=5 --set train.checkpoint_every=0 "$@" \
+  >"$WORK/$label.log" 2>&1
 status=$?
-tail -n 5 "$WORK/loco.log" | tr '\r' '\n' | tail -n 5 >&2
-cp "$WORK/loco-run/metrics.jsonl" "$OUT_DIR/loco-metrics.jsonl" 2>/dev/null
-((status == 0)) || echo "gpu_throughput.sh: loco train failed (status $status)" >&2
+tail -n 5 "$WORK/$label.log" | tr '\r' '\n' | tail -n 5 >&2
+cp "$WORK/$label-run/metrics.jsonl" "$OUT_DIR/$label-metrics.jsonl" 2>/dev/null
+((status == 0)) || echo "gpu_throughput.sh: loco train ($label) failed (status $status)" >&2
+[[ $label == loco ]] || { rm -rf "$WORK/$label-run/checkpoints"; return; }
 
 # The CUDA forward against the CPU one on the trained checkpoint (float32, no autocast).
 checkpoint=$WORK/loco-run/checkpoints/step_$LOCO_STEPS
@@ -81,7 +88,18 @@ if [[ -d "$checkpoint" ]]; then
 fi
 rm -rf "$WORK/loco-run/checkpoints"
 }
-((have_loco)) && run_loco
+loco_labels=()
+if ((have_loco)); then
+  run_loco loco
+  loco_labels+=(loco)
+  for variant in $LOCO_VARIANTS; do
+    sets=()
+    IFS=, read -ra pairs <<<"${variant#*:}"
+    for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+    run_loco "${variant%%:*}" "${sets[@]}"
+    loco_labels+=("${variant%%:*}")
+  done
+fi
 
 run_torch() {  # label, extra args...
   local label=$1; shift
@@ -95,10 +113,11 @@ run_torch() {  # label, extra args...
 run_torch eager
 ((COMPILE)) && run_torch compile --compile
 
-$PY - "$WORK" "$OUT_DIR" "$PEAK_TFLOPS" "$LOCO_STEPS" <<'PYEOF'
+$PY - "$WORK" "$OUT_DIR" "$PEAK_TFLOPS" "$LOCO_STEPS" "${loco_labels[@]}" <<'PYEOF'
 import json, os, sys
 
 work, out, peak_tflops, loco_steps = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+loco_labels = sys.argv[5:]
 
 def load(path):
     try:
@@ -111,15 +130,17 @@ peers = {label: load(f"{work}/{label}.json") for label in ("eager", "compile")}
 shape = next((p for p in peers.values() if p), None)
 results = {"peak_tflops_datasheet": peak_tflops, **(load(f"{work}/peak.json") or {})}
 runs = {}
-try:
-    rows = [json.loads(l) for l in open(f"{work}/loco-run/metrics.jsonl") if l.strip()]
-    # Steps 6..(LOCO_STEPS-5): start-up and the first 5 steps out, the profiled last steps out.
-    rows = [r for r in rows if r["step"] <= loco_steps - 5]
-    first, last = rows[0], rows[-1]
-    runs["loco"] = {"tokens_per_s": (last["tokens"] - first["tokens"]) / (last["elapsed_s"] - first["elapsed_s"]),
-                    "loss": last["loss"], "steps_timed": last["step"] - first["step"]}
-except (OSError, ValueError, IndexError, KeyError, ZeroDivisionError) as e:
-    print(f"no loco rate: {e!r}")
+for label in loco_labels:
+    try:
+        rows = [json.loads(l) for l in open(f"{work}/{label}-run/metrics.jsonl") if l.strip()]
+        # Steps 6..(LOCO_STEPS-5): start-up and the first 5 steps out, the profiled last steps out.
+        rows = [r for r in rows if r["step"] <= loco_steps - 5]
+        first, last = rows[0], rows[-1]
+        runs[label] = {"tokens_per_s": (last["tokens"] - first["tokens"]) / (last["elapsed_s"] - first["elapsed_s"]),
+                       "loss": last["loss"], "steps_timed": last["step"] - first["step"],
+                       "cuda_graphs": last.get("cuda_graphs")}
+    except (OSError, ValueError, IndexError, KeyError, ZeroDivisionError) as e:
+        print(f"no {label} rate: {e!r}")
 for label, p in peers.items():
     if p:
         runs[f"pytorch {label}"] = {"tokens_per_s": p["tokens_per_s"], "loss": p["final_loss"],
@@ -164,7 +185,7 @@ PYEOF
 
 # The head's loss alone, plain against chunked (src/loco/model/head_loss.h), at one micro-batch of the
 # default config (32 x 1024 tokens, hidden 768, vocab 32000; HEAD_LOSS_ARGS for another).
-if [[ -x "$BUILD_DIR/loco_head_loss_bench" ]]; then
+if ((MICRO)) && [[ -x "$BUILD_DIR/loco_head_loss_bench" ]]; then
   echo "== head loss, forward and backward, bf16 autocast: plain vs chunked"
   # shellcheck disable=SC2086
   timeout "$TIMEOUT_S" "$BUILD_DIR/loco_head_loss_bench" --device cuda --bf16 \
@@ -172,7 +193,7 @@ if [[ -x "$BUILD_DIR/loco_head_loss_bench" ]]; then
 fi
 # Attention's q/k/v with rotary and the MLP's gate/up with SwiGLU, separate against stacked
 # (src/loco/model/stacked_rows.h), at one micro-batch of the default config (PROJECTIONS_ARGS for another).
-if [[ -x "$BUILD_DIR/loco_projections_bench" ]]; then
+if ((MICRO)) && [[ -x "$BUILD_DIR/loco_projections_bench" ]]; then
   echo "== projections, forward and backward, bf16 autocast: separate vs stacked"
   # shellcheck disable=SC2086
   timeout "$TIMEOUT_S" "$BUILD_DIR/loco_projections_bench" --device cuda --bf16 \
@@ -181,7 +202,7 @@ if [[ -x "$BUILD_DIR/loco_projections_bench" ]]; then
 fi
 # DiLoCo's outer step on the GPU against a round of 30 training steps (issue 40: under 2% at 350M), a step
 # being the preset's batch as micro-batches (125M: 8 x 32, 350M: 16 x 16 sequences of 1024).
-if [[ -x "$BUILD_DIR/loco_outer_step_bench" ]]; then
+if ((MICRO)) && [[ -x "$BUILD_DIR/loco_outer_step_bench" ]]; then
   echo "== DiLoCo outer step on cuda, H = 30"
   for shape in "llama-125m 32 8" "llama-350m 16 16"; do
     read -r preset micro count <<<"$shape"
@@ -202,7 +223,7 @@ if ((PROFILE)); then
   fi
 fi
 # The runs' own output (loco's progress lines, the peers' warnings), one file.
-for label in loco eager compile; do
+for label in "${loco_labels[@]}" eager compile; do
   [[ -f "$WORK/$label.log" || -f "$WORK/$label.err" ]] && echo "=== $label" && cat "$WORK/$label".{log,err} 2>/dev/null
 done >"$OUT_DIR/runs.log"
 true

@@ -3,11 +3,9 @@
 // dying with the launcher, unrunnable commands, bad options, a free port, and a loco subcommand.
 // Ranks are small `/bin/sh -c` scripts that write their PIDs to files, so that tests can check
 // that nothing outlives the launcher.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +19,6 @@
 #include <thread>
 
 #include "support/test_support.h"
-
-extern char** environ;
 
 namespace loco::test {
 namespace {
@@ -49,16 +45,6 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-// Polls `condition` until it holds or `timeout` passes.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  auto end = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 // Gone: no such process, or a zombie nobody has reaped yet (it runs nothing).
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
@@ -79,30 +65,6 @@ void expect_gone(const fs::path& dir, const std::vector<std::string>& names) {
 }
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// The loco binary started in the background, stdout and stderr to files.
-pid_t start_loco(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  std::vector<std::string> words{LOCO_BINARY};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, LOCO_BINARY, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  EXPECT_EQ(rc, 0);
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 TEST(LaunchCli, EachRankSeesItsEnvironment) {
   const std::string script =

@@ -19,12 +19,7 @@ namespace fs = std::filesystem;
 using test::run_loco;
 using test::ScratchDir;
 
-std::vector<nlohmann::json> metrics(const fs::path& run_dir) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(run_dir / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
+using test::read_metrics;
 
 class TrainDistCli : public ::testing::Test {
  protected:
@@ -89,7 +84,7 @@ class TrainDistCli : public ::testing::Test {
 ScratchDir* TrainDistCli::dir_ = nullptr;
 
 void expect_same_losses(const fs::path& a, const fs::path& b) {
-  const auto ma = metrics(a), mb = metrics(b);
+  const auto ma = read_metrics(a), mb = read_metrics(b);
   ASSERT_EQ(ma.size(), mb.size()) << a << " vs " << b;
   ASSERT_FALSE(ma.empty());
   for (std::size_t i = 0; i < ma.size(); ++i) {
@@ -140,10 +135,10 @@ TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplicaBitF
   sets.push_back("dist.algorithm=none");
   auto r = train("single", sets);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto single = metrics(*dir_ / "single");
+  const auto single = read_metrics(*dir_ / "single");
   const std::string single_model = test::read_text(*dir_ / "single" / "checkpoints" / "step_300" / "model.safetensors");
   const auto expect_identical = [&](const std::string& run) {
-    const auto other = metrics(*dir_ / run);
+    const auto other = read_metrics(*dir_ / run);
     ASSERT_EQ(single.size(), other.size()) << run;
     for (std::size_t i = 0; i < single.size(); ++i) {
       ASSERT_EQ(single[i].at("loss"), other[i].at("loss")) << run << ", step " << single[i].at("step");
@@ -166,7 +161,7 @@ TEST_F(TrainDistCli, DilocoWithOneReplicaAndPlainAveragingTrainsAsOneReplicaBitF
   sets.back() = "diloco.outer_momentum=0.9";
   r = train("diloco-m1-nesterov", sets);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const double nesterov = metrics(*dir_ / "diloco-m1-nesterov").back().at("eval_loss");
+  const double nesterov = read_metrics(*dir_ / "diloco-m1-nesterov").back().at("eval_loss");
   EXPECT_GT(std::abs(nesterov - single.back().at("eval_loss").get<double>()), 1e-3);
 }
 
@@ -198,7 +193,7 @@ TEST_F(TrainDistCli, RobustRulesHoldOffAReplicaThatSendsAHundredTimesItsPseudoGr
     if (!adversary.empty()) {
       EXPECT_NE(r.output.find("adversary=replica 3 after step 6: scale=100"), std::string::npos);
     }
-    return metrics(*dir_ / run).back().value("eval_loss", -1.0);
+    return read_metrics(*dir_ / run).back().value("eval_loss", -1.0);
   };
   const double clean = final_eval("robust-clean", "mean", "");
   ASSERT_GT(clean, 0);
@@ -228,7 +223,7 @@ TEST_F(TrainDistCli, BytesPerSyncFollowTheTrafficFormulas) {
     const auto r = train(c.name, sets);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const double n = static_cast<double>(parameters(r.output));
-    const double sent = metrics(*dir_ / c.name).back().at("bytes_sent");
+    const double sent = read_metrics(*dir_ / c.name).back().at("bytes_sent");
     // Ring pieces are rounded to whole elements: allow a few bytes per rank and operation.
     EXPECT_NEAR(sent, c.syncs * c.per_sync_in_n * n, 64 * c.syncs) << c.name;
   }
@@ -244,7 +239,7 @@ TEST_F(TrainDistCli, SparselocoSendsItsPayloadToEveryOtherReplica) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) bytes per replica and sync"))) << r.output;
   const double payload = std::stod(m[1]);
-  const double sent = metrics(*dir_ / "bytes-sparseloco").back().at("bytes_sent");
+  const double sent = read_metrics(*dir_ / "bytes-sparseloco").back().at("bytes_sent");
   EXPECT_EQ(sent, 2 * 3 * payload);
   const double dense_ring = 2 * 2 * 4.0 * 3 / 4 * static_cast<double>(parameters(r.output));
   EXPECT_LT(sent, dense_ring / 20);
@@ -261,7 +256,7 @@ TEST_F(TrainDistCli, SparselocoRobustRulesAndRefusedContributions) {
                                "dist.adversary=" + adversary});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (output) *output = r.output;
-    return metrics(*dir_ / run).back().value("eval_loss", -1.0);
+    return read_metrics(*dir_ / run).back().value("eval_loss", -1.0);
   };
   const double clean = final_eval("sparse-clean", "mean", "");
   ASSERT_GT(clean, 0);
@@ -281,7 +276,7 @@ TEST_F(TrainDistCli, StreamingCutsPeakAndTotalBytes) {
     const auto r = train(name, sets);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     // The last step is left out of the peak: there every strategy syncs everything (the final sync).
-    const auto rows = metrics(*dir_ / name);
+    const auto rows = read_metrics(*dir_ / name);
     double peak = 0, last = 0;
     for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
       const double sent = rows[i].at("bytes_sent");
@@ -323,8 +318,8 @@ TEST_F(TrainDistCli, ResumeContinuesExactly) {
                   "train.out_dir=" + (*dir_ / (name + "-resumed")).string()});
     ASSERT_EQ(r.exit_code, 0) << r.output;
     for (const std::string replica : {"", "replica_1"}) {
-      const auto full = metrics(*dir_ / name / replica);
-      const auto resumed = metrics(*dir_ / (name + "-resumed") / replica);
+      const auto full = read_metrics(*dir_ / name / replica);
+      const auto resumed = read_metrics(*dir_ / (name + "-resumed") / replica);
       ASSERT_EQ(resumed.size(), 4u) << name;
       for (std::size_t i = 0; i < resumed.size(); ++i) {
         EXPECT_EQ(resumed[i].at("loss"), full[6 + i].at("loss")) << name << " " << replica << " step " << 7 + i;
@@ -385,7 +380,7 @@ TEST_F(TrainDistCli, OverlapAutoHidesTheExchange) {
   r = run_loco({"train", "--resume", checkpoint.string(), "--set",
                 "train.out_dir=" + (*dir_ / "tau-auto-slow-resumed").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto full = metrics(*dir_ / "tau-auto-slow"), resumed = metrics(*dir_ / "tau-auto-slow-resumed");
+  const auto full = read_metrics(*dir_ / "tau-auto-slow"), resumed = read_metrics(*dir_ / "tau-auto-slow-resumed");
   ASSERT_EQ(resumed.size(), 4u);
   for (std::size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i].at("loss"), full[6 + i].at("loss")) << i;
 
@@ -416,7 +411,7 @@ TEST_F(TrainDistCli, PacingIsLoggedAndNolocoLearnsTheLinkOnlyInPairs) {
   EXPECT_TRUE(std::regex_search(
       r.output, std::regex(R"(\[rank 0\] comm: rounds of [0-9.e+]+ KiB per peer among 2 ranks, [1-8] in flight \(link [0-9.e+]+ Mbit/s, [0-9.e+-]+ ms, measured\))")))
       << r.output;
-  auto lines = metrics(*dir_ / "pacing-noloco-2");
+  auto lines = read_metrics(*dir_ / "pacing-noloco-2");
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_FALSE(lines[0].contains("round_kib"));  // no exchange yet
   EXPECT_EQ(lines[1].at("round_kib"), 0.0);        // the first: one round
@@ -428,7 +423,7 @@ TEST_F(TrainDistCli, PacingIsLoggedAndNolocoLearnsTheLinkOnlyInPairs) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[rank 0] comm: one round among "), std::string::npos) << r.output;  // it logs, and
   EXPECT_EQ(r.output.find("measured"), std::string::npos) << r.output;                        // never learns
-  lines = metrics(*dir_ / "pacing-noloco-3");
+  lines = read_metrics(*dir_ / "pacing-noloco-3");
   ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[5].at("round_kib"), 0.0);
   EXPECT_FALSE(lines[5].contains("link_mbps"));
@@ -486,7 +481,7 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const std::string part : {"", "stage_1", "replica_1", "replica_1/stage_1"}) {
     expect_same_losses(*dir_ / "pipeline-local" / part, *dir_ / "pipeline-gloo" / part);
-    const auto last = metrics(*dir_ / "pipeline-gloo" / part).back();
+    const auto last = read_metrics(*dir_ / "pipeline-gloo" / part).back();
     // Each stage sends its neighbour 2 micro-batches of (1, 16, 32) values a step (hidden states forward,
     // their gradients back), in bf16, each message ending with its 8-byte size: 6 steps x 2 x (512 x 2 + 8).
     EXPECT_EQ(last.at("activation_bytes"), 6 * 2 * (512 * 2 + 8)) << part;
@@ -521,7 +516,7 @@ TEST_F(TrainDistCli, PipelineStagesOverAnEmulatedLinkWaitItOut) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   constexpr double kMessageS = 0.020 + 8 * 2056 / 0.5e6;
   for (const std::string part : {"", "stage_1"}) {
-    const auto last = metrics(*dir_ / "pipeline-link" / part).back();
+    const auto last = read_metrics(*dir_ / "pipeline-link" / part).back();
     EXPECT_EQ(last.at("activation_bytes"), 4 * 4 * 2056) << part;
     // Each stage sends 4 and receives 4 messages a step; each is charged to both ends.
     EXPECT_GE(last.at("activation_link_s").get<double>(), 4 * 8 * kMessageS) << part;

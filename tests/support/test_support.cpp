@@ -4,6 +4,9 @@
 
 #include "loco/util/fs.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,9 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <thread>
+
+extern char** environ;
 
 namespace loco::test {
 
@@ -71,6 +77,65 @@ CommandResult run_loco_within(int seconds, const std::vector<std::string>& args)
 CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vector<std::string>& args) {
   return run_command(fmt::format("ulimit -v {} && exec timeout -k 5 {} {}", kib, seconds, shell_quote(LOCO_BINARY)),
                      args);
+}
+
+pid_t start_loco(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> words{LOCO_BINARY};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // SIGINT and SIGTERM as a program started from a terminal has them, whatever this test inherited (a test
+  // run in the background with `&` ignores SIGINT).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults, none;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, LOCO_BINARY, &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("posix_spawn failed for " + std::string(LOCO_BINARY));
+  return pid;
+}
+
+int wait_exit(pid_t pid, std::chrono::seconds limit) {
+  int status = 0;
+  const bool ended = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
+                                std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::min(limit, std::chrono::seconds(std::chrono::hours(24 * 365)))));
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::vector<nlohmann::json> read_metrics(const fs::path& run_dir) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(run_dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line) && !in.eof();) rows.push_back(nlohmann::json::parse(line));
+  return rows;
 }
 
 void write_text(const fs::path& path, const std::string& text) {

@@ -1,8 +1,13 @@
 // Helpers shared by the test binaries: scratch directories and running the loco binary.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,6 +42,18 @@ CommandResult run_loco_within(int seconds, const std::vector<std::string>& args)
 // run_loco_within, with the process's address space limited to `kib` KiB (ulimit -v): an allocation beyond it
 // fails as it would on a machine without the memory, without the test using it.
 CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vector<std::string>& args);
+
+// The loco binary started in the background with `args`, stdout and stderr to the files `out` and `err`; its pid.
+pid_t start_loco(const std::vector<std::string>& args, const std::filesystem::path& out,
+                 const std::filesystem::path& err);
+// Waits for the process `pid` started by start_loco: its exit status, or 128 + the signal that ended it. With a
+// `limit`, a process still running then is killed (SIGKILL) and -1 returned, so that a hang fails the test.
+int wait_exit(pid_t pid, std::chrono::seconds limit = std::chrono::seconds::max());
+// Polls `condition` every 20 ms until it holds (true) or `timeout` passes (false).
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// The lines of RUN_DIR/metrics.jsonl, parsed; a last line still being written is left out.
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& run_dir);
 
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);

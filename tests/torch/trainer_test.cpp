@@ -24,12 +24,7 @@ std::vector<double> train(const RunConfig& config, std::optional<fs::path> resum
   return trainer.step_losses();
 }
 
-std::vector<nlohmann::json> metrics_lines(const fs::path& out_dir) {
-  std::ifstream in(out_dir / "metrics.jsonl");
-  std::vector<nlohmann::json> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
+using test::read_metrics;
 
 TEST(Trainer, LossFallsAndRunDirectoryIsComplete) {
   ScratchDir dir;
@@ -41,7 +36,7 @@ TEST(Trainer, LossFallsAndRunDirectoryIsComplete) {
   const fs::path out = config.train.out_dir;
   EXPECT_TRUE(fs::exists(out / "config.toml"));
   EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_30" / "state.json"));
-  const auto lines = metrics_lines(out);
+  const auto lines = read_metrics(out);
   ASSERT_EQ(lines.size(), 30u);
   for (const char* field : {"step", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"}) {
     EXPECT_TRUE(lines.front().contains(field)) << field;

@@ -31,6 +31,8 @@ class DataParallel final : public Strategy {
   std::string describe() const override;
   void attach(Llama& model, const FlatParameters& parameters) override;
   void before_backward(bool last) override;
+  bool acts_during_backward() const override { return true; }  // bucket hooks launch the all-reduces
+  bool synchronised_at(std::int64_t) const override { return true; }  // every step
   void after_backward() override;
 
  private:

@@ -102,6 +102,7 @@ Membership::Synchronisation Diloco::synchronisation() {
 void Diloco::begin() { membership_.begin(synchronisation()); }
 
 void Diloco::after_step(std::int64_t step) {
+  const bool was_exchanging = !in_flight_.empty();
   tokens_since_sync_ += context_.tokens_per_step;
   if (tuner_) tuner_->step_begins();
   // At the last step the exchanges in flight land before the last synchronisation.
@@ -111,6 +112,11 @@ void Diloco::after_step(std::int64_t step) {
   }
   finish_due(step);
   if (tuner_) tuner_->step_ends();
+  // Note "graceful-stop": the replicas met after this step if they exchanged in it (a synchronisation began,
+  // or exchanges in flight landed) and none is left in flight: one still running in the background could
+  // reach the group after the trainer's agreement on one replica and before it on another. With exchanges
+  // always in flight (Streaming with τ at least its fragments' spacing) they never meet before the last step.
+  if (in_flight_.empty() && (was_exchanging || membership_.last_point() == step)) met_at_ = step;
 }
 
 bool Diloco::attempt(const Participants& who) {

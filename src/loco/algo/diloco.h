@@ -92,6 +92,7 @@ class Diloco final : public Strategy {
   void attach(Llama& model, const FlatParameters& parameters) override;
   void begin() override;
   void after_step(std::int64_t step) override;
+  bool synchronised_at(std::int64_t step) const override { return met_at_ == step; }
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
   void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;
@@ -181,6 +182,7 @@ class Diloco final : public Strategy {
   std::int64_t tokens_since_sync_ = 0;
   std::uint64_t syncs_begun_ = 0;
   std::deque<Exchange> in_flight_;     // exchanged or exchanging, in the order they were begun
+  std::int64_t met_at_ = -1;           // the last step after which the replicas met (synchronised_at)
   std::vector<Exchange> to_retry_;     // one synchronisation's, kept from an attempt that failed
   std::optional<OverlapTuner> tuner_;  // streaming.overlap_auto
   // Last member, so destroyed first: queued exchanges finish (or fail) before the tensors they write go.

@@ -50,6 +50,7 @@ class Noloco final : public Strategy {
   void attach(Llama& model, const FlatParameters& parameters) override;
   void begin() override;
   void after_step(std::int64_t step) override;
+  bool synchronised_at(std::int64_t step) const override { return membership_.last_point() == step; }
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
   void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;

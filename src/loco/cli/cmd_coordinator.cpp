@@ -69,7 +69,7 @@ void run_coordinator(const CoordinatorArgs& args) {
   run::ServedCoordinator coordinator(options, args.store_port);
   membership::CoordinatorServer& server = coordinator.server();
 
-  const StopOnSignal stop_on_signal([&server] { server.stop(); });
+  const StopOnSignal stop_on_signal([&server](int) { server.stop(); });
   fmt::print("loco coordinator: run {} on {}:{} (incarnation {}), store on port {}; status at http://{}:{}/\n",
              options.coordinator.run_id, args.host, coordinator.port(), coordinator.options().coordinator.incarnation,
              coordinator.store_port(), args.host, coordinator.port());

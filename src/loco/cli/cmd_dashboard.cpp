@@ -75,7 +75,7 @@ void run_dashboard(const DashboardArgs& args) {
                               "host's; choose another with --port (0: any free port) or --host",
                               args.host, args.port));
   }
-  const StopOnSignal stop_on_signal([&server] { server.stop(); });
+  const StopOnSignal stop_on_signal([&server](int) { server.stop(); });
   fmt::print("loco dashboard: {} run director{} at http://{}:{}/ (Ctrl-C stops)\n", args.run_dirs.size(),
              args.run_dirs.size() == 1 ? "y" : "ies", args.host, server.port());
   if (args.host != "127.0.0.1" && args.host != "localhost" && args.host != "::1") {

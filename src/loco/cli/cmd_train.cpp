@@ -8,8 +8,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
+
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
+#include "loco/cli/stop_on_signal.h"
 #include "loco/cli/usage.h"
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/config/load_config.h"
@@ -23,6 +26,7 @@
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
+#include "loco/util/signal_name.h"
 
 namespace loco::cli {
 
@@ -47,6 +51,13 @@ RunConfig given_config(const TrainArgs& args) {
 }
 
 void print_summary(const TrainSummary& s) {
+  if (s.stopped_by != 0) {
+    fmt::print("stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\n"
+               "continue the run with: loco train --resume {}\n",
+               signal_name(s.stopped_by), s.steps, s.tokens, format_duration(s.elapsed_s),
+               s.last_checkpoint.string(), s.last_checkpoint.string());
+    return;
+  }
   fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
              s.tokens_per_s);
   if (s.bytes_sent > 0) {
@@ -96,6 +107,12 @@ void run_elastic(const TrainOptions& options) {
 
 // Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
 // WORLD_SIZE completes dist.replicas = 0.
+// A run stopped by a signal (note "graceful-stop") ends with the conventional status 128 + its number, on every
+// rank, so that a launcher or scheduler sees that it did not finish.
+void end_stopped_run(const TrainSummary& summary) {
+  if (summary.stopped_by != 0) throw CLI::RuntimeError(128 + summary.stopped_by);
+}
+
 void run_train(const TrainArgs& args) {
   keep_freed_memory_in_heap();  // note "allocator": before any thread of the run (replicas, heartbeats) starts
   TrainOptions options;
@@ -103,22 +120,34 @@ void run_train(const TrainArgs& args) {
   if (!args.resume.empty()) options.resume_from = args.resume;
   options.make_strategy = make_strategy;
   if (options.config.dist.elastic) {
+    // An elastic member that is stopped leaves like one that is killed: the others go on and hold the state.
     complete_run_config(options.config);
     advise(options.config);
     return run_elastic(options);
   }
+  // Note "graceful-stop": the first SIGINT or SIGTERM stops the run where its replicas meet, with a
+  // checkpoint; a second one ends the process at once.
+  std::atomic<int> stop_signal{0};
+  const StopOnSignal stop_on_signal([&stop_signal](int signal) {
+    stop_signal = signal;
+    fmt::print(stderr, "loco train: {} received: stopping after the next step where the replicas meet, with a "
+                       "checkpoint (a second signal stops at once, without one)\n", signal_name(signal));
+  });
+  options.stop_requested = [&stop_signal] { return stop_signal.load(); };
   if (options.config.dist.backend == "local") {
     complete_run_config(options.config);
     advise(options.config);
-    return print_summary(run::train_local_replicas(options));
+    const TrainSummary summary = run::train_local_replicas(options);
+    print_summary(summary);
+    return end_stopped_run(summary);
   }
   // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
   const auto environment = comm::rank_environment_from_env();
   complete_run_config(options.config, environment ? environment->world_size : 1);
   if (!environment || environment->rank == 0) advise(options.config);
-  if (const auto summary = run::train_rank(options, require_launched(environment, options.config))) {
-    print_summary(*summary);
-  }
+  const TrainSummary summary = run::train_rank(options, require_launched(environment, options.config));
+  if (environment->rank == 0) print_summary(summary);
+  end_stopped_run(summary);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "loco/util/error.h"
@@ -11,37 +12,57 @@ namespace loco::cli {
 
 namespace {
 
-int stop_pipe_write = -1;  // one server per process
-struct sigaction previous_int {}, previous_term {};
+int stop_pipe_write = -1;  // one StopOnSignal per process
+std::atomic<int> received{0};
+constexpr int kHandled[] = {SIGINT, SIGTERM};
+struct sigaction previous[2] = {};
+bool installed[2] = {false, false};
 
-void request_stop(int) {
+void restore_previous_handlers() {
+  for (int i = 0; i < 2; ++i) {
+    if (installed[i]) ::sigaction(kHandled[i], &previous[i], nullptr);
+  }
+}
+
+// Async-signal-safe: a lock-free store and write(2).
+void request_stop(int signal) {
+  int none = 0;
+  received.compare_exchange_strong(none, signal);
   const char byte = 1;
   [[maybe_unused]] const auto written = ::write(stop_pipe_write, &byte, 1);
 }
 
 }  // namespace
 
-StopOnSignal::StopOnSignal(std::function<void()> stop) {
+StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
   if (::pipe(pipe_) != 0) throw IoError("cannot create a pipe for the signal handler (too many open files?)");
   stop_pipe_write = pipe_[1];
+  received = 0;
   struct sigaction handler {};
   handler.sa_handler = request_stop;
   ::sigemptyset(&handler.sa_mask);
-  ::sigaction(SIGINT, &handler, &previous_int);
-  ::sigaction(SIGTERM, &handler, &previous_term);
+  for (int i = 0; i < 2; ++i) {
+    // A signal ignored when we start stays ignored (a command started in the background with `&` ignores
+    // SIGINT: the terminal's Ctrl-C is not meant for it).
+    ::sigaction(kHandled[i], nullptr, &previous[i]);
+    installed[i] = previous[i].sa_handler != SIG_IGN;
+    if (installed[i]) ::sigaction(kHandled[i], &handler, nullptr);
+  }
   stopper_ = std::thread([stop = std::move(stop), read_end = pipe_[0]] {
     char byte = 0;
     while (::read(read_end, &byte, 1) < 0 && errno == EINTR) {
     }
-    stop();
+    const int signal = received.load();
+    if (signal == 0) return;  // woken by the destructor
+    restore_previous_handlers();
+    stop(signal);
   });
 }
 
 StopOnSignal::~StopOnSignal() {
   request_stop(0);  // wakes the stopper if no signal came
   stopper_.join();
-  ::sigaction(SIGINT, &previous_int, nullptr);
-  ::sigaction(SIGTERM, &previous_term, nullptr);
+  restore_previous_handlers();
   ::close(pipe_[0]);
   ::close(pipe_[1]);
   stop_pipe_write = -1;

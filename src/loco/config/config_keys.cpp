@@ -97,6 +97,10 @@ std::vector<ConfigKey> make_keys() {
            {{"cpu", ""}, {"cuda", ""}, {"auto", "CUDA when available"}}),
       bind("train", "autocast", &R::train, &T::autocast, "mixed precision of the forward pass",
            {{"none", ""}, {"bf16", "CUDA only"}}),
+      bind("train", "cuda_graphs", &R::train, &T::cuda_graphs,
+           "CUDA: the fused AdamW update, and each micro-batch's forward and backward and each update launched "
+           "as one CUDA graph (not with ddp or pipeline stages, which run host code in between); off by default "
+           "until verified on a GPU (docs/results.md, \"The captured GPU step\")"),
       bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: chosen from the device (1 on the CPU, where OpenBLAS has its own pool; every core with CUDA)"),
       bind("dist", "algorithm", &R::dist, &Dist::algorithm, "how replicas cooperate", algorithm_choices()),
       bind("dist", "replicas", &R::dist, &Dist::replicas,

@@ -62,6 +62,7 @@ struct TrainConfig {
   std::string out_dir = "runs/default";
   std::string device = "cpu";     // cpu | cuda | auto
   std::string autocast = "none";  // none | bf16 (CUDA only)
+  bool cuda_graphs = false;       // CUDA: fused update, micro-batches and updates as graphs (note "cuda-graphs")
   std::int64_t threads = 0;       // intra-op threads; 0: chosen from the device (note "auto-threads")
 };
 

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "loco/util/error.h"
+#include "loco/util/signal_name.h"
 
 extern char** environ;
 
@@ -60,11 +61,6 @@ void say(std::string_view line) { write_all(STDERR_FILENO, fmt::format("loco lau
 
 [[noreturn]] void throw_io(std::string_view what) {
   throw IoError(fmt::format("loco launch: cannot {}: {}.", what, std::strerror(errno)));
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
 void validate(const LaunchOptions& o) {

@@ -96,7 +96,7 @@ void require_same_rounds(comm::Group& everyone, const comm::Group& group) {
 
 }  // namespace
 
-std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment) {
+TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& environment) {
   const RunConfig& config = options.config;
   const std::int64_t stages = config.dist.stages;
   if (environment.world_size != config.dist.replicas * stages) {
@@ -123,16 +123,12 @@ std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnv
     require_same_rounds(*groups.world, *groups.stage);
     options.pipeline = groups.pipeline.get();
     if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();
-    const TrainSummary summary = Trainer(options).run();
-    if (environment.rank == 0) return summary;
-    return std::nullopt;
+    return Trainer(options).run();
   }
   const auto group = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
   require_same_rounds(*group, *group);
   options.group = group.get();
-  const TrainSummary summary = Trainer(options).run();
-  if (group->rank() == 0) return summary;
-  return std::nullopt;
+  return Trainer(options).run();
 }
 
 }  // namespace loco::run

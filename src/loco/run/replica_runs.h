@@ -24,10 +24,10 @@ comm::GroupOptions pipeline_group_options(const RunConfig& config);
 // summary.
 TrainSummary train_local_replicas(const TrainOptions& options);
 
-// This process as rank RANK of WORLD_SIZE (note "replica-directories"): rank 0's summary, nullopt on the
-// other ranks. With dist.stages = S > 1 rank r is stage r mod S of replica r / S (docs/pipeline.md).
+// This process as rank RANK of WORLD_SIZE (note "replica-directories"): its summary (rank 0's is the run's to
+// print). With dist.stages = S > 1 rank r is stage r mod S of replica r / S (docs/pipeline.md).
 // ConfigError when WORLD_SIZE is not dist.replicas · dist.stages, or the ranks would pace their exchanges
 // in rounds of different sizes.
-std::optional<TrainSummary> train_rank(TrainOptions options, const comm::RankEnvironment& environment);
+TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& environment);
 
 }  // namespace loco::run

@@ -57,11 +57,18 @@ class Strategy {
   virtual void begin() {}
   // A micro-batch's backward is next; `last` when it is the step's last (data parallel waits for it).
   virtual void before_backward(bool last) {}
+  // Whether the strategy runs host code during backward (autograd hooks): such a backward cannot be
+  // captured in a CUDA graph (note "cuda-graphs"), where hooks would run once, at capture.
+  virtual bool acts_during_backward() const { return false; }
   // Gradients of the whole step are in place; data parallel averages them here (elastic data parallel
   // may also replace the replica's state here, step included: the trainer reads the step afterwards).
   virtual void after_backward() {}
   // The inner optimizer has stepped (`step` steps done); DiLoCo-style strategies sync here.
   virtual void after_step(std::int64_t step) {}
+  // Whether every replica synchronised with others after `step` (asked once after_step(step) returned): the
+  // replicas reach that step together, so the trainer can agree on a stop there without holding any of them
+  // up (note "graceful-stop"). The same answer on every replica of a static run.
+  virtual bool synchronised_at(std::int64_t step) const { return false; }
   // Runs `evaluate` with the parameters a user would deploy in the model (DiLoCo: the global ones)
   // and restores the replica's own afterwards.
   virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }

@@ -17,6 +17,7 @@
 #include "loco/pipeline/stages/stage_runner.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
+#include "loco/train/cuda_graph.h"
 #include "loco/train/emulated_clock.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/fixed_membership.h"
@@ -93,6 +94,10 @@ struct Trainer::State {
   Membership* membership = nullptr;            // options.membership, or own_membership
   std::unique_ptr<Strategy> strategy;
   std::unique_ptr<pipeline::StageRunner> stage_runner;  // with dist.stages > 1
+  // Note "cuda-graphs": whether the step is captured, or why not (said at the start).
+  bool capture = false;
+  std::string capture_decision;
+  torch::Tensor step_loss;  // float64 on the device: the step's loss, summed over its micro-batches
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
   std::int64_t step = 0, tokens = 0;
@@ -102,6 +107,9 @@ struct Trainer::State {
 
   // this process's loop
   std::unique_ptr<StepProfiler> profiler;
+  // Captured work (with `capture`): its inputs are copied into static buffers, its outputs stay where they are.
+  std::optional<CudaGraph> micro_batch_graph, update_graph;
+  torch::Tensor static_inputs, static_targets, grad_norm;
   std::optional<Progress> progress;
   Clock::time_point start, interval_start;
   std::int64_t interval_tokens = 0, interval_steps = 0;
@@ -170,15 +178,48 @@ TrainSummary Trainer::run() {
   s.progress.emplace(s.config.train.steps);
   s.profiler = StepProfiler::from_environment(s.device.is_cuda());
   const auto fault = FaultInjection::from_environment();
+  // Warm-up, capture and replay all on one side stream (note "cuda-graphs").
+  std::optional<CudaSideStream> side_stream;
+  if (s.capture) {
+    side_stream.emplace();
+    s.micro_batch_graph.emplace();
+    s.update_graph.emplace();
+  }
   while (s.step < s.config.train.steps) {
     const StepResult result = train_step();
     if (fault) fault->after_step(s.step);
-    if (s.log_due()) log(result);
-    if (s.checkpoint_due()) save();
+    const int stop = agreed_stop();
+    if (s.log_due() || stop != 0) log(result);
+    if (s.checkpoint_due() || stop != 0) save();
     if (s.options.after_step) s.options.after_step(s.step);
+    if (stop != 0) {
+      s.summary.stopped_by = stop;
+      break;
+    }
   }
   if (!s.quiet) s.progress->finish();
   return summarise();
+}
+
+// Note "graceful-stop": a signal (SIGTERM before a spot instance is taken away, Ctrl-C) stops the run at a
+// step boundary with a checkpoint of every replica and stage, from which `--resume` continues as if nothing
+// had happened. Every replica and stage must stop after the same step: a signal reaches the processes (or
+// is seen by the replica threads) at different moments, and a replica a step ahead or behind would wait
+// for the others in its next exchange forever. So the ranks agree, with one small gather over their groups
+// (the replica group, then the pipeline group: the largest signal number any rank saw), at steps where they
+// meet anyway: after every step of a single replica (a pipeline's stages exchange every micro-batch), and
+// for several replicas where the strategy synchronised them all (data parallel: every step; DiLoCo: every
+// outer step), so the agreement holds nobody up and a run that is not stopped pays one latency per outer
+// step. The stop waits for that step: up to H inner steps with DiLoCo (loco launch --grace-s must cover it).
+int Trainer::agreed_stop() {
+  State& s = *state_;
+  if (!s.options.stop_requested || s.last_step()) return 0;
+  if (s.replicas() > 1 && !s.strategy->synchronised_at(s.step)) return 0;
+  std::int64_t signal = s.options.stop_requested();
+  for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
+    if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);
+  }
+  return static_cast<int>(signal);
 }
 
 // Device, data, resume checks, run directory, then the replica: model, optimizer, sampler, clock and
@@ -248,7 +289,7 @@ void Trainer::set_up() {
   if (s.options.pipeline) {
     s.stage_runner = std::make_unique<pipeline::StageRunner>(s.model, *s.options.pipeline, config);
   }
-  s.optimizer.emplace(model_parameters(s.model), config.optim);
+  s.optimizer.emplace(model_parameters(s.model), config.optim, /*fused_on_cuda=*/tc.cuda_graphs);
   // An elastic run's members read one global order of windows, laid out by each quorum (note "elastic-data").
   const DataSlice slice = s.membership->data_slice();
   s.sampler.emplace(*s.train_data, config.data.seq_len, static_cast<std::uint64_t>(tc.seed), slice.rank, slice.of,
@@ -269,6 +310,36 @@ void Trainer::set_up() {
                                s.membership};
   s.strategy = s.options.make_strategy ? s.options.make_strategy(config, context) : std::make_unique<SingleReplica>();
   s.strategy->attach(s.model, s.optimizer->parameters());
+  s.step_loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
+  decide_capture();
+}
+
+// Note "cuda-graphs": a step is captured where every part of it can be: a CUDA build with graphs, a fused
+// optimizer update, and no host code between a micro-batch's kernels (data parallel's bucket hooks, a
+// pipeline stage's sends and receives).
+void Trainer::decide_capture() {
+  State& s = *state_;
+  if (!s.device.is_cuda()) return;
+  std::string why_not;
+  if (!s.config.train.cuda_graphs) {
+    why_not = "train.cuda_graphs = false, the default until the captured step is verified on a GPU";
+  } else if (!cuda_graphs_supported()) {
+    why_not = "this build has none: it needs a CUDA libtorch 2.4 or later, built with LOCO_CUDA_GRAPHS=ON";
+  } else if (s.stage_runner) {
+    why_not = "pipeline stages exchange activations between a micro-batch's kernels";
+  } else if (s.strategy->acts_during_backward()) {
+    why_not = fmt::format("{} runs host code during backward", s.config.dist.algorithm);
+  } else if (!s.optimizer->updates_on_device()) {
+    why_not = "the optimizer's update is not the fused one (it needs float32 parameters)";
+  }
+  s.capture = why_not.empty();
+  s.capture_decision = s.capture ? "each micro-batch's forward and backward and each update replayed as a graph "
+                                   "(captured after 3 calls; train.cuda_graphs = false: kernel by kernel)"
+                                 : "off (" + why_not + ")";
+  if (!s.capture) return;
+  const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(s.device);
+  s.static_inputs = torch::empty({s.config.train.micro_batch_size, s.config.data.seq_len}, ids);
+  s.static_targets = torch::empty_like(s.static_inputs);
 }
 
 // A resume continues the checkpoint's run exactly: weights, AdamW moments, the strategy's outer state,
@@ -293,6 +364,9 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
   s.step = checkpoint.state.step;
   s.tokens = checkpoint.state.tokens;
   s.elapsed_before = checkpoint.state.elapsed_s;
+  // The captures may read tensors the state replaced (a heal mid-run): captured again after a warm-up.
+  if (s.micro_batch_graph) s.micro_batch_graph->reset();
+  if (s.update_graph) s.update_graph->reset();
 }
 
 // Note "run-checkpoints": a step is the run's once every replica and stage wrote it. A run stopped while they
@@ -337,6 +411,7 @@ void Trainer::announce() const {
                     config.model.num_attention_heads, config.model.num_key_value_heads, config.model.vocab_size,
                     s.device.str(), torch::get_num_threads()));
   s.say(fmt::format("strategy: {}", s.strategy->describe()));
+  if (s.device.is_cuda()) s.say("cuda graphs: " + s.capture_decision);
   // Every stage of the lead replica says what it holds (a stage's memory is the point of the stages).
   if (s.stage_runner && s.lead && !s.options.quiet) {
     fmt::print(stderr, "pipeline: {} stages per replica; this process is {}\n", s.stage_runner->stages(),
@@ -369,27 +444,39 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::next_micro_batch() {
 }
 
 // The step's micro-batches forward and backward through the whole model, gradients accumulated; the step's
-// loss (the mean over micro-batches), read once all of them are queued (note "device-step").
+// loss (the mean over micro-batches), read once all of them are queued (note "device-step"). Captured, each
+// micro-batch's ids are copied into the buffers the graph reads.
 double Trainer::forward_backward() {
   State& s = *state_;
   const std::int64_t accumulation = s.config.accumulation_steps();
-  torch::Tensor step_loss;  // stays on the device until every micro-batch is queued
+  s.step_loss.zero_();
   for (std::int64_t m = 0; m < accumulation; ++m) {
     const auto [inputs, targets] = next_micro_batch();
-    torch::Tensor loss;
-    {
-      // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
-      // backward runs in the dtypes the forward chose.
-      compat::CudaBf16Autocast autocast(s.bf16);
-      loss = s.model->loss(inputs, targets) / static_cast<double>(accumulation);
-    }
     s.strategy->before_backward(m + 1 == accumulation);
-    loss.backward();
-    // In float64, as the per-micro-batch reads it replaces summed them.
-    const torch::Tensor part = loss.detach().to(torch::kFloat64);
-    step_loss = m == 0 ? part : step_loss + part;
+    if (s.micro_batch_graph) {
+      s.static_inputs.copy_(inputs);
+      s.static_targets.copy_(targets);
+      s.micro_batch_graph->run([&] { micro_batch(s.static_inputs, s.static_targets); });
+    } else {
+      micro_batch(inputs, targets);
+    }
   }
-  return step_loss.item<double>();
+  return s.step_loss.item<double>();
+}
+
+// One micro-batch forward and backward, its share of the step's loss added to step_loss on the device.
+void Trainer::micro_batch(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  State& s = *state_;
+  torch::Tensor loss;
+  {
+    // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
+    // backward runs in the dtypes the forward chose. A captured forward casts without autocast's cache.
+    compat::CudaBf16Autocast autocast(s.bf16, /*cache_casts=*/!s.capture);
+    loss = s.model->loss(inputs, targets) / static_cast<double>(s.config.accumulation_steps());
+  }
+  loss.backward();
+  // Summed in float64, as the per-micro-batch reads it replaces summed them.
+  s.step_loss.add_(loss.detach().to(torch::kFloat64));
 }
 
 // The same through this process's stage of a pipeline replica, in the schedule's order (docs/pipeline.md).
@@ -439,10 +526,18 @@ Trainer::StepResult Trainer::train_step() {
     s.stage_runner->sum_tied_gradients();
     result.grad_norm = s.optimizer->clip_gradients(
         config.optim.grad_clip, [&](double own) { return s.stage_runner->whole_squared_norm(own); });
+    s.optimizer->step();
+  } else if (s.update_graph) {
+    s.optimizer->begin_step();  // the host's part: counts the step where the captured update reads it
+    s.update_graph->run([&] {
+      s.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
+      s.optimizer->update();
+    });
+    result.grad_norm = s.grad_norm;  // overwritten by the next replay: read by log() before that
   } else {
     result.grad_norm = s.optimizer->clip_gradients(config.optim.grad_clip);
+    s.optimizer->step();
   }
-  s.optimizer->step();
   ++s.step;
   s.tokens += s.tokens_per_step();
   s.strategy->after_step(s.step);
@@ -466,6 +561,7 @@ void Trainer::log(const StepResult& result) {
                            {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
                            {"elapsed_s", s.elapsed_s()}};
   record.update(s.communication->now());
+  if (s.capture) record["cuda_graphs"] = s.micro_batch_graph->captured() && s.update_graph->captured();
   // What comm.round_kib = auto chose for the lead replica's last exchange, when it changes (every rank
   // of an exchange cuts the same rounds).
   if (const auto pacing = s.communication->pacing_change(); pacing && s.lead) s.say("comm: " + *pacing);

@@ -39,6 +39,7 @@ struct TrainSummary {
   double sim_wall_s = 0;  // note "emulated-wall-clock"
   std::uint64_t bytes_sent = 0;
   std::filesystem::path last_checkpoint;
+  int stopped_by = 0;  // the signal that stopped the run before its last step (note "graceful-stop"); 0: none
 };
 
 struct TrainOptions {
@@ -62,6 +63,9 @@ struct TrainOptions {
   // What the replica's groups counted so far, where they are not `group` (an elastic member's, one per
   // quorum): metrics.jsonl's bytes and communication time. Empty with `group` or for a single replica.
   std::function<comm::CommStats()> communication_stats = {};
+  // The signal that asks the run to stop (0: none yet), read where the replicas meet (note "graceful-stop").
+  // Empty: the run is not stopped that way. Every rank of a run must have it or none.
+  std::function<int()> stop_requested = {};
 };
 
 class Trainer {
@@ -79,12 +83,15 @@ class Trainer {
   class Access;
 
   void set_up();
+  void decide_capture();
   void restore();
   void agree_on_resume();
   void announce() const;
   StepResult train_step();
+  int agreed_stop();
   std::pair<torch::Tensor, torch::Tensor> next_micro_batch();
   double forward_backward();
+  void micro_batch(const torch::Tensor& inputs, const torch::Tensor& targets);
   double forward_backward_stage();
   void log(const StepResult& result);
   void evaluate_into(nlohmann::json& record);

@@ -53,11 +53,15 @@ Key optimizer_state_key(const torch::Tensor& param) {
 
 // bf16 autocast for CUDA ops on this thread while the guard lives (the API was renamed in 2.4).
 // Leaving clears autocast's cache of bf16 weight copies, as Python's autocast.__exit__ does:
-// kept across optimizer steps, those copies would go stale.
+// kept across optimizer steps, those copies would go stale. `cache_casts = false` casts a weight again
+// wherever it is read instead of caching the copy, which work captured in a CUDA graph needs (as
+// Python's autocast(cache_enabled=False)): a cached copy made during the capture would outlive it.
 class CudaBf16Autocast {
  public:
-  explicit CudaBf16Autocast(bool enabled) : enabled_(enabled) {
+  explicit CudaBf16Autocast(bool enabled, bool cache_casts = true)
+      : enabled_(enabled), cached_before_(at::autocast::is_autocast_cache_enabled()) {
     if (!enabled_) return;
+    at::autocast::set_autocast_cache_enabled(cache_casts);
 #if LOCO_AUTOCAST_DEVICE_API
     at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
     at::autocast::set_autocast_enabled(at::kCUDA, true);
@@ -74,12 +78,14 @@ class CudaBf16Autocast {
     at::autocast::set_enabled(false);
 #endif
     at::autocast::clear_cache();
+    at::autocast::set_autocast_cache_enabled(cached_before_);
   }
   CudaBf16Autocast(const CudaBf16Autocast&) = delete;
   CudaBf16Autocast& operator=(const CudaBf16Autocast&) = delete;
 
  private:
   bool enabled_;
+  bool cached_before_;
 };
 
 // `x` in the dtype CUDA autocast gives matmul inputs (bf16) when autocast is on and x is a CUDA

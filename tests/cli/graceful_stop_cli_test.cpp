@@ -1,0 +1,174 @@
+// Note "graceful-stop" as a user meets it: `loco train` sent SIGTERM (a spot instance about to be taken away)
+// or SIGINT (Ctrl-C) stops after a step where its replicas meet, writes a checkpoint of every replica there,
+// says how to continue, and exits with 128 + the signal; resuming from that checkpoint trains what the
+// uninterrupted run trains. A second signal ends the process at once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/test_support.h"
+
+namespace loco {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ScratchDir;
+
+using test::read_metrics;
+
+// The step the run stopped after, from its summary line; -1 when there is none.
+std::int64_t stopped_after(const std::string& output, const std::string& signal) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex("stopped by " + signal + " after step (\\d+)"))) return -1;
+  return std::stoll(m[1]);
+}
+
+class GracefulStopCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    test::prepare_tiny_byte_data(dir_->path());
+    test::write_text(*dir_ / "empty.toml", "");
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // `loco train` of a tiny model for 600 steps (a few seconds), a metrics line every step, no evaluation, no
+  // checkpoint before the last step; `sets` are further --set assignments.
+  static std::vector<std::string> train_args(const std::string& run, const std::vector<std::string>& sets) {
+    std::vector<std::string> args = {"train", "--config", (*dir_ / "empty.toml").string()};
+    for (const std::string& set : std::vector<std::string>{"model.hidden_size=32", "model.num_hidden_layers=2", "model.num_attention_heads=4",
+          "data.dir=" + (*dir_ / "data").string(), "data.seq_len=16", "optim.lr=3e-3", "optim.warmup_steps=2",
+          "train.batch_size=4", "train.steps=600", "train.eval_every=0", "train.eval_batches=1",
+          "train.log_every=1", "train.threads=1", "train.out_dir=" + (*dir_ / run).string()}) {
+      args.insert(args.end(), {"--set", set});
+    }
+    for (const auto& set : sets) args.insert(args.end(), {"--set", set});
+    return args;
+  }
+
+  // Starts `args` (through `loco launch` with `launch`), sends `signal` once replica 0 logged 3 steps, and
+  // returns the exit status.
+  static int stop_after_three_steps(const std::string& run, const std::vector<std::string>& args, int signal) {
+    const pid_t pid = test::start_loco(args, *dir_ / (run + ".out"), *dir_ / (run + ".err"));
+    const bool started = test::eventually([&] { return read_metrics(*dir_ / run).size() >= 3; }, std::chrono::seconds(60));
+    ::kill(pid, signal);
+    const int status = test::wait_exit(pid, std::chrono::seconds(60));  // -1: still running then
+    EXPECT_TRUE(started) << test::read_text(*dir_ / (run + ".err"));
+    return status;
+  }
+
+  // Stops two replicas' run `args` with `signal` as stop_after_three_steps does and checks that it said so,
+  // exited with 128 + the signal, and left both replicas' checkpoints of the step it names; that step (-1
+  // when there is none).
+  static std::int64_t stop_two_replicas(const std::string& run, const std::vector<std::string>& args, int signal,
+                                        const std::string& name) {
+    const int status = stop_after_three_steps(run, args, signal);
+    const std::string said = output(run);
+    EXPECT_EQ(status, 128 + signal) << said;
+    const std::int64_t step = stopped_after(said, name);
+    EXPECT_GE(step, 1) << said;
+    EXPECT_LT(step, 600) << said;
+    const std::string checkpoint = "step_" + std::to_string(step);
+    EXPECT_TRUE(fs::exists(*dir_ / run / "checkpoints" / checkpoint / "state.json")) << said;
+    EXPECT_TRUE(fs::exists(*dir_ / run / "replica_1" / "checkpoints" / checkpoint / "state.json")) << said;
+    return step;
+  }
+
+  static std::string output(const std::string& run) {
+    return test::read_text(*dir_ / (run + ".out")) + test::read_text(*dir_ / (run + ".err"));
+  }
+
+  static ScratchDir* dir_;
+};
+ScratchDir* GracefulStopCli::dir_ = nullptr;
+
+void expect_same_losses_from(const fs::path& resumed, const fs::path& uninterrupted, std::int64_t first_step,
+                             double tolerance) {
+  const auto a = read_metrics(resumed), b = read_metrics(uninterrupted);
+  ASSERT_EQ(b.size(), 600u);
+  ASSERT_EQ(a.size(), 600u) << "the resumed run's metrics.jsonl holds every step once";
+  for (std::size_t i = static_cast<std::size_t>(first_step); i < b.size(); ++i) {
+    const double la = a[i].at("loss"), lb = b[i].at("loss");
+    EXPECT_NEAR(la, lb, tolerance * lb) << "step " << i + 1;
+  }
+}
+
+TEST_F(GracefulStopCli, SigtermStopsAReplicaWithACheckpointFromWhichTheRunContinuesExactly) {
+  const int status = stop_after_three_steps("single", train_args("single", {}), SIGTERM);
+  const std::string said = output("single");
+  EXPECT_EQ(status, 128 + SIGTERM) << said;
+  const std::int64_t step = stopped_after(said, "SIGTERM");
+  ASSERT_GE(step, 3) << said;
+  ASSERT_LT(step, 600) << said;
+  const fs::path checkpoint = *dir_ / "single" / "checkpoints" / ("step_" + std::to_string(step));
+  EXPECT_TRUE(fs::exists(checkpoint / "state.json")) << said;
+  EXPECT_NE(said.find("loco train --resume " + checkpoint.string()), std::string::npos) << said;
+  EXPECT_EQ(read_metrics(*dir_ / "single").back().at("step"), step) << "the last step is logged";
+
+  const auto resumed = test::run_loco({"train", "--resume", checkpoint.string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto uninterrupted = test::run_loco(train_args("uninterrupted", {}));
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
+  expect_same_losses_from(*dir_ / "single", *dir_ / "uninterrupted", step, 0.0);  // exact
+}
+
+// Replicas as threads reach a signal's agreement at a DiLoCo synchronisation (every 4 steps): both stop
+// after the same step, and each wrote its checkpoint there.
+TEST_F(GracefulStopCli, ReplicasAsThreadsStopTogetherAtASynchronisation) {
+  const std::vector<std::string> diloco{"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=4"};
+  const std::int64_t step = stop_two_replicas("threads", train_args("threads", diloco), SIGINT, "SIGINT");
+  ASSERT_GE(step, 4) << output("threads");
+  EXPECT_EQ(step % 4, 0) << output("threads");
+
+  const std::string name = "step_" + std::to_string(step);
+  const auto resumed = test::run_loco({"train", "--resume", (*dir_ / "threads" / "checkpoints" / name).string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto uninterrupted = test::run_loco(train_args("threads_uninterrupted", diloco));
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
+  expect_same_losses_from(*dir_ / "threads", *dir_ / "threads_uninterrupted", step, 1e-5);
+}
+
+// Streaming DiLoCo with its exchange overlapped (τ = 1): the replicas agree after the step where the exchange
+// begun at a synchronisation (every 4 steps) lands, with nothing left in flight on their group.
+TEST_F(GracefulStopCli, OverlappedExchangesLandBeforeTheReplicasStop) {
+  const std::vector<std::string> streaming{"dist.algorithm=streaming", "dist.replicas=2", "streaming.fragments=1",
+                                           "streaming.sync_every=4", "streaming.overlap=1"};
+  const std::int64_t step = stop_two_replicas("overlapped", train_args("overlapped", streaming), SIGTERM, "SIGTERM");
+  EXPECT_GE(step, 5) << output("overlapped");
+  EXPECT_EQ(step % 4, 1) << output("overlapped");
+}
+
+// Ranks started by `loco launch`: the launcher passes SIGTERM on to each, and they agree over their group on
+// the synchronisation to stop after.
+TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
+  std::vector<std::string> args{"launch", "--nproc", "2", "--master-port", "0", "--", LOCO_BINARY};
+  const auto train = train_args("ranks", {"dist.algorithm=diloco", "dist.backend=gloo", "diloco.sync_every=4"});
+  args.insert(args.end(), train.begin(), train.end());
+  const std::int64_t step = stop_two_replicas("ranks", args, SIGTERM, "SIGTERM");
+  EXPECT_GE(step, 4) << output("ranks");
+  EXPECT_EQ(step % 4, 0) << output("ranks");
+  EXPECT_EQ(read_metrics(*dir_ / "ranks" / "replica_1").back().at("step"), step) << output("ranks");
+}
+
+// The first signal waits for the next synchronisation (here far away); a second one ends the process at once,
+// as the signal does by default.
+TEST_F(GracefulStopCli, ASecondSignalStopsAtOnce) {
+  const pid_t pid = test::start_loco(
+      train_args("twice", {"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=100000",
+                           "train.steps=100000"}),
+      *dir_ / "twice.out", *dir_ / "twice.err");
+  ASSERT_TRUE(test::eventually([&] { return read_metrics(*dir_ / "twice").size() >= 2; }, std::chrono::seconds(60)));
+  ::kill(pid, SIGINT);
+  ASSERT_TRUE(test::eventually(
+      [&] { return test::read_text(*dir_ / "twice.err").find("SIGINT received") != std::string::npos; },
+      std::chrono::seconds(10)));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(test::wait_exit(pid, std::chrono::seconds(60)), 128 + SIGINT) << output("twice");
+  EXPECT_EQ(stopped_after(output("twice"), "SIGINT"), -1) << "killed by the signal, not stopped after a step";
+  EXPECT_FALSE(fs::exists(*dir_ / "twice" / "checkpoints")) << output("twice");
+}
+
+}  // namespace
+}  // namespace loco
