@@ -111,9 +111,7 @@ pid_t start_loco(const std::vector<std::string>& args, const fs::path& out, cons
 
 int wait_exit(pid_t pid, std::chrono::seconds limit) {
   int status = 0;
-  const bool ended = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::min(limit, std::chrono::seconds(std::chrono::hours(24 * 365)))));
+  const bool ended = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, limit);
   if (!ended) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);

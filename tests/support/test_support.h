@@ -48,7 +48,7 @@ pid_t start_loco(const std::vector<std::string>& args, const std::filesystem::pa
                  const std::filesystem::path& err);
 // Waits for the process `pid` started by start_loco: its exit status, or 128 + the signal that ended it. With a
 // `limit`, a process still running then is killed (SIGKILL) and -1 returned, so that a hang fails the test.
-int wait_exit(pid_t pid, std::chrono::seconds limit = std::chrono::seconds::max());
+int wait_exit(pid_t pid, std::chrono::seconds limit = std::chrono::hours(24));
 // Polls `condition` every 20 ms until it holds (true) or `timeout` passes (false).
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 

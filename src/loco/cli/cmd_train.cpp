@@ -105,14 +105,14 @@ void run_elastic(const TrainOptions& options) {
 #endif
 }
 
-// Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
-// WORLD_SIZE completes dist.replicas = 0.
 // A run stopped by a signal (note "graceful-stop") ends with the conventional status 128 + its number, on every
 // rank, so that a launcher or scheduler sees that it did not finish.
 void end_stopped_run(const TrainSummary& summary) {
   if (summary.stopped_by != 0) throw CLI::RuntimeError(128 + summary.stopped_by);
 }
 
+// Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
+// WORLD_SIZE completes dist.replicas = 0.
 void run_train(const TrainArgs& args) {
   keep_freed_memory_in_heap();  // note "allocator": before any thread of the run (replicas, heartbeats) starts
   TrainOptions options;

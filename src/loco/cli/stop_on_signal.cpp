@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <iterator>
 
 #include "loco/util/error.h"
 
@@ -15,11 +16,12 @@ namespace {
 int stop_pipe_write = -1;  // one StopOnSignal per process
 std::atomic<int> received{0};
 constexpr int kHandled[] = {SIGINT, SIGTERM};
-struct sigaction previous[2] = {};
-bool installed[2] = {false, false};
+constexpr std::size_t kCount = std::size(kHandled);
+struct sigaction previous[kCount] = {};
+bool installed[kCount] = {};
 
 void restore_previous_handlers() {
-  for (int i = 0; i < 2; ++i) {
+  for (std::size_t i = 0; i < kCount; ++i) {
     if (installed[i]) ::sigaction(kHandled[i], &previous[i], nullptr);
   }
 }
@@ -41,7 +43,7 @@ StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
   struct sigaction handler {};
   handler.sa_handler = request_stop;
   ::sigemptyset(&handler.sa_mask);
-  for (int i = 0; i < 2; ++i) {
+  for (std::size_t i = 0; i < kCount; ++i) {
     // A signal ignored when we start stays ignored (a command started in the background with `&` ignores
     // SIGINT: the terminal's Ctrl-C is not meant for it).
     ::sigaction(kHandled[i], nullptr, &previous[i]);

@@ -94,8 +94,7 @@ struct Trainer::State {
   Membership* membership = nullptr;            // options.membership, or own_membership
   std::unique_ptr<Strategy> strategy;
   std::unique_ptr<pipeline::StageRunner> stage_runner;  // with dist.stages > 1
-  // Note "cuda-graphs": whether the step is captured, or why not (said at the start).
-  bool capture = false;
+  // Note "cuda-graphs": how the step is launched on CUDA, or why it is not captured (said at the start).
   std::string capture_decision;
   torch::Tensor step_loss;  // float64 on the device: the step's loss, summed over its micro-batches
 
@@ -107,7 +106,8 @@ struct Trainer::State {
 
   // this process's loop
   std::unique_ptr<StepProfiler> profiler;
-  // Captured work (with `capture`): its inputs are copied into static buffers, its outputs stay where they are.
+  // Captured work (set up by decide_capture): its inputs are copied into static buffers, its outputs stay where
+  // they are.
   std::optional<CudaGraph> micro_batch_graph, update_graph;
   torch::Tensor static_inputs, static_targets, grad_norm;
   std::optional<Progress> progress;
@@ -180,11 +180,7 @@ TrainSummary Trainer::run() {
   const auto fault = FaultInjection::from_environment();
   // Warm-up, capture and replay all on one side stream (note "cuda-graphs").
   std::optional<CudaSideStream> side_stream;
-  if (s.capture) {
-    side_stream.emplace();
-    s.micro_batch_graph.emplace();
-    s.update_graph.emplace();
-  }
+  if (s.micro_batch_graph) side_stream.emplace();
   while (s.step < s.config.train.steps) {
     const StepResult result = train_step();
     if (fault) fault->after_step(s.step);
@@ -332,11 +328,14 @@ void Trainer::decide_capture() {
   } else if (!s.optimizer->updates_on_device()) {
     why_not = "the optimizer's update is not the fused one (it needs float32 parameters)";
   }
-  s.capture = why_not.empty();
-  s.capture_decision = s.capture ? "each micro-batch's forward and backward and each update replayed as a graph "
-                                   "(captured after 3 calls; train.cuda_graphs = false: kernel by kernel)"
-                                 : "off (" + why_not + ")";
-  if (!s.capture) return;
+  if (!why_not.empty()) {
+    s.capture_decision = "off (" + why_not + ")";
+    return;
+  }
+  s.capture_decision = "each micro-batch's forward and backward and each update replayed as a graph (captured "
+                       "after 3 calls; train.cuda_graphs = false: kernel by kernel)";
+  s.micro_batch_graph.emplace();
+  s.update_graph.emplace();
   const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(s.device);
   s.static_inputs = torch::empty({s.config.train.micro_batch_size, s.config.data.seq_len}, ids);
   s.static_targets = torch::empty_like(s.static_inputs);
@@ -471,7 +470,7 @@ void Trainer::micro_batch(const torch::Tensor& inputs, const torch::Tensor& targ
   {
     // Autocast covers the forward pass and the loss only, as torch.autocast is meant to be used:
     // backward runs in the dtypes the forward chose. A captured forward casts without autocast's cache.
-    compat::CudaBf16Autocast autocast(s.bf16, /*cache_casts=*/!s.capture);
+    compat::CudaBf16Autocast autocast(s.bf16, /*cache_casts=*/!s.micro_batch_graph);
     loss = s.model->loss(inputs, targets) / static_cast<double>(s.config.accumulation_steps());
   }
   loss.backward();
@@ -561,7 +560,7 @@ void Trainer::log(const StepResult& result) {
                            {"tokens_per_s", s.interval_tokens / std::max(interval_s, 1e-9)},
                            {"elapsed_s", s.elapsed_s()}};
   record.update(s.communication->now());
-  if (s.capture) record["cuda_graphs"] = s.micro_batch_graph->captured() && s.update_graph->captured();
+  if (s.micro_batch_graph) record["cuda_graphs"] = s.micro_batch_graph->captured() && s.update_graph->captured();
   // What comm.round_kib = auto chose for the lead replica's last exchange, when it changes (every rank
   // of an exchange cuts the same rounds).
   if (const auto pacing = s.communication->pacing_change(); pacing && s.lead) s.say("comm: " + *pacing);
