@@ -93,22 +93,26 @@ void advise(const RunConfig& config) {
   }
 }
 
-// A member of an elastic run: it finds its coordinator, not its rank, in the environment.
-void run_elastic(const TrainOptions& options) {
-  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
-#ifdef LOCO_HAVE_MEMBERSHIP
-  if (options.config.dist.backend == "local") return print_summary(run::train_local_elastic(options));
-  if (const auto summary = run::train_elastic_member(options)) print_summary(*summary);
-#else
-  throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
-                    "rebuild; docs/build.md)");
-#endif
-}
-
 // A run stopped by a signal (note "graceful-stop") ends with the conventional status 128 + its number, on every
 // rank, so that a launcher or scheduler sees that it did not finish.
 void end_stopped_run(const TrainSummary& summary) {
   if (summary.stopped_by != 0) throw CLI::RuntimeError(128 + summary.stopped_by);
+}
+
+// A member of an elastic run: it finds its coordinator, not its rank, in the environment.
+void run_elastic(const TrainOptions& options) {
+  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+#ifdef LOCO_HAVE_MEMBERSHIP
+  const std::optional<TrainSummary> summary = options.config.dist.backend == "local"
+                                                  ? run::train_local_elastic(options)
+                                                  : run::train_elastic_member(options);
+  if (!summary) return;
+  print_summary(*summary);
+  end_stopped_run(*summary);
+#else
+  throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
+                    "rebuild; docs/build.md)");
+#endif
 }
 
 // Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
@@ -119,21 +123,23 @@ void run_train(const TrainArgs& args) {
   options.config = given_config(args);
   if (!args.resume.empty()) options.resume_from = args.resume;
   options.make_strategy = make_strategy;
-  if (options.config.dist.elastic) {
-    // An elastic member that is stopped leaves like one that is killed: the others go on and hold the state.
+  // Note "graceful-stop": the first SIGINT or SIGTERM stops the run where its replicas meet (an elastic
+  // member: after its current step, and it leaves its quorum), with a checkpoint; a second one ends the
+  // process at once.
+  std::atomic<int> stop_signal{0};
+  const bool elastic = options.config.dist.elastic;
+  const StopOnSignal stop_on_signal([&stop_signal, elastic](int signal) {
+    stop_signal = signal;
+    fmt::print(stderr, "loco train: {} received: stopping after the next step{}, with a checkpoint (a second "
+                       "signal stops at once, without one)\n",
+               signal_name(signal), elastic ? " and leaving the run (members of other processes go on)" : " where the replicas meet");
+  });
+  options.stop_requested = [&stop_signal] { return stop_signal.load(); };
+  if (elastic) {
     complete_run_config(options.config);
     advise(options.config);
     return run_elastic(options);
   }
-  // Note "graceful-stop": the first SIGINT or SIGTERM stops the run where its replicas meet, with a
-  // checkpoint; a second one ends the process at once.
-  std::atomic<int> stop_signal{0};
-  const StopOnSignal stop_on_signal([&stop_signal](int signal) {
-    stop_signal = signal;
-    fmt::print(stderr, "loco train: {} received: stopping after the next step where the replicas meet, with a "
-                       "checkpoint (a second signal stops at once, without one)\n", signal_name(signal));
-  });
-  options.stop_requested = [&stop_signal] { return stop_signal.load(); };
   if (options.config.dist.backend == "local") {
     complete_run_config(options.config);
     advise(options.config);

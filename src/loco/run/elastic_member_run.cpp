@@ -22,6 +22,7 @@
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/signal_name.h"
 
 namespace loco::run {
 
@@ -87,6 +88,14 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
              member_options.run_id, member_options.coordinator.host, member_options.coordinator.port);
   try {
     TrainSummary summary = Trainer(options).run();
+    if (summary.stopped_by != 0) {
+      // Note "graceful-stop": a member stops alone, after any step, and leaves at once, so that the others
+      // form their next quorum without waiting for its heartbeat to expire.
+      member.leave(fmt::format("stopped by {}", signal_name(summary.stopped_by)));
+      fmt::print(stderr, "loco train: member {} left the run after step {}: stopped by {}\n",
+                 member.credentials().member_id, summary.steps, signal_name(summary.stopped_by));
+      return summary;
+    }
     member.leave("finished the run", /*finished=*/true);
     if (summary.steps_trained == 0) {  // it joined at the last synchronisation: nothing was left to train
       fmt::print(stderr, "loco train: member {} stops: it took the state of step {} from a member that finished the "

@@ -101,7 +101,7 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
     if (!first) progress.starts();
     try {
       std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", r, take_events);
-      progress.stops(/*finished=*/true);
+      progress.stops(/*finished=*/!summary || summary->stopped_by == 0);
       return summary;
     } catch (const ReplicaLeaves&) {
       progress.stops(/*finished=*/false);
@@ -172,6 +172,10 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   server.stop();
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
+  }
+  // A run stopped by a signal says so (and ends as stopped) whichever replica finished.
+  for (const auto& s : summaries) {
+    if (s && s->stopped_by != 0) return *s;
   }
   for (const auto& s : summaries) {
     if (s) return *s;

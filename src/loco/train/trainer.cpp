@@ -207,6 +207,8 @@ TrainSummary Trainer::run() {
 // for several replicas where the strategy synchronised them all (data parallel: every step; DiLoCo: every
 // outer step), so the agreement holds nobody up and a run that is not stopped pays one latency per outer
 // step. The stop waits for that step: up to H inner steps with DiLoCo (loco launch --grace-s must cover it).
+// An elastic member has no replica group (its quorums come and go): it stops alone, after any step, and
+// leaves its quorum (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
 int Trainer::agreed_stop() {
   State& s = *state_;
   if (!s.options.stop_requested || s.last_step()) return 0;

@@ -13,6 +13,7 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -308,6 +309,58 @@ TEST_F(ElasticTrain, AMemberThatArrivesAfterTheRunFinishedStops) {
   EXPECT_EQ(c->wait(30), 0) << c->output();
   EXPECT_NE(c->output().find("member c#1 stops: the run was finished at step 24 by other members"),
             std::string::npos) << c->output();
+}
+
+// Note "graceful-stop" for a member: SIGTERM (its spot instance is about to go) stops it after its current
+// step with a checkpoint, and it leaves the run at once, so the coordinator records a leave, not an expiry
+// a heartbeat timeout later; the others go on without it and finish.
+TEST_F(ElasticTrain, ASignalledMemberLeavesWithACheckpointAndTheOthersGoOn) {
+  const auto coordinator_process = coordinator("sigterm", 3);
+  constexpr int kSteps = 400;
+  auto a = member("sigterm", "a", kSteps);
+  auto b = member("sigterm", "b", kSteps);
+  auto c = member("sigterm", "c", kSteps);
+  ASSERT_TRUE(c->wait_for(std::regex("step 12/400"), 120)) << c->output();
+  c->signal(SIGTERM);
+  EXPECT_EQ(c->wait(60), 128 + SIGTERM) << c->output();
+  std::smatch said;
+  const std::string c_output = c->output();
+  ASSERT_TRUE(std::regex_search(c_output, said, std::regex("member c#1 left the run after step (\\d+): stopped by SIGTERM")))
+      << c_output;
+  const int step = std::stoi(said[1]);
+  EXPECT_GE(step, 12);
+  EXPECT_LT(step, kSteps);
+  EXPECT_TRUE(fs::exists(*dir_ / "sigterm" / "members" / "c-1" / "checkpoints" / ("step_" + std::to_string(step)) /
+                         "state.json")) << c_output;
+  for (auto* m : {a.get(), b.get()}) EXPECT_EQ(m->wait(180), 0) << m->output();
+  EXPECT_NE(a->output().find("2 members (a#1, b#1)"), std::string::npos) << a->output();
+  const std::string log = coordinator_process->output();
+  EXPECT_NE(log.find("leave c#1 (stopped by SIGTERM)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("expire c#1"), std::string::npos) << log;
+}
+
+// The same for members as threads of one process (dist.backend = local): each stops after its current step
+// with its checkpoint and leaves; the process says so and exits with 128 + the signal.
+TEST_F(ElasticTrain, MembersAsThreadsEachStopWithACheckpoint) {
+  const fs::path run = *dir_ / "threads-sigint", members = run / "members";
+  const pid_t pid = test::start_loco({"train", "--config", config().string(), "--set", "dist.backend=local", "--set",
+                                      "dist.replicas=2", "--set", "train.steps=100000", "--set", "train.log_every=1",
+                                      "--set", "train.out_dir=" + run.string()},
+                                     *dir_ / "threads-sigint.out", *dir_ / "threads-sigint.err");
+  const bool started = test::eventually([&] { return test::read_metrics(members / "replica-0-1").size() >= 3; },
+                                        std::chrono::seconds(60));
+  ::kill(pid, SIGINT);
+  const int status = test::wait_exit(pid, std::chrono::seconds(60));
+  const std::string said = test::read_text(*dir_ / "threads-sigint.out") + test::read_text(*dir_ / "threads-sigint.err");
+  EXPECT_EQ(status, 128 + SIGINT) << said;
+  ASSERT_TRUE(started) << said;
+  EXPECT_NE(said.find("stopped by SIGINT after step"), std::string::npos) << said;
+  for (const std::string member : {"replica-0", "replica-1"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(said, m, std::regex("member " + member + "#1 left the run after step (\\d+): stopped by SIGINT")))
+        << said;
+    EXPECT_TRUE(fs::exists(members / (member + "-1") / "checkpoints" / ("step_" + m[1].str()) / "state.json")) << said;
+  }
 }
 
 // A member that hangs (SIGSTOP) is expired and the others go on; continued, it finds itself fenced out,
