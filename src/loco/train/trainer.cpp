@@ -274,7 +274,6 @@ void Trainer::set_up() {
                (s.out_dir / "checkpoints").string(), fmt::join(interrupted, ", "));
   }
   if (s.resumed) agree_on_resume();
-  write_file_atomic(s.out_dir / "config.toml", to_toml(config));
 
   ModelPart part = ModelPart::whole(config.model);
   if (s.options.pipeline) {
@@ -352,6 +351,9 @@ void Trainer::restore() {
   if (s.group) counted = [group = s.group] { return group->stats(); };
   s.communication.emplace(counted_before, s.group, std::move(counted), *s.clock);
   if (s.resumed) apply(*s.resumed);
+  // Written once the model, the strategy and a resumed state were accepted: a run refused before (a
+  // checkpoint whose optimizer state does not fit, say) leaves the directory's config.toml as it was.
+  write_file_atomic(s.out_dir / "config.toml", to_toml(s.config));
   s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
   s.strategy->begin();
 }
