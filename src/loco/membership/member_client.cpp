@@ -311,6 +311,10 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
       if (generation < 0 || retry_as_new_member) {
         as = {shared_->credentials, shared_->session_key};
         generation = shared_->rejoins;
+        // A quorum request says which reply this membership received last: a member that rejoined meanwhile
+        // received none from its new coordinator, which may number its replies from 1 again (an old, higher
+        // serial would keep a lost answer from being served again: await_quorum).
+        if (request.contains("received")) request["received"] = shared_->received;
       }
     }
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -339,13 +343,9 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
 }
 
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
-  std::int64_t received = 0;
-  {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
-    received = shared_->received;
-  }
-  QuorumReply reply = quorum_reply(
-      long_poll("/v1/quorum", {{"step", step}, {"received", received}}, timeout_s, "quorum", true));
+  // "received": the membership's, filled in by long_poll as it sends the request.
+  QuorumReply reply =
+      quorum_reply(long_poll("/v1/quorum", {{"step", step}, {"received", 0}}, timeout_s, "quorum", true));
   std::lock_guard<std::mutex> lock(shared_->mutex);  // against a heartbeat answer for an earlier quorum
   shared_->quorum_id = reply.quorum_id;
   shared_->received = reply.serial;

@@ -271,6 +271,40 @@ TEST(CoordinatorServer, AQuorumAnswerLostOnTheWayIsServedAgain) {
   EXPECT_FALSE(status.at("quorum").at("broken").get<bool>());
 }
 
+// A member asks for a quorum while its coordinator is replaced: it rejoins meanwhile and asks again as the new
+// member, which received no reply from the replacement (whose replies are numbered from 1 again). When the
+// replacement's answer is lost on the way, it is served again at once. (Before, the request still carried the
+// serial of the first coordinator's last reply, higher than the lost one's: the member waited for a new quorum
+// that never formed while the other waited for it in their group.)
+TEST(CoordinatorServer, AQuorumAnswerLostAfterTheCoordinatorWasReplacedIsServedAgain) {
+  auto first = std::make_unique<CoordinatorServer>(server_options(2));
+  const int port = first->port();
+  first->start();
+  InterceptingProxy proxy(port);
+  MemberClient a(member_at(proxy.port(), "a"));
+  MemberClient b(member(*first, "b"));
+  for (const std::int64_t step : {0, 10, 20}) {  // a receives the first coordinator's replies
+    auto qb = std::async(std::launch::async, [&] { return b.await_quorum(step, 10); });
+    a.await_quorum(step, 10);
+    qb.get();
+  }
+  proxy.lose_next_quorum_answer();
+  auto qa = std::async(std::launch::async, [&] { return a.await_quorum(30, 20); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a waits for b at the first coordinator
+  first.reset();
+  CoordinatorServer second(server_options(2, port));
+  second.start();
+  ASSERT_TRUE(eventually([&] { return a.rejoins() == 1 && b.rejoins() == 1; }));
+  const auto asked = Clock::now();
+  const QuorumReply rb = b.await_quorum(30, 20);
+  const QuorumReply ra = qa.get();
+  EXPECT_LT(seconds_since(asked), 5.0);  // served again, not a new quorum's wait
+  ASSERT_EQ(proxy.lost_answers().size(), 1u);
+  EXPECT_EQ(ra.serial, quorum_reply(nlohmann::json::parse(proxy.lost_answers().back())).serial);
+  EXPECT_EQ(ra.members, rb.members);
+  EXPECT_EQ(ra.store_prefix, rb.store_prefix);
+}
+
 // A heartbeat answer made while the member's quorum was broken, that reaches the member only after it was
 // given its next quorum, speaks of the old quorum: it must not mark the new one broken (whose collectives
 // would then give up at once). Once seen as a rare failure of a pipeline test under load.
