@@ -117,7 +117,8 @@ TEST_F(GracefulStopCli, SigtermStopsAReplicaWithACheckpointFromWhichTheRunContin
 // Replicas as threads reach a signal's agreement at a DiLoCo synchronisation (every 4 steps): both stop
 // after the same step, and each wrote its checkpoint there.
 TEST_F(GracefulStopCli, ReplicasAsThreadsStopTogetherAtASynchronisation) {
-  const std::vector<std::string> diloco{"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=4"};
+  const std::vector<std::string> diloco{"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=4",
+                                        "train.stop_check_every=0"};
   const std::int64_t step = stop_two_replicas("threads", train_args("threads", diloco), SIGINT, "SIGINT");
   ASSERT_GE(step, 4) << output("threads");
   EXPECT_EQ(step % 4, 0) << output("threads");
@@ -128,6 +129,24 @@ TEST_F(GracefulStopCli, ReplicasAsThreadsStopTogetherAtASynchronisation) {
   const auto uninterrupted = test::run_loco(train_args("threads_uninterrupted", diloco));
   ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
   expect_same_losses_from(*dir_ / "threads", *dir_ / "threads_uninterrupted", step, 1e-5);
+}
+
+// Between synchronisations far apart (H = 1000), the replicas also check every train.stop_check_every (8)
+// steps: they stop together inside the round, and the run resumed from there trains what the uninterrupted
+// run does.
+TEST_F(GracefulStopCli, ReplicasStopInsideALongRoundAtTheirNextCheck) {
+  const std::vector<std::string> diloco{"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=1000",
+                                        "train.stop_check_every=8"};
+  const std::int64_t step = stop_two_replicas("round", train_args("round", diloco), SIGTERM, "SIGTERM");
+  ASSERT_GE(step, 8) << output("round");
+  EXPECT_EQ(step % 8, 0) << output("round");
+
+  const std::string name = "step_" + std::to_string(step);
+  const auto resumed = test::run_loco({"train", "--resume", (*dir_ / "round" / "checkpoints" / name).string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto uninterrupted = test::run_loco(train_args("round_uninterrupted", diloco));
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
+  expect_same_losses_from(*dir_ / "round", *dir_ / "round_uninterrupted", step, 1e-5);
 }
 
 // Streaming DiLoCo with its exchange overlapped (τ = 1): the replicas agree after the step where the exchange
@@ -144,7 +163,8 @@ TEST_F(GracefulStopCli, OverlappedExchangesLandBeforeTheReplicasStop) {
 // the synchronisation to stop after.
 TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
   std::vector<std::string> args{"launch", "--nproc", "2", "--master-port", "0", "--", LOCO_BINARY};
-  const auto train = train_args("ranks", {"dist.algorithm=diloco", "dist.backend=gloo", "diloco.sync_every=4"});
+  const auto train = train_args("ranks", {"dist.algorithm=diloco", "dist.backend=gloo", "diloco.sync_every=4",
+                                          "train.stop_check_every=0"});
   args.insert(args.end(), train.begin(), train.end());
   const std::int64_t step = stop_two_replicas("ranks", args, SIGTERM, "SIGTERM");
   EXPECT_GE(step, 4) << output("ranks");
@@ -157,7 +177,7 @@ TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
 TEST_F(GracefulStopCli, ASecondSignalStopsAtOnce) {
   const pid_t pid = test::start_loco(
       train_args("twice", {"dist.algorithm=diloco", "dist.replicas=2", "diloco.sync_every=100000",
-                           "train.steps=100000"}),
+                           "train.steps=100000", "train.stop_check_every=0"}),
       *dir_ / "twice.out", *dir_ / "twice.err");
   ASSERT_TRUE(test::eventually([&] { return read_metrics(*dir_ / "twice").size() >= 2; }, std::chrono::seconds(60)));
   ::kill(pid, SIGINT);

@@ -91,6 +91,8 @@ std::vector<ConfigKey> make_keys() {
       bind("train", "eval_batches", &R::train, &T::eval_batches, "validation batches of train.batch_size sequences per evaluation"),
       bind("train", "checkpoint_every", &R::train, &T::checkpoint_every,
            "steps between checkpoints; 0: only at the end"),
+      bind("train", "stop_check_every", &R::train, &T::stop_check_every,
+           "steps between the replicas' checks for SIGTERM/Ctrl-C, besides each synchronisation; 0: only there"),
       bind("train", "log_every", &R::train, &T::log_every, "steps between metrics lines"),
       bind("train", "out_dir", &R::train, &T::out_dir, "run directory (metrics, config, checkpoints)"),
       bind("train", "device", &R::train, &T::device, "where to train",

@@ -246,6 +246,7 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
                        t.micro_batch_size, replica_batch));
   }
   if (t.eval_every < 0 || t.checkpoint_every < 0) reject("train.eval_every and train.checkpoint_every must be 0 or positive");
+  if (t.stop_check_every < 0) reject("train.stop_check_every must be 0 (check only at synchronisations) or positive");
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
   if (t.log_every <= 0) reject("train.log_every must be positive");
   if (t.out_dir.empty()) reject("train.out_dir is empty; name the run directory");

@@ -69,6 +69,11 @@ class Strategy {
   // replicas reach that step together, so the trainer can agree on a stop there without holding any of them
   // up (note "graceful-stop"). The same answer on every replica of a static run.
   virtual bool synchronised_at(std::int64_t step) const { return false; }
+  // Whether an exchange of this strategy still runs on the group in the background after the step just
+  // done (Streaming DiLoCo's overlapped fragments): the trainer's stop agreement between synchronisations
+  // (train.stop_check_every) skips such a step, where its collective could reach the group before the
+  // exchange's on one replica and after it on another. The same answer on every replica of a static run.
+  virtual bool exchanging() const { return false; }
   // Runs `evaluate` with the parameters a user would deploy in the model (DiLoCo: the global ones)
   // and restores the replica's own afterwards.
   virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }

@@ -205,14 +205,19 @@ TrainSummary Trainer::run() {
 // (the replica group, then the pipeline group: the largest signal number any rank saw), at steps where they
 // meet anyway: after every step of a single replica (a pipeline's stages exchange every micro-batch), and
 // for several replicas where the strategy synchronised them all (data parallel: every step; DiLoCo: every
-// outer step), so the agreement holds nobody up and a run that is not stopped pays one latency per outer
-// step. The stop waits for that step: up to H inner steps with DiLoCo (loco launch --grace-s must cover it).
+// outer step), so the agreement holds nobody up, and also every train.stop_check_every steps (unless an
+// exchange runs in the background then), so that a stop waits for at most that many steps rather than for
+// a round of H inner steps, which can outlast a spot instance's notice. A run that is not stopped pays one
+// small gather per outer step and per stop_check_every steps, where the replicas briefly wait for each other.
 // An elastic member has no replica group (its quorums come and go): it stops alone, after any step, and
 // leaves its quorum (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
 int Trainer::agreed_stop() {
   State& s = *state_;
   if (!s.options.stop_requested || s.last_step()) return 0;
-  if (s.replicas() > 1 && !s.strategy->synchronised_at(s.step)) return 0;
+  const std::int64_t every = s.config.train.stop_check_every;
+  const bool checks_now = s.strategy->synchronised_at(s.step) ||
+                          (every > 0 && s.step % every == 0 && !s.strategy->exchanging());
+  if (s.replicas() > 1 && !checks_now) return 0;
   std::int64_t signal = s.options.stop_requested();
   for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
     if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);
