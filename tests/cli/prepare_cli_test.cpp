@@ -64,6 +64,37 @@ TEST(PrepareCli, EmptyCorpusExitsWithOne) {
   EXPECT_TRUE(contains(result.output, "no text found in")) << result.output;
 }
 
+// A corpus refused while it is read (blank, a damaged archive) and a refused input leave --out as it was: a
+// directory of the user's keeps only its own files, and one the run created is gone again.
+TEST(PrepareCli, ARefusedCorpusLeavesNothingInItsOutputDirectory) {
+  ScratchDir dir;
+  write_text(dir / "mine/notes.txt", "mine\n");
+  write_text(dir / "blank.txt", "\n   \n");
+  write_text(dir / "damaged.gz", "not gzip at all\n");
+  for (const std::string input : {"blank.txt", "damaged.gz", "absent.txt"}) {
+    for (const std::string out : {"mine", "new"}) {
+      const CommandResult result = run_loco({"prepare", "--input", (dir / input).string(), "--out",
+                                             (dir / out).string(), "--tokenizer", "byte"});
+      EXPECT_EQ(result.exit_code, 1) << input << ": " << result.output;
+      EXPECT_FALSE(std::filesystem::exists(dir / "new")) << input << ": " << result.output;
+    }
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(dir / "mine")) left.push_back(entry.path().filename());
+    EXPECT_EQ(left, std::vector<std::string>{"notes.txt"}) << input;
+  }
+}
+
+// Encoding threads beyond any machine's cores only exhaust the process: refused before anything is read.
+TEST(PrepareCli, ThousandsOfThreadsAreAUsageError) {
+  ScratchDir dir;
+  write_text(dir / "a.txt", "text\n");
+  const CommandResult result = run_loco({"prepare", "--input", (dir / "a.txt").string(), "--out",
+                                         (dir / "out").string(), "--tokenizer", "byte", "--threads", "100000"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_TRUE(contains(result.output, "--threads 100000 is more encoding threads")) << result.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST(PrepareCli, VocabSizeWithByteTokenizerIsAUsageError) {
   ScratchDir dir;
   write_text(dir / "a.txt", "text\n");

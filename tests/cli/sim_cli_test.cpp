@@ -143,6 +143,9 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
   auto one = run_loco({"fit", (dir / "one.csv").string()});
   EXPECT_EQ(one.exit_code, 1);
   EXPECT_NE(one.output.find("1 point for 2 parameters"), std::string::npos) << one.output;
+  auto starts = run_loco({"fit", (dir / "one.csv").string(), "--starts", "100000000"});
+  EXPECT_EQ(starts.exit_code, 2) << starts.output;
+  EXPECT_NE(starts.output.find("--starts must be between 1 and 10000"), std::string::npos) << starts.output;
 }
 
 }  // namespace

@@ -102,6 +102,36 @@ TEST(Config, WrongTypesAreRejected) {
   EXPECT_NE(message.find("true or false"), std::string::npos) << message;
 }
 
+// Finite numbers beyond float32's range would overflow when they become tensors (libtorch's error names no
+// key): refused as config errors naming the key, for every float key, from a file or --set alike.
+TEST(Config, NumbersBeyondFloat32AreRejectedByName) {
+  ScratchDir dir;
+  for (const std::string key : {"optim.lr", "optim.grad_clip", "model.rope_theta", "diloco.outer_lr", "noloco.gamma",
+                                "streaming.outer_lr", "sparseloco.outer_lr"}) {
+    for (const std::string value : {"1e300", "-4e38"}) {
+      const std::string message = config_error(dir, kValidConfig, {key + "=" + value});
+      EXPECT_NE(message.find(key + " = "), std::string::npos) << message;
+      EXPECT_NE(message.find("beyond the range of float32"), std::string::npos) << key << "=" << value << ": " << message;
+    }
+  }
+  EXPECT_EQ(config_error(dir, kValidConfig, {"model.rope_theta=3e38"}), "") << "float32's largest values stay valid";
+}
+
+// Counts whose work grows with them are bounded where more would only stall the run.
+TEST(Config, CentredClippingIterationsAreBounded) {
+  ScratchDir dir;
+  const std::vector<std::string> clip = {"dist.algorithm=diloco", "dist.replicas=2", "dist.aggregation=centered_clip"};
+  auto with = [&](const std::string& iterations) {
+    std::vector<std::string> sets = clip;
+    sets.push_back("dist.clip_iterations=" + iterations);
+    return config_error(dir, kValidConfig, sets);
+  };
+  EXPECT_NE(with("2000000000").find("dist.clip_iterations (2000000000) must be between 1 and 1000"), std::string::npos)
+      << with("2000000000");
+  EXPECT_NE(with("0").find("must be between 1 and 1000"), std::string::npos);
+  EXPECT_EQ(with("1000"), "");
+}
+
 // Note "one-number-parser": a TOML file and --set refuse the same numbers, with the same words.
 TEST(Config, NumbersFromTomlAndSetGoThroughOneParser) {
   ScratchDir dir;

@@ -401,16 +401,18 @@ TEST(DataPrepare, TheTokenizerIsTrainedOnASampleOfTheBudget) {
   EXPECT_EQ(read_file(scratch / "small/tokenizer.model"), read_file(scratch / "small-again/tokenizer.model"));
 }
 
-TEST(DataPrepare, AnInterruptedRunLeavesNothingCompleteAndARerunCleansUp) {
+TEST(DataPrepare, ARefusedRunTakesBackWhatItWroteAndAKilledRunIsClearedByTheNext) {
   ScratchDir scratch;
-  // The bad last line stops the run after the shards of the first 300 documents were written.
+  // The bad last line stops the run after the shards of the first 300 documents were written: they are
+  // removed again, and so is the directory the run created.
   write_text(scratch / "docs.jsonl", generated_jsonl(300) + "{\"text\": \"oops\"\n");
   PrepareOptions options = byte_options({scratch / "docs.jsonl"}, scratch / "out", 0.1);
   const PrepareLimits tiny{2000, 700};
   EXPECT_THROW(prepare_dataset(options, tiny), DataError);
-  EXPECT_FALSE(fs::exists(scratch / "out/meta.json"));
-  EXPECT_TRUE(fs::exists(scratch / "out/train_000.bin"));
-  EXPECT_TRUE(fs::exists(scratch / "out" / kPrepareMarkerFileName));
+  EXPECT_FALSE(fs::exists(scratch / "out"));
+  // What a killed run leaves: its marker, shards and temporary files, next to the user's own file.
+  write_text(scratch / "out" / kPrepareMarkerFileName, "loco prepare is writing this directory\n");
+  write_text(scratch / "out/train_000.bin", "a shard of the killed run");
   write_text(scratch / "out/train_999.bin", "a shard of an earlier, longer run");
   write_text(scratch / "out/.val_003.bin.tmp-4242", "a temporary file of a killed run");
   write_text(scratch / "out/notes.txt", "the user's own file");

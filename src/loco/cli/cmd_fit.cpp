@@ -33,9 +33,11 @@ void run_fit(const FitCommandOptions& o) {
   options.additive = {o.starts, o.huber_delta, o.seed};
   options.joint_algorithm = o.joint_algorithm;
   for (const auto& text : o.predictions) options.predictions.push_back(sim::parse_prediction(text));
-  if (o.starts < 1 || !(o.huber_delta > 0)) {
-    throw ConfigError(fmt::format("--starts must be at least 1 and --huber-delta positive (got {} and {}).", o.starts,
-                                  o.huber_delta));
+  // Each start is a full fit; the default 64 finds the best of them, and beyond ~10^4 a fit only takes hours.
+  constexpr int kMostStarts = 10000;
+  if (o.starts < 1 || o.starts > kMostStarts || !(o.huber_delta > 0)) {
+    throw ConfigError(fmt::format("--starts must be between 1 and {} and --huber-delta positive (got {} and {}).",
+                                  kMostStarts, o.starts, o.huber_delta));
   }
   auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
   sim::FitReport report = sim::fit_scaling_laws(points, options);

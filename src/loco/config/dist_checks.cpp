@@ -15,6 +15,8 @@ namespace loco {
 
 namespace {
 
+constexpr std::int64_t kMostClipIterations = 1000;
+
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
 
 // An emulated link (comm.* or pipeline.*: `section`) within what real links span. A pipeline stage's messages
@@ -131,7 +133,11 @@ void check_dist_section(const RunConfig& c) {
                        d.aggregation, d.algorithm));
   }
   if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
-  if (d.clip_iterations < 1) reject(fmt::format("dist.clip_iterations ({}) must be at least 1", d.clip_iterations));
+  // Centered clipping settles in tens of iterations (20 by default); each one passes over every
+  // replica's pseudo-gradient, so a count in the millions only stalls the outer step.
+  if (d.clip_iterations < 1 || d.clip_iterations > kMostClipIterations) {
+    reject(fmt::format("dist.clip_iterations ({}) must be between 1 and {}", d.clip_iterations, kMostClipIterations));
+  }
   if (!(d.clip_radius > 0) || !std::isfinite(d.clip_radius)) {
     reject(fmt::format("dist.clip_radius ({}) must be a positive number", d.clip_radius));
   }

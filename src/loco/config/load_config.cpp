@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <toml.hpp>
@@ -269,13 +270,19 @@ void validate_choices(const RunConfig& c) {
   }
 }
 
-// Every number is finite, however the config was built (a file, --set, a checkpoint's state.json).
+// Every number is finite and within float32's range, however the config was built (a file, --set, a
+// checkpoint's state.json): rates, clips and thetas become float32 tensors, where a larger value overflows
+// (libtorch's error names no key), and no setting means anything that large.
 void validate_finite(const RunConfig& c) {
   for (const auto& key : config_keys()) {
     const ConfigValue value = key.get(c);
     const auto* number = std::get_if<double>(&value);
     if (number != nullptr && !std::isfinite(*number)) {
       reject(fmt::format("{} = {} is not a finite number; give a finite value", key.dotted(), *number));
+    }
+    if (number != nullptr && std::abs(*number) > std::numeric_limits<float>::max()) {
+      reject(fmt::format("{} = {} is beyond the range of float32 (±{:.3g}), in which loco computes; give a smaller "
+                         "value", key.dotted(), *number, std::numeric_limits<float>::max()));
     }
   }
 }

@@ -33,6 +33,8 @@ void progress(fmt::format_string<Args...> format, Args&&... args) {
   fmt::print(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
 
+constexpr unsigned kMostPrepareThreads = 1024;
+
 void check_options(const PrepareOptions& options) {
   if (options.out_dir.empty()) throw ConfigError("no output directory; pass --out DIR.");
   if (options.tokenizer != "bpe" && options.tokenizer != "byte") {
@@ -43,6 +45,12 @@ void check_options(const PrepareOptions& options) {
   }
   if (options.text_field.empty()) {
     throw ConfigError("--text-field is empty; name the field of each JSONL line that holds its text (default: text).");
+  }
+  // Threads beyond the cores do not encode faster; a number in the thousands only exhausts the process's
+  // threads and memory.
+  if (options.threads > kMostPrepareThreads) {
+    throw ConfigError(fmt::format("--threads {} is more encoding threads than any machine has cores; give at most {} "
+                                  "(or leave it out: one per core)", options.threads, kMostPrepareThreads));
   }
   if (options.tokenizer_sample_bytes == 0) {
     throw ConfigError("--tokenizer-sample-mb must be above 0: the BPE tokenizer needs text to train on.");
@@ -63,16 +71,23 @@ void refuse_prepared_directory(const fs::path& out_dir) {
 // starts clean (and no shard of an earlier, longer run survives next to the new ones). Without it
 // such files belong to something else (a checkpoint holds tokenizer files too) and are not touched.
 // Anything else in the directory is left alone.
-void clear_interrupted_run(const fs::path& out_dir) {
-  static const std::regex leftover(
+// The files `loco prepare` writes into its directory, besides meta.json and the marker: tokenizer files,
+// shards and their temporary files.
+std::vector<fs::path> prepare_outputs_in(const fs::path& out_dir) {
+  static const std::regex output(
       R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+)");
   std::vector<fs::path> found;
-  try {
-    for (const auto& entry : fs::directory_iterator(out_dir)) {
-      if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), leftover)) {
-        found.push_back(entry.path());
-      }
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), output)) {
+      found.push_back(entry.path());
     }
+  }
+  return found;
+}
+
+void clear_interrupted_run(const fs::path& out_dir) {
+  try {
+    const std::vector<fs::path> found = prepare_outputs_in(out_dir);
     if (!found.empty() && !fs::exists(out_dir / kPrepareMarkerFileName)) {
       throw DataError(fmt::format(
           "{} holds {} but was not written by an interrupted `loco prepare` (it has no {}): it may be a checkpoint "
@@ -87,6 +102,20 @@ void clear_interrupted_run(const fs::path& out_dir) {
   }
   write_file_atomic(out_dir / kPrepareMarkerFileName,
                     "loco prepare is writing this directory; it is complete once meta.json exists.\n");
+}
+
+// Removes what this run wrote into out_dir (it holds the marker), and out_dir itself when this run created
+// it and nothing else is there. Best effort: what cannot be listed or removed stays with the marker, and the
+// next run clears it up.
+void take_back_outputs(const fs::path& out_dir, bool created) noexcept {
+  std::error_code ignored;
+  try {
+    for (const fs::path& path : prepare_outputs_in(out_dir)) fs::remove(path, ignored);
+  } catch (const fs::filesystem_error&) {
+    return;
+  }
+  fs::remove(out_dir / kPrepareMarkerFileName, ignored);
+  if (created) fs::remove(out_dir, ignored);  // removes only an empty directory
 }
 
 unsigned thread_count(const PrepareOptions& options) {
@@ -207,19 +236,9 @@ DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::ve
   return writer.finish();
 }
 
-}  // namespace
-
-PrepareSummary prepare_dataset(const PrepareOptions& options) {
-  return prepare_dataset(options, PrepareLimits{kTokensPerShard});
-}
-
-PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimits& limits) {
-  check_options(options);
-  refuse_prepared_directory(options.out_dir);
-  ensure_writable_directory(options.out_dir, "--out directory");
-  clear_interrupted_run(options.out_dir);
-
-  const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir);
+// The tokenizer, the encoding pass and meta.json, into a directory cleared for them.
+PrepareSummary prepare_into(const PrepareOptions& options, const PrepareLimits& limits,
+                            const std::vector<CorpusFile>& files) {
   progress("{} files, {:.1f} MB", files.size(), total_bytes(files) / 1e6);
   const DocumentSplit split(options.val_fraction, options.seed);
   std::unique_ptr<Tokenizer> tokenizer = build_tokenizer(options, files, split);
@@ -241,6 +260,30 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
 
   return PrepareSummary{meta.train.documents + meta.val.documents, meta.train.tokens, meta.val.tokens,
                         meta.vocab_size, total_bytes(files)};
+}
+
+}  // namespace
+
+PrepareSummary prepare_dataset(const PrepareOptions& options) {
+  return prepare_dataset(options, PrepareLimits{kTokensPerShard});
+}
+
+PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimits& limits) {
+  check_options(options);
+  refuse_prepared_directory(options.out_dir);
+  const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir);  // before writing
+  const bool created = !fs::exists(options.out_dir);
+  ensure_writable_directory(options.out_dir, "--out directory");
+  clear_interrupted_run(options.out_dir);
+  try {
+    return prepare_into(options, limits, files);
+  } catch (...) {
+    // A refused corpus (blank, a broken archive, a bad --tokenizer-from) leaves nothing behind: what this run
+    // wrote is removed, and the directory when this run created it. (A killed run leaves its marker, and
+    // the next run clears up: clear_interrupted_run.)
+    take_back_outputs(options.out_dir, created);
+    throw;
+  }
 }
 
 }  // namespace loco::data
