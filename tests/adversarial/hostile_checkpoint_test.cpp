@@ -250,6 +250,28 @@ TEST_F(HostileCheckpoint, NonFiniteOrNegativeOptimizerMomentsAreRefusedOnResume)
   expect_resume_refused(negative, "holds values that are not finite numbers of 0 or more");
 }
 
+// Two replicas resumed in their own directory, replica 0's part of the checkpoint tampered with (its outer
+// parameters NaN): replica 1, whose part is sound, must neither train a step nor write into the run (before,
+// it wrote its config and a step's metrics there while replica 0 refused).
+TEST_F(HostileCheckpoint, AReplicaThatRefusesItsPartStopsTheOthersBeforeTheyWrite) {
+  const fs::path run = *dir_ / "two_replicas";
+  const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string(), "--set", "dist.algorithm=diloco",
+                                 "--set", "dist.replicas=2", "--set", "diloco.sync_every=2", "--set",
+                                 "train.out_dir=" + run.string()});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const fs::path checkpoint = run / "checkpoints" / "step_4";
+  put_float(checkpoint, "strategy.safetensors", "outer/global", std::nanf(""));
+  const std::string config = test::read_text(run / "replica_1" / "config.toml");
+  const std::string metrics = test::read_text(run / "replica_1" / "metrics.jsonl");
+  const auto r = run_loco_within(kBound, {"train", "--resume", checkpoint.string(), "--set", "train.steps=8", "--set",
+                                          "optim.lr=0.5"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("values that are not finite"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(run / "replica_1" / "config.toml"), config) << r.output;
+  EXPECT_EQ(test::read_text(run / "replica_1" / "metrics.jsonl"), metrics) << r.output;
+  EXPECT_FALSE(fs::exists(run / "replica_1" / "checkpoints" / "step_8")) << r.output;
+}
+
 // A config in state.json with fewer layers, or a tied head, than the weights hold: the extra tensors would
 // be dropped silently, and a different model evaluated or trained on.
 TEST_F(HostileCheckpoint, WeightsTheConfigHasNoPlaceForAreRefused) {

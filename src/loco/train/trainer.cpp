@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "loco/comm/comm_error.h"
 #include "loco/comm/group.h"
 #include "loco/config/algorithms.h"
 #include "loco/config/load_config.h"
@@ -355,12 +356,31 @@ void Trainer::restore() {
   std::function<comm::CommStats()> counted = s.options.communication_stats;
   if (s.group) counted = [group = s.group] { return group->stats(); };
   s.communication.emplace(counted_before, s.group, std::move(counted), *s.clock);
-  if (s.resumed) apply(*s.resumed);
+  if (s.resumed) apply_everywhere(*s.resumed);
   // Written once the model, the strategy and a resumed state were accepted: a run refused before (a
   // checkpoint whose optimizer state does not fit, say) leaves the directory's config.toml as it was.
   write_file_atomic(s.out_dir / "config.toml", to_toml(s.config));
   s.metrics.emplace(s.out_dir, s.resumed ? s.step : -1);
   s.strategy->begin();
+}
+
+// Note "run-checkpoints": each replica and stage checks its own part of a checkpoint as it applies it. One that
+// refuses its part (tampered with, say) must stop the others before any of them writes into the run's
+// directories or trains a step: it leaves the run with its error, and the others learn it in one gather over
+// the replica group then the pipeline group, which they pass only when every one applied its part.
+void Trainer::apply_everywhere(const LoadedCheckpoint& checkpoint) {
+  State& s = *state_;
+  apply(checkpoint);
+  try {
+    for (comm::Group* group : {s.group, s.options.pipeline}) {
+      if (group != nullptr && group->size() > 1) group->smallest_of_ranks(1);
+    }
+  } catch (const comm::CommError& e) {
+    throw CheckpointError(fmt::format("another replica or stage of the run stopped while taking its part of checkpoint "
+                                      "{} (its error says why: a part it refused, most likely); nothing was trained "
+                                      "or written. ({})",
+                                      s.options.resume_from->string(), e.what()));
+  }
 }
 
 void Trainer::apply(const LoadedCheckpoint& checkpoint) {

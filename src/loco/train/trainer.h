@@ -101,6 +101,8 @@ class Trainer {
   std::pair<CheckpointState, CheckpointTensors> snapshot();
   // Takes the state a checkpoint or another member's snapshot holds (resume, and a heal's adopt).
   void apply(const LoadedCheckpoint& checkpoint);
+  // A resume's apply, agreed: every replica and stage applied its part, or all of them stop.
+  void apply_everywhere(const LoadedCheckpoint& checkpoint);
 
   std::unique_ptr<State> state_;
 };
