@@ -373,15 +373,31 @@ TEST_F(HostileCheckpoint, GenerationDrawsOnlyIdsTheTokenizerDecodes) {
 }
 
 // A batch no machine holds: the allocator's refusal in words, with what to lower, not libtorch's backtrace.
+// A batch whose estimated need (note "memory-need") is within the process's 8 GiB but whose real one is not:
+// the allocation that fails is an error saying what to lower (it takes ~20 s of training to get there).
 TEST_F(HostileCheckpoint, RunningOutOfMemoryIsAnErrorThatSaysWhatToLower) {
-  const auto r = test::run_loco_in_memory(kBound, 8u << 20,
+  const auto r = test::run_loco_in_memory(3 * kBound, 8u << 20,
                                           {"train", "--config", (*dir_ / "run.toml").string(), "--set",
-                                           "train.batch_size=100000000", "--set",
+                                           "train.batch_size=95000", "--set",
                                            "train.out_dir=" + (*dir_ / "cases" / "oom").string()});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("loco: error: out of memory"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Lower train.batch_size"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+}
+
+// A model or batch beyond the process's memory is refused at start-up (before: it was accepted, and grew until
+// the kernel killed it), and nothing of the run is written.
+TEST_F(HostileCheckpoint, ARunBeyondTheMachinesMemoryIsRefusedAtOnce) {
+  for (const std::string set : {"train.batch_size=100000000", "model.num_hidden_layers=100000000"}) {
+    const fs::path out = *dir_ / "cases" / "beyond";
+    const auto r = test::run_loco_in_memory(kBound, 8u << 20,
+                                            {"train", "--config", (*dir_ / "run.toml").string(), "--set", set, "--set",
+                                             "train.out_dir=" + out.string()});
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.output;
+    EXPECT_NE(r.output.find("GiB available to this process"), std::string::npos) << set << ": " << r.output;
+    EXPECT_FALSE(fs::exists(out)) << set;
+  }
 }
 
 TEST_F(HostileCheckpoint, ExtremeEvalAndGenerateOptionsGiveNumbers) {

@@ -23,6 +23,7 @@
 #include "loco/train/fault_injection.h"
 #include "loco/train/fixed_membership.h"
 #include "loco/train/inner_optimizer.h"
+#include "loco/train/memory_need.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
 #include "loco/train/replica_state.h"
@@ -272,6 +273,19 @@ void Trainer::set_up() {
     require_same_data_stream(config, *s.resumed);
     require_same_tokenizer(config.data.dir, *s.resumed);
   }
+  ModelPart part = ModelPart::whole(config.model);
+  if (s.options.pipeline) {
+    part = pipeline::stage_part(pipeline::model_partition(config.model, s.options.pipeline->size(),
+                                                          config.pipeline.partition),
+                                s.stage);
+  }
+  // Note "memory-need": on the CPU a run beyond the machine's memory is refused before it grows into it
+  // (and before its directory is made).
+  if (!s.device.is_cuda()) {
+    const int replicas_here = config.dist.backend == "local" ? s.replicas() : 1;
+    require_host_memory(memory_need(config, part.first_layer, part.end_layer, part.takes_tokens, part.gives_logits),
+                        replicas_here, usable_host_memory_bytes());
+  }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
@@ -281,12 +295,6 @@ void Trainer::set_up() {
   }
   if (s.resumed) agree_on_resume();
 
-  ModelPart part = ModelPart::whole(config.model);
-  if (s.options.pipeline) {
-    part = pipeline::stage_part(pipeline::model_partition(config.model, s.options.pipeline->size(),
-                                                          config.pipeline.partition),
-                                s.stage);
-  }
   s.model = initial_model(config, part);
   s.model->to(s.device);
   if (s.options.pipeline) {

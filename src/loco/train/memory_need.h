@@ -1,0 +1,35 @@
+// What a run's replicas must hold in this machine's memory, estimated before anything is allocated
+// (note "memory-need"). On the CPU an allocation rarely fails at once: memory is overcommitted, and a model
+// or batch far beyond the machine grows until the kernel kills the process. So a run whose need is beyond
+// the machine's memory is refused at start-up, naming what to lower. The estimate counts only what is
+// certainly held at once, so that it never refuses a run that fits; a run just below the line may still
+// run out (the out-of-memory error then says what to lower).
+#pragma once
+
+#include <cstdint>
+
+#include "loco/config/run_config.h"
+
+namespace loco {
+
+struct MemoryNeed {
+  std::int64_t parameters = 0;     // of one replica's part of the model
+  double state_bytes = 0;          // weights, gradients and AdamW's two moments: 16 bytes per parameter
+  double activation_bytes = 0;     // what one micro-batch's forward keeps for its backward, float32
+  double total_bytes(int replicas) const { return replicas * (state_bytes + activation_bytes); }
+};
+
+// The need of one replica holding layers [first_layer, end_layer) of `config`'s resolved model (vocabulary
+// known), with the token embedding when `takes_tokens` and the head when `gives_logits`, training
+// micro-batches of train.micro_batch_size sequences of data.seq_len tokens in float32.
+MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::int64_t end_layer, bool takes_tokens,
+                       bool gives_logits);
+
+// The memory this process may use: the machine's physical memory, or its control group's limit or its
+// address-space limit (ulimit -v) when lower.
+double usable_host_memory_bytes();
+
+// ConfigError when `replicas` replicas of `need` (threads of this process) exceed `available_bytes`.
+void require_host_memory(const MemoryNeed& need, int replicas, double available_bytes);
+
+}  // namespace loco

@@ -1,0 +1,66 @@
+// Note "memory-need": the memory a replica certainly holds, counted by hand for a small model, and the refusal
+// of a run beyond the machine's memory before anything is allocated.
+#include "loco/train/memory_need.h"
+
+#include <gtest/gtest.h>
+
+#include "loco/util/error.h"
+
+namespace loco {
+namespace {
+
+// hidden 8, intermediate 16, 2 heads of 4 with 1 key/value head, 3 layers, vocabulary 10, micro-batches of 2
+// sequences of 5 tokens.
+RunConfig small() {
+  RunConfig c;
+  c.model.hidden_size = 8;
+  c.model.intermediate_size = 16;
+  c.model.num_attention_heads = 2;
+  c.model.num_key_value_heads = 1;
+  c.model.num_hidden_layers = 3;
+  c.model.vocab_size = 10;
+  c.model.tie_word_embeddings = false;
+  c.data.seq_len = 5;
+  c.train.micro_batch_size = 2;
+  return c;
+}
+
+TEST(MemoryNeed, CountsWeightsStateAndActivationsByHand) {
+  const MemoryNeed whole = memory_need(small(), 0, 3, true, true);
+  // per layer: q, o 8·8 each; k, v 8·4 each; gate, up, down 8·16 each = 128 + 64 + 384 = 576; embedding and
+  // head 10·8 each.
+  EXPECT_EQ(whole.parameters, 3 * 576 + 2 * 80);
+  EXPECT_DOUBLE_EQ(whole.state_bytes, 16.0 * (3 * 576 + 2 * 80));
+  // per token and layer: 5·8 + 2·4 + 2·5 + 4·16 = 122 floats; 10 tokens, 3 layers.
+  EXPECT_DOUBLE_EQ(whole.activation_bytes, 4.0 * 10 * 3 * 122);
+
+  // A middle stage of one layer: no embedding, no head.
+  const MemoryNeed middle = memory_need(small(), 1, 2, false, false);
+  EXPECT_EQ(middle.parameters, 576);
+  EXPECT_DOUBLE_EQ(middle.activation_bytes, 4.0 * 10 * 1 * 122);
+  // Tied embeddings: the head is the embedding.
+  RunConfig tied = small();
+  tied.model.tie_word_embeddings = true;
+  EXPECT_EQ(memory_need(tied, 0, 3, true, true).parameters, 3 * 576 + 80);
+}
+
+TEST(MemoryNeed, ARunBeyondTheMachineIsRefusedNamingWhatToLower) {
+  const MemoryNeed need = memory_need(small(), 0, 3, true, true);
+  const double one = need.total_bytes(1);
+  EXPECT_NO_THROW(require_host_memory(need, 1, one));
+  EXPECT_NO_THROW(require_host_memory(need, 2, 2 * one));
+  try {
+    require_host_memory(need, 2, 2 * one - 1);
+    FAIL() << "two replicas beyond the machine were not refused";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("2 replicas (threads of this process) need at least"), std::string::npos) << message;
+    EXPECT_NE(message.find("Lower train.micro_batch_size"), std::string::npos) << message;
+    EXPECT_NE(message.find("dist.backend = \"gloo\""), std::string::npos) << message;
+  }
+}
+
+TEST(MemoryNeed, TheMachineHasSomeMemory) { EXPECT_GT(usable_host_memory_bytes(), 64.0 * 1024 * 1024); }
+
+}  // namespace
+}  // namespace loco
