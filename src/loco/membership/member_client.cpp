@@ -1,7 +1,6 @@
 #include "loco/membership/member_client.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <mutex>
 
 #include "loco/membership/authentication.h"
+#include "loco/membership/bounded_request.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/metric_point.h"
 #include "loco/util/parse_number.h"
@@ -32,21 +32,17 @@ struct Answer {
 // at all is Refusal::unavailable.
 Answer post(const CoordinatorAddress& at, const std::string& path, const std::string& body, const std::string& mac,
             double timeout_s) {
-  httplib::Client client(at.host, at.port);
-  const auto timeout = std::chrono::duration<double>(timeout_s);
-  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  client.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  httplib::Headers headers;
-  if (!mac.empty()) headers.emplace(kMacHeader, mac);
-  const auto result = client.Post(path, headers, body, "application/json");
-  if (!result) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!mac.empty()) headers.emplace_back(kMacHeader, mac);
+  std::string why_not;
+  const auto answer = bounded_request(at, "POST", path, headers, body, timeout_s, why_not);
+  if (!answer) {
     throw MembershipError(Refusal::unavailable, fmt::format("no answer from the coordinator at {}:{} ({}); is "
                                                             "`loco coordinator` running there?",
-                                                            at.host, at.port, httplib::to_string(result.error())));
+                                                            at.host, at.port, why_not));
   }
-  if (result->status != 200 && result->status != 202) throw refusal_from(result->status, result->body);
-  return {result->status, parse_message(result->body), result->body, result->get_header_value(kMacHeader)};
+  if (answer->status != 200 && answer->status != 202) throw refusal_from(answer->status, answer->body);
+  return {answer->status, parse_message(answer->body), answer->body, answer->mac};
 }
 
 // An answer that does not carry the coordinator's MAC under the session key came from someone who does not

@@ -1,11 +1,11 @@
 #include "loco/membership/status_client.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <chrono>
 
 #include "loco/membership/authentication.h"
+#include "loco/membership/bounded_request.h"
 #include "loco/membership/membership_error.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
@@ -14,20 +14,18 @@ namespace loco::membership {
 
 namespace {
 
-// GET /status on a fresh connection that waits at most `timeout_s` for each step.
-nlohmann::json get_status(const CoordinatorAddress& at, const httplib::Headers& headers, double timeout_s) {
-  httplib::Client client(at.host, at.port);
-  const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double>(timeout_s));
-  client.set_connection_timeout(timeout);
-  client.set_read_timeout(timeout);
-  const auto result = client.Get("/status", headers);
-  if (!result || result->status != 200) {
+// GET /status on a fresh connection, answered in full within `timeout_s` (bounded_request.h).
+nlohmann::json get_status(const CoordinatorAddress& at, const std::vector<std::pair<std::string, std::string>>& headers,
+                          double timeout_s) {
+  std::string why_not;
+  const auto answer = bounded_request(at, "GET", "/status", headers, "", timeout_s, why_not);
+  if (!answer || answer->status != 200) {
     throw MembershipError(Refusal::unavailable,
-                          fmt::format("no status from the coordinator at {}:{}: is it running there? (loco coordinator "
-                                      "prints its address when it starts)",
-                                      at.host, at.port));
+                          fmt::format("no status from the coordinator at {}:{} ({}): is it running there? (loco "
+                                      "coordinator prints its address when it starts)",
+                                      at.host, at.port, answer ? fmt::format("HTTP {}", answer->status) : why_not));
   }
-  return parse_message(result->body);
+  return parse_message(answer->body);
 }
 
 std::string seconds(const nlohmann::json& value) {
@@ -40,33 +38,9 @@ std::string number(const nlohmann::json& metrics, const char* name, int digits) 
   return found != metrics.end() && found->is_number() ? fmt::format("{:.{}f}", found->get<double>(), digits) : "-";
 }
 
-}  // namespace
-
-RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
-  const nlohmann::json status = get_status(at, {}, timeout_s);
-  try {
-    return {status.at("furthest_step").get<std::int64_t>(), status.at("finished").get<bool>()};
-  } catch (const nlohmann::json::exception& e) {
-    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status without the run's "
-                                                          "progress ({})",
-                                                          at.host, at.port, e.what()));
-  }
-}
-
-nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secret, double timeout_s) {
-  const nlohmann::json open = get_status(at, {}, timeout_s);
-  const auto run_id = open.value("run_id", std::string());
-  nlohmann::json full = get_status(at, {{kStatusTokenHeader, status_token(secret, run_id)}}, timeout_s);
-  if (!full.contains("members") || !full.at("members").is_array()) {
-    throw MembershipError(Refusal::unauthenticated,
-                          fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "
-                                      "secret: give the run's secret (LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
-                                      at.host, at.port, loggable(run_id)));
-  }
-  return full;
-}
-
-std::string format_status(const nlohmann::json& status, std::size_t events) {
+// The status as text (format_status), assuming every field has its type: a mismatch throws the json
+// library's exception.
+std::string format_checked_status(const nlohmann::json& status, std::size_t events) {
   std::string out = fmt::format(
       "run {} (coordinator incarnation {}): furthest step {}{}, quorum q{} of {} member(s){}\n",
       loggable(status.value("run_id", std::string("?"))), status.value("incarnation", 0ull),
@@ -93,6 +67,50 @@ std::string format_status(const nlohmann::json& status, std::size_t events) {
                        loggable(e.value("kind", std::string())), loggable(e.value("detail", std::string())));
   }
   return out;
+}
+
+}  // namespace
+
+RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
+  const nlohmann::json status = get_status(at, {}, timeout_s);
+  try {
+    return {status.at("furthest_step").get<std::int64_t>(), status.at("finished").get<bool>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status without the run's "
+                                                          "progress ({})",
+                                                          at.host, at.port, e.what()));
+  }
+}
+
+nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secret, double timeout_s) {
+  const nlohmann::json open = get_status(at, {}, timeout_s);
+  const auto run_id = open.contains("run_id") && open.at("run_id").is_string() ? open.at("run_id").get<std::string>()
+                                                                              : std::string();
+  nlohmann::json full = get_status(at, {{kStatusTokenHeader, status_token(secret, run_id)}}, timeout_s);
+  if (full.is_object() && full.contains("members") && !full.at("members").is_array()) {
+    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status whose members are "
+                                                          "not a list; is a loco coordinator answering there?",
+                                                          at.host, at.port));
+  }
+  if (!full.is_object() || !full.contains("members")) {
+    throw MembershipError(Refusal::unauthenticated,
+                          fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "
+                                      "secret: give the run's secret (LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
+                                      at.host, at.port, loggable(run_id)));
+  }
+  return full;
+}
+
+std::string format_status(const nlohmann::json& status, std::size_t events) {
+  try {
+    return format_checked_status(status, events);
+  } catch (const nlohmann::json::exception& e) {
+    // Whatever answers at the address may send anything: a field of another type is a refusal, not a crash.
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("the coordinator sent a status loco cannot read ({}); is a loco coordinator of "
+                                      "this version answering at that address?",
+                                      loggable(e.what())));
+  }
 }
 
 }  // namespace loco::membership
