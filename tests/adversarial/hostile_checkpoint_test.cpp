@@ -323,7 +323,7 @@ TEST_F(HostileCheckpoint, AVocabularyEditedInMetaJsonIsRefusedByEval) {
 
 // The data directory's tokenizer is copied into every checkpoint: a run whose tokenizer files were removed,
 // replaced or disagree with meta.json is refused before its first step, not after training (when no checkpoint
-// could be written), and writes nothing.
+// could be written), and writes nothing; so is one whose validation windows hold ids beyond the vocabulary.
 TEST_F(HostileCheckpoint, ADataDirectoryWhoseTokenizerWasAlteredIsRefusedBeforeTraining) {
   const auto altered = [&](const std::string& name, const std::function<void(const fs::path&)>& alter) {
     const fs::path copy_of_data = *dir_ / "cases" / name;
@@ -348,6 +348,21 @@ TEST_F(HostileCheckpoint, ADataDirectoryWhoseTokenizerWasAlteredIsRefusedBeforeT
                  write_text(d / "meta.json", meta.dump());
                }),
        "is not the one its tokens were encoded with"},
+      // Every validation token 60000 (uint16), the CRC in meta.json recomputed: before, the run trained every
+      // step and failed at its final evaluation, with no checkpoint written.
+      {altered("val_ids_beyond_vocabulary",
+               [](const fs::path& d) {
+                 std::string bytes = test::read_text(d / "val_000.bin");
+                 for (std::size_t i = 32; i + 1 < bytes.size(); i += 2) {
+                   bytes[i] = static_cast<char>(60000 & 0xff);
+                   bytes[i + 1] = static_cast<char>(60000 >> 8);
+                 }
+                 write_text(d / "val_000.bin", bytes);
+                 nlohmann::json meta = nlohmann::json::parse(test::read_text(d / "meta.json"));
+                 meta["checksums"]["val_000.bin"] = crc32_hex_of_file(d / "val_000.bin");
+                 write_text(d / "meta.json", meta.dump());
+               }),
+       "is 60000, outside the vocabulary of 258"},
   };
   for (const auto& [altered_data, text] : cases) {
     const fs::path out = altered_data.string() + "_run";

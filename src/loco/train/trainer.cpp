@@ -20,6 +20,7 @@
 #include "loco/train/communication_totals.h"
 #include "loco/train/cuda_graph.h"
 #include "loco/train/emulated_clock.h"
+#include "loco/train/evaluate.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/fixed_membership.h"
 #include "loco/train/inner_optimizer.h"
@@ -256,8 +257,12 @@ void Trainer::set_up() {
   s.membership->attach(*s.access);
   // Elastic members' data directories are not compared yet (docs/data.md).
   s.membership->check_same_data(config.data.dir);
-  // Fails now, not after training, when the validation split cannot hold one sequence.
-  if (s.validates()) data::BatchSampler(*s.val_data, config.data.seq_len, 0, 0, 1, /*shuffle=*/false);
+  // Fails now, not after training, when the validation split cannot hold one sequence, or when a token of the
+  // windows every evaluation reads is outside the vocabulary (a corrupted shard): reading them checks each id.
+  if (s.validates()) {
+    const BatchLoss read_only = [](const torch::Tensor&, const torch::Tensor&) { return 0.0; };
+    evaluate_batches(read_only, *s.val_data, tc.eval_batches, tc.batch_size, config.data.seq_len, torch::kCPU);
+  }
 
   if (s.options.resume_from) {
     s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
