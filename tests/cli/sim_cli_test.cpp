@@ -146,6 +146,14 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
   auto starts = run_loco({"fit", (dir / "one.csv").string(), "--starts", "100000000"});
   EXPECT_EQ(starts.exit_code, 2) << starts.output;
   EXPECT_NE(starts.output.find("--starts must be between 1 and 10000"), std::string::npos) << starts.output;
+  // A chart is never written into a prepared data directory (nor a checkpoint).
+  write_text(dir / "data/meta.json", "{}");
+  write_text(dir / "data/tokenizer.json", "{}");
+  auto chart = run_loco({"fit", (dir / "one.csv").string(), "--chart", (dir / "data/fit.png").string()});
+  EXPECT_EQ(chart.exit_code, 2) << chart.output;
+  EXPECT_NE(chart.output.find("is a prepared data directory"), std::string::npos) << chart.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "data/fit.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "data/fit.gp"));
 }
 
 }  // namespace

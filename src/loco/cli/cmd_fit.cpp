@@ -10,6 +10,7 @@
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/sim/fit_report.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -39,6 +40,8 @@ void run_fit(const FitCommandOptions& o) {
     throw ConfigError(fmt::format("--starts must be between 1 and {} and --huber-delta positive (got {} and {}).",
                                   kMostStarts, o.starts, o.huber_delta));
   }
+  // The chart and its gnuplot script are written beside each other: never into data or a checkpoint.
+  if (!o.chart.empty()) refuse_data_and_checkpoint_directories(std::filesystem::path(o.chart).parent_path(), "--chart");
   auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
   sim::FitReport report = sim::fit_scaling_laws(points, options);
   if (!o.chart.empty()) sim::write_fit_chart(report, o.chart);
