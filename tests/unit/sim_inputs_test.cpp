@@ -84,6 +84,7 @@ TEST(SimInputs, ImpossibleAlgorithmsAreClearErrors) {
   expect_config_error([] { spec("diloco:h=1.5"); }, "whole number");
   expect_config_error([] { spec("streaming:bits=0"); }, "must be positive");
   expect_config_error([] { spec("diloco:fragments=4"); }, "only streaming");
+  expect_config_error([] { spec("streaming:fragments=0"); }, "fragments=0 in algorithm 'streaming:fragments=0' must be at least 1");
   expect_config_error([&] { validate(spec("streaming:fragments=30"), s); }, "30 fragments for 24 layers");
   expect_config_error([&] { validate(spec("streaming:h=10:tau=10"), s); }, "must be smaller than H=10");
   expect_config_error([&] { validate(spec("dp:tau=1"), s); }, "no overlap");

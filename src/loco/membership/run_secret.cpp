@@ -37,6 +37,10 @@ std::string read_secret_file(const std::filesystem::path& file, const std::strin
     throw ConfigError(fmt::format("{} names {}, which cannot be read ({}); give the path of the run's secret file",
                                   what, file.string(), std::strerror(errno)));
   }
+  if (!S_ISREG(info.st_mode)) {
+    throw ConfigError(fmt::format("{} names {}, which is {}, not a file; give the path of the run's secret file", what,
+                                  file.string(), S_ISDIR(info.st_mode) ? "a directory" : "a device, FIFO or socket"));
+  }
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     throw ConfigError(fmt::format("{} names {}, which users other than its owner may read or write (mode {:o}); "
                                   "restrict it: chmod 600 {}",

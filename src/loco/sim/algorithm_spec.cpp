@@ -83,8 +83,13 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
     std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
     if (key == "h")
       spec.inner_steps = parse_count(key, value, text);
-    else if (key == "fragments")
+    else if (key == "fragments") {
       fragments = parse_count(key, value, text);
+      if (fragments < 1) {  // 0 is not "from fragment_layers": that is leaving the key out
+        throw ConfigError(fmt::format("fragments={} in algorithm '{}' must be at least 1 (or leave it out: "
+                                      "fragment_layers decides)", value, text));
+      }
+    }
     else if (key == "fragment_layers")
       fragment_layers = parse_count(key, value, text);
     else if (key == "tau")

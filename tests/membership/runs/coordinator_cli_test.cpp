@@ -67,6 +67,12 @@ TEST(CoordinatorCli, ARunNeedsASecret) {
   const auto exposed = test::run_loco({"coordinator", "--host", "127.0.0.1", "--port", "0", "--secret-file", file});
   EXPECT_EQ(exposed.exit_code, 2) << exposed.output;
   EXPECT_NE(exposed.output.find("chmod 600"), std::string::npos) << exposed.output;
+  std::filesystem::create_directories(dir / "a_directory");
+  std::filesystem::permissions(dir / "a_directory", std::filesystem::perms::owner_all);
+  const auto directory = test::run_loco({"coordinator", "--host", "127.0.0.1", "--port", "0", "--secret-file",
+                                         (dir / "a_directory").string()});
+  EXPECT_EQ(directory.exit_code, 2) << directory.output;
+  EXPECT_NE(directory.output.find("which is a directory, not a file"), std::string::npos) << directory.output;
 }
 
 TEST(CoordinatorCli, ATakenPortAndBadOptionsAreClearErrors) {
