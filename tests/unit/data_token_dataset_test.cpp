@@ -1,5 +1,6 @@
 // TokenDataset: one split over several memory-mapped shards, and what happens when it is damaged.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <numeric>
 
@@ -59,6 +60,26 @@ TEST(DataTokenDataset, MissingShardIsADataError) {
   test::write_positional_dataset(dir.path(), {5, 5});
   std::filesystem::remove(dir / "train_001.bin");
   EXPECT_NE(open_error(dir.path(), "train").find("lacks its shard"), std::string::npos);
+}
+
+// What stands where a file belongs is named for what it is (a FIFO was "does not exist"), and a meta.json far
+// beyond any loco writes is refused before it is parsed (300 MB took 1.7 GB).
+TEST(DataTokenDataset, FilesThatAreNotFilesOrFarTooLargeAreNamed) {
+  ScratchDir dir;
+  test::write_positional_dataset(dir.path(), {5, 5});
+  std::filesystem::remove(dir / "train_001.bin");
+  std::filesystem::create_directory(dir / "train_001.bin");
+  std::string error = open_error(dir.path(), "train");
+  EXPECT_NE(error.find("train_001.bin, which is not a regular file"), std::string::npos) << error;
+  std::filesystem::rename(dir / "meta.json", dir / "kept.json");
+  ASSERT_EQ(::mkfifo((dir / "meta.json").c_str(), 0600), 0);
+  error = open_error(dir.path(), "train");
+  EXPECT_NE(error.find("meta.json is not a regular file"), std::string::npos) << error;
+  std::filesystem::remove(dir / "meta.json");
+  std::filesystem::copy_file(dir / "kept.json", dir / "meta.json");
+  std::filesystem::resize_file(dir / "meta.json", std::uintmax_t{65} << 20);  // sparse: nothing written
+  error = open_error(dir.path(), "train");
+  EXPECT_NE(error.find("larger than 64 MiB"), std::string::npos) << error;
 }
 
 TEST(DataTokenDataset, TruncatedShardIsADataError) {

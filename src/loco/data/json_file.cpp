@@ -6,13 +6,27 @@
 
 namespace loco::data {
 
+namespace {
+
+constexpr std::uintmax_t kMaxJsonFileBytes = 64u << 20;
+
+}  // namespace
+
 DataError malformed_json_file(const std::filesystem::path& path, std::string_view problem, std::string_view fix) {
   return DataError(fmt::format("{} is malformed ({}). {}", path.string(), problem, fix));
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path, std::string_view fix) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw DataError(fmt::format("{} does not exist. {}", path.string(), fix));
+  std::error_code ignored;
+  const auto status = std::filesystem::status(path, ignored);
+  if (!std::filesystem::exists(status)) throw DataError(fmt::format("{} does not exist. {}", path.string(), fix));
+  if (!std::filesystem::is_regular_file(status)) {
+    throw DataError(fmt::format("{} is not a regular file (a directory, FIFO or device). {}", path.string(), fix));
+  }
+  // The files loco writes this way (meta.json, tokenizer.json) are kilobytes; a huge one is not loco's, and
+  // parsing it would take gigabytes.
+  if (std::filesystem::file_size(path, ignored) > kMaxJsonFileBytes) {
+    throw malformed_json_file(path, fmt::format("larger than {} MiB", kMaxJsonFileBytes >> 20), fix);
   }
   try {
     return nlohmann::json::parse(read_file(path));

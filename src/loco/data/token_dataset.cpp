@@ -25,7 +25,11 @@ TokenDataset TokenDataset::open(const fs::path& data_dir, const std::string& spl
   for (const auto& name : split_meta.shards) {
     if (name.find('/') != std::string::npos) throw broken(fmt::format("names a shard '{}' outside it", name));
     fs::path path = data_dir / name;
-    if (!fs::is_regular_file(path)) throw broken(fmt::format("lacks its shard {}", path.string()));
+    if (!fs::is_regular_file(path)) {
+      throw broken(fs::exists(path) ? fmt::format("has {}, which is not a regular file (a directory, FIFO or device)",
+                                                  path.string())
+                                    : fmt::format("lacks its shard {}", path.string()));
+    }
     ShardReader shard(path);
     if (shard.bytes_per_token() != meta.bytes_per_token) {
       throw broken(fmt::format("has shard {} with {} bytes per token where meta.json says {}", path.string(),
