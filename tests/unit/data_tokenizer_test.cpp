@@ -62,6 +62,21 @@ TEST(DataTokenizerFiles, ModelFileMustNotBeAPath) {
   EXPECT_THROW(load_tokenizer(dir.path()), DataError);
 }
 
+// Numbers a uint32 cannot hold are refused, not wrapped (10^12 was read as 3567587328, -1 as 4294967295).
+TEST(DataTokenizerFiles, IdsAndSizesBeyondTheirRangeAreRefused) {
+  ScratchDir dir;
+  for (const std::string fields : {R"("vocab_size":1000000000000,"bos_id":1,"eos_id":2)",
+                                   R"("vocab_size":300,"bos_id":1,"eos_id":-1)", R"("vocab_size":300.5,"bos_id":1,"eos_id":2)"}) {
+    test::write_text(dir / "tokenizer.json", R"({"kind":"sentencepiece-bpe",)" + fields + R"(,"model_file":"m.model"})");
+    try {
+      read_tokenizer_info(dir.path());
+      ADD_FAILURE() << fields << " was accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("is malformed"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // One small BPE model shared by the sentencepiece tests (training takes ~50 ms).
 class DataSentencePiece : public ::testing::Test {
  protected:

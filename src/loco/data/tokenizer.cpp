@@ -6,6 +6,7 @@
 #include "loco/data/sentencepiece_tokenizer.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/json_integer.h"
 
 namespace loco::data {
 
@@ -30,8 +31,9 @@ TokenizerInfo read_tokenizer_info(const fs::path& dir) {
   fs::path path = dir / kTokenizerFileName;
   nlohmann::json j = read_json_file(path, kTokenizerFix);
   TokenizerInfo info = read_json_fields(path, kTokenizerFix, [&] {
-    return TokenizerInfo{j.at("kind").get<std::string>(), j.at("vocab_size").get<std::uint32_t>(),
-                         j.at("bos_id").get<std::uint32_t>(), j.at("eos_id").get<std::uint32_t>(),
+    // json_integer refuses what get<std::uint32_t> would wrap (10^12, -1) or truncate (2.5).
+    return TokenizerInfo{j.at("kind").get<std::string>(), json_integer<std::uint32_t>(j.at("vocab_size")),
+                         json_integer<std::uint32_t>(j.at("bos_id")), json_integer<std::uint32_t>(j.at("eos_id")),
                          j.value("model_file", std::string())};
   });
   if (info.kind != "byte" && info.kind != kSentencePieceKind) {
