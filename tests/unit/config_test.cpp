@@ -117,6 +117,16 @@ TEST(Config, NumbersBeyondFloat32AreRejectedByName) {
   EXPECT_EQ(config_error(dir, kValidConfig, {"model.rope_theta=3e38"}), "") << "float32's largest values stay valid";
 }
 
+// A micro-batch that no longer divides one replica's batch names the replica count, the likelier change (a
+// resume with another dist.replicas), not only the micro-batch.
+TEST(Config, AMicroBatchErrorNamesTheReplicasThatSplitTheBatch) {
+  ScratchDir dir;
+  const std::string message = config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=4",
+                                                               "train.batch_size=4", "train.micro_batch_size=2"});
+  EXPECT_NE(message.find("one replica's batch (1: train.batch_size 4 over dist.replicas 4)"), std::string::npos)
+      << message;
+}
+
 // Counts whose work grows with them are bounded where more would only stall the run.
 TEST(Config, CentredClippingIterationsAreBounded) {
   ScratchDir dir;

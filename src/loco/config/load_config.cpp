@@ -235,16 +235,19 @@ void validate_optim(const OptimConfig& o) {
   if (!(o.decay_fraction > 0 && o.decay_fraction <= 1)) reject("optim.decay_fraction must lie in (0, 1]");
 }
 
-void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t replica_batch) {
+// `batch_layout`: how one replica's batch follows from train.batch_size and dist.* (named in the micro-batch
+// error: the replica count is the likelier change, a resume with another dist.replicas say).
+void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t replica_batch,
+                    const std::string& batch_layout) {
   if (d.seq_len <= 0) reject("data.seq_len must be positive");
   if (d.dir.empty()) reject("data.dir is empty; point it at a directory written by `loco prepare`");
   if (t.tokens < 0) reject(fmt::format("train.tokens ({}) must be 0 (use train.steps) or positive", t.tokens));
   if (t.steps <= 0) reject("set train.steps or train.tokens to a positive number: how long to train");
   if (t.batch_size <= 0) reject("train.batch_size must be positive");
   if (t.micro_batch_size <= 0 || replica_batch % t.micro_batch_size != 0) {
-    reject(fmt::format("train.micro_batch_size ({}) must divide one replica's batch ({}): the batch is "
+    reject(fmt::format("train.micro_batch_size ({}) must divide one replica's batch ({}{}): the batch is "
                        "split into equal micro-batches",
-                       t.micro_batch_size, replica_batch));
+                       t.micro_batch_size, replica_batch, batch_layout));
   }
   if (t.eval_every < 0 || t.checkpoint_every < 0) reject("train.eval_every and train.checkpoint_every must be 0 or positive");
   if (t.stop_check_every < 0) reject("train.stop_check_every must be 0 (check only at synchronisations) or positive");
@@ -368,7 +371,11 @@ void validate(const RunConfig& c) {
   check_dist_section(c);
   check_strategy_sections(c);
   check_comm_section(c);
-  validate_train(c.train, c.data, c.replica_batch());
+  const std::string batch_layout =
+      c.dist.replicas > 1 && c.dist.batch == "split"
+          ? fmt::format(": train.batch_size {} over dist.replicas {}", c.train.batch_size, c.dist.replicas)
+          : "";
+  validate_train(c.train, c.data, c.replica_batch(), batch_layout);
   tokens_per_step(c);  // the trainer multiplies these sizes: ConfigError when they overflow
   validate_model(c.model, c.data);
   validate_optim(c.optim);
