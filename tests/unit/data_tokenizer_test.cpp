@@ -102,6 +102,23 @@ class DataSentencePiece : public ::testing::Test {
 
 ScratchDir* DataSentencePiece::dir_ = nullptr;
 
+// A damaged model file is named in plain words, without the library's source lines and protobuf calls.
+TEST_F(DataSentencePiece, ADamagedModelIsNamedWithoutTheLibrarysInternals) {
+  ScratchDir copy;
+  std::filesystem::copy(dir_->path(), copy.path(), std::filesystem::copy_options::recursive);
+  const std::string model_file = read_tokenizer_info(copy.path()).model_file;
+  test::write_text(copy / model_file, "not a sentencepiece model at all");
+  try {
+    load_tokenizer(copy.path());
+    FAIL() << "a damaged model was loaded";
+  } catch (const DataError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("is not a valid sentencepiece model: its bytes do not read as one"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find(".cc("), std::string::npos) << message;
+  }
+}
+
 TEST_F(DataSentencePiece, HasTheRequestedVocabularyAndIds) {
   auto tokenizer = load_tokenizer(dir_->path());
   EXPECT_EQ(tokenizer->kind(), "sentencepiece-bpe");

@@ -112,11 +112,15 @@ SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& dir, const Tokeni
                     "directory (tokenizer.json and {}) or run `loco prepare` again.",
                     (dir / kTokenizerFileName).string(), model_path.string(), info.model_file));
   }
-  std::string error;
-  model_ = sentencepiece_library().load(read_file(model_path), &error);
+  // The library's own status names its source lines and protobuf calls, which mean nothing to a user: the
+  // file is damaged or not a model, and that is what is said.
+  std::string library_status;
+  model_ = sentencepiece_library().load(read_file(model_path), &library_status);
   if (model_ == nullptr) {
-    throw DataError(fmt::format("{} is not a valid sentencepiece model ({}). Run `loco prepare` again.",
-                                model_path.string(), error));
+    throw DataError(fmt::format("{} is not a valid sentencepiece model: its bytes do not read as one (the file is "
+                                "damaged, cut short or another file). Run `loco prepare` again, or copy the tokenizer "
+                                "files again from where they were made.",
+                                model_path.string()));
   }
   auto pieces = static_cast<std::uint32_t>(model_->piece_count());
   if (pieces != info.vocab_size || model_->bos_id() != static_cast<int>(info.bos_id) ||
