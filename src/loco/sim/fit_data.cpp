@@ -11,6 +11,7 @@
 #include "loco/sim/csv.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/parse_number.h"
 
 namespace loco::sim {
 
@@ -38,14 +39,9 @@ double cell_number(const std::vector<std::string>& row, int index, const char* n
     if (required) throw DataError(fmt::format("{}: the {} value is empty; every row needs one.", where, name));
     return NAN;
   }
-  std::size_t used = 0;
-  double x = NAN;
-  try {
-    x = std::stod(row[index], &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != row[index].size() || !std::isfinite(x) || x <= 0) {
+  const std::optional<double> parsed = parse_whole_number(row[index]);
+  const double x = parsed.value_or(NAN);
+  if (!parsed || x <= 0) {
     throw DataError(
         fmt::format("{}: {} '{}' is not a positive finite number; fix or remove the row.", where, name, row[index]));
   }

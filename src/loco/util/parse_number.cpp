@@ -3,20 +3,21 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
-#include <stdexcept>
 
 #include "loco/util/error.h"
 
 namespace loco {
 
 std::optional<LeadingNumber> parse_leading_number(const std::string& text) {
+  // strtod, not stod: stod throws on a number below double's normal range (1e-320), which is still a number;
+  // one above it comes back infinite and is refused below.
+  const char* begin = text.c_str();
+  char* end = nullptr;
   LeadingNumber number;
-  try {
-    number.value = std::stod(text, &number.used);
-  } catch (const std::exception&) {  // no number at all, or out of double's range
-    return std::nullopt;
-  }
+  number.value = std::strtod(begin, &end);
+  number.used = static_cast<std::size_t>(end - begin);
   if (number.used == 0 || !std::isfinite(number.value)) return std::nullopt;
   return number;
 }
