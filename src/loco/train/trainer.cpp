@@ -88,6 +88,7 @@ struct Trainer::State {
   std::optional<data::TokenDataset> train_data, val_data;
   std::optional<LoadedCheckpoint> resumed;
   fs::path out_dir;
+  fs::path made_directory;  // the outermost directory set_up created for out_dir (empty: none), for a refusal to remove
   Llama model{nullptr};
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
@@ -174,8 +175,13 @@ const std::vector<double>& Trainer::step_losses() const { return state_->step_lo
 
 TrainSummary Trainer::run() {
   State& s = *state_;
-  set_up();
-  restore();
+  try {
+    set_up();
+    restore();
+  } catch (...) {
+    remove_empty_directories(s.out_dir, s.made_directory);  // a refused run leaves no empty directory behind
+    throw;
+  }
   announce();
   s.start = s.interval_start = Clock::now();
   s.progress.emplace(s.config.train.steps);
@@ -292,6 +298,7 @@ void Trainer::set_up() {
                         replicas_here, usable_host_memory_bytes());
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
+  s.made_directory = first_missing_directory(s.out_dir);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
