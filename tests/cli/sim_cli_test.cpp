@@ -154,6 +154,9 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
   EXPECT_NE(chart.output.find("is a prepared data directory"), std::string::npos) << chart.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "data/fit.png"));
   EXPECT_FALSE(std::filesystem::exists(dir / "data/fit.gp"));
+  // A bare file name is a chart in the current directory (not "cannot use ''").
+  auto bare = run_loco({"fit", (dir / "one.csv").string(), "--chart", "fit.png"});
+  EXPECT_EQ(bare.output.find("cannot use"), std::string::npos) << bare.output;
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ RunConfig small() {
 }
 
 TEST(MemoryNeed, CountsWeightsStateAndActivationsByHand) {
-  const MemoryNeed whole = memory_need(small(), 0, 3, true, true);
+  const MemoryNeed whole = memory_need(small(), 0, 3, true, true, true);
   // per layer: q, o 8·8 each; k, v 8·4 each; gate, up, down 8·16 each = 128 + 64 + 384 = 576; embedding and
   // head 10·8 each.
   EXPECT_EQ(whole.parameters, 3 * 576 + 2 * 80);
@@ -35,17 +35,19 @@ TEST(MemoryNeed, CountsWeightsStateAndActivationsByHand) {
   EXPECT_DOUBLE_EQ(whole.activation_bytes, 4.0 * 10 * 3 * 122);
 
   // A middle stage of one layer: no embedding, no head.
-  const MemoryNeed middle = memory_need(small(), 1, 2, false, false);
+  const MemoryNeed middle = memory_need(small(), 1, 2, false, false, true);
   EXPECT_EQ(middle.parameters, 576);
   EXPECT_DOUBLE_EQ(middle.activation_bytes, 4.0 * 10 * 1 * 122);
+  // A fused attention keeps no scores: 2·5 floats less per token and layer.
+  EXPECT_DOUBLE_EQ(memory_need(small(), 1, 2, false, false, false).activation_bytes, 4.0 * 10 * 1 * 112);
   // Tied embeddings: the head is the embedding.
   RunConfig tied = small();
   tied.model.tie_word_embeddings = true;
-  EXPECT_EQ(memory_need(tied, 0, 3, true, true).parameters, 3 * 576 + 80);
+  EXPECT_EQ(memory_need(tied, 0, 3, true, true, true).parameters, 3 * 576 + 80);
 }
 
 TEST(MemoryNeed, ARunBeyondTheMachineIsRefusedNamingWhatToLower) {
-  const MemoryNeed need = memory_need(small(), 0, 3, true, true);
+  const MemoryNeed need = memory_need(small(), 0, 3, true, true, true);
   const double one = need.total_bytes(1);
   EXPECT_NO_THROW(require_host_memory(need, 1, one));
   EXPECT_NO_THROW(require_host_memory(need, 2, 2 * one));

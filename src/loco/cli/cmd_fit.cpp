@@ -41,7 +41,10 @@ void run_fit(const FitCommandOptions& o) {
                                   kMostStarts, o.starts, o.huber_delta));
   }
   // The chart and its gnuplot script are written beside each other: never into data or a checkpoint.
-  if (!o.chart.empty()) refuse_data_and_checkpoint_directories(std::filesystem::path(o.chart).parent_path(), "--chart");
+  if (!o.chart.empty()) {
+    const std::filesystem::path beside = std::filesystem::path(o.chart).parent_path();
+    refuse_data_and_checkpoint_directories(beside.empty() ? "." : beside, "--chart");
+  }
   auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
   sim::FitReport report = sim::fit_scaling_laws(points, options);
   if (!o.chart.empty()) sim::write_fit_chart(report, o.chart);

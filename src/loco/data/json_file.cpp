@@ -17,8 +17,11 @@ DataError malformed_json_file(const std::filesystem::path& path, std::string_vie
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path, std::string_view fix) {
-  std::error_code ignored;
-  const auto status = std::filesystem::status(path, ignored);
+  std::error_code ignored, unreadable;
+  const auto status = std::filesystem::status(path, unreadable);
+  if (unreadable && unreadable != std::errc::no_such_file_or_directory) {
+    throw DataError(fmt::format("{} cannot be read ({}). {}", path.string(), unreadable.message(), fix));
+  }
   if (!std::filesystem::exists(status)) throw DataError(fmt::format("{} does not exist. {}", path.string(), fix));
   if (!std::filesystem::is_regular_file(status)) {
     throw DataError(fmt::format("{} is not a regular file (a directory, FIFO or device). {}", path.string(), fix));

@@ -53,15 +53,28 @@ std::optional<HttpAnswer> bounded_request(const CoordinatorAddress& at, const st
       client.stop();
     }
   });
+  // Ends the watchdog however send ends (an exception included): a joinable thread must never be destroyed.
+  struct EndWatchdog {
+    std::mutex& mutex;
+    std::condition_variable& changed;
+    bool& done;
+    std::thread& watchdog;
+    ~EndWatchdog() {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        done = true;
+      }
+      changed.notify_all();
+      watchdog.join();
+    }
+  };
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
-  const bool answered = client.send(request, response, error);
+  bool answered = false;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    done = true;
+    const EndWatchdog end{mutex, changed, done, watchdog};
+    answered = client.send(request, response, error);
   }
-  changed.notify_all();
-  watchdog.join();
 
   if (too_large) {
     why_not = fmt::format("its answer was larger than {} MiB", kMaxAnswerBytes >> 20);

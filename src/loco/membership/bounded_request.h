@@ -2,7 +2,8 @@
 // peer at the address may be anything (another program, a hostile one), and neither may hang on it or hold
 // whatever it sends. The request ends within its timeout in all (connecting, sending, and the whole answer:
 // a peer that answers one byte at a time is cut off at the deadline, not at a per-read timeout), and an
-// answer body over kMaxAnswerBytes is refused after that many bytes.
+// answer body over kMaxAnswerBytes is refused after that many bytes. (The status line and headers are read by
+// cpp-httplib line by line: bounded in time by the deadline, not in size.)
 #pragma once
 
 #include <cstddef>

@@ -87,12 +87,8 @@ nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secre
   const auto run_id = open.contains("run_id") && open.at("run_id").is_string() ? open.at("run_id").get<std::string>()
                                                                               : std::string();
   nlohmann::json full = get_status(at, {{kStatusTokenHeader, status_token(secret, run_id)}}, timeout_s);
-  if (full.is_object() && full.contains("members") && !full.at("members").is_array()) {
-    throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status whose members are "
-                                                          "not a list; is a loco coordinator answering there?",
-                                                          at.host, at.port));
-  }
-  if (!full.is_object() || !full.contains("members")) {
+  // Without the token a coordinator answers counts only ("members": a number): the secret was not this run's.
+  if (!full.is_object() || !full.contains("members") || !full.at("members").is_array()) {
     throw MembershipError(Refusal::unauthenticated,
                           fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "
                                       "secret: give the run's secret (LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",

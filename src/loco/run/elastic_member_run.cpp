@@ -91,7 +91,12 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
     if (summary.stopped_by != 0) {
       // Note "graceful-stop": a member stops alone, after any step, and leaves at once, so that the others
       // form their next quorum without waiting for its heartbeat to expire.
-      member.leave(fmt::format("stopped by {}", signal_name(summary.stopped_by)));
+      try {
+        member.leave(fmt::format("stopped by {}", signal_name(summary.stopped_by)));
+      } catch (const membership::MembershipError& e) {  // the coordinator may be going away too
+        fmt::print(stderr, "loco train: member {} could not tell its coordinator that it leaves ({}); the "
+                           "coordinator expires it instead\n", member.credentials().member_id, e.what());
+      }
       fmt::print(stderr, "loco train: member {} left the run after step {}: stopped by {}\n",
                  member.credentials().member_id, summary.steps, signal_name(summary.stopped_by));
       return summary;

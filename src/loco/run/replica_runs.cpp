@@ -83,6 +83,15 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
 
 namespace {
 
+// Ranks that check for a stop signal at different steps would wait for each other in the check (note
+// "graceful-stop"): every rank must have rank 0's train.stop_check_every.
+void require_same_stop_checks(comm::Group& everyone, std::int64_t stop_check_every) {
+  if (const auto differing = everyone.ranks_differing_from_rank_0(stop_check_every); !differing.empty()) {
+    throw ConfigError(fmt::format("rank 0 has train.stop_check_every = {} but rank(s) {} do not: give every rank the "
+                                  "same value", stop_check_every, fmt::join(differing, ", ")));
+  }
+}
+
 // The rounds of every exchange are collectives: ranks that cut them differently would wait for each other
 // until the timeout (note "paced-exchange"). Asked of every rank of `everyone` about its replicas' `group`.
 void require_same_rounds(comm::Group& everyone, const comm::Group& group) {
@@ -121,12 +130,14 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
                                                                 static_cast<int>(stages), pipeline_group_options(config),
                                                                 replica_options, timeout);
     require_same_rounds(*groups.world, *groups.stage);
+    require_same_stop_checks(*groups.world, config.train.stop_check_every);
     options.pipeline = groups.pipeline.get();
     if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();
     return Trainer(options).run();
   }
   const auto group = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
   require_same_rounds(*group, *group);
+  require_same_stop_checks(*group, config.train.stop_check_every);
   options.group = group.get();
   return Trainer(options).run();
 }

@@ -36,7 +36,7 @@ double control_group_limit() {
 }  // namespace
 
 MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::int64_t end_layer, bool takes_tokens,
-                       bool gives_logits) {
+                       bool gives_logits, bool keeps_attention_scores) {
   const ModelConfig& m = config.model;
   const double h = static_cast<double>(m.hidden_size), i = static_cast<double>(m.intermediate_size);
   const double kv = static_cast<double>(m.num_key_value_heads * m.head_dim());
@@ -49,10 +49,9 @@ MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::i
   if (takes_tokens) parameters += embedding;
   if (gives_logits && !m.tie_word_embeddings) parameters += embedding;
   // Per token and layer, what the backward needs from the forward: the two norms' inputs and outputs (4h),
-  // the attention's q, k and v (h + 2kv) and its output (h), the softmax's weights over the sequence (heads·T:
-  // attention that materialises its scores, as on the CPU), and the MLP's gate and up (2i), gated product
-  // and its silu (2i).
-  const double per_token_layer = 5 * h + 2 * kv + heads * T + 4 * i;
+  // the attention's q, k and v (h + 2kv) and its output (h), the softmax's weights over the sequence (heads·T,
+  // where the attention keeps them), and the MLP's gate and up (2i), gated product and its silu (2i).
+  const double per_token_layer = 5 * h + 2 * kv + (keeps_attention_scores ? heads * T : 0) + 4 * i;
   const double tokens = static_cast<double>(config.train.micro_batch_size) * T;
   MemoryNeed need;
   need.parameters = static_cast<std::int64_t>(parameters);

@@ -21,9 +21,11 @@ struct MemoryNeed {
 
 // The need of one replica holding layers [first_layer, end_layer) of `config`'s resolved model (vocabulary
 // known), with the token embedding when `takes_tokens` and the head when `gives_logits`, training
-// micro-batches of train.micro_batch_size sequences of data.seq_len tokens in float32.
+// micro-batches of train.micro_batch_size sequences of data.seq_len tokens in float32. `keeps_attention_scores`:
+// the attention keeps its softmax weights for backward (the math attention of libtorch before
+// scaled_dot_product_attention; a fused kernel keeps one number per head and token instead).
 MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::int64_t end_layer, bool takes_tokens,
-                       bool gives_logits);
+                       bool gives_logits, bool keeps_attention_scores);
 
 // The memory this process may use: the machine's physical memory, or its control group's limit or its
 // address-space limit (ulimit -v) when lower.

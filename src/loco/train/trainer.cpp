@@ -88,7 +88,7 @@ struct Trainer::State {
   std::optional<data::TokenDataset> train_data, val_data;
   std::optional<LoadedCheckpoint> resumed;
   fs::path out_dir;
-  fs::path made_directory;  // the outermost directory set_up created for out_dir (empty: none), for a refusal to remove
+  fs::path made_directory;  // the outermost directory set_up created for out_dir (empty: none)
   Llama model{nullptr};
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
@@ -179,7 +179,9 @@ TrainSummary Trainer::run() {
     set_up();
     restore();
   } catch (...) {
-    remove_empty_directories(s.out_dir, s.made_directory);  // a refused run leaves no empty directory behind
+    // A refused run leaves no empty directory behind: its own, when it made it (parents it made may be other
+    // replicas' or members' too, and stay).
+    if (!s.made_directory.empty()) remove_empty_directories(s.out_dir, s.out_dir);
     throw;
   }
   announce();
@@ -224,9 +226,16 @@ int Trainer::agreed_stop() {
   State& s = *state_;
   if (!s.options.stop_requested || s.last_step()) return 0;
   const std::int64_t every = s.config.train.stop_check_every;
-  const bool checks_now = s.strategy->synchronised_at(s.step) ||
-                          (every > 0 && s.step % every == 0 && !s.strategy->exchanging());
-  if (s.replicas() > 1 && !checks_now) return 0;
+  bool checks_now = s.replicas() == 1 || s.strategy->synchronised_at(s.step) ||
+                    (every > 0 && s.step % every == 0 && !s.strategy->exchanging());
+  // A pipeline replica's stages decide apart (each exchanges its own share and may have it in flight at other
+  // steps): they first agree over the pipeline group, where they meet every step anyway, so that the gathers
+  // below happen on every stage or on none. Each stage decides alike on every replica, so the agreed answer
+  // is every replica's.
+  if (s.replicas() > 1 && s.options.pipeline != nullptr && s.options.pipeline->size() > 1) {
+    checks_now = s.options.pipeline->smallest_of_ranks(checks_now ? 1 : 0) == 1;
+  }
+  if (!checks_now) return 0;
   std::int64_t signal = s.options.stop_requested();
   for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
     if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);
@@ -294,7 +303,8 @@ void Trainer::set_up() {
   // (and before its directory is made).
   if (!s.device.is_cuda()) {
     const int replicas_here = config.dist.backend == "local" ? s.replicas() : 1;
-    require_host_memory(memory_need(config, part.first_layer, part.end_layer, part.takes_tokens, part.gives_logits),
+    require_host_memory(memory_need(config, part.first_layer, part.end_layer, part.takes_tokens, part.gives_logits,
+                                    /*keeps_attention_scores=*/LOCO_HAS_SDPA == 0),
                         replicas_here, usable_host_memory_bytes());
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);

@@ -694,7 +694,7 @@ TEST(StatusClient, APeerThatDribblesIsCutOffAtTheDeadline) {
   double took = 0;
   const std::string error = status_error(dribbling.port(), 1.0, &took);
   EXPECT_NE(error.find("no whole answer within 1.0 s"), std::string::npos) << error;
-  EXPECT_LT(took, 3.0);
+  EXPECT_LT(took, 5.0);
 }
 
 TEST(StatusClient, AnEndlessAnswerIsRefusedAfterSixteenMebibytes) {
@@ -714,7 +714,7 @@ TEST(StatusClient, FieldsOfOtherTypesAreRefused) {
     send_text(socket, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   });
   const std::string error = status_error(odd.port(), 5.0);
-  EXPECT_NE(error.find("members are not a list"), std::string::npos) << error;
+  EXPECT_NE(error.find("does not take the status token"), std::string::npos) << error;
   try {
     format_status(nlohmann::json::parse(R"({"run_id": 7, "quorum": {}, "members": [], "events": []})"), 5);
     ADD_FAILURE() << "a run id of another type was formatted";
