@@ -80,6 +80,11 @@ class GracefulStopCli : public ::testing::Test {
     return test::read_text(*dir_ / (run + ".out")) + test::read_text(*dir_ / (run + ".err"));
   }
 
+  // Resumes run `run` (trained with `sets`) from its checkpoint of `step` and checks that every loss from there
+  // equals, within `tolerance` (relative), that of the same run trained without a stop.
+  static void expect_resume_trains_as_uninterrupted(const std::string& run, const std::vector<std::string>& sets,
+                                                    std::int64_t step, double tolerance);
+
   static ScratchDir* dir_;
 };
 ScratchDir* GracefulStopCli::dir_ = nullptr;
@@ -95,6 +100,18 @@ void expect_same_losses_from(const fs::path& resumed, const fs::path& uninterrup
   }
 }
 
+void GracefulStopCli::expect_resume_trains_as_uninterrupted(const std::string& run,
+                                                            const std::vector<std::string>& sets, std::int64_t step,
+                                                            double tolerance) {
+  const fs::path dir = *dir_ / run;
+  const auto resumed =
+      test::run_loco({"train", "--resume", (dir / "checkpoints" / ("step_" + std::to_string(step))).string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto uninterrupted = test::run_loco(train_args(run + "_uninterrupted", sets));
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
+  expect_same_losses_from(dir, *dir_ / (run + "_uninterrupted"), step, tolerance);
+}
+
 TEST_F(GracefulStopCli, SigtermStopsAReplicaWithACheckpointFromWhichTheRunContinuesExactly) {
   const int status = stop_after_three_steps("single", train_args("single", {}), SIGTERM);
   const std::string said = output("single");
@@ -107,11 +124,7 @@ TEST_F(GracefulStopCli, SigtermStopsAReplicaWithACheckpointFromWhichTheRunContin
   EXPECT_NE(said.find("loco train --resume " + checkpoint.string()), std::string::npos) << said;
   EXPECT_EQ(read_metrics(*dir_ / "single").back().at("step"), step) << "the last step is logged";
 
-  const auto resumed = test::run_loco({"train", "--resume", checkpoint.string()});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto uninterrupted = test::run_loco(train_args("uninterrupted", {}));
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
-  expect_same_losses_from(*dir_ / "single", *dir_ / "uninterrupted", step, 0.0);  // exact
+  expect_resume_trains_as_uninterrupted("single", {}, step, 0.0);  // exact
 }
 
 // Replicas as threads reach a signal's agreement at a DiLoCo synchronisation (every 4 steps): both stop
@@ -123,12 +136,7 @@ TEST_F(GracefulStopCli, ReplicasAsThreadsStopTogetherAtASynchronisation) {
   ASSERT_GE(step, 4) << output("threads");
   EXPECT_EQ(step % 4, 0) << output("threads");
 
-  const std::string name = "step_" + std::to_string(step);
-  const auto resumed = test::run_loco({"train", "--resume", (*dir_ / "threads" / "checkpoints" / name).string()});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto uninterrupted = test::run_loco(train_args("threads_uninterrupted", diloco));
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
-  expect_same_losses_from(*dir_ / "threads", *dir_ / "threads_uninterrupted", step, 1e-5);
+  expect_resume_trains_as_uninterrupted("threads", diloco, step, 1e-5);
 }
 
 // Between synchronisations far apart (H = 1000), the replicas also check every train.stop_check_every (8)
@@ -141,12 +149,7 @@ TEST_F(GracefulStopCli, ReplicasStopInsideALongRoundAtTheirNextCheck) {
   ASSERT_GE(step, 8) << output("round");
   EXPECT_EQ(step % 8, 0) << output("round");
 
-  const std::string name = "step_" + std::to_string(step);
-  const auto resumed = test::run_loco({"train", "--resume", (*dir_ / "round" / "checkpoints" / name).string()});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto uninterrupted = test::run_loco(train_args("round_uninterrupted", diloco));
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
-  expect_same_losses_from(*dir_ / "round", *dir_ / "round_uninterrupted", step, 1e-5);
+  expect_resume_trains_as_uninterrupted("round", diloco, step, 1e-5);
 }
 
 // Streaming DiLoCo with its exchange overlapped (τ = 1): the replicas agree after the step where the exchange
