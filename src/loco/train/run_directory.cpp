@@ -102,24 +102,4 @@ void claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resu
   }
 }
 
-fs::path first_missing_directory(const fs::path& dir) {
-  std::error_code ignored;
-  fs::path missing;
-  for (fs::path at = fs::absolute(dir, ignored).lexically_normal(); !at.empty() && !fs::exists(at, ignored);
-       at = at.parent_path()) {
-    missing = at;
-    if (at == at.parent_path()) break;
-  }
-  return missing;
-}
-
-void remove_empty_directories(const fs::path& dir, const fs::path& top) noexcept {
-  if (top.empty()) return;
-  std::error_code ignored;
-  for (fs::path at = fs::absolute(dir, ignored).lexically_normal();; at = at.parent_path()) {
-    if (!fs::is_directory(at, ignored) || !fs::is_empty(at, ignored) || !fs::remove(at, ignored)) return;
-    if (at == top || at == at.parent_path()) return;
-  }
-}
-
 }  // namespace loco

@@ -32,11 +32,4 @@ void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, st
 // writes over a run. Throws ConfigError naming the fix.
 void claim_run_directory(const std::filesystem::path& dir, const std::filesystem::path& out_dir, bool resuming);
 
-// The outermost of `dir` and its parents that does not exist yet: what making `dir` creates (empty when `dir`
-// exists).
-std::filesystem::path first_missing_directory(const std::filesystem::path& dir);
-// A run refused after its directory was made leaves nothing behind: removes `dir` and its parents up to
-// `top` (first_missing_directory before it was made) while they are empty. Best effort, never throws.
-void remove_empty_directories(const std::filesystem::path& dir, const std::filesystem::path& top) noexcept;
-
 }  // namespace loco

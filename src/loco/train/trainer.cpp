@@ -88,7 +88,7 @@ struct Trainer::State {
   std::optional<data::TokenDataset> train_data, val_data;
   std::optional<LoadedCheckpoint> resumed;
   fs::path out_dir;
-  fs::path made_directory;  // the outermost directory set_up created for out_dir (empty: none)
+  bool made_out_dir = false;  // set_up created out_dir (a refused run removes it again while empty)
   Llama model{nullptr};
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
@@ -181,7 +181,8 @@ TrainSummary Trainer::run() {
   } catch (...) {
     // A refused run leaves no empty directory behind: its own, when it made it (parents it made may be other
     // replicas' or members' too, and stay).
-    if (!s.made_directory.empty()) remove_empty_directories(s.out_dir, s.out_dir);
+    std::error_code ignored;
+    if (s.made_out_dir && fs::is_empty(s.out_dir, ignored)) fs::remove(s.out_dir, ignored);
     throw;
   }
   announce();
@@ -308,7 +309,7 @@ void Trainer::set_up() {
                         replicas_here, usable_host_memory_bytes());
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
-  s.made_directory = first_missing_directory(s.out_dir);
+  s.made_out_dir = !fs::exists(s.out_dir);
   claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
