@@ -27,6 +27,7 @@
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
 #include "loco/util/signal_name.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::cli {
 
@@ -51,6 +52,11 @@ RunConfig given_config(const TrainArgs& args) {
 }
 
 void print_summary(const TrainSummary& s) {
+  if (s.stopped_by != 0 && s.last_checkpoint.empty()) {  // an elastic member stopped before it trained a step
+    fmt::print("stopped by {} at step {} in {}, before it trained a step: it wrote no checkpoint\n",
+               signal_name(s.stopped_by), s.steps, format_duration(s.elapsed_s));
+    return;
+  }
   if (s.stopped_by != 0) {
     fmt::print("stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\n"
                "continue the run with: loco train --resume {}\n",
@@ -174,7 +180,14 @@ void add_train_command(CLI::App& app) {
         throw CLI::Success();
       },
       "list every config key with its type, default and meaning");
-  cmd->callback([args] { run_train(*args); });
+  cmd->callback([args] {
+    try {
+      run_train(*args);
+    } catch (const StopRequested& stop) {  // a member stopped before its run began (waiting to join)
+      fmt::print(stderr, "loco train: {}; nothing was trained or written\n", stop.what());
+      throw CLI::RuntimeError(128 + stop.signal());
+    }
+  });
 }
 
 }  // namespace loco::cli

@@ -13,6 +13,8 @@
 #include "loco/membership/wire.h"
 #include "loco/monitor/metric_point.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/signal_name.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::membership {
 
@@ -91,6 +93,7 @@ MemberClient::MemberClient(MemberOptions options) : options_(std::move(options))
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.join_timeout_s));
   while (true) {
+    stop_if_requested("its coordinator to answer its join");
     try {
       heartbeat_interval_s_ = join();
       break;
@@ -293,13 +296,14 @@ void MemberClient::rejoin_after(const MembershipError& refusal) {
 }
 
 nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json request, double timeout_s,
-                                      const std::string& what, bool retry_as_new_member) {
+                                      const std::string& what, bool retry_as_new_member, bool stoppable) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::string last_reason = "no answer yet";
   int generation = -1;  // the membership whose credentials the request carries
   Session as;
   while (true) {
+    if (stoppable) stop_if_requested(fmt::format("a {}", what));
     {
       std::lock_guard<std::mutex> lock(shared_->mutex);
       if (shared_->fence) throw *shared_->fence;
@@ -341,7 +345,8 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
   // "received": the membership's, filled in by long_poll as it sends the request.
   QuorumReply reply =
-      quorum_reply(long_poll("/v1/quorum", {{"step", step}, {"received", 0}}, timeout_s, "quorum", true));
+      quorum_reply(long_poll("/v1/quorum", {{"step", step}, {"received", 0}}, timeout_s, "quorum",
+                             /*retry_as_new_member=*/true, /*stoppable=*/true));
   std::lock_guard<std::mutex> lock(shared_->mutex);  // against a heartbeat answer for an earlier quorum
   shared_->quorum_id = reply.quorum_id;
   shared_->received = reply.serial;
@@ -351,14 +356,21 @@ QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {
 }
 
 PipelineReply MemberClient::await_pipeline(double timeout_s) {
-  return pipeline_reply(long_poll("/v1/pipeline", nlohmann::json::object(), timeout_s, "member for each stage", false));
+  return pipeline_reply(long_poll("/v1/pipeline", nlohmann::json::object(), timeout_s, "member for each stage",
+                                  /*retry_as_new_member=*/false, /*stoppable=*/true));
 }
 
 CommitReply MemberClient::vote(std::int64_t quorum_id, std::int64_t step, bool ok, const std::string& hash,
                                double timeout_s, const std::vector<std::string>& rejected) {
   nlohmann::json request = {{"quorum_id", quorum_id}, {"step", step}, {"ok", ok}, {"hash", hash}};
   if (!rejected.empty()) request["rejected"] = rejected;
-  return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision", false));
+  return commit_reply(long_poll("/v1/commit", request, timeout_s, "commit decision", /*retry_as_new_member=*/false,
+                                /*stoppable=*/false));
+}
+
+void MemberClient::stop_if_requested(const std::string& waiting_for) const {
+  const int signal = options_.stop_requested ? options_.stop_requested() : 0;
+  if (signal != 0) throw StopRequested(signal, fmt::format("stopped by {} while waiting for {}", signal_name(signal), waiting_for));
 }
 
 void MemberClient::leave(const std::string& reason, bool finished) {

@@ -57,6 +57,11 @@ struct MemberOptions {
   // no longer knows does not rejoin by itself: its replica was broken, and the stage is fenced (fenced())
   // for its process to start again with the replica's other stages. It rejoins a replacement coordinator.
   PipelinePlace place;
+  // A stop asked of the member (the signal's number; 0: none; note "graceful-stop"), looked at between the
+  // polls of the waits that can last until a timeout: for its coordinator to answer a join, for a quorum, for
+  // its pipeline's other stages. Such a wait then ends with StopRequested (util/stop_requested.h) within one
+  // poll (at most 5 s). A vote's wait is not cut short: it ends with the decision of an exchange under way.
+  std::function<int()> stop_requested;
 };
 
 class MemberClient {
@@ -142,9 +147,12 @@ class MemberClient {
   void rejoin_after(const MembershipError& refusal);
   // Posts `request` plus the current credentials to `path` until the coordinator answers 200 (its body) or
   // `timeout_s` passes. A refusal of the credentials waits for the heartbeat thread's rejoin: repeated as
-  // the new member when `retry_as_new_member`, thrown otherwise.
+  // the new member when `retry_as_new_member`, thrown otherwise. A `stoppable` wait ends with StopRequested
+  // once MemberOptions::stop_requested asks for a stop.
   nlohmann::json long_poll(const std::string& path, nlohmann::json request, double timeout_s, const std::string& what,
-                           bool retry_as_new_member);
+                           bool retry_as_new_member, bool stoppable);
+  // StopRequested (naming `waiting_for`) when MemberOptions::stop_requested asks for a stop.
+  void stop_if_requested(const std::string& waiting_for) const;
   void say(const std::string& line) const;
 
   MemberOptions options_;

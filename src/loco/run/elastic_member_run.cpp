@@ -54,7 +54,12 @@ std::string member_name() {
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
                                             const std::string& backend, int replica, const MemberStepHook& after_step) {
   const RunConfig& config = options.config;
-  membership::MemberClient member(member_options);
+  // Note "graceful-stop": a stop also ends a wait for the coordinator or for a quorum, which can last until
+  // comm.timeout_s (the others gone, say), longer than a spot instance's notice. Not a pipeline stage's: its
+  // replica's stages stop together, after a step they agreed on.
+  membership::MemberOptions stoppable = member_options;
+  if (member_options.place.stages <= 1) stoppable.stop_requested = options.stop_requested;
+  membership::MemberClient member(stoppable);
   elastic::QuorumGroupOptions group_options;
   group_options.backend = backend;
   group_options.group.timeout = comm_timeout(config.comm);

@@ -25,6 +25,7 @@
 #include "loco/train/fixed_membership.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/memory_need.h"
+#include "loco/util/stop_requested.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
 #include "loco/train/replica_state.h"
@@ -118,6 +119,9 @@ struct Trainer::State {
   Clock::time_point start, interval_start;
   std::int64_t interval_tokens = 0, interval_steps = 0;
   std::vector<double> step_losses;
+  std::int64_t saved_step = -1;  // of this process's last checkpoint
+  // Note "graceful-stop": a stop signal that ended this member's wait for a quorum (StopRequested).
+  int stopped_waiting = 0;
   TrainSummary summary;
 
   int replicas() const { return group ? group->size() : 1; }
@@ -137,6 +141,9 @@ struct Trainer::State {
   bool checkpoint_due() const {
     return last_step() || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
   }
+  // A stopped run's checkpoint holds its last step, unless this process has one of it already or trained no
+  // step (its state is then the checkpoint it resumed, or the initial one).
+  bool checkpoint_before_stopping() const { return saved_step != step && !step_losses.empty(); }
 };
 
 // The replica's state as strategies see it (note "elastic-heal").
@@ -162,6 +169,7 @@ class Trainer::Access final : public ReplicaState {
 };
 
 struct Trainer::StepResult {
+  bool taken = true;  // false: a stop ended the wait for its quorum before the update (note "graceful-stop")
   double loss = 0;
   double lr = 0;
   torch::Tensor grad_norm;  // on the device: read when the step is logged (note "device-step")
@@ -178,6 +186,13 @@ TrainSummary Trainer::run() {
   try {
     set_up();
     restore();
+  } catch (const StopRequested& stop) {
+    // An elastic member signalled while it waited for its first quorum: it stops where it started.
+    if (!s.communication) throw;
+    note_stop_while_waiting(stop);
+    s.summary.stopped_by = stop.signal();
+    s.start = Clock::now();
+    return summarise();
   } catch (...) {
     // A refused run leaves no empty directory behind: its own, when it made it (parents it made may be other
     // replicas' or members' too, and stay).
@@ -196,9 +211,10 @@ TrainSummary Trainer::run() {
   while (s.step < s.config.train.steps) {
     const StepResult result = train_step();
     if (fault) fault->after_step(s.step);
-    const int stop = agreed_stop();
-    if (s.log_due() || stop != 0) log(result);
-    if (s.checkpoint_due() || stop != 0) save();
+    // A member whose wait for a quorum a stop ended stops alone, as members do (agreed_stop).
+    const int stop = s.stopped_waiting != 0 ? s.stopped_waiting : agreed_stop();
+    if (result.taken && (s.log_due() || stop != 0)) log(result);
+    if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
     if (s.options.after_step) s.options.after_step(s.step);
     if (stop != 0) {
       s.summary.stopped_by = stop;
@@ -561,6 +577,7 @@ Trainer::StepResult Trainer::train_step() {
   const RunConfig& config = s.config;
   if (s.profiler) s.profiler->before_step(s.step + 1);
   StepResult result;
+  const data::SamplerState data_before = s.sampler->state();
   s.optimizer->zero_grad();
   result.loss = s.stage_runner ? forward_backward_stage() : forward_backward();
   if (!std::isfinite(result.loss)) {
@@ -576,7 +593,15 @@ Trainer::StepResult Trainer::train_step() {
                             result.loss, s.step + 1, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
                             config.optim.lr, restart));
   }
-  s.strategy->after_backward();
+  try {
+    s.strategy->after_backward();  // elastic data parallel's synchronisation, with its wait for a quorum
+  } catch (const StopRequested& stop) {
+    // The step is not taken: a resumed run reads its windows again.
+    note_stop_while_waiting(stop);
+    s.sampler->restore(data_before);
+    result.taken = false;
+    return result;
+  }
   // After after_backward: an elastic data parallel member that adopted another's state there has its step.
   result.lr = learning_rate(config.optim, s.step, config.train.steps);
   s.optimizer->set_lr(result.lr);
@@ -599,7 +624,13 @@ Trainer::StepResult Trainer::train_step() {
   }
   ++s.step;
   s.tokens += s.tokens_per_step();
-  s.strategy->after_step(s.step);
+  try {
+    s.strategy->after_step(s.step);  // where DiLoCo-style strategies synchronise
+  } catch (const StopRequested& stop) {
+    // The step is taken, its synchronisation is not: the checkpoint holds the step with its synchronisation
+    // still to do, which a resumed member does first (note "elastic-resume", elastic/quorum_membership.h).
+    note_stop_while_waiting(stop);
+  }
   if (s.profiler) s.profiler->after_step(s.step);
   s.step_losses.push_back(result.loss);
   s.summary.train_loss = result.loss;
@@ -681,12 +712,19 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
   return {std::move(state), std::move(tensors)};
 }
 
+void Trainer::note_stop_while_waiting(const StopRequested& stop) {
+  State& s = *state_;
+  s.stopped_waiting = stop.signal();
+  fmt::print(stderr, "{}: {}\n", s.membership->describe(), stop.what());
+}
+
 void Trainer::save() {
   State& s = *state_;
   EmulatedClock::Pause pause(*s.clock);
   const auto [state, tensors] = snapshot();
   s.summary.last_checkpoint =
       write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
+  s.saved_step = s.step;
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));
 }
 

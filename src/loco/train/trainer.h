@@ -28,6 +28,8 @@
 
 namespace loco {
 
+class StopRequested;
+
 struct TrainSummary {
   std::int64_t steps = 0;
   std::int64_t steps_trained = 0;  // by this process (an elastic member that healed to the last step: none)
@@ -96,6 +98,8 @@ class Trainer {
   void log(const StepResult& result);
   void evaluate_into(nlohmann::json& record);
   void save();
+  // A stop that ended a wait for a quorum (StopRequested): the run stops after this step, said on stderr.
+  void note_stop_while_waiting(const StopRequested& stop);
   TrainSummary summarise();
   // What a checkpoint of this replica holds now (save, and a heal's encode).
   std::pair<CheckpointState, CheckpointTensors> snapshot();

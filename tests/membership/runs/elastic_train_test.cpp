@@ -9,6 +9,7 @@
 // through a kill and simulated churn too, and so does NoLoCo (groups drawn from each quorum, no vote).
 // Every member that finishes ends with bit-identical global parameters (data parallel: bit-identical
 // models; NoLoCo's replicas differ by design).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -143,6 +144,7 @@ class ElasticTrain : public ::testing::Test {
                         int synchronisations, int steps = 24);
   void simulated_churn(const std::string& run, const Checks& checks, int synchronisations);
   void resumes_from_members_checkpoints(const std::string& run, const std::vector<std::string>& settings);
+  void stops_while_waiting(const std::string& run, const Checks& checks, int stopped_after, int synchronisations);
   void removes_a_replica_sending_nan(const std::string& run, const std::vector<std::string>& settings,
                                      const std::string& refusal);
 
@@ -337,6 +339,72 @@ TEST_F(ElasticTrain, ASignalledMemberLeavesWithACheckpointAndTheOthersGoOn) {
   const std::string log = coordinator_process->output();
   EXPECT_NE(log.find("leave c#1 (stopped by SIGTERM)"), std::string::npos) << log;
   EXPECT_EQ(log.find("expire c#1"), std::string::npos) << log;
+}
+
+// A member waiting for a quorum that cannot form (the only other member was killed after step 10; two are
+// needed) stops at once when signalled, not after comm.timeout_s (60 s here), and leaves with a checkpoint:
+// DiLoCo's of step 12, whose synchronisation is still to do; data parallel's of step 10 (step 11 waited for
+// its quorum before its update). Resumed from that checkpoint with a new member beside it, it synchronises
+// first (the new member heals from it) and both finish alike, every synchronisation counted once.
+void ElasticTrain::stops_while_waiting(const std::string& run, const Checks& checks, int stopped_after,
+                                       int synchronisations) {
+  constexpr int kSteps = 24;
+  fs::path checkpoint;
+  {
+    const auto coordinator_process = coordinator(run, 2);
+    auto a = member(run, "a", kSteps, "", checks.settings);
+    auto b = member(run, "b", kSteps, "10:KILL", checks.settings);
+    EXPECT_EQ(b->wait(120), 128 + SIGKILL) << b->output();
+    ASSERT_TRUE(coordinator_process->wait_for(std::regex("expire b#1"), 30)) << coordinator_process->output();
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // a is at its next synchronisation by now, waiting
+    const auto signalled = std::chrono::steady_clock::now();
+    a->signal(SIGTERM);
+    EXPECT_EQ(a->wait(60), 128 + SIGTERM) << a->output();
+    EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(20)) << a->output();
+    const std::string said = a->output();
+    EXPECT_NE(said.find("elastic member a#1: stopped by SIGTERM while waiting for a quorum"), std::string::npos) << said;
+    EXPECT_NE(said.find(fmt::format("member a#1 left the run after step {}: stopped by SIGTERM", stopped_after)),
+              std::string::npos) << said;
+    checkpoint = *dir_ / run / "members" / "a-1" / "checkpoints" / fmt::format("step_{}", stopped_after);
+    ASSERT_TRUE(fs::exists(checkpoint / "state.json")) << said;
+    EXPECT_NE(coordinator_process->output().find("leave a#1 (stopped by SIGTERM)"), std::string::npos)
+        << coordinator_process->output();
+  }
+  const std::string resumed = run + "-resumed";
+  const auto coordinator_process = coordinator(resumed, 2);
+  auto a = member(resumed, "a", kSteps, "", checks.settings, {"--resume", checkpoint.string()});
+  auto c = member(resumed, "c", kSteps, "", checks.settings);
+  for (auto* m : {a.get(), c.get()}) EXPECT_EQ(m->wait(180), 0) << m->output();
+  EXPECT_NE(a->output().find(fmt::format("resuming after step {}", stopped_after)), std::string::npos) << a->output();
+  EXPECT_NE(c->output().find("healed from a#1, "), std::string::npos) << c->output();
+  for (const std::string& tensor : checks.tensors) {
+    const std::string ga = final_global(resumed, "a-1", kSteps, tensor);
+    EXPECT_FALSE(ga.empty());
+    EXPECT_TRUE(ga == final_global(resumed, "c-1", kSteps, tensor)) << "a's and c's global parameters differ";
+  }
+  nlohmann::json last;
+  events(resumed, "a-1", "quorum", &last);
+  EXPECT_EQ(last.at(checks.counter), synchronisations) << last;
+}
+
+TEST_F(ElasticTrain, AMemberWaitingForAQuorumStopsWhenSignalled) { stops_while_waiting("waitstop", Checks{}, 12, 24 / 4); }
+
+TEST_F(ElasticTrain, ADataParallelMemberWaitingForAQuorumStopsWhenSignalled) {
+  stops_while_waiting("ddp-waitstop", data_parallel(), 10, 24);
+}
+
+// A member whose coordinator does not answer (not started yet) keeps trying to join for a minute; signalled,
+// it stops at once, having written nothing.
+TEST_F(ElasticTrain, AMemberWaitingToJoinStopsWhenSignalled) {
+  address_ = "127.0.0.1:1";  // nothing listens there: each try is refused at once
+  auto a = member("nojoin", "a", 24);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // started and trying to join
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait(20), 128 + SIGTERM) << a->output();
+  EXPECT_NE(a->output().find("stopped by SIGTERM while waiting for its coordinator to answer its join; nothing was "
+                             "trained or written"),
+            std::string::npos) << a->output();
+  EXPECT_FALSE(fs::exists(*dir_ / "nojoin")) << a->output();
 }
 
 // The same for members as threads of one process (dist.backend = local): each stops after its current step
