@@ -397,6 +397,30 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
+// Settings that decide when ranks meet (how exchanges are cut into rounds, when they check for a stop) must
+// be every rank's: ranks given other values by hand (here through $RANK) would wait for each other in a
+// collective until comm.timeout_s. They are refused at start-up, naming the key, before anything is written.
+TEST_F(TrainDistCli, RanksThatWouldMeetAtDifferentTimesAreRefused) {
+  const fs::path empty = *dir_ / "empty.toml";
+  if (!fs::exists(empty)) test::write_text(empty, "");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train.stop_check_every=$((8 + 8 * RANK))", "rank 0 has train.stop_check_every = 8 but rank(s) 1 do not"},
+      {"comm.round_kib=$((32 + 32 * RANK))", "but rank(s) 1 do not: give every rank the same comm.round_kib"}};
+  for (const auto& [per_rank, refusal] : cases) {
+    const std::string run = "disagree-" + per_rank.substr(0, per_rank.find('.'));
+    auto train = train_args(run, {"dist.algorithm=diloco", "diloco.sync_every=4", "train.steps=8", "dist.replicas=0",
+                                  "dist.backend=gloo", "comm.timeout_s=60"});
+    train.insert(train.begin() + 1, {"--config", empty.string()});
+    std::string command = std::string("exec ") + LOCO_BINARY;
+    for (const std::string& a : train) command += " '" + a + "'";
+    command += " --set " + per_rank;  // expanded by each rank's shell
+    const auto r = run_loco({"launch", "--nproc", "2", "--master-port", "0", "--", "/bin/sh", "-c", command});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(refusal), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(*dir_ / run)) << r.output;
+  }
+}
+
 // What comm.round_kib = auto chose is in the log (rank 0, when it changes) and in metrics.jsonl. With no
 // bandwidth given, ranks in processes learn their link from exchanges where every rank exchanges alike:
 // NoLoCo's pairs with 2 ranks (the first exchange, one round, is the first sample; ~0.9 MB per rank with
