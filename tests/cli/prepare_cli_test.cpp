@@ -65,14 +65,14 @@ TEST(PrepareCli, EmptyCorpusExitsWithOne) {
 }
 
 // A corpus refused while it is read (blank, a damaged archive) and a refused input leave --out as it was: a
-// directory of the user's keeps only its own files, and one the run created is gone again.
+// directory of the user's keeps only its own files, and those the run created (parents too) are gone again.
 TEST(PrepareCli, ARefusedCorpusLeavesNothingInItsOutputDirectory) {
   ScratchDir dir;
   write_text(dir / "mine/notes.txt", "mine\n");
   write_text(dir / "blank.txt", "\n   \n");
   write_text(dir / "damaged.gz", "not gzip at all\n");
   for (const std::string input : {"blank.txt", "damaged.gz", "absent.txt"}) {
-    for (const std::string out : {"mine", "new"}) {
+    for (const std::string out : {"mine", "new", "new/nested/out/"}) {
       const CommandResult result = run_loco({"prepare", "--input", (dir / input).string(), "--out",
                                              (dir / out).string(), "--tokenizer", "byte"});
       EXPECT_EQ(result.exit_code, 1) << input << ": " << result.output;

@@ -16,12 +16,14 @@
 #include "loco/cli/usage.h"
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/config/load_config.h"
+#include "loco/data/dataset_meta.h"
 #ifdef LOCO_HAVE_MEMBERSHIP
 #include "loco/run/elastic_member_run.h"
 #include "loco/run/local_elastic_run.h"
 #endif
 #include "loco/run/replica_runs.h"
 #include "loco/sim/outer_momentum_advice.h"
+#include "loco/sim/slow_link_advice.h"
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
@@ -93,9 +95,17 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
 
 // Valid settings that loco's own measurements show hurting (sim/outer_momentum_advice.h): said once, before
 // training, and the run goes on.
-void advise(const RunConfig& config) {
-  if (const auto warning = sim::outer_momentum_warning(config)) {
-    fmt::print(stderr, "loco train: warning: {}\n", *warning);
+void advise(RunConfig config) {
+  // The vocabulary the data will give the model (the trainer resolves it; here only the advice's estimate
+  // counts with it). Data that cannot be read are the trainer's to report.
+  if (config.model.vocab_size == 0) {
+    try {
+      config.model.vocab_size = data::read_dataset_meta(config.data.dir).vocab_size;
+    } catch (const Error&) {
+    }
+  }
+  for (const auto& warning : {sim::outer_momentum_warning(config), sim::slow_link_warning(config)}) {
+    if (warning) fmt::print(stderr, "loco train: warning: {}\n", *warning);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <regex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "loco/data/corpus_files.h"
 #include "loco/data/corpus_stream.h"
@@ -107,7 +108,18 @@ void clear_interrupted_run(const fs::path& out_dir) {
 // Removes what this run wrote into out_dir (it holds the marker), and out_dir itself when this run created
 // it and nothing else is there. Best effort: what cannot be listed or removed stays with the marker, and the
 // next run clears it up.
-void take_back_outputs(const fs::path& out_dir, bool created) noexcept {
+// The directories of `dir` that do not exist yet, deepest first: those this run creates for --out.
+std::vector<fs::path> missing_directories(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  std::error_code unreadable;
+  for (fs::path path = fs::absolute(dir).lexically_normal(); path.has_relative_path() && !fs::exists(path, unreadable);
+       path = path.parent_path()) {
+    missing.push_back(path);
+  }
+  return missing;
+}
+
+void take_back_outputs(const fs::path& out_dir, const std::vector<fs::path>& created) noexcept {
   std::error_code ignored;
   try {
     for (const fs::path& path : prepare_outputs_in(out_dir)) fs::remove(path, ignored);
@@ -115,7 +127,7 @@ void take_back_outputs(const fs::path& out_dir, bool created) noexcept {
     return;
   }
   fs::remove(out_dir / kPrepareMarkerFileName, ignored);
-  if (created) fs::remove(out_dir, ignored);  // removes only an empty directory
+  for (const fs::path& directory : created) fs::remove(directory, ignored);  // removes only an empty directory
 }
 
 unsigned thread_count(const PrepareOptions& options) {
@@ -272,14 +284,14 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   check_options(options);
   refuse_prepared_directory(options.out_dir);
   const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir);  // before writing
-  const bool created = !fs::exists(options.out_dir);
+  const std::vector<fs::path> created = missing_directories(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
   clear_interrupted_run(options.out_dir);
   try {
     return prepare_into(options, limits, files);
   } catch (...) {
     // A refused corpus (blank, a broken archive, a bad --tokenizer-from) leaves nothing behind: what this run
-    // wrote is removed, and the directory when this run created it. (A killed run leaves its marker, and
+    // wrote is removed, and the directories this run created for it. (A killed run leaves its marker, and
     // the next run clears up: clear_interrupted_run.)
     take_back_outputs(options.out_dir, created);
     throw;
