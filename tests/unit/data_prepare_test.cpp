@@ -229,6 +229,23 @@ TEST(DataPrepare, SingleDocumentNeedsValFractionZero) {
   EXPECT_EQ(summary.train_tokens, 18u + 2);
 }
 
+// A corpus that is one long text file (a book, tiny-shakespeare's input.txt) is cut into documents (note
+// "text-parts"), so it prepares with the default split: val holds some of its parts, train the rest, and
+// every token of the file is in one of them.
+TEST(DataPrepare, OneLongTextFileIsSplitByItsParts) {
+  ScratchDir scratch;
+  std::string book;
+  for (std::uint32_t i = 0; book.size() < (2u << 20); ++i) book += test::generated_document(i, 30) + "\n";
+  write_text(scratch / "book.txt", book);
+  const PrepareSummary summary = prepare_dataset(byte_options({scratch / "book.txt"}, scratch / "out", 0.05));
+  EXPECT_GE(summary.documents, 16u);
+  EXPECT_LE(summary.documents, 32u);
+  EXPECT_GT(summary.val_tokens, 0u);
+  EXPECT_GT(summary.train_tokens, summary.val_tokens);
+  // Byte tokens, and a begin and an end token around each document.
+  EXPECT_EQ(summary.train_tokens + summary.val_tokens, book.size() + 2 * summary.documents);
+}
+
 TEST(DataPrepare, BadOptionsAreConfigErrors) {
   ScratchDir scratch;
   write_text(scratch / "a.txt", "text\n");
@@ -316,8 +333,9 @@ TEST(DataPrepare, TheTokenizerNeverSeesValidationText) {
   }
 }
 
-// A text file is one document: one larger than the whole sample gives its first lines, up to an
-// eighth of the sample, instead of pushing every document out of it.
+// A document larger than the whole sample gives its first lines, up to an eighth of the sample, instead of
+// pushing every document out of it. (The 200 KB text file, without blank lines, is two documents: note
+// "text-parts" cuts it at the first line end after 128 KiB.)
 TEST(DataPrepare, AHugeDocumentDoesNotEmptyTheTokenizersSample) {
   ScratchDir scratch;
   std::string huge;
@@ -329,7 +347,7 @@ TEST(DataPrepare, AHugeDocumentDoesNotEmptyTheTokenizersSample) {
   options.vocab_size = 400;
   options.tokenizer_sample_bytes = 20000;
   const PrepareSummary summary = prepare_dataset(options);
-  EXPECT_EQ(summary.documents, 7u);
+  EXPECT_EQ(summary.documents, 8u);
   EXPECT_EQ(load_tokenizer(scratch / "out")->vocab_size(), 400u);
 }
 

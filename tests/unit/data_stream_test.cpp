@@ -48,6 +48,13 @@ std::string gzip(const std::string& bytes) {
 
 using test::zstd_frame;
 
+std::string read_all(ByteStream& stream) {
+  std::string content;
+  std::vector<char> buffer(1 << 16);
+  while (const std::size_t got = stream.read(buffer.data(), buffer.size())) content.append(buffer.data(), got);
+  return content;
+}
+
 std::string read_stream(const fs::path& path) {
   ByteStream stream(path);
   return read_all(stream);
@@ -139,6 +146,68 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   std::uint64_t on_disk = 0;
   for (const auto& file : files) on_disk += file.bytes;
   EXPECT_EQ(stream.file_bytes_read(), on_disk);
+}
+
+// Note "text-parts": a text file longer than kTextPartBytes is cut into documents at a paragraph break once a
+// part holds kTextPartBytes, at a line end at twice that, at a character boundary at four times; the parts,
+// numbered from 0, put back together are the file. A short file is one document, part 0, as it was.
+TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile) {
+  ScratchDir scratch;
+  std::string paragraphs, lines, unbroken, not_utf8(5 * kTextPartBytes, static_cast<char>(0x80));
+  while (paragraphs.size() < 5 * kTextPartBytes) {
+    paragraphs += varied_text(900 + paragraphs.size() % 700, static_cast<std::uint32_t>(paragraphs.size())) +
+                  (paragraphs.size() % 3 ? "\n\n" : "\n\r\n");
+  }
+  while (lines.size() < 5 * kTextPartBytes) {
+    std::string line = varied_text(100, static_cast<std::uint32_t>(lines.size()));
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    lines += line + "\n";
+  }
+  while (unbroken.size() < 9 * kTextPartBytes) unbroken += "caf\xc3\xa9 \xe2\x82\xac";  // 2- and 3-byte characters
+  const std::string short_text = "a short file\n\nof two paragraphs\n";
+  write_text(scratch / "a.txt", paragraphs);
+  write_text(scratch / "b.txt.gz", gzip(lines));
+  write_text(scratch / "c.txt", unbroken);
+  write_text(scratch / "d.txt", not_utf8);
+  write_text(scratch / "e.txt", short_text);
+  const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
+  ASSERT_EQ(files.size(), 5u);
+  std::vector<std::vector<std::string>> parts(files.size());
+  CorpusStream stream(files);
+  for (RawDocument document; stream.next(document);) {
+    EXPECT_EQ(document.line, parts[document.file].size());
+    const std::uint32_t file = document.file;
+    parts[file].push_back(document_text(std::move(document), files, "text"));
+  }
+  const auto joined = [](const std::vector<std::string>& pieces) {
+    std::string all;
+    for (const auto& piece : pieces) all += piece;
+    return all;
+  };
+  EXPECT_TRUE(joined(parts[0]) == paragraphs);
+  EXPECT_TRUE(joined(parts[1]) == lines);
+  EXPECT_TRUE(joined(parts[2]) == unbroken);
+  EXPECT_TRUE(joined(parts[3]) == not_utf8);
+  EXPECT_EQ(parts[4], std::vector<std::string>{short_text});
+  for (std::size_t f = 0; f < 4; ++f) {
+    ASSERT_GE(parts[f].size(), 2u) << f;
+    for (std::size_t i = 0; i + 1 < parts[f].size(); ++i) {  // the last part is what remains
+      const std::string& part = parts[f][i];
+      EXPECT_GE(part.size(), kTextPartBytes) << f << " " << i;
+      if (f == 0) {  // at a blank line
+        EXPECT_LT(part.size(), kTextPartBytes + 2000) << i;
+        const std::string end = part.substr(part.size() - 3);
+        EXPECT_TRUE(end.substr(1) == "\n\n" || end == "\n\r\n") << i;
+      }
+      if (f == 1) {  // no blank line: at a line end
+        EXPECT_GE(part.size(), 2 * kTextPartBytes) << i;
+        EXPECT_LE(part.size(), 2 * kTextPartBytes + 100) << i;
+        EXPECT_EQ(part.back(), '\n') << i;
+      }
+      if (f >= 2) EXPECT_LE(part.size(), 4 * kTextPartBytes + 3) << f << " " << i;  // no line end: bounded
+      if (f == 2) EXPECT_NE(static_cast<unsigned char>(parts[f][i + 1][0]) & 0xC0, 0x80) << i;  // whole characters
+    }
+  }
 }
 
 TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone) {

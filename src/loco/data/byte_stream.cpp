@@ -194,19 +194,4 @@ std::size_t ByteStream::read(char* buffer, std::size_t capacity) { return decode
 
 std::uint64_t ByteStream::file_bytes_read() const { return decoder_->file_bytes_read(); }
 
-std::string read_all(ByteStream& stream) {
-  // Starts small and doubles: most text documents are a few kilobytes, and a megabyte zero-filled
-  // for each of thousands of files costs more than reading them.
-  std::string content(64 << 10, '\0');
-  std::size_t size = 0;
-  for (;;) {
-    if (size == content.size()) content.resize(2 * content.size());
-    const std::size_t got = stream.read(content.data() + size, content.size() - size);
-    if (got == 0) break;
-    size += got;
-  }
-  content.resize(size);
-  return content;
-}
-
 }  // namespace loco::data

@@ -41,7 +41,4 @@ class ByteStream {
   std::unique_ptr<Decoder> decoder_;
 };
 
-// All of a stream's content (a text file is one document, held whole).
-std::string read_all(ByteStream& stream);
-
 }  // namespace loco::data

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,27 @@ namespace {
 // Read size; the buffer doubles for a longer line. Small enough that opening a stream costs nothing
 // (the fuzzer opens one per input), large enough that reads are few.
 constexpr std::size_t kReadBuffer = 256 << 10;
+
+// Where a text part that holds `held` bytes ends within the next `count` bytes `next` (note "text-parts"):
+// the number of them it takes, or npos when it takes them all and goes on. `last` are its final two bytes
+// so far (0 where it has fewer), for a blank line that began before `next`.
+std::size_t text_part_end(std::size_t held, const char* next, std::size_t count, std::array<char, 2> last) {
+  const std::size_t paragraph = kTextPartBytes, line = 2 * kTextPartBytes, hard = 4 * kTextPartBytes;
+  if (held + count < paragraph) return std::string::npos;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t size = held + i + 1;  // of the part ending with next[i]
+    const char c = next[i];
+    if (c == '\n' && size >= paragraph) {
+      // The line that ends here is blank: "\n\n" or "\n\r\n".
+      const bool blank = last[1] == '\n' || (last[1] == '\r' && last[0] == '\n');
+      if (blank || size >= line) return i + 1;
+    }
+    // c begins a character (or the bytes are not UTF-8: no character has more than 3 continuation bytes).
+    if (size > hard && ((static_cast<unsigned char>(c) & 0xC0) != 0x80 || size > hard + 3)) return i;
+    last = {last[1], c};
+  }
+  return std::string::npos;
+}
 
 }  // namespace
 
@@ -66,17 +88,41 @@ bool CorpusStream::next_line(std::string& line) {
   }
 }
 
+bool CorpusStream::next_text_part(std::string& part) {
+  part.clear();
+  for (;;) {
+    const char* next = buffer_.data() + begin_;
+    const std::size_t count = end_ - begin_;
+    std::array<char, 2> last{};
+    if (part.size() >= 2) last = {part[part.size() - 2], part.back()};
+    if (part.size() == 1) last = {0, part.back()};
+    if (const std::size_t taken = text_part_end(part.size(), next, count, last); taken != std::string::npos) {
+      part.append(next, taken);
+      begin_ += taken;
+      return true;
+    }
+    part.append(next, count);
+    begin_ = end_ = 0;
+    if (end_of_file_) return !part.empty();
+    end_ = stream_->read(buffer_.data(), buffer_.size());
+    end_of_file_ = end_ == 0;
+  }
+}
+
 bool CorpusStream::next(RawDocument& document) {
   for (;;) {
     if (!stream_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
     if (!files_[file].jsonl) {
-      document.bytes = read_all(*stream_);
+      while (next_text_part(document.bytes)) {
+        const std::uint64_t part = line_++;  // a text file counts its parts where a JSONL file counts lines
+        if (is_blank(document.bytes)) continue;
+        document.file = file;
+        document.line = part;
+        return true;
+      }
       close_file();
-      if (is_blank(document.bytes)) continue;
-      document.file = file;
-      document.line = 0;
-      return true;
+      continue;
     }
     while (next_line(document.bytes)) {
       if (is_blank(document.bytes)) continue;
@@ -90,7 +136,7 @@ bool CorpusStream::next(RawDocument& document) {
 
 std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
                           const std::string& text_field) {
-  if (document.line == 0) return std::move(document.bytes);
+  if (!files.at(document.file).jsonl) return std::move(document.bytes);
   const auto bad_line = [&](const std::string& what) {
     return DataError(fmt::format(
         "{}:{}: {}. Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that "

@@ -1,6 +1,15 @@
 // The documents of a corpus in one pass, in the order of its files (corpus_files.h): each non-blank
-// line of a JSONL file, each non-blank text file. Memory is one read buffer plus the document at
-// hand, whatever the size of the corpus; compressed files are decoded on the way (byte_stream.h).
+// line of a JSONL file, each non-blank text file, or part of a long one. Memory is one read buffer plus
+// the document at hand, whatever the size of the corpus (of a text file's size too); compressed files are
+// decoded on the way (byte_stream.h).
+//
+// Note "text-parts": a text file of up to kTextPartBytes is one document. A longer one (a book, a whole
+// corpus in one file) is cut into parts of about that size, each a document of its own, so that the
+// validation split can hold some of it out (a corpus of one file would otherwise be a single document,
+// which cannot be split) and so that no document needs the whole file in memory. A part ends at the first
+// paragraph break (a blank line) once it holds kTextPartBytes; failing that at the first line end once it
+// holds twice as much; failing that (text without line ends) at a character boundary at four times. The
+// parts, put back together, are the file's bytes.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +22,12 @@
 
 namespace loco::data {
 
+inline constexpr std::size_t kTextPartBytes = 64 << 10;
+
 struct RawDocument {
   std::uint32_t file = 0;  // index into the corpus's files
-  std::uint64_t line = 0;  // 1-based line of a JSONL file; 0 for a text file
-  std::string bytes;       // the JSONL line as read, or the whole text file
+  std::uint64_t line = 0;  // 1-based line of a JSONL file; 0-based part of a text file (0: the whole of a short one)
+  std::string bytes;       // the JSONL line as read, or the text file's part
 };
 
 class CorpusStream {
@@ -32,6 +43,7 @@ class CorpusStream {
 
  private:
   bool next_line(std::string& line);
+  bool next_text_part(std::string& part);
   bool open_next_file();
   void close_file();
 
@@ -45,7 +57,7 @@ class CorpusStream {
   std::uint64_t line_ = 0;
 };
 
-// The text of a document: a text file's bytes (moved out), or a JSONL line's string field `text_field`
+// The text of a document: a text file's part (moved out), or a JSONL line's string field `text_field`
 // (DataError "FILE:LINE: ..." with the fix when the line is not a JSON object with that field).
 std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
                           const std::string& text_field);

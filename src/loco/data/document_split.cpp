@@ -42,8 +42,8 @@ ValidationFallback::Role ValidationFallback::observe(std::uint64_t hash, bool in
 DataError single_document_error() {
   return DataError(
       "the corpus holds a single document, but the validation split needs at least one "
-      "document that training never sees. Add documents (each text file and each JSONL line is "
-      "one), or pass --val-fraction 0 to prepare without validation data (training then reports "
+      "document that training never sees. Add documents (each JSONL line is one, and each text "
+      "file, a longer one than 64 KiB one per part of about that size), or pass --val-fraction 0 to prepare without validation data (training then reports "
       "no eval loss).");
 }
 
