@@ -210,6 +210,25 @@ TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile)
   }
 }
 
+// A JSONL line is held whole while it is read: one beyond 256 MiB (a file that lost its line ends) is refused,
+// naming the file and line, instead of growing the buffer with it.
+TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
+  ScratchDir scratch;
+  write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n");
+  fs::resize_file(scratch / "a.jsonl", (std::uintmax_t{300} << 20));  // a sparse run of NUL bytes, no line end
+  const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
+  CorpusStream stream(files);
+  RawDocument document;
+  ASSERT_TRUE(stream.next(document));
+  try {
+    stream.next(document);
+    FAIL() << "a 300 MiB line was read";
+  } catch (const DataError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("a.jsonl:2: a line longer than 256 MiB"), std::string::npos) << message;
+  }
+}
+
 TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone) {
   const DocumentSplit split(0.1, 1234);
   int held_out = 0;

@@ -16,6 +16,8 @@ namespace {
 // Read size; the buffer doubles for a longer line. Small enough that opening a stream costs nothing
 // (the fuzzer opens one per input), large enough that reads are few.
 constexpr std::size_t kReadBuffer = 256 << 10;
+// A JSONL line is held whole while it is read: one document, which no corpus makes this long.
+constexpr std::size_t kLongestJsonlLine = std::size_t{256} << 20;
 
 // Where a text part that holds `held` bytes ends within the next `count` bytes `next` (note "text-parts"):
 // the number of them it takes, or npos when it takes them all and goes on. `last` are its final two bytes
@@ -81,7 +83,15 @@ bool CorpusStream::next_line(std::string& line) {
     std::memmove(buffer_.data(), start, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
-    if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+    if (end_ == buffer_.size()) {
+      if (buffer_.size() >= kLongestJsonlLine) {
+        throw DataError(fmt::format("{}:{}: a line longer than {} MiB, more than any document loco reads (a file that is "
+                                    "not JSONL, or lost its line ends?). Split it into lines of one document each, or "
+                                    "name it .txt to read it as text",
+                                    files_[next_file_ - 1].path.string(), line_ + 1, kLongestJsonlLine >> 20));
+      }
+      buffer_.resize(buffer_.size() * 2);
+    }
     std::size_t got = stream_->read(buffer_.data() + end_, buffer_.size() - end_);
     end_ += got;
     end_of_file_ = got == 0;
