@@ -22,7 +22,7 @@
 
 namespace loco::data {
 
-inline constexpr std::size_t kTextPartBytes = 64 << 10;
+inline constexpr std::size_t kTextPartBytes = 16 << 10;
 
 struct RawDocument {
   std::uint32_t file = 0;  // index into the corpus's files

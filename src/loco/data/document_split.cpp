@@ -1,7 +1,10 @@
 #include "loco/data/document_split.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
+#include "loco/data/corpus_stream.h"
 #include "loco/util/portable_random.h"
 
 namespace loco::data {
@@ -40,11 +43,12 @@ ValidationFallback::Role ValidationFallback::observe(std::uint64_t hash, bool in
 }
 
 DataError single_document_error() {
-  return DataError(
-      "the corpus holds a single document, but the validation split needs at least one "
-      "document that training never sees. Add documents (each JSONL line is one, and each text "
-      "file, a longer one than 64 KiB one per part of about that size), or pass --val-fraction 0 to prepare without validation data (training then reports "
-      "no eval loss).");
+  return DataError(fmt::format(
+      "the corpus holds a single document, but the validation split needs at least one document that training "
+      "never sees. Add documents (each JSONL line is one, and each text file, one longer than {} KiB one per part of "
+      "about that size), or pass --val-fraction 0 to prepare without validation data (training then reports no "
+      "eval loss).",
+      kTextPartBytes >> 10));
 }
 
 }  // namespace loco::data
