@@ -105,9 +105,6 @@ void clear_interrupted_run(const fs::path& out_dir) {
                     "loco prepare is writing this directory; it is complete once meta.json exists.\n");
 }
 
-// Removes what this run wrote into out_dir (it holds the marker), and out_dir itself when this run created
-// it and nothing else is there. Best effort: what cannot be listed or removed stays with the marker, and the
-// next run clears it up.
 // The directories of `dir` that do not exist yet, deepest first: those this run creates for --out.
 std::vector<fs::path> missing_directories(const fs::path& dir) {
   std::vector<fs::path> missing;
@@ -119,6 +116,9 @@ std::vector<fs::path> missing_directories(const fs::path& dir) {
   return missing;
 }
 
+// Removes what this run wrote into out_dir (it holds the marker), and the directories this run created for it
+// (`created`, deepest first) where nothing else is in them. Best effort: what cannot be listed or removed stays
+// with the marker, and the next run clears it up.
 void take_back_outputs(const fs::path& out_dir, const std::vector<fs::path>& created) noexcept {
   std::error_code ignored;
   try {

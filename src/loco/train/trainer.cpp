@@ -25,7 +25,6 @@
 #include "loco/train/fixed_membership.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/memory_need.h"
-#include "loco/util/stop_requested.h"
 #include "loco/train/metrics.h"
 #include "loco/train/progress.h"
 #include "loco/train/replica_state.h"
@@ -37,6 +36,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
+#include "loco/util/stop_requested.h"
 #include "loco/util/torch_compat.h"
 
 namespace loco {
@@ -210,12 +210,12 @@ TrainSummary Trainer::run() {
   if (s.micro_batch_graph) side_stream.emplace();
   while (s.step < s.config.train.steps) {
     const StepResult result = train_step();
-    if (fault) fault->after_step(s.step);
+    if (fault && result.taken) fault->after_step(s.step);
     // A member whose wait for a quorum a stop ended stops alone, as members do (agreed_stop).
     const int stop = s.stopped_waiting != 0 ? s.stopped_waiting : agreed_stop();
     if (result.taken && (s.log_due() || stop != 0)) log(result);
     if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
-    if (s.options.after_step) s.options.after_step(s.step);
+    if (s.options.after_step && result.taken) s.options.after_step(s.step);
     if (stop != 0) {
       s.summary.stopped_by = stop;
       break;
