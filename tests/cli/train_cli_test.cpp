@@ -97,6 +97,11 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   // A second export to the same place is refused.
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()}), 1,
                "not empty");
+  // So is a file (or a device) in the directory's place.
+  expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf" / "config.json").string()}),
+               1, "is a file (or a device), not a directory");
+  expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", "/dev/null"}), 1,
+               "/dev/null is a file (or a device), not a directory");
 }
 
 TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {

@@ -60,7 +60,13 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
   // "out/" and "out" name the same directory; parent_path() of the former would be "out" itself.
   fs::path out_dir = fs::absolute(requested_dir).lexically_normal();
   if (!out_dir.has_filename()) out_dir = out_dir.parent_path();
-  if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir))) {
+  std::error_code unreadable;
+  if (fs::exists(out_dir, unreadable) && !fs::is_directory(out_dir, unreadable)) {
+    throw IoError(fmt::format("export directory {} is a file (or a device), not a directory; loco does not replace "
+                              "it. Choose a new --out",
+                              out_dir.string()));
+  }
+  if (fs::exists(out_dir, unreadable) && !fs::is_empty(out_dir, unreadable)) {
     throw IoError(fmt::format("export directory {} already exists and is not empty; loco does not overwrite it. "
                               "Choose a new --out",
                               out_dir.string()));
