@@ -5,7 +5,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "loco/data/token_dataset.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/evaluate.h"
 #include "loco/train/progress.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
@@ -125,6 +127,27 @@ TEST(FormatDuration, ReadsFromSecondsToAnyNumberOfHours) {
   EXPECT_EQ(format_duration(3720), "1h02m");
   EXPECT_EQ(format_duration(4.04e301), "1.12e+298 h");
   EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "inf h");
+}
+
+// `loco eval --batch-size` beyond the run's micro-batch reads more windows, not more at once: each batch's
+// forward goes in pieces, and the mean over windows is the whole batches' (each piece weighs what it holds).
+TEST(Evaluate, ABatchIsForwardedInPiecesWithTheSameMean) {
+  ScratchDir dir;
+  test::prepare_tiny_byte_data(dir.path());
+  const auto val = data::TokenDataset::open(dir / "data", "val");
+  std::vector<std::int64_t> forwarded;
+  const BatchLoss mean_id = [&](const torch::Tensor& inputs, const torch::Tensor&) {
+    forwarded.push_back(inputs.size(0));
+    return inputs.to(torch::kFloat64).mean().item<double>();
+  };
+  const EvalResult whole = evaluate_batches(mean_id, val, 2, 6, 8, torch::kCPU);
+  EXPECT_EQ(forwarded, (std::vector<std::int64_t>{6, 6}));
+  forwarded.clear();
+  const EvalResult pieces = evaluate_batches(mean_id, val, 2, 6, 8, torch::kCPU, /*most_per_forward=*/4);
+  EXPECT_EQ(forwarded, (std::vector<std::int64_t>{4, 4, 4}));
+  EXPECT_EQ(pieces.tokens, whole.tokens);
+  EXPECT_EQ(whole.tokens, 12 * 8);
+  EXPECT_NEAR(pieces.loss, whole.loss, 1e-12 * whole.loss);
 }
 
 }  // namespace

@@ -33,7 +33,10 @@ void run_eval(const EvalArgs& args) {
   configure_threads(checkpoint.config.train.threads, device);
   Llama model = restore_model(checkpoint, device);
   const std::int64_t batch = args.batch_size > 0 ? args.batch_size : checkpoint.config.train.micro_batch_size;
-  const EvalResult r = evaluate(model, data, args.batches, batch, checkpoint.config.data.seq_len, device);
+  // Forwards of at most the run's micro-batch, which its training held with gradients: a larger --batch-size
+  // reads more windows, not more at once.
+  const EvalResult r = evaluate(model, data, args.batches, batch, checkpoint.config.data.seq_len, device,
+                                /*bf16_autocast=*/false, checkpoint.config.train.micro_batch_size);
   nlohmann::json line = {{"loss", r.loss},
                          {"perplexity", r.perplexity},
                          {"tokens", r.tokens},
@@ -53,7 +56,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", args->data_dir, "directory written by `loco prepare`")->required();
   cmd->add_option("--split", args->split, "split to evaluate")->check(CLI::IsMember({"val", "train"}));
   cmd->add_option("--batches", args->batches, "batches to evaluate")->check(whole_number_at_least(1));
-  cmd->add_option("--batch-size", args->batch_size, "sequences per batch (0, the default: the run's micro-batch)")
+  cmd->add_option("--batch-size", args->batch_size, "sequences per batch (0, the default: the run's micro-batch); a larger one is forwarded in pieces of the "
+                  "run's micro-batch")
       ->check(whole_number_at_least(0));
   cmd->add_option("--device", args->device, "cpu | cuda | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->callback([args] { run_eval(*args); });

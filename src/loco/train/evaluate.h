@@ -19,13 +19,17 @@ struct EvalResult {
 // The mean loss of one batch: (B, T) token ids and targets on the model's device.
 using BatchLoss = std::function<double(const torch::Tensor& inputs, const torch::Tensor& targets)>;
 
-// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens, a batch at a time.
+// Mean loss over min(batches·batch_size, windows in the split) windows of seq_len tokens, a batch at a time,
+// each batch's forward in pieces of at most `most_per_forward` windows (0: whole batches), so that a large
+// batch needs no more memory than the pieces.
 EvalResult evaluate_batches(const BatchLoss& batch_loss, const data::TokenDataset& val, std::int64_t batches,
-                            std::int64_t batch_size, std::int64_t seq_len, torch::Device device);
+                            std::int64_t batch_size, std::int64_t seq_len, torch::Device device,
+                            std::int64_t most_per_forward = 0);
 
 // The same for a whole model. With `bf16_autocast` (CUDA only) the forward pass runs under bf16 autocast,
 // as training does.
 EvalResult evaluate(Llama& model, const data::TokenDataset& val, std::int64_t batches, std::int64_t batch_size,
-                    std::int64_t seq_len, torch::Device device, bool bf16_autocast = false);
+                    std::int64_t seq_len, torch::Device device, bool bf16_autocast = false,
+                    std::int64_t most_per_forward = 0);
 
 }  // namespace loco
