@@ -1,8 +1,11 @@
 // loco generate --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
+#include "loco/data/streamed_text.h"
 #include "loco/data/tokenizer.h"
 #include "loco/model/generate.h"
 #include "loco/train/checkpoint.h"
@@ -37,9 +40,21 @@ void run_generate(GenerateArgs args) {
   std::vector<std::int64_t> prompt{tokenizer->bos_id()};
   for (auto id : tokenizer->encode(args.prompt)) prompt.push_back(id);
   args.sampling.stop_token = tokenizer->eos_id();
-  const auto produced = generate_tokens(model, prompt, args.sampling, device);
-  std::vector<std::uint32_t> ids(produced.begin(), produced.end());
-  fmt::print("{}{}\n", args.prompt, tokenizer->decode(ids));
+  // Note "streamed-text": the text as it is made, every kTokensPerShow tokens (a long generation on a CPU takes
+  // minutes), then the rest.
+  constexpr std::size_t kTokensPerShow = 16;
+  data::StreamedText text(*tokenizer);
+  const auto as_ids = [](const std::vector<std::int64_t>& tokens) {
+    return std::vector<std::uint32_t>(tokens.begin(), tokens.end());
+  };
+  fmt::print("{}", args.prompt);
+  std::fflush(stdout);
+  const auto produced = generate_tokens(model, prompt, args.sampling, device, [&](const std::vector<std::int64_t>& so_far) {
+    if (so_far.size() % kTokensPerShow != 0) return;
+    fmt::print("{}", text.show(as_ids(so_far), /*last=*/false));
+    std::fflush(stdout);
+  });
+  fmt::print("{}\n", text.show(as_ids(produced), /*last=*/true));
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 namespace loco {
 
 std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::int64_t>& prompt,
-                                          const SamplingOptions& options, torch::Device device) {
+                                          const SamplingOptions& options, torch::Device device,
+                                          const std::function<void(const std::vector<std::int64_t>&)>& on_token) {
   LOCO_CHECK(!prompt.empty(), "generation needs at least one prompt token (BOS)");
   torch::NoGradGuard no_grad;
   model->eval();
@@ -38,6 +39,7 @@ std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::i
     }
     produced.push_back(next);
     context.push_back(next);
+    if (on_token) on_token(produced);
     if (next == options.stop_token) break;
   }
   return produced;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "loco/model/llama.h"
@@ -20,8 +21,9 @@ struct SamplingOptions {
   std::int64_t vocabulary = 0;
 };
 
-// Returns only the new tokens.
+// Returns only the new tokens; `on_token`, when given, sees them after each one (to show the text as it comes).
 std::vector<std::int64_t> generate_tokens(Llama& model, const std::vector<std::int64_t>& prompt,
-                                          const SamplingOptions& options, torch::Device device);
+                                          const SamplingOptions& options, torch::Device device,
+                                          const std::function<void(const std::vector<std::int64_t>&)>& on_token = {});
 
 }  // namespace loco
