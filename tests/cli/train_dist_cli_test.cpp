@@ -397,17 +397,20 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
-// Settings that decide when ranks meet (how exchanges are cut into rounds, when they check for a stop) must
-// be every rank's: ranks given other values by hand (here through $RANK) would wait for each other in a
-// collective until comm.timeout_s. They are refused at start-up, naming the key, before anything is written.
-TEST_F(TrainDistCli, RanksThatWouldMeetAtDifferentTimesAreRefused) {
+// Note "same-config": ranks given other configs (here through $RANK) would wait for each other in a collective
+// until comm.timeout_s (other rounds, other stop checks), exchange tensors of other shapes (gloo aborted the
+// process) or train apart without a word (other seeds). They are refused at start-up, naming the key, before
+// anything is written.
+TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
   const fs::path empty = *dir_ / "empty.toml";
   if (!fs::exists(empty)) test::write_text(empty, "");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train.stop_check_every=$((8 + 8 * RANK))", "rank 0 has train.stop_check_every = 8 but rank(s) 1 do not"},
-      {"comm.round_kib=$((32 + 32 * RANK))", "but rank(s) 1 do not: give every rank the same comm.round_kib"}};
+      {"comm.round_kib=$((32 + 32 * RANK))", "rank 0 has comm.round_kib = \"32\" but rank(s) 1 do not"},
+      {"model.hidden_size=$((32 + 32 * RANK))", "rank 0 has model.hidden_size = 32 but rank(s) 1 do not"},
+      {"train.seed=$((1 + RANK))", "rank 0 has train.seed = 1 but rank(s) 1 do not: the ranks of a run must share"}};
   for (const auto& [per_rank, refusal] : cases) {
-    const std::string run = "disagree-" + per_rank.substr(0, per_rank.find('.'));
+    const std::string run = "disagree-" + per_rank.substr(0, per_rank.find('='));
     auto train = train_args(run, {"dist.algorithm=diloco", "diloco.sync_every=4", "train.steps=8", "dist.replicas=0",
                                   "dist.backend=gloo", "comm.timeout_s=60"});
     train.insert(train.begin() + 1, {"--config", empty.string()});

@@ -53,6 +53,26 @@ class Rewriting final : public Tokenizer {
   std::string kind() const override { return "test"; }
 };
 
+// Sentencepiece decodes the byte pieces of an incomplete character to U+FFFD: held back until it is whole.
+class ReplacingIncomplete final : public Tokenizer {
+ public:
+  std::vector<std::uint32_t> encode(std::string_view) const override { return {}; }
+  std::string decode(const std::vector<std::uint32_t>& ids) const override {
+    return ids.size() == 1 ? "ab\xEF\xBF\xBD\xEF\xBF\xBD" : "ab\xE2\x82\xAC";
+  }
+  std::uint32_t vocab_size() const override { return 10; }
+  std::uint32_t bos_id() const override { return 8; }
+  std::uint32_t eos_id() const override { return 9; }
+  std::string kind() const override { return "test"; }
+};
+
+TEST(StreamedText, AReplacementCharacterAtTheEndIsHeldBack) {
+  const ReplacingIncomplete tokenizer;
+  StreamedText stream(tokenizer);
+  EXPECT_EQ(stream.show({1}, false), "ab");
+  EXPECT_EQ(stream.show({1, 2}, false), "\xE2\x82\xAC");
+}
+
 TEST(StreamedText, ATextThatChangesIsShownWholeAgainAtTheEnd) {
   const Rewriting tokenizer;
   StreamedText stream(tokenizer);

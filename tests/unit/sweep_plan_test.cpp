@@ -131,6 +131,18 @@ TEST(SweepPlan, WithoutAxesThereIsOneRun) {
   EXPECT_EQ(plan.runs[0].name, "run");
 }
 
+// A grid named "." or ".." would put its run in the sweep's directory or its parent, which a retry clears as
+// an earlier attempt (finished runs were deleted): refused before anything runs.
+TEST(SweepPlan, ARunNamedOnlyWithDotsIsRefused) {
+  for (const std::string name : {".", "..", "..."}) {
+    const std::string error =
+        plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \"" + name + "\"\n");
+    EXPECT_NE(error.find("a run would be named '" + name + "', which is not a directory of its own"), std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \".a\"\n"), "no error");
+}
+
 TEST(SweepPlan, LaunchedRunsNeedTheirRankCount) {
   ScratchDir dir;
   const SweepPlan plan = plan_of(dir, R"(

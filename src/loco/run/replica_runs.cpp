@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+#include <sstream>
+
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/algorithms.h"
 #include "loco/config/load_config.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 
 namespace loco::run {
 
@@ -83,23 +87,34 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
 
 namespace {
 
-// Ranks that check for a stop signal at different steps would wait for each other in the check (note
-// "graceful-stop"): every rank must have rank 0's train.stop_check_every.
-void require_same_stop_checks(comm::Group& everyone, std::int64_t stop_check_every) {
-  if (const auto differing = everyone.ranks_differing_from_rank_0(stop_check_every); !differing.empty()) {
-    throw ConfigError(fmt::format("rank 0 has train.stop_check_every = {} but rank(s) {} do not: give every rank the "
-                                  "same value", stop_check_every, fmt::join(differing, ", ")));
+// Note "same-config": ranks started with different configs (other files on other hosts, a per-rank --set) would
+// exchange tensors of other shapes (gloo aborts the process), wait for each other until comm.timeout_s, or
+// train apart without a word (data parallel replicas with other seeds). So every key of the resolved config is
+// rank 0's on every rank, but those that only say where this rank reads, writes or computes. This covers what
+// must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
+// comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
+void require_same_config(comm::Group& everyone, const RunConfig& config) {
+  static const std::set<std::string> kRankLocal = {"train.out_dir", "data.dir", "train.threads", "train.device"};
+  std::vector<std::pair<std::string, std::string>> settings;  // "section.key", "value" as config.toml writes them
+  std::string section, all;
+  std::istringstream lines(to_toml(config));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') section = line.substr(1, line.size() - 2);
+    const auto equals = line.find(" = ");
+    if (equals == std::string::npos) continue;
+    std::string key = section + "." + line.substr(0, equals);
+    if (kRankLocal.count(key) > 0) continue;
+    all += line + "\n";
+    settings.emplace_back(std::move(key), line.substr(equals + 3));
   }
-}
-
-// The rounds of every exchange are collectives: ranks that cut them differently would wait for each other
-// until the timeout (note "paced-exchange"). Asked of every rank of `everyone` about its replicas' `group`.
-void require_same_rounds(comm::Group& everyone, const comm::Group& group) {
-  const std::int64_t round_bytes = group.round_bytes_per_peer(group.size());
-  if (const auto differing = everyone.ranks_differing_from_rank_0(round_bytes); !differing.empty()) {
-    throw ConfigError(fmt::format("rank 0 paces exchanges in rounds of {} bytes per peer but rank(s) {} do not: give "
-                                  "every rank the same comm.round_kib, comm.bandwidth_mbps and comm.latency_ms",
-                                  round_bytes, fmt::join(differing, ", ")));
+  const auto crc = [](const std::string& text) { return static_cast<std::int64_t>(std::stoull(crc32_hex(text), nullptr, 16)); };
+  if (everyone.ranks_differing_from_rank_0(crc(all)).empty()) return;
+  for (const auto& [key, value] : settings) {  // every rank has every key, in the same order
+    if (const auto differing = everyone.ranks_differing_from_rank_0(crc(value)); !differing.empty()) {
+      throw ConfigError(fmt::format("rank 0 has {} = {} but rank(s) {} do not: the ranks of a run must share its "
+                                    "config (the same file and --set on every host)",
+                                    key, value.substr(0, 200), fmt::join(differing, ", ")));
+    }
   }
 }
 
@@ -129,15 +144,13 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
     const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,
                                                                 static_cast<int>(stages), pipeline_group_options(config),
                                                                 replica_options, timeout);
-    require_same_rounds(*groups.world, *groups.stage);
-    require_same_stop_checks(*groups.world, config.train.stop_check_every);
+    require_same_config(*groups.world, config);
     options.pipeline = groups.pipeline.get();
     if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();
     return Trainer(options).run();
   }
   const auto group = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
-  require_same_rounds(*group, *group);
-  require_same_stop_checks(*group, config.train.stop_check_every);
+  require_same_config(*group, config);
   options.group = group.get();
   return Trainer(options).run();
 }

@@ -59,6 +59,12 @@ std::string join_name(const std::string& prefix, const std::string& label, const
 }
 
 void claim_name(std::set<std::string>& names, const std::string& name) {
+  // "." and ".." name the sweep's directory and its parent: a run there would clear them as an earlier attempt.
+  if (name.find_first_not_of('.') == std::string::npos) {
+    throw ConfigError(fmt::format("a run would be named '{}', which is not a directory of its own: give the grid a "
+                                  "name with a letter or digit",
+                                  name));
+  }
   if (!names.insert(name).second) {
     throw ConfigError(fmt::format("two runs would share the directory '{}': make the axes' values (or the grids' "
                                   "names) differ in letters or digits",
