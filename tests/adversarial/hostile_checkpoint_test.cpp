@@ -205,6 +205,44 @@ TEST_F(HostileCheckpoint, AnImpossibleModelConfigIsRefusedByEveryReader) {
   }
 }
 
+// A Streaming DiLoCo checkpoint holding an exchange in flight, edited: a fragment the run does not have, a
+// negative step, a field of the wrong type. Refused naming state.json, exit 1 (was an internal error, exit 70, or
+// an "unexpected error" quoting the JSON library).
+TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
+  const fs::path streaming = *dir_ / "streaming";
+  const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string(), "--set",
+                                 "train.out_dir=" + streaming.string(), "--set", "dist.algorithm=streaming", "--set",
+                                 "dist.replicas=2", "--set", "streaming.sync_every=2", "--set", "streaming.fragments=2",
+                                 "--set", "train.checkpoint_every=1", "--set", "train.steps=6"});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& x) { x["fragment"] = 7; }, "holds an exchange of fragment 7, but the run has 2 fragments"},
+      {[](nlohmann::json& x) { x["fragment"] = -1; }, "holds an exchange of fragment -1"},
+      {[](nlohmann::json& x) { x["apply_after"] = -3; }, "whose apply_after is step -3"},
+      {[](nlohmann::json& x) { x["mix"] = "yes"; }, "holds a strategy state that does not read as one"},
+  };
+  int count = 0;
+  for (const auto& [edit, text] : cases) {
+    const fs::path run = *dir_ / fmt::format("streaming_edited_{}", ++count);
+    fs::copy(streaming, run, fs::copy_options::recursive);
+    for (const fs::path replica : {run, run / "replica_1"}) {  // step_4 is the run's latest
+      for (const char* later : {"step_5", "step_6"}) fs::remove_all(replica / "checkpoints" / later);
+    }
+    const fs::path checkpoint = run / "checkpoints" / "step_4";
+    nlohmann::json doc = state(checkpoint);
+    ASSERT_FALSE(doc.at("strategy").at("in_flight").empty()) << doc.dump();
+    edit(doc["strategy"]["in_flight"][0]);
+    put_state(checkpoint, doc);
+    const auto r = run_loco_within(kBound, {"train", "--resume", checkpoint.string(), "--set", "train.steps=8", "--set",
+                                            "train.out_dir=" + run.string()});
+    EXPECT_EQ(r.exit_code, 1) << text << ": " << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("unexpected error"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(run / "checkpoints" / "step_5")) << r.output;
+  }
+}
+
 TEST_F(HostileCheckpoint, NegativeCountsAreRefused) {
   int count = 0;
   for (const char* key : {"step", "tokens", "optimizer_steps", "elapsed_s"}) {

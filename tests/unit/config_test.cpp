@@ -77,6 +77,20 @@ TEST(Config, OverridesApplyInOrderWithTheKeyType) {
   EXPECT_EQ(c.data.dir, "elsewhere");
 }
 
+// A --set value that is not UTF-8 (a path in another encoding) is refused at once: the run's config.toml and
+// checkpoints hold UTF-8 only, and the run failed after training, at its first checkpoint.
+TEST(Config, AnOverrideThatIsNotUtf8IsRefused) {
+  ScratchDir dir;
+  try {
+    load_text(dir, kValidConfig, {"train.out_dir=runs/o\xff"});
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set train.out_dir=runs/o…: byte 21 is not UTF-8"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(load_text(dir, kValidConfig, {"train.out_dir=runs/\xc3\xa9t\xc3\xa9"}).train.out_dir, "runs/\xc3\xa9t\xc3\xa9");
+}
+
 TEST(Config, TokenBudgetSetsSteps) {
   ScratchDir dir;
   RunConfig c = load_text(dir, kValidConfig, {"train.steps=0", "train.tokens=10000"});

@@ -101,6 +101,9 @@ class Diloco final : public Strategy {
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:
+  // A saved exchange's fragment and steps, checked (CheckpointError).
+  std::size_t saved_fragment(const nlohmann::json& saved, const SafetensorsContent& tensors) const;
+  std::int64_t saved_step(const nlohmann::json& saved, const char* key, const SafetensorsContent& tensors) const;
   // One fragment's exchange of one synchronisation.
   struct Exchange {
     std::uint64_t sync = 0;  // the synchronisation it belongs to (its exchanges commit together)

@@ -94,6 +94,28 @@ nlohmann::json Diloco::state_json() const {
   return json;
 }
 
+// An exchange's fragment and steps as saved: one of this run's fragments, and no negative step, or the state
+// was edited.
+std::size_t Diloco::saved_fragment(const nlohmann::json& saved, const SafetensorsContent& tensors) const {
+  const auto fragment = saved.at("fragment").get<std::int64_t>();
+  if (fragment < 0 || static_cast<std::size_t>(fragment) >= fragments_.size()) {
+    throw CheckpointError(fmt::format("the checkpoint next to {} holds an exchange of fragment {}, but the run has {} "
+                                      "fragments; it was edited or corrupted. Resume from another checkpoint",
+                                      tensors.source.string(), fragment, fragments_.size()));
+  }
+  return static_cast<std::size_t>(fragment);
+}
+
+std::int64_t Diloco::saved_step(const nlohmann::json& saved, const char* key, const SafetensorsContent& tensors) const {
+  const auto step = saved.at(key).get<std::int64_t>();
+  if (step < 0) {
+    throw CheckpointError(fmt::format("the checkpoint next to {} holds an exchange whose {} is step {}; it was edited "
+                                      "or corrupted. Resume from another checkpoint",
+                                      tensors.source.string(), key, step));
+  }
+  return step;
+}
+
 void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
   // A heal replaces the state at a synchronisation, never while an exchange runs.
   for (const Exchange& x : in_flight_) {
@@ -126,9 +148,8 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
       const nlohmann::json& saved = in_flight[i];
       Exchange x;
       x.sync = ++syncs_begun_;
-      x.fragment = saved.at("fragment").get<std::size_t>();
-      LOCO_CHECK(x.fragment < fragments_.size(), "in-flight exchange of fragment {}", x.fragment);
-      x.apply_after = saved.at("apply_after").get<std::int64_t>();
+      x.fragment = saved_fragment(saved, tensors);
+      x.apply_after = saved_step(saved, "apply_after", tensors);
       x.point = x.apply_after;  // not saved: only a retry reads it, and a fixed membership never retries
       // Before τ auto, only exchanges with τ > 0 (mixed) could be in flight.
       x.mix = saved.value("mix", true);
@@ -156,10 +177,9 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
     const nlohmann::json& saved = to_retry[i];
     Exchange& x = to_retry_.emplace_back();
     x.sync = sync;
-    x.fragment = saved.at("fragment").get<std::size_t>();
-    LOCO_CHECK(x.fragment < fragments_.size(), "an exchange to retry of fragment {}", x.fragment);
-    x.point = saved.at("point").get<std::int64_t>();
-    x.apply_after = saved.at("apply_after").get<std::int64_t>();
+    x.fragment = saved_fragment(saved, tensors);
+    x.point = saved_step(saved, "point", tensors);
+    x.apply_after = saved_step(saved, "apply_after", tensors);
     x.mix = saved.at("mix").get<bool>();
     x.weight = saved.at("weight").get<double>();
     x.delta = saved_outer_tensor(tensors, fmt::format("to_retry/{}/delta", i), outer_[x.fragment].global()).clone();

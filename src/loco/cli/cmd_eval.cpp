@@ -43,7 +43,8 @@ void run_eval(const EvalArgs& args) {
                          {"step", checkpoint.state.step},
                          {"checkpoint", args.checkpoint},
                          {"split", args.split}};
-  fmt::print("{}\n", line.dump());
+  // A checkpoint path that is not UTF-8 (legal on Linux) is shown with U+FFFD where JSON cannot hold its bytes.
+  fmt::print("{}\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace

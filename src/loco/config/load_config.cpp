@@ -20,6 +20,7 @@
 #include "loco/config/strategy_checks.h"
 #include "loco/config/toml_text.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco {
 
@@ -330,6 +331,13 @@ void apply_override(RunConfig& config, const std::string& assignment) {
     throw ConfigError(fmt::format("override '{}' is not of the form section.key=value (for example "
                                   "--set optim.lr=3e-4)",
                                   assignment));
+  }
+  // As in a config file (read_toml): a run's config is written as TOML and JSON, which hold UTF-8 only, so a
+  // value that is not would fail when the first checkpoint is written, after the training it holds.
+  if (const auto bad = first_invalid_utf8(assignment)) {
+    throw ConfigError(fmt::format("--set {}: byte {} is not UTF-8 (a path in another encoding?); loco's configs, "
+                                  "checkpoints and metrics hold UTF-8 only. Rename the file or directory",
+                                  assignment.substr(0, *bad) + "…", *bad + 1));
   }
   std::string section = assignment.substr(0, dot);
   std::string name = assignment.substr(dot + 1, eq - dot - 1);

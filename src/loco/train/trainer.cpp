@@ -434,7 +434,13 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
   State& s = *state_;
   load_model_weights(s.model, checkpoint.model);
   s.optimizer->load_state(checkpoint.optimizer, checkpoint.state.optimizer_steps);
-  s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
+  try {
+    s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type or missing
+    throw CheckpointError(fmt::format("{}/state.json holds a strategy state that does not read as one ({}); it was "
+                                      "edited or corrupted. Resume from another checkpoint",
+                                      checkpoint.dir.string(), e.what()));
+  }
   s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
   s.step = checkpoint.state.step;
   s.tokens = checkpoint.state.tokens;
