@@ -206,8 +206,8 @@ TEST_F(HostileCheckpoint, AnImpossibleModelConfigIsRefusedByEveryReader) {
 }
 
 // A Streaming DiLoCo checkpoint holding an exchange in flight, edited: a fragment the run does not have, a
-// negative step, a field of the wrong type. Refused naming state.json, exit 1 (was an internal error, exit 70, or
-// an "unexpected error" quoting the JSON library).
+// negative step, a field of the wrong type, negative counts. Refused naming state.json, exit 1 (was an internal
+// error, exit 70, an "unexpected error" quoting the JSON library, or accepted).
 TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
   const fs::path streaming = *dir_ / "streaming";
   const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string(), "--set",
@@ -221,8 +221,16 @@ TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
       {[](nlohmann::json& x) { x["apply_after"] = -3; }, "whose apply_after is step -3"},
       {[](nlohmann::json& x) { x["mix"] = "yes"; }, "holds a strategy state that does not read as one"},
   };
+  // And the fragments' counts: negative outer steps, a negative overlap (the replicas would exchange in other
+  // orders: an internal error in a collective before).
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> counts = {
+      {[](nlohmann::json& st) { st["outer_steps"][0] = -1; }, "counts -1 outer steps of a fragment"},
+      {[](nlohmann::json& st) { st["overlap"][0] = -1; }, "overlaps a fragment's exchange by -1 steps"},
+  };
+  std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> all = cases;
+  all.insert(all.end(), counts.begin(), counts.end());
   int count = 0;
-  for (const auto& [edit, text] : cases) {
+  for (const auto& [edit, text] : all) {
     const fs::path run = *dir_ / fmt::format("streaming_edited_{}", ++count);
     fs::copy(streaming, run, fs::copy_options::recursive);
     for (const fs::path replica : {run, run / "replica_1"}) {  // step_4 is the run's latest
@@ -231,7 +239,11 @@ TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
     const fs::path checkpoint = run / "checkpoints" / "step_4";
     nlohmann::json doc = state(checkpoint);
     ASSERT_FALSE(doc.at("strategy").at("in_flight").empty()) << doc.dump();
-    edit(doc["strategy"]["in_flight"][0]);
+    if (count <= static_cast<int>(cases.size())) {
+      edit(doc["strategy"]["in_flight"][0]);
+    } else {
+      edit(doc["strategy"]);
+    }
     put_state(checkpoint, doc);
     const auto r = run_loco_within(kBound, {"train", "--resume", checkpoint.string(), "--set", "train.steps=8", "--set",
                                             "train.out_dir=" + run.string()});

@@ -140,9 +140,23 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
                       tensors.source.string(), fragments_.size()));
     }
     outer_steps_ = json.at("outer_steps").get<std::vector<std::int64_t>>();
+    for (const std::int64_t count : outer_steps_) {
+      if (count < 0) {
+        throw CheckpointError(fmt::format("the checkpoint next to {} counts {} outer steps of a fragment; it was edited "
+                                          "or corrupted. Resume from another checkpoint",
+                                          tensors.source.string(), count));
+      }
+    }
     link_.restore(json.value("link_free_at", 0.0));
     const nlohmann::json overlap = json.value("overlap", nlohmann::json());
     if (overlap.is_array() && overlap.size() == fragments_.size()) overlap_ = overlap.get<std::vector<std::int64_t>>();
+    for (const std::int64_t tau : overlap_) {
+      if (tau < 0) {  // the replicas would exchange in different orders
+        throw CheckpointError(fmt::format("the checkpoint next to {} overlaps a fragment's exchange by {} steps; it was "
+                                          "edited or corrupted. Resume from another checkpoint",
+                                          tensors.source.string(), tau));
+      }
+    }
     const nlohmann::json in_flight = json.value("in_flight", nlohmann::json::array());
     for (std::size_t i = 0; i < in_flight.size(); ++i) {
       const nlohmann::json& saved = in_flight[i];

@@ -30,7 +30,13 @@ std::int64_t saved_outer_integer(const nlohmann::json& json, const std::string& 
                                       "by another algorithm. Resume with the dist.algorithm it was trained with",
                                       key, tensors.source.string()));
   }
-  return json.at(key).get<std::int64_t>();
+  const auto count = json.at(key).get<std::int64_t>();
+  if (count < 0) {  // every one of them counts steps, tokens, windows or members
+    throw CheckpointError(fmt::format("the checkpoint's state.json has strategy.{} = {} (next to {}), a count below 0; "
+                                      "it was edited or corrupted. Resume from another checkpoint",
+                                      key, count, tensors.source.string()));
+  }
+  return count;
 }
 
 }  // namespace loco
