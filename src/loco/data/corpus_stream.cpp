@@ -19,11 +19,13 @@ constexpr std::size_t kReadBuffer = 256 << 10;
 // A JSONL line is held whole while it is read: one document, which no corpus makes this long.
 constexpr std::size_t kLongestJsonlLine = std::size_t{256} << 20;
 
-// Where a text part that holds `held` bytes ends within the next `count` bytes `next` (note "text-parts"):
-// the number of them it takes, or npos when it takes them all and goes on. `last` are its final two bytes
-// so far (0 where it has fewer), for a blank line that began before `next`.
-std::size_t text_part_end(std::size_t held, const char* next, std::size_t count, std::array<char, 2> last) {
+// Where the text part `part` ends within the next `count` bytes `next` (note "text-parts"): the number of them
+// it takes, or npos when it takes them all and goes on.
+std::size_t text_part_end(const std::string& part, const char* next, std::size_t count) {
   const std::size_t paragraph = kTextPartBytes, line = 2 * kTextPartBytes, hard = 4 * kTextPartBytes;
+  const std::size_t held = part.size();
+  // The part's last two bytes (0 where it has fewer), for a blank line that began before `next`.
+  std::array<char, 2> last{held >= 2 ? part[held - 2] : '\0', held >= 1 ? part[held - 1] : '\0'};
   if (held + count < paragraph) return std::string::npos;
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t size = held + i + 1;  // of the part ending with next[i]
@@ -103,10 +105,7 @@ bool CorpusStream::next_text_part(std::string& part) {
   for (;;) {
     const char* next = buffer_.data() + begin_;
     const std::size_t count = end_ - begin_;
-    std::array<char, 2> last{};
-    if (part.size() >= 2) last = {part[part.size() - 2], part.back()};
-    if (part.size() == 1) last = {0, part.back()};
-    if (const std::size_t taken = text_part_end(part.size(), next, count, last); taken != std::string::npos) {
+    if (const std::size_t taken = text_part_end(part, next, count); taken != std::string::npos) {
       part.append(next, taken);
       begin_ += taken;
       return true;
