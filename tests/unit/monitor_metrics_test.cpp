@@ -95,6 +95,36 @@ TEST(MetricsHistory, ReturnsOnlyThePointsAfterASequenceNumberInColumns) {
   EXPECT_FALSE(history.latest("c"));
 }
 
+// A long history comes in answers of at most max_points, oldest first; asking on from each answer's "seq"
+// gets every point once.
+TEST(MetricsHistory, ALongHistoryComesInPiecesOldestFirst) {
+  MetricsHistory history;
+  for (int step = 1; step <= 5; ++step) {
+    history.add("a", point_at(step, 1.0));
+    history.add("b", point_at(step * 10, 1.0));
+  }
+  const nlohmann::json first = history.since(0, 3);
+  EXPECT_EQ(first["seq"], 3);
+  EXPECT_TRUE(first["more"].get<bool>());
+  EXPECT_EQ(first["series"][0]["step"], nlohmann::json::parse("[1, 2]"));
+  EXPECT_EQ(first["series"][1]["step"], nlohmann::json::parse("[10]"));
+  std::vector<std::int64_t> a_steps, b_steps;
+  std::uint64_t after = 0;
+  for (int answer = 0; answer < 10; ++answer) {
+    const nlohmann::json piece = history.since(after, 3);
+    for (const auto& s : piece["series"]) {
+      auto& steps = s["name"] == "a" ? a_steps : b_steps;
+      for (const auto& step : s["step"]) steps.push_back(step.get<std::int64_t>());
+    }
+    after = piece["seq"].get<std::uint64_t>();
+    if (!piece["more"].get<bool>()) break;
+  }
+  EXPECT_EQ(after, 10u);
+  EXPECT_EQ(a_steps, (std::vector<std::int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(b_steps, (std::vector<std::int64_t>{10, 20, 30, 40, 50}));
+  EXPECT_FALSE(history.since(0)["more"].get<bool>());
+}
+
 // 100 points into a capacity of 8: kept are every 16th given point (0, 16, …, 96) and the newest (99); the
 // gaps are even, the newest is always there, and the count stays within capacity + 1.
 TEST(MetricsHistory, AFullSeriesThinsEvenlyAndKeepsTheNewest) {
@@ -195,6 +225,27 @@ TEST_F(RunFilesTest, GarbageAndOverlongLinesAreSkippedNotTrusted) {
   const nlohmann::json status = files.status(history);
   ASSERT_EQ(status["events"].size(), 1u);
   EXPECT_EQ(status["events"][0]["kind"], "");
+}
+
+// Events of near-megabyte details (a line may hold up to kMaxLineBytes) are kept cut, so /status stays small
+// however many clients ask: 200 events of 1 MB each were ~200 MB per answer, and answers being sent at once
+// took gigabytes (audit: a dashboard aborted with bad_alloc under a memory limit).
+TEST_F(RunFilesTest, EventsAreKeptCutSoAStatusAnswerStaysSmall) {
+  std::string lines;
+  for (int step = 0; step < 300; ++step) {
+    const nlohmann::json event = {{"kind", std::string(100, 'k')}, {"detail", "\u00e9" + std::string(900'000, 'd')}};
+    lines += nlohmann::json{{"step", step}, {"membership_events", nlohmann::json::array({event})}}.dump() + "\n";
+  }
+  append(dir_ / "metrics.jsonl", lines);
+  RunFiles files({dir_});
+  MetricsHistory history;
+  for (int poll = 0; poll < 100 && history.points(dir_.string()) < 300; ++poll) files.poll(history);
+  ASSERT_EQ(history.points(dir_.string()), 300u);
+  const nlohmann::json status = files.status(history);
+  ASSERT_EQ(status["events"].size(), RunFiles::kMaxEvents);
+  EXPECT_EQ(status["events"].back()["kind"].get<std::string>().size(), RunFiles::kMaxEventKindBytes);
+  EXPECT_NE(status["events"].back()["detail"].get<std::string>().find("at step 299: \u00e9ddd"), std::string::npos);
+  EXPECT_LT(status.dump().size(), 250'000u);
 }
 
 TEST_F(RunFilesTest, ADirectoryThatIsNotThereIsAConfigError) {

@@ -33,5 +33,15 @@ TEST(Utf8, TheFirstBadByteIsNamed) {
   EXPECT_EQ(check("\xc3\xa9\xc3"), 2u);            // the good sequence before it passes
 }
 
+TEST(Utf8, APrefixEndsBetweenCharacters) {
+  EXPECT_EQ(utf8_prefix("abc", 3), "abc");
+  EXPECT_EQ(utf8_prefix("abcd", 3), "abc");
+  EXPECT_EQ(utf8_prefix("a\xc3\xa9", 2), "a");                  // é would be cut after its first byte
+  EXPECT_EQ(utf8_prefix("a\xc3\xa9z", 3), "a\xc3\xa9");
+  EXPECT_EQ(utf8_prefix("ab\xf0\x9f\x98\x80", 5), "ab");      // U+1F600 needs bytes 2-5
+  EXPECT_EQ(utf8_prefix("ab\xf0\x9f\x98\x80z", 6), "ab\xf0\x9f\x98\x80");
+  EXPECT_EQ(utf8_prefix(std::string(100, '\x80'), 50).size(), 47u);  // not UTF-8: cut at most 3 bytes earlier
+}
+
 }  // namespace
 }  // namespace loco

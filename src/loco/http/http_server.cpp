@@ -26,7 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kAcceptBacklog = 1024;                   // the kernel caps it at net.core.somaxconn
-constexpr int kWriteTimeoutS = 5;                      // a reader that does not read the answer gives its thread back
 constexpr auto kLingerTime = std::chrono::seconds(1);  // see drain_unread
 constexpr std::size_t kLingerBytes = 256 * 1024;
 
@@ -86,11 +85,22 @@ std::string peer_address(int fd) {
   return text;
 }
 
-bool send_all(int fd, const std::string& bytes) {
+Clock::time_point after_seconds(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Sends `bytes` whole before `deadline`; false when the reader closed or did not take them in time.
+bool send_all(int fd, const std::string& bytes, Clock::time_point deadline) {
   std::size_t sent = 0;
   while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd wait{fd, POLLOUT, 0};
+    const int ready = ::poll(&wait, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (n <= 0) return false;
     sent += static_cast<std::size_t>(n);
   }
@@ -125,10 +135,10 @@ std::string response_bytes(const HttpResponse& response) {
   return out;
 }
 
-HttpResponse refusal_response(int status, const std::string& what) {
+HttpResponse refusal_response(int status, const std::string& what, const char* refusal = "malformed") {
   HttpResponse response;
   response.status = status;
-  response.body = nlohmann::json{{"error", what}, {"refusal", "malformed"}}.dump();
+  response.body = nlohmann::json{{"error", what}, {"refusal", refusal}}.dump();
   return response;
 }
 
@@ -138,7 +148,8 @@ struct HttpServer::Impl {
   struct Connection {
     int fd = -1;
     Clock::time_point since;
-    bool waiting = true;  // still sending its request: may be closed to admit a newer one
+    bool waiting = true;     // still sending its request: may be closed to admit a newer one
+    bool answering = false;  // counted in `answering`
   };
 
   HttpServerLimits limits;
@@ -150,6 +161,7 @@ struct HttpServer::Impl {
   std::condition_variable all_closed;
   std::map<std::uint64_t, Connection> connections;  // by a number of their own
   std::uint64_t next_connection = 0;
+  std::size_t answering = 0;  // connections whose request is being answered
 
   // Registers `fd`; when too many connections still send their request, closes the one that has waited
   // longest (its thread then finds it closed) to make room.
@@ -171,14 +183,22 @@ struct HttpServer::Impl {
     return id;
   }
 
-  void set_waiting(std::uint64_t id, bool waiting) {
+  // The request of connection `id` is read: it is answered (never closed for a newcomer: a long poll is
+  // answered in its time), unless max_answering_connections are answered already (false).
+  bool begin_answer(std::uint64_t id) {
     std::lock_guard<std::mutex> lock(mutex);
-    connections.at(id).waiting = waiting;
+    Connection& c = connections.at(id);
+    c.waiting = false;
+    if (answering >= limits.max_answering_connections) return false;
+    c.answering = true;
+    ++answering;
+    return true;
   }
 
   // Closed after it left the list: its number, reused by the next accept, must not be shut for this one.
   void forget(std::uint64_t id, int fd) {
     std::lock_guard<std::mutex> lock(mutex);
+    if (connections.at(id).answering) --answering;
     connections.erase(id);
     ::close(fd);
     if (connections.empty()) all_closed.notify_all();
@@ -201,7 +221,7 @@ struct HttpServer::Impl {
       throw HttpRefusal(400, "the request holds more bytes than its Content-Length; send one request per connection");
     }
     if (request.body.size() < request.content_length && request.header("expect") == "100-continue") {
-      send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n");
+      send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", deadline);
     }
     while (request.body.size() < request.content_length) {
       request.body += receive(fd, request.content_length - request.body.size(), deadline);
@@ -239,17 +259,22 @@ struct HttpServer::Impl {
   }
 
   void serve_connection(std::uint64_t id, int fd) {
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(limits.request_deadline_s));
     HttpResponse response;
     bool refused = false;
     try {
-      const HttpRequest request = read_request(fd, deadline);
-      set_waiting(id, false);  // a long poll is answered in its time, never closed for a newcomer
-      dispatch(request, response);
-      send_all(fd, response_bytes(response));
+      const HttpRequest request = read_request(fd, after_seconds(limits.request_deadline_s));
+      if (begin_answer(id)) {
+        dispatch(request, response);
+      } else {
+        response = refusal_response(503,
+                                    fmt::format("the server answers {} requests already; ask again in a few seconds",
+                                                limits.max_answering_connections),
+                                    "unavailable");
+        response.headers.emplace_back("Retry-After", "2");
+      }
+      send_all(fd, response_bytes(response), after_seconds(limits.answer_deadline_s));
     } catch (const HttpRefusal& e) {
-      send_all(fd, response_bytes(refusal_response(e.status(), e.what())));
+      send_all(fd, response_bytes(refusal_response(e.status(), e.what())), after_seconds(limits.answer_deadline_s));
       refused = true;
     } catch (const ConnectionLost&) {
     }
@@ -314,8 +339,6 @@ void HttpServer::serve() {
     }
     int yes = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    timeval write_timeout{kWriteTimeoutS, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &write_timeout, sizeof(write_timeout));
     const std::uint64_t id = s.admit(fd);
     try {
       std::thread([&s, id, fd] { s.serve_connection(id, fd); }).detach();

@@ -9,7 +9,11 @@
 //   - each connection has a thread of its own, so a slow one delays nobody else; at most
 //     `max_waiting_connections` may still be sending their request, and when one more arrives the one that
 //     has waited longest is closed: a member's request, which arrives within milliseconds, is never the
-//     oldest, and a connection whose request is being answered (a long poll) is never closed.
+//     oldest, and a connection whose request is being answered (a long poll) is never closed;
+//   - at most `max_answering_connections` requests are answered at once (a long poll, an answer being sent);
+//     one more gets 503 at once ({"refusal": "unavailable"}, which a member retries), so the answers held in
+//     memory are bounded however many clients ask;
+//   - an answer must be taken by its reader within `answer_deadline_s`, however slowly it reads.
 //
 // cpp-httplib 0.11's server (Debian 12) could do none of this: its payload limit applied only to bodies with
 // a Content-Length (chunked, unterminated and gzip bodies were read and inflated whole), its line reader
@@ -40,6 +44,8 @@ struct HttpServerLimits {
   std::size_t max_body_bytes = 64 * 1024;
   double request_deadline_s = 10;
   std::size_t max_waiting_connections = 256;
+  std::size_t max_answering_connections = 64;
+  double answer_deadline_s = 30;
 };
 
 class HttpServer {

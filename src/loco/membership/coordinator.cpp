@@ -9,6 +9,7 @@
 #include "loco/membership/membership_error.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco::membership {
 
@@ -215,7 +216,7 @@ std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
 void Coordinator::leave(const Credentials& who, const std::string& reason, double now, bool finished) {
   const Member& m = member(who);
   if (finished) finished_step_ = std::max(finished_step_, m.step);
-  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, reason.substr(0, kMaxReasonLength)), now,
+  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, utf8_prefix(reason, kMaxReasonLength)), now,
          finished);
 }
 
@@ -308,7 +309,7 @@ void Coordinator::decide_synchronisations(double now) {
     if (first.outcome == Outcome::commit) {
       std::vector<std::string> hashes, outliers;
       for (const CommitDecision& stage : d) {
-        hashes.push_back(stage.canonical_hash.substr(0, 16));
+        hashes.push_back(utf8_prefix(stage.canonical_hash, 16));
         outliers.insert(outliers.end(), stage.outliers.begin(), stage.outliers.end());
       }
       record(now, "commit", fmt::format("q{} step {}: hash {}{}", key.first, key.second, fmt::join(hashes, ", "),

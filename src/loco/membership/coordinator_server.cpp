@@ -27,6 +27,15 @@ using http::HttpServerLimits;
 
 constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // every message is a few hundred bytes
 
+HttpServerLimits coordinator_limits() {
+  HttpServerLimits limits;
+  limits.max_body_bytes = kMaxMessageBytes;
+  // Every member holds a few requests at once (a heartbeat, a quorum's or a vote's long poll): room for runs
+  // of a thousand members and more.
+  limits.max_answering_connections = 4096;
+  return limits;
+}
+
 int http_status(Refusal refusal) {
   switch (refusal) {
     case Refusal::malformed: return 400;
@@ -99,7 +108,7 @@ struct CoordinatorServer::Impl {
   ServerOptions options;
   Coordinator coordinator;
   Authenticator authenticator;  // guarded by mutex, as coordinator
-  HttpServer http{HttpServerLimits{kMaxMessageBytes}};
+  HttpServer http{coordinator_limits()};
   int port = 0;
   const Clock::time_point started = Clock::now();
   std::mutex mutex;  // guards coordinator

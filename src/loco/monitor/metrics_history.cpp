@@ -39,16 +39,38 @@ void MetricsHistory::add(const std::string& series, const MetricPoint& point) {
 
 void MetricsHistory::clear(const std::string& series) { series_.erase(series); }
 
-nlohmann::json MetricsHistory::since(std::uint64_t after) const {
+namespace {
+
+// The first point of `points` (in sequence order) after sequence number `after`.
+template <typename Stored>
+typename std::vector<Stored>::const_iterator first_after(const std::vector<Stored>& points, std::uint64_t after) {
+  return std::upper_bound(points.begin(), points.end(), after,
+                          [](std::uint64_t seq, const Stored& s) { return seq < s.seq; });
+}
+
+}  // namespace
+
+nlohmann::json MetricsHistory::since(std::uint64_t after, std::size_t max_points) const {
+  // The answer ends at sequence number `last`: all points after `after` when they are few enough, else the
+  // max_points oldest of them.
+  std::vector<std::uint64_t> pending;
+  for (const auto& [name, s] : series_) {
+    for (auto it = first_after(s.points, after); it != s.points.end(); ++it) pending.push_back(it->seq);
+  }
+  std::uint64_t last = next_seq_ - 1;
+  const bool more = pending.size() > max_points && max_points > 0;
+  if (more) {
+    std::nth_element(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(max_points - 1), pending.end());
+    last = pending[max_points - 1];
+  }
   nlohmann::json out_series = nlohmann::json::array();
   for (const auto& [name, s] : series_) {
-    const std::vector<Stored>& points = s.points;
-    const auto first = std::upper_bound(points.begin(), points.end(), after,
-                                        [](std::uint64_t seq, const Stored& s) { return seq < s.seq; });
-    if (first == points.end()) continue;
+    const auto first = first_after(s.points, after);
+    const auto end = first_after(s.points, last);
+    if (first == end) continue;
     nlohmann::json steps = nlohmann::json::array(), times = nlohmann::json::array();
     std::vector<nlohmann::json> columns(kMetricCount, nlohmann::json::array());
-    for (auto it = first; it != points.end(); ++it) {
+    for (auto it = first; it != end; ++it) {
       steps.push_back(it->point.step);
       times.push_back(it->point.time_s);
       for (std::size_t i = 0; i < kMetricCount; ++i) {
@@ -60,7 +82,7 @@ nlohmann::json MetricsHistory::since(std::uint64_t after) const {
     for (std::size_t i = 0; i < kMetricCount; ++i) entry[std::string(kMetricNames[i])] = std::move(columns[i]);
     out_series.push_back(std::move(entry));
   }
-  return {{"seq", next_seq_ - 1}, {"series", std::move(out_series)}};
+  return {{"seq", last}, {"series", std::move(out_series)}, {"more", more}};
 }
 
 std::optional<MetricPoint> MetricsHistory::latest(const std::string& series) const {

@@ -29,6 +29,7 @@ class MetricsHistory {
  public:
   static constexpr std::size_t kDefaultCapacity = 2048;
   static constexpr std::size_t kDefaultMaxSeries = 256;
+  static constexpr std::size_t kMaxPointsPerAnswer = 16384;  // ~3 MB of JSON
 
   explicit MetricsHistory(std::size_t capacity = kDefaultCapacity, std::size_t max_series = kDefaultMaxSeries);
 
@@ -37,9 +38,12 @@ class MetricsHistory {
   void clear(const std::string& series);
 
   // The points stored after sequence number `after`, per series in columns:
-  //   {"seq": the last sequence number, "series": [{"name": …, "step": […], "time_s": […], "loss": […], …}]}
-  // (null where a point has no such value). after = 0: everything stored.
-  nlohmann::json since(std::uint64_t after) const;
+  //   {"seq": the last sequence number, "series": [{"name": …, "step": […], "time_s": […], "loss": […], …}],
+  //    "more": whether points after "seq" were left for the next call}
+  // (null where a point has no such value). after = 0: everything stored, at most `max_points` at a time (the
+  // oldest first): a full history (256 series of 2,049 points) is ~100 MB of JSON, too much for one answer,
+  // of which several may be in flight.
+  nlohmann::json since(std::uint64_t after, std::size_t max_points = kMaxPointsPerAnswer) const;
   // The newest point of `series`.
   std::optional<MetricPoint> latest(const std::string& series) const;
   std::size_t series_count() const { return series_.size(); }

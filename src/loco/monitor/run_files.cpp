@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco::monitor {
 
@@ -116,8 +117,9 @@ void RunFiles::take_line(const std::string& line, File& file, MetricsHistory& hi
   for (const auto& e : *events) {
     if (!e.is_object()) continue;
     events_.push_back({{"time_s", point->time_s},
-                       {"kind", text_field(e, "kind")},
-                       {"detail", fmt::format("{} at step {}: {}", file.series, point->step, text_field(e, "detail"))}});
+                       {"kind", utf8_prefix(text_field(e, "kind"), kMaxEventKindBytes)},
+                       {"detail", fmt::format("{} at step {}: {}", file.series, point->step,
+                                              utf8_prefix(text_field(e, "detail"), kMaxEventDetailBytes))}});
     if (events_.size() > kMaxEvents) events_.pop_front();
   }
 }

@@ -4,7 +4,9 @@
 // named by path.
 //
 // Reading is bounded: each poll reads at most kMaxReadPerPoll new bytes of a file (the rest at the next poll),
-// skips a line longer than kMaxLineBytes, and never holds more than one partial line. A file that shrank was
+// skips a line longer than kMaxLineBytes, and never holds more than one partial line. The newest kMaxEvents
+// membership events are kept, each cut to a kind of kMaxEventKindBytes and a detail of kMaxEventDetailBytes
+// (the coordinator's are a few dozen bytes), so a /status answer stays under ~250 KB whatever the files hold. A file that shrank was
 // rewritten by a resume (metrics.h keeps the lines up to the resumed step): its series starts again.
 #pragma once
 
@@ -26,6 +28,8 @@ class RunFiles {
   static constexpr std::size_t kMaxReadPerPoll = 4 << 20;
   static constexpr std::size_t kMaxLineBytes = 1 << 20;
   static constexpr std::size_t kMaxEvents = 200;
+  static constexpr std::size_t kMaxEventKindBytes = 32;
+  static constexpr std::size_t kMaxEventDetailBytes = 1024;
 
   // ConfigError when a directory does not exist (a run not started yet may have no metrics.jsonl: it is
   // read once it appears).

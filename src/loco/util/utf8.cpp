@@ -39,4 +39,14 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
   return std::nullopt;
 }
 
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t end = max_bytes;
+  // Back to the start of the character at `end` (at most 3 continuation bytes precede it in UTF-8).
+  for (std::size_t back = 0; back < 3 && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80; ++back) {
+    --end;
+  }
+  return std::string(text.substr(0, end));
+}
+
 }  // namespace loco

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace loco {
@@ -12,5 +13,10 @@ namespace loco {
 // The offset of the first byte that does not start or continue a well-formed sequence; nullopt when
 // every byte does.
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes);
+
+// The longest prefix of `text` of at most `max_bytes` that does not end inside a character. Text kept from a peer or a file
+// for display is cut with it: a cut inside a character makes the whole JSON document it goes into
+// unwritable (nlohmann::json::dump refuses invalid UTF-8).
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 
 }  // namespace loco

@@ -221,6 +221,20 @@ TEST(Coordinator, ALeaveBreaksTheQuorumAtOnce) {
   EXPECT_NE(c.status(1.6).at("events").back().at("detail").get<std::string>().find("preempted"), std::string::npos);
 }
 
+// A leave's reason is kept to 256 bytes, never cut inside a character: a cut one would make every later
+// /status unwritable (nlohmann::json::dump refuses invalid UTF-8), so the dashboard would answer 500.
+TEST(Coordinator, ALongReasonOfManyByteCharactersIsCutBetweenThem) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  std::string reason = "x";
+  for (int i = 0; i < 200; ++i) reason += "\u00e9";  // 2 bytes each: byte 256 is the first of one
+  c.leave(members.second, reason, 1.5);
+  const std::string page = c.status(1.6).dump();
+  const std::string detail = c.status(1.6).at("events").back().at("detail").get<std::string>();
+  EXPECT_NE(detail.find("x\u00e9\u00e9"), std::string::npos) << detail;
+  EXPECT_LT(detail.size(), 256u + 32u);
+}
+
 // A member that another quorum left behind (it did not ask in time) learns from its heartbeat that its
 // quorum is no longer the run's.
 TEST(Coordinator, AQuorumFormedWithoutAMemberSupersedesItsQuorum) {

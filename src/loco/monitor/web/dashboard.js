@@ -1,5 +1,5 @@
 // loco's run dashboard (docs/dashboard.md), served by `loco coordinator` (with the run's status token) and by
-// `loco dashboard` (run directories). Every 2 s it asks /status (the member table, the events) and
+// `loco dashboard` (run directories). 2 s after each update it asks /status (the member table, the events) and
 // /history?after=SEQ (only the metric points it has not seen), keeps each member's series here (thinned past
 // MAX_POINTS), and redraws. Values reach the page as text (textContent) or as pixels, never as markup, and
 // nothing is fetched from anywhere but the server that sent this file (its Content-Security-Policy says so).
@@ -241,6 +241,12 @@
       const [status, history] = await Promise.all([fetchJson('/status'), fetchJson(`/history?after=${seq}`)]);
       if (!Array.isArray(status.members)) throw new Error('/status lists no members: the status token is missing or wrong');
       takeHistory(history);
+      // /history answers at most ~16K points at a time (the oldest first): ask on until the page has them all.
+      for (let more = history.more === true, pieces = 1; more && pieces < 64; ++pieces) {
+        const next = await fetchJson(`/history?after=${seq}`);
+        takeHistory(next);
+        more = next.more === true;
+      }
       renderSummary(status);
       renderMembers(status);
       renderEvents(status);
@@ -258,6 +264,11 @@
     $('status-link').href = `/status?${suffix}`;
     $('history-link').href = `/history?after=0&${suffix}`;
   }
-  update();
-  setInterval(update, POLL_MS);
+  // The next update starts POLL_MS after the last one ended: two at once would both ask after the same seq and
+  // append the same points twice.
+  const poll = async () => {
+    await update();
+    setTimeout(poll, POLL_MS);
+  };
+  poll();
 })();

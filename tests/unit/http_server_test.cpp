@@ -1,0 +1,133 @@
+// The bounds of loco's HTTP server (http/http_server.h) on what it holds for answers: how many requests it
+// answers at once, and how long a reader may take to read an answer. Raw sockets on loopback.
+#include "loco/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace loco::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A server on a free loopback port, serving on a thread of its own until the test ends.
+class RunningServer {
+ public:
+  explicit RunningServer(HttpServerLimits limits) : server_(limits) {}
+  ~RunningServer() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  HttpServer& operator*() { return server_; }
+  HttpServer* operator->() { return &server_; }
+  void start() {
+    ASSERT_TRUE(server_.bind("127.0.0.1", 0));
+    thread_ = std::thread([this] { server_.serve(); });
+  }
+
+ private:
+  HttpServer server_;
+  std::thread thread_;
+};
+
+// A connection that has sent `GET path`, its socket's receive buffer made small so that the server's sends
+// block once it is full and the reader does not read.
+int send_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  return fd;
+}
+
+// Everything the server sends on `fd` until it closes the connection (or 20 s pass); closes fd.
+std::string read_to_end(int fd) {
+  timeval timeout{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string answer;
+  char buffer[65536];
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) answer.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return answer;
+}
+
+// Two requests held in their handlers fill a server that answers two at once: a third gets 503 at once
+// (with the refusal a member retries), and the two held ones are answered when they are let go.
+TEST(HttpServer, ARequestBeyondTheAnswersAllowedAtOnceGets503) {
+  HttpServerLimits limits;
+  limits.max_answering_connections = 2;
+  RunningServer server(limits);
+  std::mutex mutex;
+  std::condition_variable changed;
+  int held = 0;
+  bool released = false;
+  server->route("GET", "/hold", [&](const HttpRequest&, HttpResponse& res) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ++held;
+    changed.notify_all();
+    changed.wait(lock, [&] { return released; });
+    res.body = "{\"held\": true}";
+  });
+  server.start();
+  const int first = send_get(server->port(), "/hold"), second = send_get(server->port(), "/hold");
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return held == 2; }));
+  }
+  const std::string third = read_to_end(send_get(server->port(), "/hold"));
+  EXPECT_EQ(third.rfind("HTTP/1.1 503", 0), 0u) << third;
+  EXPECT_NE(third.find("\"refusal\":\"unavailable\""), std::string::npos) << third;
+  EXPECT_NE(third.find("Retry-After: 2"), std::string::npos) << third;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  changed.notify_all();
+  for (const int fd : {first, second}) {
+    const std::string answer = read_to_end(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  }
+  // Their places are free again.
+  const std::string after = read_to_end(send_get(server->port(), "/hold"));
+  EXPECT_EQ(after.rfind("HTTP/1.1 200", 0), 0u) << after;
+}
+
+// A reader that takes its answer slower than answer_deadline_s allows is cut off, and its place is free
+// (before, each send waited up to 5 s and a reader taking a byte now and then held its answer for ever).
+TEST(HttpServer, AnAnswerNotReadWithinTheDeadlineIsCutOff) {
+  HttpServerLimits limits;
+  limits.max_answering_connections = 1;
+  limits.answer_deadline_s = 1;
+  RunningServer server(limits);
+  constexpr std::size_t kBody = 32 << 20;
+  server->route("GET", "/big", [&](const HttpRequest&, HttpResponse& res) { res.body.assign(kBody, 'x'); });
+  server.start();
+  const auto began = Clock::now();
+  const int slow = send_get(server->port(), "/big");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // reads nothing for longer than the deadline
+  const std::string cut = read_to_end(slow);
+  EXPECT_LT(cut.size(), kBody) << "the whole answer waited for a reader past its deadline";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - began).count(), 15.0);
+  const std::string next = read_to_end(send_get(server->port(), "/big"));
+  EXPECT_EQ(next.rfind("HTTP/1.1 200", 0), 0u) << next.substr(0, 200);
+  EXPECT_GT(next.size(), kBody);
+}
+
+}  // namespace
+}  // namespace loco::http
