@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -400,7 +401,7 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
 // Note "same-config": ranks given other configs (here through $RANK) would wait for each other in a collective
 // until comm.timeout_s (other rounds, other stop checks), exchange tensors of other shapes (gloo aborted the
 // process) or train apart without a word (other seeds). They are refused at start-up, naming the key, before
-// anything is written.
+// anything is written. So are ranks given different WORLD_SIZEs.
 TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
   const fs::path empty = *dir_ / "empty.toml";
   if (!fs::exists(empty)) test::write_text(empty, "");
@@ -422,6 +423,89 @@ TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
     EXPECT_NE(r.output.find(refusal), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(*dir_ / run)) << r.output;
   }
+  // Ranks told different WORLD_SIZEs meet at one store; Gloo's handshake failed with its own text ("enforce fail
+  // at …address.cc…"). The ranks' sizes are named instead.
+  auto train = train_args("disagree-world-size", {"dist.algorithm=diloco", "train.steps=2", "dist.replicas=0",
+                                                  "dist.batch=per_replica", "dist.backend=gloo", "comm.timeout_s=60"});
+  train.insert(train.begin() + 1, {"--config", empty.string()});
+  std::string command = std::string("if [ \"$RANK\" = 1 ]; then export WORLD_SIZE=3; fi; exec ") + LOCO_BINARY;
+  for (const std::string& a : train) command += " '" + a + "'";
+  const auto r = run_loco({"launch", "--nproc", "2", "--master-port", "0", "--", "/bin/sh", "-c", command});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("rank [01] was started with WORLD_SIZE [23] but rank [01] with "
+                                                     "WORLD_SIZE [23]: every rank of a run must be given the same")))
+      << r.output;
+  EXPECT_EQ(r.output.find("enforce fail"), std::string::npos) << r.output;
+}
+
+// Note "run-checkpoints": the parts of one checkpoint must be one moment of the run. Replica 1's AdamW step count
+// or step, replica 0's synchronisation schedule (a Streaming fragment's overlap) or stage 1's data position edited: every rank refuses
+// before a step, naming what differs, and nothing is written (before: the ranks waited for each other until
+// comm.timeout_s and blamed a stalled rank, or an all_to_all failed as an internal error). A stage of another
+// run's config is refused by eval too; and a resume with another streaming.assignment (the outer state is per
+// fragment).
+TEST_F(TrainDistCli, APartOfACheckpointThatDisagreesWithTheOthersIsRefused) {
+  struct Case {
+    std::string run;
+    std::vector<std::string> sets;
+    std::string part;  // its checkpoint edited
+    std::function<void(nlohmann::json&)> edit;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"parts-step", {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.replicas=2"}, "replica_1",
+       [](nlohmann::json& s) { s["optimizer_steps"] = 3; },
+       "the parts of checkpoint step_2 disagree: replica 1 holds another AdamW step count than replica 0"},
+      {"parts-schedule",
+       {"dist.algorithm=streaming", "streaming.sync_every=2", "streaming.fragments=2", "dist.replicas=2"}, "",
+       [](nlohmann::json& s) { s["strategy"]["overlap"] = {0, 0}; },
+       "replica 1 holds another synchronisation schedule than replica 0"},
+      {"parts-position", {"dist.stages=2", "train.micro_batch_size=1"}, "stage_1",
+       [](nlohmann::json& s) { s["sampler"]["cursor"] = 100; }, "stage 1 holds another data position than stage 0"},
+  };
+  for (const Case& c : cases) {
+    auto sets = c.sets;
+    sets.push_back("train.steps=2");
+    ASSERT_EQ(train(c.run, sets).exit_code, 0) << c.run;
+    const fs::path run = *dir_ / c.run;
+    const fs::path state = run / c.part / "checkpoints" / "step_2" / "state.json";
+    nlohmann::json saved = nlohmann::json::parse(test::read_text(state));
+    c.edit(saved);
+    test::write_text(state, saved.dump(1));
+    const std::string metrics_before = test::read_text(run / "metrics.jsonl");
+    const auto r = run_loco({"train", "--resume", (run / "checkpoints" / "step_2").string(), "--set", "train.steps=4",
+                             "--set", "comm.timeout_s=60"});
+    expect_error(r, 1, c.says);
+    EXPECT_EQ(test::read_text(run / "metrics.jsonl"), metrics_before) << c.run;
+    EXPECT_FALSE(fs::exists(run / c.part / "checkpoints" / "step_4")) << c.run;
+  }
+
+  // A step edited into a part named after another: refused by the part's reader (its name would match it with
+  // the other parts of the named step).
+  const fs::path state = *dir_ / "parts-step" / "replica_1" / "checkpoints" / "step_2" / "state.json";
+  nlohmann::json saved = nlohmann::json::parse(test::read_text(state));
+  saved["optimizer_steps"] = 2;
+  saved["step"] = 3;
+  test::write_text(state, saved.dump(1));
+  const auto r = run_loco({"train", "--resume", (*dir_ / "parts-step" / "checkpoints" / "step_2").string(), "--set",
+                           "train.steps=4", "--set", "comm.timeout_s=60"});
+  expect_error(r, 1, "replica_1/checkpoints/step_2 holds step 3 (state.json), not 2");
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+
+  // eval joins the stages' parts: one from a run of another seed is refused.
+  ASSERT_EQ(train("parts-seed-9", {"dist.stages=2", "train.micro_batch_size=1", "train.steps=2", "train.seed=9"})
+                .exit_code,
+            0);
+  const fs::path mixed = *dir_ / "parts-position" / "stage_1" / "checkpoints" / "step_2";
+  fs::remove_all(mixed);
+  fs::copy(*dir_ / "parts-seed-9" / "stage_1" / "checkpoints" / "step_2", mixed, fs::copy_options::recursive);
+  expect_error(run_loco({"eval", "--checkpoint", (*dir_ / "parts-position" / "checkpoints" / "step_2").string(),
+                         "--data", (*dir_ / "data").string()}),
+               1, "was written with train.seed = 9, but stage 0's checkpoint");
+
+  expect_error(run_loco({"train", "--resume", (*dir_ / "parts-schedule" / "checkpoints" / "step_2").string(), "--set",
+                         "train.steps=4", "--set", "streaming.assignment=sequential"}),
+               2, "streaming.assignment is sequential but checkpoint");
 }
 
 // What comm.round_kib = auto chose is in the log (rank 0, when it changes) and in metrics.jsonl. With no

@@ -452,6 +452,16 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.trim=0"})).find("dist.trim (0) must be at least 1"),
             std::string::npos);
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.clip_radius=-1"})).find("dist.clip_radius"), std::string::npos);
+  // A static run's trimmed_mean must keep a value: 4 replicas allow b = 1 (before: b = 2 ran as 1, silently).
+  EXPECT_EQ(load_text(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=1"})).exchange().aggregation.trim, 1);
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=2"}))
+                .find("dist.trim (2) drops 4 of each coordinate's 4 values, but trimmed_mean must keep at least one: "
+                      "with dist.replicas = 4 set dist.trim to at most 1"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.batch=per_replica",
+                                             "dist.aggregation=trimmed_mean"})
+                .find("no value can be dropped; use dist.aggregation = \"mean\" or \"median\""),
+            std::string::npos);
 
   const auto adversary = load_text(dir, kValidConfig, with({"dist.adversary=3@100:scale=-100"})).exchange().adversary;
   ASSERT_TRUE(adversary.has_value());

@@ -98,6 +98,7 @@ class Diloco final : public Strategy {
   void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;
   nlohmann::json state_json() const override;
+  nlohmann::json schedule_of(const nlohmann::json& saved) const override;
   void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) override;
 
  private:

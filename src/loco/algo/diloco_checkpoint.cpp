@@ -94,6 +94,19 @@ nlohmann::json Diloco::state_json() const {
   return json;
 }
 
+// Streaming: the outer steps per fragment, their overlaps and which fragments are in flight until when (not the
+// exchanges' timings, each replica's own). DiLoCo: the outer steps and the next synchronisation.
+nlohmann::json Diloco::schedule_of(const nlohmann::json& saved) const {
+  const auto field = [&saved](const char* key) { return saved.value(key, nlohmann::json()); };
+  if (!settings_.streaming) return {{"outer_steps", field("outer_steps")}, {"next_sync", field("next_sync")}};
+  nlohmann::json in_flight = nlohmann::json::array();
+  for (const auto& x : saved.value("in_flight", nlohmann::json::array())) {
+    in_flight.push_back({x.value("fragment", nlohmann::json()), x.value("apply_after", nlohmann::json()),
+                         x.value("mix", nlohmann::json())});
+  }
+  return {{"outer_steps", field("outer_steps")}, {"overlap", field("overlap")}, {"in_flight", in_flight}};
+}
+
 // An exchange's fragment and steps as saved: one of this run's fragments, and no negative step, or the state
 // was edited.
 std::size_t Diloco::saved_fragment(const nlohmann::json& saved, const SafetensorsContent& tensors) const {

@@ -123,6 +123,11 @@ nlohmann::json Noloco::state_json() const {
   return json;
 }
 
+nlohmann::json Noloco::schedule_of(const nlohmann::json& saved) const {
+  return {{"outer_steps", saved.value("outer_steps", nlohmann::json())},
+          {"next_sync", saved.value("next_sync", nlohmann::json())}};
+}
+
 void Noloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
   slow_.copy_(saved_outer_tensor(tensors, "outer/slow", slow_).reshape({-1}));
   momentum_.copy_(saved_outer_tensor(tensors, "outer/momentum", momentum_).reshape({-1}));

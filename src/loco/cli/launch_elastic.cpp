@@ -8,6 +8,7 @@
 
 #include "loco/membership/run_secret.h"
 #include "loco/run/served_coordinator.h"
+#include "loco/util/error.h"
 
 namespace loco::cli {
 
@@ -18,6 +19,14 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
     // Several hosts: the ranks find the run's own coordinator through the inherited environment.
     fmt::print(stderr, "loco launch: elastic ranks of the run at coordinator {}\n", coordinator);
     return launch::launch(options);
+  }
+  // The coordinator below listens on 127.0.0.1: only this launch's ranks can join it.
+  if (elastic.rules.min_replicas > options.nproc) {
+    throw ConfigError(fmt::format(
+        "--min-replicas {} is more than the {} ranks this launch starts (--nproc), and its coordinator admits no "
+        "others: no quorum could ever form. Lower --min-replicas, or, for ranks on several hosts, run `loco "
+        "coordinator` and give every launch LOCO_COORDINATOR (docs/fault-tolerance.md)",
+        elastic.rules.min_replicas, options.nproc));
   }
   const char* given_run_id = std::getenv("LOCO_RUN_ID");
   const std::string run_id =

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::comm {
@@ -388,6 +389,10 @@ std::vector<int> Group::ranks_differing_from_rank_0(std::int64_t value, Timeout 
     if (values[r].item<std::int64_t>() != values[0].item<std::int64_t>()) differing.push_back(r);
   }
   return differing;
+}
+
+std::vector<int> Group::ranks_differing_from_rank_0(std::string_view text, Timeout timeout) {
+  return ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(text), nullptr, 16)), timeout);
 }
 
 void Group::all_gather(const torch::Tensor& input, const torch::Tensor& output, Timeout timeout) {

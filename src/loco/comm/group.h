@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loco/comm/comm_stats.h"
@@ -182,6 +183,8 @@ class Group {
   // set-up of what every rank must share (the tokenizer of its data). Every rank gets the same answer.
   // One int64 per rank, left out of stats() and of the emulated link: it is not training traffic.
   std::vector<int> ranks_differing_from_rank_0(std::int64_t value, Timeout timeout = kGroupTimeout);
+  // The same for a text (a setting, a hash, a state), compared by its CRC-32.
+  std::vector<int> ranks_differing_from_rank_0(std::string_view text, Timeout timeout = kGroupTimeout);
   // The smallest of every rank's `value` (the latest checkpoint step all hold, on a resume); the same terms.
   std::int64_t smallest_of_ranks(std::int64_t value, Timeout timeout = kGroupTimeout);
 

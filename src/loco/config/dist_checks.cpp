@@ -133,6 +133,17 @@ void check_dist_section(const RunConfig& c) {
                        d.aggregation, d.algorithm));
   }
   if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
+  // An elastic run's count of members changes, and b is lowered to what each synchronisation's count allows
+  // (docs/algorithms.md); a static run's is known here: a b it cannot drop would silently be a smaller one.
+  if (d.aggregation == "trimmed_mean" && !d.elastic && d.replicas > 0 && 2 * d.trim >= d.replicas) {
+    const std::int64_t most = (d.replicas - 1) / 2;
+    reject(fmt::format("dist.trim ({}) drops {} of each coordinate's {} values, but trimmed_mean must keep at least "
+                       "one: with dist.replicas = {} {}",
+                       d.trim, 2 * d.trim, d.replicas, d.replicas,
+                       most >= 1 ? fmt::format("set dist.trim to at most {}", most)
+                                 : std::string("no value can be dropped; use dist.aggregation = \"mean\" or "
+                                               "\"median\", or more replicas")));
+  }
   // Centered clipping settles in tens of iterations (20 by default); each one passes over every
   // replica's pseudo-gradient, so a count in the millions only stalls the outer step.
   if (d.clip_iterations < 1 || d.clip_iterations > kMostClipIterations) {

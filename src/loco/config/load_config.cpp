@@ -449,6 +449,19 @@ nlohmann::json to_json(const RunConfig& config) {
   return out;
 }
 
+bool rank_local_key(std::string_view key) {
+  return key == "train.out_dir" || key == "data.dir" || key == "train.threads" || key == "train.device";
+}
+
+nlohmann::json shared_settings_json(const RunConfig& config) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& key : config_keys()) {
+    if (rank_local_key(fmt::format("{}.{}", key.section, key.name))) continue;
+    std::visit([&](const auto& v) { out[key.section][key.name] = v; }, key.get(config));
+  }
+  return out;
+}
+
 RunConfig from_json(const nlohmann::json& json) {
   RunConfig config;
   for (const auto& [section, table] : json.items()) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <set>
 #include <sstream>
 
 #include "loco/comm/c10d/connect.h"
@@ -12,7 +11,6 @@
 #include "loco/config/load_config.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 
 namespace loco::run {
 
@@ -94,7 +92,6 @@ namespace {
 // must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
 // comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
 void require_same_config(comm::Group& everyone, const RunConfig& config) {
-  static const std::set<std::string> kRankLocal = {"train.out_dir", "data.dir", "train.threads", "train.device"};
   std::vector<std::pair<std::string, std::string>> settings;  // "section.key", "value" as config.toml writes them
   std::string section, all;
   std::istringstream lines(to_toml(config));
@@ -103,14 +100,13 @@ void require_same_config(comm::Group& everyone, const RunConfig& config) {
     const auto equals = line.find(" = ");
     if (equals == std::string::npos) continue;
     std::string key = section + "." + line.substr(0, equals);
-    if (kRankLocal.count(key) > 0) continue;
+    if (rank_local_key(key)) continue;
     all += line + "\n";
     settings.emplace_back(std::move(key), line.substr(equals + 3));
   }
-  const auto crc = [](const std::string& text) { return static_cast<std::int64_t>(std::stoull(crc32_hex(text), nullptr, 16)); };
-  if (everyone.ranks_differing_from_rank_0(crc(all)).empty()) return;
+  if (everyone.ranks_differing_from_rank_0(std::string_view(all)).empty()) return;
   for (const auto& [key, value] : settings) {  // every rank has every key, in the same order
-    if (const auto differing = everyone.ranks_differing_from_rank_0(crc(value)); !differing.empty()) {
+    if (const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(value)); !differing.empty()) {
       throw ConfigError(fmt::format("rank 0 has {} = {} but rank(s) {} do not: the ranks of a run must share its "
                                     "config (the same file and --set on every host)",
                                     key, value.substr(0, 200), fmt::join(differing, ", ")));

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "loco/config/load_config.h"
 #include "loco/data/tokenizer.h"
 #include "loco/model/weights.h"
 #include "loco/train/run_directory.h"
@@ -132,6 +133,18 @@ void join_stage_parts(LoadedCheckpoint& out) {
                                         "checkpoints were mixed up. Copy the whole run directory",
                                         dir.string(), manifest.state.step, out.dir.string(), out.state.step));
     }
+    // The stages of one run share its config (note "same-config"): a part from another run or size would
+    // join layers of another model.
+    const nlohmann::json theirs = shared_settings_json(manifest.config), ours = shared_settings_json(out.config);
+    for (const auto& [section, keys] : ours.items()) {
+      for (const auto& [key, value] : keys.items()) {
+        if (theirs.at(section).at(key) == value) continue;
+        throw CheckpointError(fmt::format("{} was written with {}.{} = {}, but stage 0's checkpoint {} with {}: the "
+                                          "stages' checkpoints come from different runs. Copy the whole run directory",
+                                          dir.string(), section, key, theirs.at(section).at(key).dump(),
+                                          out.dir.string(), value.dump()));
+      }
+    }
     SafetensorsContent part = load_safetensors(dir / "model.safetensors");
     for (auto& [name, tensor] : part.tensors) {
       const auto held = out.model.tensors.find(name);
@@ -150,6 +163,14 @@ void join_stage_parts(LoadedCheckpoint& out) {
 
 LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
   CheckpointManifest manifest = read_checkpoint_manifest(dir, use);
+  // A checkpoint's directory is named after its step, and a run's parts of one step are found by that name:
+  // another step inside was edited in (or the directory renamed), and would pass for the named one.
+  const std::string name = (dir.filename().empty() ? dir.parent_path() : dir).filename().string();
+  if (const auto named = checkpoint_step(name); named && *named != manifest.state.step) {
+    throw CheckpointError(fmt::format("{} holds step {} (state.json), not {}: it was edited, or renamed from another "
+                                      "step. Resume from another checkpoint, or give it its own name",
+                                      dir.string(), manifest.state.step, *named));
+  }
   LoadedCheckpoint out;
   out.dir = dir;
   out.config = std::move(manifest.config);

@@ -7,7 +7,6 @@
 #include "loco/data/dataset_meta.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 
 namespace loco {
 
@@ -29,8 +28,7 @@ DataSlice FixedMembership::data_slice() const { return {rank_, size_}; }
 void FixedMembership::check_same_data(const std::filesystem::path& data_dir) {
   if (group_ == nullptr || size_ < 2 || shared_data_) return;
   const std::string hash = data::prepared_tokenizer_hash(data_dir.string());
-  const std::vector<int> differing =
-      group_->ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(hash), nullptr, 16)));
+  const std::vector<int> differing = group_->ranks_differing_from_rank_0(std::string_view(hash));
   if (!differing.empty()) {
     throw DataError(fmt::format(
         "the ranks' data were prepared with different tokenizers: rank(s) {} differ from rank 0 (this rank, {}, "

@@ -1,7 +1,9 @@
 #include "loco/train/resume_checks.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "loco/comm/group.h"
 #include "loco/config/load_config.h"
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
@@ -83,6 +85,49 @@ void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& chec
                                     "data stream, so keep {} = {} (or start a new run from the exported weights)",
                                     key, values.first, checkpoint.dir.string(), values.second, key, values.second));
     }
+  }
+}
+
+void require_same_fragments(const RunConfig& run, const LoadedCheckpoint& checkpoint) {
+  const StreamingConfig &now = run.streaming, &saved = checkpoint.config.streaming;
+  if (run.dist.algorithm != "streaming") return;
+  const std::pair<const char*, std::pair<std::string, std::string>> keys[] = {
+      {"streaming.fragments", {std::to_string(now.fragments), std::to_string(saved.fragments)}},
+      {"streaming.assignment", {now.assignment, saved.assignment}},
+      {"streaming.embeddings_fragment",
+       {now.embeddings_fragment ? "true" : "false", saved.embeddings_fragment ? "true" : "false"}},
+  };
+  for (const auto& [key, values] : keys) {
+    if (values.first != values.second) {
+      throw ConfigError(fmt::format("{} is {} but checkpoint {} was trained with {}; its outer state is saved per "
+                                    "fragment, so resume with {} = {} (or start a new run from the exported weights)",
+                                    key, values.first, checkpoint.dir.string(), values.second, key, values.second));
+    }
+  }
+}
+
+void require_parts_agree(comm::Group& group, const char* part, const LoadedCheckpoint& checkpoint,
+                         const nlohmann::json& schedule) {
+  const CheckpointState& state = checkpoint.state;
+  const std::pair<const char*, std::string> fields[] = {
+      {"step", std::to_string(state.step)},
+      {"AdamW step count", std::to_string(state.optimizer_steps)},
+      {"token count", std::to_string(state.tokens)},
+      {"data position", state.sampler.dump()},
+      {"synchronisation schedule", schedule.dump()},
+  };
+  std::string all;
+  for (const auto& [name, value] : fields) all += value + "\n";
+  if (group.ranks_differing_from_rank_0(std::string_view(all)).empty()) return;
+  for (const auto& [name, value] : fields) {  // every rank compares every field, in the same order
+    const auto differing = group.ranks_differing_from_rank_0(std::string_view(value));
+    if (differing.empty()) continue;
+    throw CheckpointError(fmt::format(
+        "the parts of checkpoint {} disagree: {} {} hold{} another {} than {} 0 (this {} {}'s part, {}, holds {}). "
+        "The parts of one checkpoint are written at the same step of one run, so one was edited or copied from "
+        "another step or run. Resume from another checkpoint of the run",
+        checkpoint.dir.filename().string(), part, fmt::join(differing, ", "), differing.size() == 1 ? "s" : "",
+        name, part, part, group.rank(), checkpoint.dir.string(), value.substr(0, 300)));
   }
 }
 

@@ -5,10 +5,16 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "loco/config/run_config.h"
 #include "loco/train/checkpoint.h"
 
 namespace loco {
+
+namespace comm {
+class Group;
+}
 
 // The config's model is the checkpoint's: a run resumes with the model it was started with.
 void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint);
@@ -21,6 +27,19 @@ void require_same_data_stream(const RunConfig& run, const LoadedCheckpoint& chec
 // files), and its vocabulary fits the model's: with another, the same ids stand for other text. Applies to
 // every use of a checkpoint on data.
 void require_same_tokenizer(const std::filesystem::path& data_dir, const LoadedCheckpoint& checkpoint);
+
+// Streaming DiLoCo's outer state is saved per fragment: the fragments (streaming.fragments, assignment,
+// embeddings_fragment) are the checkpoint's, or a fragment's outer state would be applied to other layers.
+void require_same_fragments(const RunConfig& run, const LoadedCheckpoint& checkpoint);
+
+// Note "run-checkpoints": the parts of one checkpoint that the ranks of `group` applied (each its own: the
+// replicas of a stage, or the stages of a replica, `part` naming which) were written at the same moment of
+// one run: the same step, optimizer steps, tokens and data position, and the same synchronisation schedule
+// (`schedule`, Strategy::schedule_of of this rank's part). Parts that disagree (one edited, or copied from
+// another step or run) would train apart or wait for each other at collectives that never match. Every rank
+// learns the same: CheckpointError naming what differs, and in which ranks, on all of them.
+void require_parts_agree(comm::Group& group, const char* part, const LoadedCheckpoint& checkpoint,
+                         const nlohmann::json& schedule);
 
 // The run has steps left after the checkpoint (`total_steps`). Whether a later checkpoint of the run would be
 // overwritten is agreed by the ranks (Trainer, note "run-checkpoints").

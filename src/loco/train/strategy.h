@@ -85,6 +85,11 @@ class Strategy {
   virtual NamedTensors state_tensors() const { return {}; }
   virtual nlohmann::json state_json() const { return nlohmann::json::object(); }
   virtual void load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {}
+  // The part of a saved state_json (one load_state accepted) that every replica of a run holds alike: its
+  // synchronisation schedule. A resume compares it across the replicas, whose parts of one checkpoint
+  // would otherwise meet at other collectives (or wait for each other until comm.timeout_s) when they
+  // disagree: one was edited, or copied from another step or run.
+  virtual nlohmann::json schedule_of(const nlohmann::json& saved) const { return nlohmann::json::object(); }
 };
 
 // One replica, no communication: plain training.

@@ -308,6 +308,7 @@ void Trainer::set_up() {
   if (s.resumed) {
     require_same_model(config, *s.resumed);
     require_same_data_stream(config, *s.resumed);
+    require_same_fragments(config, *s.resumed);
     require_same_tokenizer(config.data.dir, *s.resumed);
   }
   ModelPart part = ModelPart::whole(config.model);
@@ -427,6 +428,14 @@ void Trainer::apply_everywhere(const LoadedCheckpoint& checkpoint) {
                                       "{} (its error says why: a part it refused, most likely); nothing was trained "
                                       "or written. ({})",
                                       s.options.resume_from->string(), e.what()));
+  }
+  // Each part was accepted alone; together they must be one moment of the run. The stages of a replica each
+  // hold their own part of the strategy's state, so only its replicas compare their schedules.
+  if (s.group != nullptr && s.group->size() > 1) {
+    require_parts_agree(*s.group, "replica", checkpoint, s.strategy->schedule_of(checkpoint.state.strategy));
+  }
+  if (s.options.pipeline != nullptr && s.options.pipeline->size() > 1) {
+    require_parts_agree(*s.options.pipeline, "stage", checkpoint, nullptr);
   }
 }
 

@@ -38,5 +38,15 @@ TEST(LaunchElastic, WithoutRestartsLeftTheOthersStillFinish) {
   EXPECT_EQ(r.output.find("[rank 1] ok"), std::string::npos) << r.output;
 }
 
+// Its coordinator admits only its own ranks: a quorum of more can never form, so the launch is refused at once
+// (before: every rank waited comm.timeout_s for it, and was started again --max-restarts times).
+TEST(LaunchElastic, MoreMinReplicasThanRanksIsRefused) {
+  const auto r = test::run_loco({"launch", "--elastic", "--nproc", "2", "--min-replicas", "5", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--min-replicas 5 is more than the 2 ranks this launch starts"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("coordinator of elastic run"), std::string::npos) << r.output;  // nothing started
+}
+
 }  // namespace
 }  // namespace loco

@@ -224,6 +224,8 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
         options.backend));
   }
   auto store = connect_store(options);
+  announce_world_size(*store, options);
+  require_same_world_size(*store, options);  // those that came before this rank
   if (options.group.abandoned) await_every_rank(*store, options);
   const std::string context = fmt::format("rendezvous of rank {} of {} at {}:{}", options.rank, options.world_size,
                                           options.master_addr, options.master_port);
@@ -240,6 +242,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
+    require_same_world_size(*store, options);  // those that came after, if the store is still there
     throw_typed(e, context, /*group_is_up=*/false);
   }
   throw CommError(fmt::format("{}: no backend named '{}'", context, options.backend));

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "loco/comm/c10d/c10d_compat.h"
 #include "loco/comm/c10d/c10d_errors.h"
@@ -113,6 +114,44 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
                                     options.world_size, seconds(options.rendezvous_timeout)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+namespace {
+
+std::string world_size_key(int rank) { return fmt::format("loco/world_size/{}", rank); }
+
+}  // namespace
+
+void announce_world_size(c10d::Store& store, const C10dOptions& options) {
+  const std::string size = std::to_string(options.world_size);
+  store.set(world_size_key(options.rank), std::vector<std::uint8_t>(size.begin(), size.end()));
+}
+
+void require_same_world_size(c10d::Store& store, const C10dOptions& options) {
+  // Rank 0 compares itself with every rank that came; the others with rank 0. Only keys already there are
+  // read: a rank that never came is the handshake's to name.
+  std::vector<int> others;
+  if (options.rank == 0) {
+    for (int r = 1; r < options.world_size; ++r) others.push_back(r);
+  } else {
+    others.push_back(0);
+  }
+  for (const int r : others) {
+    try {
+      if (!store.check({world_size_key(r)})) continue;
+      const std::vector<std::uint8_t> value = store.get(world_size_key(r));
+      const std::string theirs(value.begin(), value.end());
+      if (theirs == std::to_string(options.world_size)) continue;
+      throw CommError(fmt::format("rank {} was started with WORLD_SIZE {} but rank {} with WORLD_SIZE {}: every rank "
+                                  "of a run must be given the same WORLD_SIZE (loco launch --nproc N gives every "
+                                  "rank N; on several hosts, give each the same total)",
+                                  options.rank, options.world_size, r, theirs.substr(0, 20)));
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception&) {  // the store is gone too: nothing to compare
+      return;
+    }
   }
 }
 

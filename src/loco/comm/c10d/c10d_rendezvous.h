@@ -18,6 +18,14 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
 // up meanwhile (a member of the quorum died before it came), CommTimeout after the rendezvous timeout.
 void await_every_rank(c10d::Store& store, const C10dOptions& options);
 
+// Ranks started with different WORLD_SIZEs meet at one store, and Gloo's handshake then fails with its own
+// text ("enforce fail at …address.cc…"). So each rank leaves its world size in the store before the handshake
+// (announce_world_size); require_same_world_size, before the handshake and again when it fails, reads what
+// the others left so far (it never waits) and throws a CommError naming the ranks and their sizes; it
+// returns when it finds no difference.
+void announce_world_size(c10d::Store& store, const C10dOptions& options);
+void require_same_world_size(c10d::Store& store, const C10dOptions& options);
+
 // The local IP address whose route reaches `master_addr` (e.g. the veth inside a network namespace),
 // so that Gloo listens where the other ranks can reach it. Throws CommError if it cannot be found.
 std::string local_address_towards(const std::string& master_addr, int master_port);

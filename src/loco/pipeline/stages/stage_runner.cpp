@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
 #include "loco/util/torch_compat.h"
 
@@ -44,8 +43,7 @@ StageRunner::StageRunner(Llama part, comm::Group& pipeline, const RunConfig& con
       micro_batch_size_(config.train.micro_batch_size),
       sequence_length_(config.data.seq_len) {
   const std::string settings = message_settings(config, stages());
-  const auto differing =
-      pipeline_.ranks_differing_from_rank_0(static_cast<std::int64_t>(std::stoull(crc32_hex(settings), nullptr, 16)));
+  const auto differing = pipeline_.ranks_differing_from_rank_0(std::string_view(settings));
   if (!differing.empty()) {
     throw ConfigError(fmt::format(
         "the stages of a pipeline replica were given different configs: stage(s) {} differ from stage 0 in what "
