@@ -206,7 +206,7 @@ TEST_F(HostileCheckpoint, AnImpossibleModelConfigIsRefusedByEveryReader) {
 }
 
 // A Streaming DiLoCo checkpoint holding an exchange in flight, edited: a fragment the run does not have, a
-// negative step, a field of the wrong type, negative counts. Refused naming state.json, exit 1 (was an internal
+// negative step or weight, a field of the wrong type, negative counts. Refused naming state.json, exit 1 (was an internal
 // error, exit 70, an "unexpected error" quoting the JSON library, or accepted).
 TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
   const fs::path streaming = *dir_ / "streaming";
@@ -220,6 +220,8 @@ TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
       {[](nlohmann::json& x) { x["fragment"] = -1; }, "holds an exchange of fragment -1"},
       {[](nlohmann::json& x) { x["apply_after"] = -3; }, "whose apply_after is step -3"},
       {[](nlohmann::json& x) { x["mix"] = "yes"; }, "holds a strategy state that does not read as one"},
+      // A negative weight skipped the fragment's outer step as if every replica's contribution was refused.
+      {[](nlohmann::json& x) { x["contributed"] = -2.0; }, "whose contributed is -2, below 0"},
   };
   // And the fragments' counts: negative outer steps, a negative overlap (the replicas would exchange in other
   // orders: an internal error in a collective before).

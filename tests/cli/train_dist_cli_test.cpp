@@ -480,6 +480,19 @@ TEST_F(TrainDistCli, APartOfACheckpointThatDisagreesWithTheOthersIsRefused) {
     EXPECT_FALSE(fs::exists(run / c.part / "checkpoints" / "step_4")) << c.run;
   }
 
+  // Other counts of replicas or stages than the checkpoint has parts for: the counts are named (before, a replica
+  // or stage without a part said its directory "is not a loco checkpoint (no state.json)").
+  for (const auto& [run, more] : std::vector<std::pair<std::string, std::string>>{{"parts-step", "dist.replicas=3"},
+                                                                                  {"parts-step", "dist.stages=2"},
+                                                                                  {"parts-position", "dist.stages=1"},
+                                                                                  {"parts-position", "dist.replicas=2"}}) {
+    const auto more_parts = run_loco({"train", "--resume", (*dir_ / run / "checkpoints" / "step_2").string(), "--set",
+                                      "train.steps=4", "--set", more});
+    EXPECT_EQ(more_parts.exit_code, 2) << more_parts.output;
+    EXPECT_NE(more_parts.output.find(more.substr(0, more.find('='))), std::string::npos) << more_parts.output;
+    EXPECT_EQ(more_parts.output.find("is not a loco checkpoint"), std::string::npos) << more_parts.output;
+  }
+
   // A step edited into a part named after another: refused by the part's reader (its name would match it with
   // the other parts of the named step).
   const fs::path state = *dir_ / "parts-step" / "replica_1" / "checkpoints" / "step_2" / "state.json";

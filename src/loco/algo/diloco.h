@@ -105,6 +105,9 @@ class Diloco final : public Strategy {
   // A saved exchange's fragment and steps, checked (CheckpointError).
   std::size_t saved_fragment(const nlohmann::json& saved, const SafetensorsContent& tensors) const;
   std::int64_t saved_step(const nlohmann::json& saved, const char* key, const SafetensorsContent& tensors) const;
+  // An exchange's weight as saved (`fallback` when a checkpoint of an older version has none): no negative one.
+  double saved_weight(const nlohmann::json& saved, const char* key, const SafetensorsContent& tensors,
+                      std::optional<double> fallback = std::nullopt) const;
   // One fragment's exchange of one synchronisation.
   struct Exchange {
     std::uint64_t sync = 0;  // the synchronisation it belongs to (its exchanges commit together)

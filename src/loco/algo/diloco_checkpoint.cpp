@@ -129,6 +129,17 @@ std::int64_t Diloco::saved_step(const nlohmann::json& saved, const char* key, co
   return step;
 }
 
+double Diloco::saved_weight(const nlohmann::json& saved, const char* key, const SafetensorsContent& tensors,
+                            std::optional<double> fallback) const {
+  const double weight = fallback && !saved.contains(key) ? *fallback : saved.at(key).get<double>();
+  if (weight < 0) {
+    throw CheckpointError(fmt::format("the checkpoint next to {} holds an exchange whose {} is {}, below 0; it was "
+                                      "edited or corrupted. Resume from another checkpoint",
+                                      tensors.source.string(), key, weight));
+  }
+  return weight;
+}
+
 void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json& json) {
   // A heal replaces the state at a synchronisation, never while an exchange runs.
   for (const Exchange& x : in_flight_) {
@@ -186,7 +197,7 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
       arrived.set_value();
       x.done = arrived.get_future();
       // Checkpoints written before robust aggregation always applied the average.
-      x.result->averaged.weight = saved.value("contributed", 1.0);
+      x.result->averaged.weight = saved_weight(saved, "contributed", tensors, 1.0);
       x.result->emulated_s = saved.at("emulated_s").get<double>();
       x.result->timing = {saved.value("exchange_s", 0.0), saved.value("step_s", 0.0)};
       x.started_at = saved.at("started_at").get<double>();
@@ -208,7 +219,7 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
     x.point = saved_step(saved, "point", tensors);
     x.apply_after = saved_step(saved, "apply_after", tensors);
     x.mix = saved.at("mix").get<bool>();
-    x.weight = saved.at("weight").get<double>();
+    x.weight = saved_weight(saved, "weight", tensors);
     x.delta = saved_outer_tensor(tensors, fmt::format("to_retry/{}/delta", i), outer_[x.fragment].global()).clone();
   }
   membership_.load_from(json, tensors);

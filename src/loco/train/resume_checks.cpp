@@ -7,6 +7,7 @@
 #include "loco/config/load_config.h"
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
+#include "loco/train/checkpoint_state.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -128,6 +129,22 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
         "another step or run. Resume from another checkpoint of the run",
         checkpoint.dir.filename().string(), part, fmt::join(differing, ", "), differing.size() == 1 ? "s" : "",
         name, part, part, group.rank(), checkpoint.dir.string(), value.substr(0, 300)));
+  }
+}
+
+void require_part_for(const RunConfig& run, const fs::path& checkpoint, const fs::path& part) {
+  if (!fs::exists(checkpoint / "state.json")) return;  // read_checkpoint names what it is not
+  const RunConfig saved = read_checkpoint_config(checkpoint);
+  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> counts[] = {
+      {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
+      {"dist.stages", {run.dist.stages, saved.dist.stages}},
+  };
+  for (const auto& [key, values] : counts) {
+    if (values.first == values.second) continue;
+    throw ConfigError(fmt::format("checkpoint {} was written with {} = {}, but this run has {}: it has no part {} "
+                                  "(each replica and stage resumes from its own). Resume with {} = {}",
+                                  checkpoint.string(), key, values.second, values.first, part.string(), key,
+                                  values.second));
   }
 }
 
