@@ -31,6 +31,25 @@ TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {
   EXPECT_TRUE(std::filesystem::exists(dir / "out/meta.json"));
 }
 
+// A corpus of few documents gives validation far more than --val-fraction (whole documents, at least one):
+// said, with what to do. Twenty equal documents at 0.3 give about what was asked: nothing said.
+TEST(PrepareCli, AValidationSplitFarAboveTheFractionAskedIsWarnedAbout) {
+  ScratchDir dir;
+  write_text(dir / "few/a.txt", "The first document.\n");
+  write_text(dir / "few/b.txt", "The second document.\n");
+  write_text(dir / "few/c.txt", "The third document.\n");
+  CommandResult few = run_loco({"prepare", "--input", (dir / "few").string(), "--out", (dir / "few-out").string(),
+                                "--tokenizer", "byte"});
+  EXPECT_EQ(few.exit_code, 0) << few.output;
+  EXPECT_TRUE(contains(few.output, "warning: the validation split holds 3")) << few.output;  // 1 of 3: 33%
+  EXPECT_TRUE(contains(few.output, "(--val-fraction 0.01 asked)")) << few.output;
+  for (int i = 0; i < 20; ++i) write_text(dir / "many" / (std::to_string(i) + ".txt"), "Some document text.\n");
+  CommandResult many = run_loco({"prepare", "--input", (dir / "many").string(), "--out", (dir / "many-out").string(),
+                                 "--tokenizer", "byte", "--val-fraction", "0.3"});
+  EXPECT_EQ(many.exit_code, 0) << many.output;
+  EXPECT_FALSE(contains(many.output, "warning: the validation split")) << many.output;
+}
+
 TEST(PrepareCli, TokenizerFromWithAnotherTokenizerChoiceIsAUsageError) {
   ScratchDir dir;
   const std::string corpus = two_document_corpus(dir);

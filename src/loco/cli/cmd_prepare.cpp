@@ -9,6 +9,7 @@
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
+#include "loco/data/corpus_stream.h"
 #include "loco/data/prepare.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
@@ -56,6 +57,17 @@ void run_prepare(const PrepareArgs& args) {
              options.tokenizer_from.empty() ? options.tokenizer : "from " + options.tokenizer_from.string());
   fmt::print("  time        {:.1f} s ({:.0f} tokens/s, {:.1f} MB/s of input)\n", seconds,
              tokens / std::max(seconds, 1e-9), summary.input_bytes / 1e6 / std::max(seconds, 1e-9));
+  // Whole documents go to one split, and at least one to validation: a corpus of few documents gives it far
+  // more than asked, which training then never sees.
+  const double val_share = tokens == 0 ? 0 : static_cast<double>(summary.val_tokens) / static_cast<double>(tokens);
+  if (options.val_fraction > 0 && val_share > std::max(3 * options.val_fraction, 0.05)) {
+    fmt::print(stderr,
+               "loco prepare: warning: the validation split holds {:.0f}% of the tokens (--val-fraction {:g} asked): "
+               "a document is never split between train and validation, and this corpus has only {} (a text file "
+               "is one per part of about {} KiB). Add text for a smaller share, or pass --val-fraction 0 to train on "
+               "all of it without validation data\n",
+               100 * val_share, options.val_fraction, summary.documents, data::kTextPartBytes >> 10);
+  }
 }
 
 }  // namespace
