@@ -367,6 +367,7 @@ void ElasticTrain::stops_while_waiting(const std::string& run, const Checks& che
               std::string::npos) << said;
     checkpoint = *dir_ / run / "members" / "a-1" / "checkpoints" / fmt::format("step_{}", stopped_after);
     ASSERT_TRUE(fs::exists(checkpoint / "state.json")) << said;
+
     EXPECT_NE(coordinator_process->output().find("leave a#1 (stopped by SIGTERM)"), std::string::npos)
         << coordinator_process->output();
   }
@@ -391,6 +392,14 @@ TEST_F(ElasticTrain, AMemberWaitingForAQuorumStopsWhenSignalled) { stops_while_w
 
 TEST_F(ElasticTrain, ADataParallelMemberWaitingForAQuorumStopsWhenSignalled) {
   stops_while_waiting("ddp-waitstop", data_parallel(), 10, 24);
+  // Its data position is that of the 10 steps taken: each step is a round of the elastic layout, 2 members x
+  // batch_size 2 windows (note "elastic-data"), so the next round starts at window 40. Step 11 read windows
+  // 40-41 before its update waited for the quorum; the member puts its sampler back, or the resumed run would
+  // skip them (42).
+  const nlohmann::json state = nlohmann::json::parse(
+      test::read_text(*dir_ / "ddp-waitstop" / "members" / "a-1" / "checkpoints" / "step_10" / "state.json"));
+  EXPECT_EQ(state.at("sampler").at("epoch"), 0) << state.dump();
+  EXPECT_EQ(state.at("sampler").at("cursor"), 40) << state.dump();
 }
 
 // A member whose coordinator does not answer (not started yet) keeps trying to join for a minute; signalled,
