@@ -88,6 +88,9 @@ TEST(CommCodec, BadNameOrBlockSizeIsConfigError) {
   EXPECT_THROW(make_codec("FP4"), ConfigError);
   EXPECT_THROW(make_codec(""), ConfigError);
   EXPECT_THROW(make_codec("int8", 0), ConfigError);
+  // `loco bench allreduce --block-size 2^63-1` reached an internal error in the exchange.
+  EXPECT_THROW(make_codec("int8", std::size_t{1} << 63), ConfigError);
+  EXPECT_NO_THROW(make_codec("int8", kMaxCodecBlockSize));
   EXPECT_NO_THROW(make_codec("int8", 1));
 }
 

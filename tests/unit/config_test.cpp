@@ -452,6 +452,12 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.trim=0"})).find("dist.trim (0) must be at least 1"),
             std::string::npos);
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.clip_radius=-1"})).find("dist.clip_radius"), std::string::npos);
+  // Sizes near 2^63 overflowed: a block size sent 0 bytes (replicas apart), a timeout expired at once.
+  EXPECT_NE(config_error(dir, kValidConfig, with({"comm.block_size=9223372036854775807"}))
+                .find("comm.block_size (9223372036854775807) must be from 1 to 1048576 values per scale"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, with({"comm.timeout_s=1e10"})).find("must be positive and at most 1000000"),
+            std::string::npos);
   // A static run's trimmed_mean must keep a value: 4 replicas allow b = 1 (before: b = 2 ran as 1, silently).
   EXPECT_EQ(load_text(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=1"})).exchange().aggregation.trim, 1);
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=2"}))

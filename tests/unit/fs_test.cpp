@@ -1,8 +1,10 @@
 // remove_tree (note "no-fs-remove-all" in util/fs.h): removes a whole tree, never follows a link out
 // of it, and treats a missing path as done.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
 
@@ -32,6 +34,33 @@ TEST(AtomicFileWriter, WritesThePiecesWholeOrNothing) {
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1u) << "a temporary file was left behind";
+}
+
+// A write never replaces what is not a regular file: a FIFO (standing in for /dev/null, which `loco fit --chart
+// /dev/null` replaced with a PNG) or a directory is refused by name and left as it was, with no temporary file.
+TEST(AtomicFileWriter, RefusesToReplaceADeviceOrADirectory) {
+  test::ScratchDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  fs::create_directories(dir / "directory");
+  for (const char* name : {"fifo", "directory"}) {
+    try {
+      write_file_atomic(dir / name, "png");
+      ADD_FAILURE() << name << " was replaced";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name == std::string("fifo") ? "a FIFO" : "a directory") +
+                                           ", and loco writes only regular files"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(fs::is_fifo(dir / "fifo"));
+  EXPECT_TRUE(fs::is_directory(dir / "directory"));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 2u) << "a temporary file was left behind";
+  write_file_atomic(dir / "file", "old");
+  write_file_atomic(dir / "file", "new");  // a regular file is replaced, as always
+  EXPECT_EQ(read_file(dir / "file"), "new");
 }
 
 TEST(RemoveTree, RemovesNestedFilesAndDirectoriesButNotLinkTargets) {

@@ -143,6 +143,16 @@ TEST(SweepPlan, ARunNamedOnlyWithDotsIsRefused) {
   EXPECT_EQ(plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \".a\"\n"), "no error");
 }
 
+// A run's name is a directory and part of file names beside it: one too long for a file name is refused at plan
+// time (also for --dry-run), not when its directory is made after earlier runs trained (audit round 3: an abort).
+TEST(SweepPlan, ARunNameTooLongForAFileNameIsRefused) {
+  const std::string error =
+      plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \"" + std::string(201, 'g') + "\"\n");
+  EXPECT_NE(error.find("(201 bytes), too long for a file name (at most 200)"), std::string::npos) << error;
+  EXPECT_EQ(plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \"" + std::string(200, 'g') + "\"\n"),
+            "no error");
+}
+
 TEST(SweepPlan, LaunchedRunsNeedTheirRankCount) {
   ScratchDir dir;
   const SweepPlan plan = plan_of(dir, R"(

@@ -79,8 +79,8 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   if (o.nproc < 1 || o.nproc > 1024) {
     throw ConfigError(fmt::format("--nproc {}: give 1 to 1024 ranks.", o.nproc));
   }
-  if (!(o.timeout_s > 0))
-    throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds.", o.timeout_s));
+  if (!(o.timeout_s > 0) || o.timeout_s > 1e6)  // as comm.timeout_s: beyond, the deadline overflows the clock
+    throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds, at most 1000000.", o.timeout_s));
   if (o.threads < 1) throw ConfigError(fmt::format("--threads {}: give at least 1 thread per rank.", o.threads));
   torch::set_num_threads(o.threads);
   // Note "allocator": the exchanges run in the heap training gives them. Without it every large buffer

@@ -180,8 +180,18 @@ void check_dist_section(const RunConfig& c) {
 }
 
 void check_comm_section(const RunConfig& c) {
-  if (c.comm.block_size <= 0) reject("comm.block_size must be positive");
-  if (!(c.comm.timeout_s > 0)) reject("comm.timeout_s must be positive");
+  // comm::kMaxCodecBlockSize (comm/codecs/codec.h, which config, a sibling layer, cannot include): named here
+  // with the key, before any replica starts.
+  constexpr std::int64_t kMaxBlockSize = std::int64_t{1} << 20;
+  if (c.comm.block_size <= 0 || c.comm.block_size > kMaxBlockSize) {
+    reject(fmt::format("comm.block_size ({}) must be from 1 to {} values per scale; 128 is the default",
+                       c.comm.block_size, kMaxBlockSize));
+  }
+  // Beyond ~9e9 s the deadline overflowed the clock and every collective timed out at once; a peer silent for
+  // 11 days has left whatever the link.
+  if (!(c.comm.timeout_s > 0) || c.comm.timeout_s > 1e6) {
+    reject(fmt::format("comm.timeout_s ({}) must be positive and at most 1000000 (11.6 days)", c.comm.timeout_s));
+  }
   if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
     const auto kib = parse_whole_number(c.comm.round_kib);
     if (!kib || *kib < 0) {

@@ -53,8 +53,10 @@ void draw_chart(const std::string& script, const fs::path& png) {
                     png.string()));
   }
   fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
-  ensure_writable_directory(dir, "chart directory");
   fs::path script_path = fs::path(png).replace_extension(".gp");
+  // Neither may replace a directory or a device (a --chart of /dev/null): refused before anything is written.
+  for (const fs::path& written : {png, script_path}) require_regular_or_absent(written);
+  ensure_writable_directory(dir, "chart directory");
   fs::path temporary_png = dir / fmt::format(".{}.tmp-{}", png.filename().string(), ::getpid());
   fs::path log = dir / fmt::format(".{}.log-{}", png.filename().string(), ::getpid());
   // The saved script draws `png` when run by hand; loco runs it with `output` set to a temporary

@@ -9,6 +9,7 @@
 
 #include "loco/config/load_config.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco {
 namespace {
@@ -58,12 +59,21 @@ std::string join_name(const std::string& prefix, const std::string& label, const
   return prefix + (prefix.empty() ? "" : "_") + label + "-" + name_piece(value);
 }
 
+constexpr std::size_t kMaxRunNameBytes = 200;
+
 void claim_name(std::set<std::string>& names, const std::string& name) {
   // "." and ".." name the sweep's directory and its parent: a run there would clear them as an earlier attempt.
   if (name.find_first_not_of('.') == std::string::npos) {
     throw ConfigError(fmt::format("a run would be named '{}', which is not a directory of its own: give the grid a "
                                   "name with a letter or digit",
                                   name));
+  }
+  // A run's name is a directory and, with a prefix and a pid, the name of files beside it: a component of more
+  // than 255 bytes could not be made, and the sweep failed after its first runs trained.
+  if (name.size() > kMaxRunNameBytes) {
+    throw ConfigError(fmt::format("a run would be named '{}…' ({} bytes), too long for a file name (at most {}): "
+                                  "give the grid a shorter name, or fewer or shorter axes' keys and values",
+                                  utf8_prefix(name, 60), name.size(), kMaxRunNameBytes));
   }
   if (!names.insert(name).second) {
     throw ConfigError(fmt::format("two runs would share the directory '{}': make the axes' values (or the grids' "

@@ -93,6 +93,21 @@ void fsync_path(const fs::path& path) {
   }
 }
 
+void require_regular_or_absent(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;  // absent (or a dangling link): written
+  const char* kind = fs::is_directory(status)       ? "a directory"
+                     : fs::is_character_file(status) ? "a character device"
+                     : fs::is_block_file(status)     ? "a block device"
+                     : fs::is_fifo(status)           ? "a FIFO"
+                     : fs::is_socket(status)         ? "a socket"
+                                                     : "not a regular file";
+  throw IoError(fmt::format("cannot write {}: it is {}, and loco writes only regular files (it would replace it). "
+                            "Give the path of a file",
+                            path.string(), kind));
+}
+
 WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
   AtomicFileWriter file(path);
   file.write(bytes);
@@ -100,6 +115,7 @@ WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
 }
 
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_(::crc32(0L, Z_NULL, 0)) {
+  require_regular_or_absent(path_);
   const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
   tmp_ = dir / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -19,7 +19,13 @@ struct WrittenFile {
   std::string crc32;
 };
 
-// Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory).
+// Throws IoError when something other than a regular file (or a link to one) is at `path`: a directory, a
+// device such as /dev/null, a FIFO, a socket. loco replaces only files it could have written; a rename over
+// /dev/null replaced the machine's device with a file (`loco fit --chart /dev/null`, audit round 3).
+void require_regular_or_absent(const fs::path& path);
+
+// Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory); `path` must
+// be a regular file or absent (require_regular_or_absent).
 WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes);
 
 // The same for a file written in pieces, so that no copy of the whole file is held in memory (a

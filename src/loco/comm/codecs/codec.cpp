@@ -22,8 +22,9 @@ double worst_error_in_block(const Codec& codec, double block_absmax) {
 std::vector<std::string> codec_names() { return {"fp32", "bf16", "int8", "fp4", "int4"}; }
 
 std::unique_ptr<Codec> make_codec(std::string_view name, std::size_t block_size) {
-  if (block_size == 0) {
-    throw ConfigError("codec block size must be at least 1 (got 0); 128 is the default");
+  if (block_size == 0 || block_size > kMaxCodecBlockSize) {
+    throw ConfigError(fmt::format("codec block size must be from 1 to {} values per scale (got {}); 128 is the default",
+                                  kMaxCodecBlockSize, block_size));
   }
   if (name == "fp32") return make_fp32_codec();
   if (name == "bf16") return make_bf16_codec();

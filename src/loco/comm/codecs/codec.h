@@ -49,6 +49,9 @@ class Codec {
 
 // block_size: values per scale for int8, fp4 and int4 (fp32 and bf16 have no scales). Throws
 // ConfigError naming the valid names for an unknown name, and for block_size 0.
+// A block's scale covers at most this many values: 2^20 is already a whole small tensor per scale (no gain in
+// bytes over 4096), and a size near 2^63 overflowed the encoded size (0 bytes sent, replicas apart).
+inline constexpr std::size_t kMaxCodecBlockSize = std::size_t{1} << 20;
 std::unique_ptr<Codec> make_codec(std::string_view name, std::size_t block_size = 128);
 
 // The codec's worst-case error over every value a block whose absmax is `block_absmax` can hold
