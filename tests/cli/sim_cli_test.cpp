@@ -1,6 +1,7 @@
 // `loco simulate` and `loco fit` as a user runs them: tables, JSON, charts, and one-paragraph
 // errors with exit code 2 for bad options and 1 for unusable inputs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -157,6 +158,19 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
   // A bare file name is a chart in the current directory (not "cannot use ''").
   auto bare = run_loco({"fit", (dir / "one.csv").string(), "--chart", "fit.png"});
   EXPECT_EQ(bare.output.find("cannot use"), std::string::npos) << bare.output;
+  // A label that is not UTF-8 is printed with U+FFFD (was "unexpected error: [json.exception.type_error.316]").
+  write_text(dir / "latin1.csv", "params,loss,algorithm\n1e6,3.1,\xff\xfe\n2e6,3,\xff\xfe\n4e6,2.5,\xff\xfe\n");
+  auto latin1 = run_loco({"fit", (dir / "latin1.csv").string(), "--json"});
+  EXPECT_EQ(latin1.exit_code, 0) << latin1.output;
+  EXPECT_NE(latin1.output.find("\xef\xbf\xbd"), std::string::npos) << latin1.output;
+  // A chart never replaces what is not a file (as root, --chart /dev/null replaced the device with a PNG).
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  auto device = run_loco({"fit", kFixture, "--chart", (dir / "fifo").string()});
+  EXPECT_EQ(device.exit_code, 1) << device.output;
+  EXPECT_NE(device.output.find("it is a FIFO, and loco writes only regular files"), std::string::npos)
+      << device.output;
+  EXPECT_TRUE(std::filesystem::is_fifo(dir / "fifo"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "fifo.gp"));
 }
 
 }  // namespace

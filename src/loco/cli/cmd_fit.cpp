@@ -52,7 +52,8 @@ void run_fit(const FitCommandOptions& o) {
     nlohmann::json json = sim::fit_json(report);
     json["param_convention"] = o.count;
     if (!o.chart.empty()) json["chart"] = o.chart;
-    fmt::print("{}\n", json.dump(2));
+    // Labels come from the user's files: a byte that is not UTF-8 is printed as U+FFFD, not an internal error.
+    fmt::print("{}\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   fmt::print("{}", sim::format_fit_report(report));

@@ -160,7 +160,8 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
     if (!o.json) fmt::print("sweep: wrote {} and {}\n\n", csv.string(), png.string());
   }
   if (o.json)
-    fmt::print("{}\n", json.dump(2));
+    // Labels come from the user's files: a byte that is not UTF-8 is printed as U+FFFD, not an internal error.
+    fmt::print("{}\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   else
     fmt::print("{}", sim::format_simulation_table(report));
 }

@@ -45,6 +45,9 @@ std::string gnuplot_quote(const std::string& text) {
 }
 
 void draw_chart(const std::string& script, const fs::path& png) {
+  const fs::path script_path = fs::path(png).replace_extension(".gp");
+  // Neither may replace a directory or a device (a --chart of /dev/null): refused before anything is written.
+  for (const fs::path& written : {png, script_path}) require_regular_or_absent(written);
   fs::path gnuplot = find_gnuplot();
   if (gnuplot.empty()) {
     throw Error(
@@ -53,9 +56,6 @@ void draw_chart(const std::string& script, const fs::path& png) {
                     png.string()));
   }
   fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
-  fs::path script_path = fs::path(png).replace_extension(".gp");
-  // Neither may replace a directory or a device (a --chart of /dev/null): refused before anything is written.
-  for (const fs::path& written : {png, script_path}) require_regular_or_absent(written);
   ensure_writable_directory(dir, "chart directory");
   fs::path temporary_png = dir / fmt::format(".{}.tmp-{}", png.filename().string(), ::getpid());
   fs::path log = dir / fmt::format(".{}.log-{}", png.filename().string(), ::getpid());
