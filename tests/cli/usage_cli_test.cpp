@@ -49,6 +49,9 @@ TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {
   expect_usage_error({"nosuchcommand"}, {"nosuchcommand"});
   expect_usage_error({}, {"subcommand"});
   expect_usage_error({"bench", "allreduce", "--nproc"}, {"--nproc", "loco bench allreduce"});
+  // An option of one value given twice (was CLI11's "At Most 1 required but received 2").
+  expect_usage_error({"generate", "--checkpoint", "x", "--prompt", "a", "--prompt", "b"},
+                     {"--prompt was given 2 times; it takes one value, so give it once", "loco generate --checkpoint"});
 }
 
 TEST(UsageCli, HelpShowsAnExampleAndExitsZero) {

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <map>
+#include <regex>
 
 #include "loco/util/parse_number.h"
 
@@ -37,6 +38,11 @@ void set_example(CLI::App* cmd, const std::string& example) {
 
 int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
   std::string what = error.what();
+  // CLI11 says "--prompt: At Most 1 required but received 2" of an option given twice.
+  static const std::regex twice("^(\\S+): At Most 1 required but received (\\d+)$");
+  if (std::smatch m; std::regex_match(what, m, twice)) {
+    what = fmt::format("{} was given {} times; it takes one value, so give it once", m[1].str(), m[2].str());
+  }
   if (app.get_subcommands().empty() && !app.remaining().empty()) {
     // CLI11 says only that a subcommand is required; name the word it did not know.
     std::vector<std::string> commands;
