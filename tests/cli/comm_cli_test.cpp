@@ -128,6 +128,21 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
   result = run_loco({"bench", "allreduce", "--backend", "local", "--nproc", "100000"});  // threads, not processes
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("--nproc 100000: give 1 to 1024 ranks"), std::string::npos) << result.output;
+  // Bounded as train bounds them (audit round 3: threads until 0.9 GB, days of repeats, a 31-year latency).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> unbounded = {
+      {{"--threads", "100000"}, "--threads 100000: give 1 to 4096 threads per rank"},
+      {{"--repeats", "2000000000"}, "give 1 to 10000 repetitions"},
+      {{"--latency-ms", "1e12", "--delay", "latency"}, "--latency-ms: 1000000000000 ms is more than a minute one way"},
+      {{"--bandwidth-mbps", "1e-300"}, "--bandwidth-mbps: 1e-300 Mbit/s is outside what a link carries"},
+      {{"--block-size", "9223372036854775807"}, "codec block size must be from 1 to 1048576"},
+      {{"--timeout-s", "1e30"}, "give a positive number of seconds, at most 1000000"}};
+  for (const auto& [options, says] : unbounded) {
+    std::vector<std::string> args = {"bench", "allreduce", "--backend", "local", "--nproc", "2"};
+    args.insert(args.end(), options.begin(), options.end());
+    result = run_loco_within(60, args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(says), std::string::npos) << result.output;
+  }
 }
 
 TEST(RendezvousCli, PortInUseIsReportedAtOnce) {

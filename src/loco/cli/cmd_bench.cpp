@@ -15,6 +15,7 @@
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/config/dist_checks.h"
 #include "loco/launch/launcher.h"
 #include "loco/train/runtime.h"
 #include "loco/comm/c10d/rank_environment.h"
@@ -74,14 +75,20 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.repeats = o.repeats;
   bench.warmup = o.warmup;
   bench.verify = !o.no_verify;
-  if (o.repeats < 1 || o.warmup < 0) throw ConfigError("--repeats must be ≥ 1 and --warmup ≥ 0.");
+  // A median of ten thousand repetitions is as good as any: more only runs for days.
+  if (o.repeats < 1 || o.repeats > 10000 || o.warmup < 0 || o.warmup > 10000) {
+    throw ConfigError(fmt::format("--repeats {} / --warmup {}: give 1 to 10000 repetitions and 0 to 10000 warm-ups.",
+                                  o.repeats, o.warmup));
+  }
   // The ranks are threads of this process, each with its own connections: a thousand is far past any bench.
   if (o.nproc < 1 || o.nproc > 1024) {
     throw ConfigError(fmt::format("--nproc {}: give 1 to 1024 ranks.", o.nproc));
   }
   if (!(o.timeout_s > 0) || o.timeout_s > 1e6)  // as comm.timeout_s: beyond, the deadline overflows the clock
     throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds, at most 1000000.", o.timeout_s));
-  if (o.threads < 1) throw ConfigError(fmt::format("--threads {}: give at least 1 thread per rank.", o.threads));
+  if (o.threads < 1 || o.threads > 4096) {  // as train.threads
+    throw ConfigError(fmt::format("--threads {}: give 1 to 4096 threads per rank.", o.threads));
+  }
   torch::set_num_threads(o.threads);
   // Note "allocator": the exchanges run in the heap training gives them. Without it every large buffer
   // was faulted in afresh at each exchange, which the rows counted as codec work (64 MB in fp32 between
@@ -90,6 +97,7 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
 
   const auto environment = comm::rank_environment_from_env();
   const int world_size = environment ? environment->world_size : o.nproc;
+  check_emulated_link("--bandwidth-mbps", o.bandwidth_mbps, "--latency-ms", o.latency_ms, world_size);  // as train's
   comm::GroupOptions group_options;
   group_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
   group_options.link = comm::LinkModel::parse(o.bandwidth_mbps, o.latency_ms, world_size);

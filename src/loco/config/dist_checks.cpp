@@ -19,34 +19,6 @@ constexpr std::int64_t kMostClipIterations = 1000;
 
 [[noreturn]] void reject(const std::string& message) { throw ConfigError(message); }
 
-// An emulated link (comm.* or pipeline.*: `section`) within what real links span. A pipeline stage's messages
-// really wait their latency, so a latency of days would hold the run that long; a bandwidth below 1 kbit/s
-// would make an exchange last beyond what the emulated clock can count.
-void check_link(const std::string& section, const std::string& bandwidth_mbps, const std::string& latency_ms,
-                int ranks) {
-  constexpr double kLeastMbps = 1e-3, kMostMbps = 1e7, kMostLatencyMs = 60'000;
-  std::vector<double> bandwidths, latencies;
-  try {
-    bandwidths = parse_per_rank_values(bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
-    latencies = parse_per_rank_values(latency_ms, "latency (ms)", ranks);
-  } catch (const Error& e) {
-    reject(fmt::format("{0}.bandwidth_mbps / {0}.latency_ms: {1}", section, e.what()));
-  }
-  for (const double mbps : bandwidths) {
-    if (mbps != 0 && (mbps < kLeastMbps || mbps > kMostMbps)) {
-      reject(fmt::format("{}.bandwidth_mbps: {} Mbit/s is outside what a link carries; give 0 (no limit) or {} to "
-                         "{:.0f} Mbit/s",
-                         section, mbps, kLeastMbps, kMostMbps));
-    }
-  }
-  for (const double ms : latencies) {
-    if (ms > kMostLatencyMs) {
-      reject(fmt::format("{}.latency_ms: {} ms is more than a minute one way; give at most {:.0f} ms", section, ms,
-                         kMostLatencyMs));
-    }
-  }
-}
-
 bool has_outer_step(Algorithm algorithm) {
   return algorithm == Algorithm::diloco || algorithm == Algorithm::localsgd || algorithm == Algorithm::streaming ||
          algorithm == Algorithm::sparseloco;
@@ -84,7 +56,8 @@ void check_pipeline_run(const RunConfig& c) {
                        "decoder layer; lower dist.stages or add layers",
                        d.stages, c.model.num_hidden_layers));
   }
-  check_link("pipeline", c.pipeline.bandwidth_mbps, c.pipeline.latency_ms, static_cast<int>(d.stages));
+  check_emulated_link("pipeline.bandwidth_mbps", c.pipeline.bandwidth_mbps, "pipeline.latency_ms",
+                      c.pipeline.latency_ms, static_cast<int>(d.stages));
   if (d.elastic) {  // docs/pipeline.md "Churn": the stages are processes under loco launch --elastic
     if (d.backend == "local") {
       reject("dist.stages > 1 with dist.elastic = true runs each stage as a member process (loco launch --elastic "
@@ -103,6 +76,31 @@ void check_pipeline_run(const RunConfig& c) {
 }
 
 }  // namespace
+
+void check_emulated_link(const std::string& bandwidth_name, const std::string& bandwidth_mbps,
+                         const std::string& latency_name, const std::string& latency_ms, int ranks) {
+  constexpr double kLeastMbps = 1e-3, kMostMbps = 1e7, kMostLatencyMs = 60'000;
+  std::vector<double> bandwidths, latencies;
+  try {
+    bandwidths = parse_per_rank_values(bandwidth_mbps, "bandwidth (Mbit/s)", ranks);
+    latencies = parse_per_rank_values(latency_ms, "latency (ms)", ranks);
+  } catch (const Error& e) {
+    reject(fmt::format("{} / {}: {}", bandwidth_name, latency_name, e.what()));
+  }
+  for (const double mbps : bandwidths) {
+    if (mbps != 0 && (mbps < kLeastMbps || mbps > kMostMbps)) {
+      reject(fmt::format("{}: {} Mbit/s is outside what a link carries; give 0 (no limit) or {} to {:.0f} Mbit/s",
+                         bandwidth_name, mbps, kLeastMbps, kMostMbps));
+    }
+  }
+  for (const double ms : latencies) {
+    if (ms > kMostLatencyMs) {
+      reject(fmt::format("{}: {} ms is more than a minute one way; give at most {:.0f} ms", latency_name, ms,
+                         kMostLatencyMs));
+    }
+  }
+}
+
 
 void check_dist_section(const RunConfig& c) {
   const DistConfig& d = c.dist;
@@ -200,7 +198,8 @@ void check_comm_section(const RunConfig& c) {
                          c.comm.round_kib));
     }
   }
-  check_link("comm", c.comm.bandwidth_mbps, c.comm.latency_ms, static_cast<int>(c.dist.replicas));
+  check_emulated_link("comm.bandwidth_mbps", c.comm.bandwidth_mbps, "comm.latency_ms", c.comm.latency_ms,
+                      static_cast<int>(c.dist.replicas));
 }
 
 }  // namespace loco
