@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <toml.hpp>
 
@@ -449,14 +450,11 @@ nlohmann::json to_json(const RunConfig& config) {
   return out;
 }
 
-bool rank_local_key(std::string_view key) {
-  return key == "train.out_dir" || key == "data.dir" || key == "train.threads" || key == "train.device";
-}
-
 nlohmann::json shared_settings_json(const RunConfig& config) {
+  static const std::set<std::string> kRankLocal = {"train.out_dir", "data.dir", "train.threads", "train.device"};
   nlohmann::json out = nlohmann::json::object();
   for (const auto& key : config_keys()) {
-    if (rank_local_key(fmt::format("{}.{}", key.section, key.name))) continue;
+    if (kRankLocal.count(fmt::format("{}.{}", key.section, key.name)) > 0) continue;
     std::visit([&](const auto& v) { out[key.section][key.name] = v; }, key.get(config));
   }
   return out;

@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "loco/config/run_config.h"
@@ -44,11 +43,9 @@ void validate(const RunConfig& config);
 
 std::string to_toml(const RunConfig& config);
 nlohmann::json to_json(const RunConfig& config);
-// The keys ("section.key") that say only where one rank reads, writes or computes: they may differ between
-// the ranks of a run (other paths on other hosts) and between the parts of one checkpoint; every other key
-// is the run's (note "same-config").
-bool rank_local_key(std::string_view key);
-// to_json without the rank-local keys: what every rank and every part of a checkpoint shares.
+// to_json without the keys that say only where one rank reads, writes or computes (train.out_dir, data.dir,
+// train.threads, train.device: other paths on other hosts): what every rank of a run and every part of one
+// checkpoint shares (note "same-config").
 nlohmann::json shared_settings_json(const RunConfig& config);
 // Inverse of to_json (for checkpoints); unknown keys are errors, missing keys keep defaults.
 RunConfig from_json(const nlohmann::json& json);

@@ -6,8 +6,9 @@
 // Reading is bounded: each poll reads at most kMaxReadPerPoll new bytes of a file (the rest at the next poll),
 // skips a line longer than kMaxLineBytes, and never holds more than one partial line. The newest kMaxEvents
 // membership events are kept, each cut to a kind of kMaxEventKindBytes and a detail of kMaxEventDetailBytes
-// (the coordinator's are a few dozen bytes), so a /status answer stays under ~250 KB whatever the files hold. A file that shrank was
-// rewritten by a resume (metrics.h keeps the lines up to the resumed step): its series starts again.
+// (the coordinator's are a few dozen bytes), so a /status answer stays under ~250 KB whatever the files hold.
+// A file that shrank was rewritten by a resume (metrics.h keeps the lines up to the resumed step): its series
+// starts again.
 #pragma once
 
 #include <nlohmann/json.hpp>

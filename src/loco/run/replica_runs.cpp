@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <sstream>
 
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
@@ -92,24 +91,16 @@ namespace {
 // must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
 // comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
 void require_same_config(comm::Group& everyone, const RunConfig& config) {
-  std::vector<std::pair<std::string, std::string>> settings;  // "section.key", "value" as config.toml writes them
-  std::string section, all;
-  std::istringstream lines(to_toml(config));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.size() > 2 && line.front() == '[' && line.back() == ']') section = line.substr(1, line.size() - 2);
-    const auto equals = line.find(" = ");
-    if (equals == std::string::npos) continue;
-    std::string key = section + "." + line.substr(0, equals);
-    if (rank_local_key(key)) continue;
-    all += line + "\n";
-    settings.emplace_back(std::move(key), line.substr(equals + 3));
-  }
-  if (everyone.ranks_differing_from_rank_0(std::string_view(all)).empty()) return;
-  for (const auto& [key, value] : settings) {  // every rank has every key, in the same order
-    if (const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(value)); !differing.empty()) {
-      throw ConfigError(fmt::format("rank 0 has {} = {} but rank(s) {} do not: the ranks of a run must share its "
-                                    "config (the same file and --set on every host)",
-                                    key, value.substr(0, 200), fmt::join(differing, ", ")));
+  const nlohmann::json shared = shared_settings_json(config);
+  if (everyone.ranks_differing_from_rank_0(std::string_view(shared.dump())).empty()) return;
+  for (const auto& [section, keys] : shared.items()) {  // every rank has every key, in the same order
+    for (const auto& [key, value] : keys.items()) {
+      const std::string text = value.dump();
+      if (const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(text)); !differing.empty()) {
+        throw ConfigError(fmt::format("rank 0 has {}.{} = {} but rank(s) {} do not: the ranks of a run must share its "
+                                      "config (the same file and --set on every host)",
+                                      section, key, text.substr(0, 200), fmt::join(differing, ", ")));
+      }
     }
   }
 }

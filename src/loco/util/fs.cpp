@@ -94,18 +94,12 @@ void fsync_path(const fs::path& path) {
 }
 
 void require_regular_or_absent(const fs::path& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;  // absent (or a dangling link): written
-  const char* kind = fs::is_directory(status)       ? "a directory"
-                     : fs::is_character_file(status) ? "a character device"
-                     : fs::is_block_file(status)     ? "a block device"
-                     : fs::is_fifo(status)           ? "a FIFO"
-                     : fs::is_socket(status)         ? "a socket"
-                                                     : "not a regular file";
+  struct stat st {};
+  // Absent (or a dangling link): written. stat follows links, as the rename's target would be the link itself.
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
   throw IoError(fmt::format("cannot write {}: it is {}, and loco writes only regular files (it would replace it). "
                             "Give the path of a file",
-                            path.string(), kind));
+                            path.string(), file_kind(st.st_mode)));
 }
 
 WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
