@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -84,8 +85,27 @@ TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
   };
   auto zero = with({"--bandwidth", "0"});
   EXPECT_EQ(zero.exit_code, 2);
-  EXPECT_NE(zero.output.find("loco: error: the inter-replica bandwidth must be positive"), std::string::npos)
+  EXPECT_NE(zero.output.find("loco: error: the inter-replica bandwidth must lie between 1e-06 and 1e+09 Gbit/s"),
+            std::string::npos)
       << zero.output;
+  // Named as given: beyond the modelled links the times leave double's range (1e300 Gbit/s was "inf", a
+  // subnormal bandwidth printed "-nan%" with exit 0).
+  for (const auto& [flag, value, shown] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--bandwidth", "1e300", "1e+300"}, {"--bandwidth", "1e-320", "9.99989e-321"},
+           {"--intra-bandwidth", "1e300", "1e+300"}}) {
+    auto extreme = with({flag, value});
+    EXPECT_EQ(extreme.exit_code, 2) << flag << " " << value;
+    EXPECT_NE(extreme.output.find("(1 kbit/s to 1 Ebit/s; got " + shown + " Gbit/s)"), std::string::npos)
+        << extreme.output;
+  }
+  ScratchDir sweep_dir;
+  auto range = with({"--sweep", sweep_dir.path().string(), "--sweep-range", "1e-300,1"});
+  EXPECT_EQ(range.exit_code, 2);
+  EXPECT_NE(range.output.find("the sweep's lowest bandwidth must lie between"), std::string::npos) << range.output;
+  auto points = with({"--sweep", sweep_dir.path().string(), "--sweep-points", "100000000"});
+  EXPECT_EQ(points.exit_code, 2);
+  EXPECT_NE(points.output.find("2 to 10000 points"), std::string::npos) << points.output;
+  EXPECT_FALSE(std::filesystem::exists(sweep_dir / "utilisation.csv"));
   auto replicas = with({"--replicas", "8", "--workers", "4"});
   EXPECT_EQ(replicas.exit_code, 2);
   EXPECT_NE(replicas.output.find("more replicas (8) than workers (4)"), std::string::npos) << replicas.output;

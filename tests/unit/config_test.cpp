@@ -323,8 +323,23 @@ TEST(Config, AConfigThatIsNotUtf8IsRefusedNamingWhere) {
 // file is refused before it is parsed.
 TEST(Config, ArraysNestedTooDeeplyAreRefused) {
   ScratchDir dir;
-  const std::string error = config_error(dir, "[train]\nsteps = 10\nx = " + std::string(20000, '[') + "\n");
+  const std::string error = config_error(dir, "[train]\nsteps = 10\nx = " + std::string(10000, '[') + "\n");
   EXPECT_NE(error.find("nest more than 64 deep at byte 69 of line 3"), std::string::npos) << error;
+}
+
+// toml11's time grows with a line's length times the values on it: long lines and huge files are refused
+// before it sees them; the same values over several lines are read.
+TEST(Config, AFileTooLargeOrWithALineTooLongIsRefused) {
+  ScratchDir dir;
+  const std::string line(16384, 'x');  // the longest line allowed
+  EXPECT_EQ(load_text(dir, std::string(kValidConfig) + "#" + line.substr(1) + "\n#" + line.substr(1) + "\n")
+                .train.steps,
+            load_text(dir, kValidConfig).train.steps);
+  std::string error = config_error(dir, "[train]\nsteps = 10\n\n# " + line + "\n");
+  EXPECT_NE(error.find("line 4 is longer than 16384 bytes; break a long array over several lines"), std::string::npos)
+      << error;
+  error = config_error(dir, "[train]\nsteps = 10\n" + std::string(5 << 20, '\n'));
+  EXPECT_NE(error.find("holds 5242899 bytes, more than the 4 MiB a config file may hold"), std::string::npos) << error;
 }
 
 TEST(Config, TomlAndJsonRoundTrip) {

@@ -244,6 +244,33 @@ tuned = ["optim.lr"]
             std::string::npos);
 }
 
+// "1,2,…,n" as a TOML array's items.
+std::string first_integers(int n) {
+  std::string out;
+  for (int i = 1; i <= n; ++i) out += (i > 1 ? "," : "") + std::to_string(i);
+  return out;
+}
+
+TEST(SweepPlan, RepeatsCountAgainstTheCapOnRuns) {
+  // 100 runs in 10 cells: 10 cells × 1,000 seeds = 10,000 repeats, 10,100 processes in all.
+  const std::string head = "base = \"base.toml\"\nout_dir = \"o\"\n[axes]\n\"optim.lr\" = [" + first_integers(10) +
+                           "]\n\"optim.warmup_steps\" = [" + first_integers(10) +
+                           "]\n[best]\ntuned = [\"optim.lr\"]\n[best.repeat]\n";
+  EXPECT_NE(plan_error(head + "\"train.seed\" = [" + first_integers(1000) + "]\n")
+                .find("make more than 10000 runs (100 grid runs, and 10000 repeats: 10 cells, each best run repeated "
+                      "1000 times)"),
+            std::string::npos);
+  // 50 seeds fit: 600 processes, 5,000 repeats to check.
+  ScratchDir dir;
+  EXPECT_EQ(plan_of(dir, head + "\"train.seed\" = [" + first_integers(50) + "]\n").runs.size(), 100u);
+  // One cell tuned over 1,000 values with 200 seeds: 1,200 processes, but 200,000 repeats to check.
+  const std::string one_cell = "base = \"base.toml\"\nout_dir = \"o\"\n[axes]\n\"optim.lr\" = [" + first_integers(1000) +
+                               "]\n[best]\ntuned = [\"optim.lr\"]\n[best.repeat]\n\"train.seed\" = [" +
+                               first_integers(200) + "]\n";
+  EXPECT_NE(plan_error(one_cell).find("1000 grid runs with 200 repeat combinations each make 200000 repeats to check"),
+            std::string::npos);
+}
+
 TEST(SweepPlan, AProfileReplacesSettingsAndAxesByKey) {
   ScratchDir dir;
   const std::string sweep = R"(

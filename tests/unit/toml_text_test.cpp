@@ -32,5 +32,13 @@ TEST(TomlNesting, TheConfigLimitLeavesRoomAndStopsARunaway) {
   EXPECT_EQ(first_nesting_deeper_than("x = " + std::string(100000, '['), kMaxTomlNesting), 4u + kMaxTomlNesting);
 }
 
+TEST(TomlLines, TheFirstLineLongerThanTheLimitIsFound) {
+  EXPECT_EQ(first_line_longer_than("abc\nde\n", 3), std::nullopt);
+  EXPECT_EQ(first_line_longer_than("abc\nde\nfghi", 3), 7u);  // the last line has no newline
+  EXPECT_EQ(first_line_longer_than("abcd\n", 3), 0u);
+  EXPECT_EQ(first_line_longer_than("", 0), std::nullopt);
+  EXPECT_EQ(first_line_longer_than("\n\nx", 0), 2u);
+}
+
 }  // namespace
 }  // namespace loco

@@ -142,13 +142,20 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
   request.algorithms = sim::parse_algorithms(o.algorithms, defaults, request.scenario.layers);
   request.models = parse_models(o.model);
   for (double percent : parse_numbers(o.targets, "--targets")) request.targets.push_back(percent / 100);
-  if (cmd.count("--bandwidth") > 0) request.bandwidth_bps = o.bandwidth_gbps * 1e9;
+  // Bandwidths are checked as given, in Gbit/s: converted to bit/s first, 1e300 would already be infinite.
+  sim::validate_bandwidth_gbps(o.intra_gbps, "intra-replica", "--intra-bandwidth 400");
+  if (cmd.count("--bandwidth") > 0) {
+    sim::validate_bandwidth_gbps(o.bandwidth_gbps, "inter-replica", "--bandwidth 10");
+    request.bandwidth_bps = o.bandwidth_gbps * 1e9;
+  }
 
   sim::SimulationReport report = sim::run_simulation(request);
   nlohmann::json json = sim::simulation_json(report);
   if (!o.sweep_dir.empty()) {
     auto range = parse_numbers(o.sweep_range, "--sweep-range");
     if (range.size() != 2) throw ConfigError("--sweep-range takes two numbers: LOW,HIGH in Gbit/s.");
+    sim::validate_bandwidth_gbps(range[0], "sweep's lowest", "--sweep-range 0.1,1000");
+    sim::validate_bandwidth_gbps(range[1], "sweep's highest", "--sweep-range 0.1,1000");
     sim::Sweep sweep = sim::run_sweep(request, range[0] * 1e9, range[1] * 1e9, o.sweep_points);
     const auto& s = request.scenario;
     auto [csv, png] =
@@ -212,7 +219,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--sweep", o.sweep_dir,
                   "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)");
   cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
-  cmd->add_option("--sweep-points", o.sweep_points, "Bandwidths in the sweep")->capture_default_str();
+  cmd->add_option("--sweep-points", o.sweep_points, fmt::format("Bandwidths in the sweep (2 to {})", sim::kMaxSweepPoints))
+      ->capture_default_str();
   cmd->add_flag("--calibrate", o.calibrate,
                 "Reproduce the published table of docs/algorithm-reference.md §4 and print the relative errors");
   cmd->callback([options, cmd] { run_simulate(*options, *cmd); });

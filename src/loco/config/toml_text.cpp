@@ -30,11 +30,16 @@ std::size_t skip_string(std::string_view t, std::size_t begin) {
   return t.size();
 }
 
+// The line (from 1) of the byte at `offset` of `text`.
+std::ptrdiff_t line_of(const std::string& text, std::size_t offset) {
+  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+}
+
 // "byte B of line L" (both from 1) for the byte at `offset` of `text` (not a newline).
 std::string where_in(const std::string& text, std::size_t offset) {
   const auto line_start = text.rfind('\n', offset);
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-  return fmt::format("byte {} of line {}", line_start == std::string::npos ? offset + 1 : offset - line_start, line);
+  return fmt::format("byte {} of line {}", line_start == std::string::npos ? offset + 1 : offset - line_start,
+                     line_of(text, offset));
 }
 
 }  // namespace
@@ -44,7 +49,18 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
     throw ConfigError(fmt::format("{} '{}' {}; pass an existing TOML file", what, file.string(),
                                   std::filesystem::exists(file) ? "is not a file" : "does not exist"));
   }
-  std::string text = read_file(file);
+  if (std::filesystem::file_size(file) > kMaxTomlFileBytes) {
+    throw ConfigError(fmt::format("{} '{}' holds {} bytes, more than the {} MiB a {} may hold; no setting needs "
+                                  "that much, so check that this is the file you meant",
+                                  what, file.string(), std::filesystem::file_size(file), kMaxTomlFileBytes >> 20,
+                                  what));
+  }
+  std::string text = read_file(file, kMaxTomlFileBytes);
+  if (const auto long_line = first_line_longer_than(text, kMaxTomlLineBytes)) {
+    throw ConfigError(fmt::format("{}: line {} is longer than {} bytes; break a long array over several lines "
+                                  "(TOML allows a newline after any comma)",
+                                  file.string(), line_of(text, *long_line), kMaxTomlLineBytes));
+  }
   if (const auto bad = first_invalid_utf8(text)) {
     throw ConfigError(fmt::format("{} is not UTF-8: {} (0x{:02x}) starts no valid UTF-8 sequence; TOML files are "
                                   "UTF-8, so save the file as UTF-8",
@@ -56,6 +72,15 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
                                   file.string(), kMaxTomlNesting, where_in(text, *deep)));
   }
   return text;
+}
+
+std::optional<std::size_t> first_line_longer_than(std::string_view text, std::size_t limit) {
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t end = std::min(text.find('\n', begin), text.size());
+    if (end - begin > limit) return begin;
+    begin = end + 1;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::size_t> first_nesting_deeper_than(std::string_view t, int limit) {

@@ -7,14 +7,6 @@
 
 namespace loco::sim {
 
-namespace {
-
-// Far below and far above any real link (1 kbit/s and 1 Ebit/s).
-constexpr double kLowestBps = 1e3;
-constexpr double kHighestBps = 1e18;
-
-}  // namespace
-
 TimingModel parse_timing_model(const std::string& name) {
   if (name == "schedule") return TimingModel::kSchedule;
   if (name == "analytic") return TimingModel::kAnalytic;
@@ -41,10 +33,10 @@ std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const 
                     target * 100));
   }
   auto reaches = [&](double bps) { return utilisation_at(scenario, algorithm, model, bps).utilisation >= target; };
-  if (!reaches(kHighestBps)) return std::nullopt;
-  if (reaches(kLowestBps)) return 0.0;  // the inter-replica link does not matter (one replica)
+  if (!reaches(kMaxBandwidthBps)) return std::nullopt;
+  if (reaches(kMinBandwidthBps)) return 0.0;  // the inter-replica link does not matter (one replica)
   // Utilisation never decreases with bandwidth: bisect in log space.
-  double low = kLowestBps, high = kHighestBps;
+  double low = kMinBandwidthBps, high = kMaxBandwidthBps;
   while (high / low > 1 + 1e-6) {
     double mid = std::sqrt(low * high);
     (reaches(mid) ? high : low) = mid;
@@ -53,16 +45,16 @@ std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const 
 }
 
 std::vector<double> log_spaced(double low, double high, int points) {
-  if (!(low > 0 && high > low && points >= 2)) {
+  if (!(low > 0 && high > low && points >= 2 && points <= kMaxSweepPoints)) {
     throw ConfigError(
-        fmt::format("a sweep needs 0 < low < high and at least 2 points (got {} to {} "
-                    "Gbit/s, {} points).",
-                    low / 1e9, high / 1e9, points));
+        fmt::format("a sweep needs 0 < low < high and 2 to {} points (got {} to {} Gbit/s, {} points).",
+                    kMaxSweepPoints, low / 1e9, high / 1e9, points));
   }
   std::vector<double> grid(points);
   for (int i = 0; i < points; ++i) {
     grid[i] = low * std::pow(high / low, static_cast<double>(i) / (points - 1));
   }
+  grid.back() = high;  // exactly: pow's rounding could step past the highest link the simulator models
   return grid;
 }
 

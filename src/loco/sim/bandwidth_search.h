@@ -27,7 +27,9 @@ Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, Ti
 std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const AlgorithmSpec& algorithm,
                                                 TimingModel model, double target);
 
-// `points` bandwidths spaced evenly in log scale from `low` to `high` (both included).
+// `points` bandwidths spaced evenly in log scale from `low` to `high` (both included); at most
+// kMaxSweepPoints, which a chart cannot tell apart already (a hundred million points took minutes and gigabytes).
+inline constexpr int kMaxSweepPoints = 10000;
 std::vector<double> log_spaced(double low, double high, int points);
 
 }  // namespace loco::sim

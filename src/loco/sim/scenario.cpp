@@ -17,15 +17,6 @@ void require_positive(double value, const char* what, const char* option, const 
   }
 }
 
-void require_bandwidth(double bps, const char* which, const char* option) {
-  if (!std::isfinite(bps) || bps <= 0) {
-    throw ConfigError(
-        fmt::format("the {} bandwidth must be positive (got {} Gbit/s): a link without bandwidth never finishes "
-                    "a transfer. Give the link's rate in Gbit/s with {}, for example {} 10.",
-                    which, bps / 1e9, option, option));
-  }
-}
-
 void require_latency(const Link& link, const char* which, const char* lat_option) {
   if (!std::isfinite(link.latency_s) || link.latency_s < 0) {
     throw ConfigError(
@@ -36,6 +27,17 @@ void require_latency(const Link& link, const char* which, const char* lat_option
 }
 
 }  // namespace
+
+void validate_bandwidth_gbps(double gbps, const char* which, const char* example) {
+  constexpr double kMinGbps = kMinBandwidthBps / 1e9, kMaxGbps = kMaxBandwidthBps / 1e9;
+  if (!(gbps >= kMinGbps && gbps <= kMaxGbps)) {
+    throw ConfigError(
+        fmt::format("the {} bandwidth must lie between {:g} and {:g} Gbit/s (1 kbit/s to 1 Ebit/s; got {:g} "
+                    "Gbit/s): a link without bandwidth never finishes a transfer, and none is faster than that. Give "
+                    "the link's rate in Gbit/s, for example {}.",
+                    which, kMinGbps, kMaxGbps, gbps, example));
+  }
+}
 
 void validate(const Scenario& s) {
   require_positive(s.params, "the parameter count", "--params or --config", "--params 1e9");
@@ -71,11 +73,11 @@ void validate(const Scenario& s) {
   require_positive(s.bits, "bits per exchanged value", "--bits", "--bits 16");
   require_latency(s.inter, "inter-replica", "--latency");
   require_latency(s.intra, "intra-replica", "--intra-latency");
-  require_bandwidth(s.intra.bandwidth_bps, "intra-replica", "--intra-bandwidth");
+  validate_bandwidth_gbps(s.intra.bandwidth_bps / 1e9, "intra-replica", "--intra-bandwidth 400");
 }
 
 void validate_inter_bandwidth(double bandwidth_bps) {
-  require_bandwidth(bandwidth_bps, "inter-replica", "--bandwidth");
+  validate_bandwidth_gbps(bandwidth_bps / 1e9, "inter-replica", "--bandwidth 10");
 }
 
 }  // namespace loco::sim

@@ -24,10 +24,19 @@ struct Scenario {
   Link intra;                        // between the workers of one replica
 };
 
+// The links the simulator models: 1 kbit/s to 1 Ebit/s, far below and far above any real link. The bandwidth
+// search looks within them, and a link outside them is refused: beyond them the times computed leave double's
+// range (a subnormal bandwidth made every transfer infinitely long and printed "-nan%").
+inline constexpr double kMinBandwidthBps = 1e3;
+inline constexpr double kMaxBandwidthBps = 1e18;
+
 // Throws ConfigError naming the first impossible value and the option that sets it. The
 // inter-replica bandwidth is checked on its own: the bandwidth search varies it.
 void validate(const Scenario& scenario);
 void validate_inter_bandwidth(double bandwidth_bps);
+// The same check on a bandwidth as the user gave it, in Gbit/s, before it is converted to bit/s (where
+// 1e300 Gbit/s would already be infinite): `which` names the link, `example` shows the option that sets it.
+void validate_bandwidth_gbps(double gbps, const char* which, const char* example);
 
 // Workers per replica (R / M).
 inline int workers_per_replica(const Scenario& s) { return s.workers / s.replicas; }

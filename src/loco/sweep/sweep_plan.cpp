@@ -133,8 +133,9 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
 
 // Each run is a training process: a grid of millions is a slip of the keyboard, refused before its runs are
 // listed (which would take minutes and gigabytes).
+constexpr std::uint64_t kMostRuns = 10'000;
+
 void require_few_enough_runs(const SweepFile& sweep) {
-  constexpr std::uint64_t kMostRuns = 10'000;
   std::uint64_t runs = 0;
   for (const SweepGrid& grid : sweep.grids) {
     std::uint64_t combinations = 1;
@@ -145,6 +146,35 @@ void require_few_enough_runs(const SweepFile& sweep) {
     throw ConfigError(fmt::format("the axes make more than {} runs (the product of their lengths, for each grid); "
                                   "a sweep that large is split into several files, or uses fewer values per axis",
                                   kMostRuns));
+  }
+}
+
+// Repeats are runs too: each cell's best run trains again once per combination of [best.repeat]'s values. And
+// any run may turn out its cell's best, so every run's repeats are checked before anything trains: that check
+// is bounded as well (a million repeat combinations of two runs took minutes and gigabytes before this).
+void require_few_enough_repeats(const SweepPlan& plan) {
+  constexpr std::uint64_t kMostRepeatChecks = 20'000;  // about 3 s on one core
+  if (plan.repeats.empty()) return;
+  // Counted up to a bound far above both limits, so that the message can say how many there would be.
+  constexpr std::uint64_t kCountUpTo = std::uint64_t{1} << 40;
+  auto times = [](std::uint64_t a, std::uint64_t b) { return b != 0 && a > kCountUpTo / b ? kCountUpTo : a * b; };
+  std::uint64_t combinations = 1;
+  for (const SweepAxis& axis : plan.repeats) combinations = times(combinations, axis.values.size());
+  std::set<std::string> cells;
+  for (const SweepRun& run : plan.runs) cells.insert(run.cell);
+  const std::uint64_t repeats = times(cells.size(), combinations);
+  if (plan.runs.size() + repeats > kMostRuns) {
+    throw ConfigError(fmt::format(
+        "the axes and [best.repeat] make more than {} runs ({} grid runs, and {} repeats: {} cells, each best run "
+        "repeated {} times); repeat fewer values, or split the sweep into several files",
+        kMostRuns, plan.runs.size(), repeats, cells.size(), combinations));
+  }
+  const std::uint64_t checks = times(plan.runs.size(), combinations);
+  if (checks > kMostRepeatChecks) {
+    throw ConfigError(fmt::format(
+        "{} grid runs with {} repeat combinations each make {} repeats to check before anything trains (any run "
+        "may be its cell's best), more than {}; tune fewer values per cell, or repeat fewer values",
+        plan.runs.size(), combinations, checks, kMostRepeatChecks));
   }
 }
 
@@ -191,6 +221,7 @@ SweepPlan read_sweep_plan(const fs::path& file, const std::string& profile) {
       }
       expand(plan, grid, names);
     }
+    require_few_enough_repeats(plan);
     for (const SweepAxis& repeat : plan.repeats) plan.axes.push_back(repeat.key);
     for (SweepRun& run : plan.runs) {
       check_run(plan, run);
