@@ -135,7 +135,11 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
       {{"--latency-ms", "1e12", "--delay", "latency"}, "--latency-ms: 1000000000000 ms is more than a minute one way"},
       {{"--bandwidth-mbps", "1e-300"}, "--bandwidth-mbps: 1e-300 Mbit/s is outside what a link carries"},
       {{"--block-size", "9223372036854775807"}, "codec block size must be from 1 to 1048576"},
-      {{"--timeout-s", "1e30"}, "give a positive number of seconds, at most 1000000"}};
+      {{"--timeout-s", "1e30"}, "give a positive number of seconds, at most 1000000"},
+      // 2^64 bytes became a negative tensor size ("unexpected error"); 1000 GB per rank, beyond this machine,
+      // would grow until the kernel killed the process.
+      {{"--sizes", "18446744073709551615"}, "is more than 1 TiB per rank"},
+      {{"--sizes", "1MB,1000GB"}, "--sizes 1MB,1000GB: 2 rank(s) in this process hold at least 7450.6 GiB"}};
   for (const auto& [options, says] : unbounded) {
     std::vector<std::string> args = {"bench", "allreduce", "--backend", "local", "--nproc", "2"};
     args.insert(args.end(), options.begin(), options.end());

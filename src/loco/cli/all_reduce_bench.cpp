@@ -90,10 +90,22 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
       throw ConfigError(
           fmt::format("size '{}' in '{}' is not a byte count: write e.g. 1000, 64KiB, 4MB or 1GiB.", item, text));
     }
-    sizes.push_back(static_cast<std::int64_t>(number->value * found->second));
+    // Checked before the conversion: 2^64 bytes became a negative tensor size.
+    const double bytes = number->value * found->second;
+    if (!(bytes <= kMaxBenchSizeBytes)) {
+      throw ConfigError(fmt::format("size '{}' in '{}' is more than 1 TiB per rank, beyond any machine's memory: "
+                                    "give sizes such as 4MB or 1GiB.",
+                                    item, text));
+    }
+    sizes.push_back(static_cast<std::int64_t>(bytes));
   }
   if (sizes.empty()) throw ConfigError("--sizes is empty: give one or more sizes, e.g. --sizes 1MB,4MB,64MB");
   return sizes;
+}
+
+double bytes_held_per_rank(const AllReduceBenchOptions& options) {
+  const std::int64_t largest = *std::max_element(options.sizes_bytes.begin(), options.sizes_bytes.end());
+  return static_cast<double>(largest) * (options.verify ? 4 : 2);
 }
 
 std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, const AllReduceBenchOptions& options) {

@@ -27,7 +27,13 @@ struct AllReduceBenchOptions {
 // is marked "verified": false; the caller decides how to fail.
 std::vector<nlohmann::ordered_json> run_all_reduce_bench(comm::Group& group, const AllReduceBenchOptions& options);
 
-// "4MB,64KiB,1000" -> bytes (B, KB/MB/GB = 1e3.., KiB/MiB/GiB = 2^10..). Throws ConfigError.
+// "4MB,64KiB,1000" -> bytes (B, KB/MB/GB = 1e3.., KiB/MiB/GiB = 2^10..), each at most kMaxBenchSizeBytes.
+// Throws ConfigError.
+inline constexpr double kMaxBenchSizeBytes = 0x1p40;
 std::vector<std::int64_t> parse_sizes(const std::string& text);
+
+// What one rank certainly holds at once for the largest size: its input and the exchanged copy, and with
+// verification the fp64 sum of every rank's input (twice the bytes). sizes_bytes must not be empty.
+double bytes_held_per_rank(const AllReduceBenchOptions& options);
 
 }  // namespace loco::cli

@@ -12,6 +12,7 @@
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/cli/all_reduce_bench.h"
+#include "loco/train/memory_need.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
@@ -88,6 +89,18 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
     throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds, at most 1000000.", o.timeout_s));
   if (o.threads < 1 || o.threads > 4096) {  // as train.threads
     throw ConfigError(fmt::format("--threads {}: give 1 to 4096 threads per rank.", o.threads));
+  }
+  // On the CPU memory is overcommitted: sizes beyond the machine are refused here, as train refuses a batch
+  // beyond it, rather than grown until the kernel kills the process. The local backend's ranks are threads
+  // of this process; another backend's are one process each, maybe on other machines.
+  const int ranks_here = o.backend == "local" ? o.nproc : 1;
+  const double need = bytes_held_per_rank(bench) * ranks_here;
+  if (const double usable = usable_host_memory_bytes(); need > usable) {
+    throw ConfigError(fmt::format(
+        "--sizes {}: {} rank(s) in this process hold at least {:.1f} GiB for the largest size (its input and the "
+        "exchanged copy{}), more than the {:.1f} GiB available to this process. Give smaller --sizes{}",
+        o.sizes, ranks_here, need / 0x1p30, bench.verify ? ", and the fp64 reference sum" : "", usable / 0x1p30,
+        ranks_here > 1 ? " or fewer --nproc" : ""));
   }
   torch::set_num_threads(o.threads);
   // Note "allocator": the exchanges run in the heap training gives them. Without it every large buffer

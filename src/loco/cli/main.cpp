@@ -57,11 +57,18 @@ bool is_out_of_memory(std::string_view text) {
          text.find("CUDA out of memory") != std::string_view::npos || text == std::string_view("std::bad_alloc");
 }
 
-int report_out_of_memory(std::string_view detail) {
-  return report("error: ", fmt::format("out of memory ({}). Lower train.batch_size (or set a smaller train.micro_batch_size: "
-                                       "the same batch in smaller pieces), data.seq_len or the model's size",
-                                       without_backtrace(detail)),
-                1);
+// What the command that ran out of memory lets the user lower.
+std::string what_to_lower(const CLI::App& app) {
+  const auto ran = app.get_subcommands();
+  const std::string command = ran.empty() ? std::string() : ran.front()->get_name();
+  if (command == "bench") return "Give smaller --sizes, or fewer --nproc";
+  if (command == "eval") return "Give a smaller --batch-size";
+  return "Lower train.batch_size (or set a smaller train.micro_batch_size: the same batch in smaller pieces), "
+         "data.seq_len or the model's size";
+}
+
+int report_out_of_memory(std::string_view detail, const CLI::App& app) {
+  return report("error: ", fmt::format("out of memory ({}). {}", without_backtrace(detail), what_to_lower(app)), 1);
 }
 
 }  // namespace
@@ -107,7 +114,7 @@ int main(int argc, char** argv) {
                   fmt::format("cannot use '{}': {}. Check the path.", e.path1().string(), e.code().message()), 1);
   } catch (const std::exception& e) {
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
-    if (is_out_of_memory(e.what())) return report_out_of_memory(e.what());
+    if (is_out_of_memory(e.what())) return report_out_of_memory(e.what(), app);
     return report("unexpected error: ", without_backtrace(e.what()), 1);
   }
   return 0;
