@@ -191,6 +191,19 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
       << device.output;
   EXPECT_TRUE(std::filesystem::is_fifo(dir / "fifo"));
   EXPECT_FALSE(std::filesystem::exists(dir / "fifo.gp"));
+  // A spreadsheet's byte-order mark is not part of the first column's name; a NUL is named, not a cut message.
+  write_text(dir / "bom.csv", "\xef\xbb\xbfparams,loss\n1e6,3.1\n2e6,3\n4e6,2.5\n");
+  auto bom = run_loco({"fit", (dir / "bom.csv").string()});
+  EXPECT_EQ(bom.exit_code, 0) << bom.output;
+  write_text(dir / "nul.csv", std::string("params,loss\n1e6,3.1\n2e6,3\0\n4e6,2.5\n", 35));
+  auto nul = run_loco({"fit", (dir / "nul.csv").string()});
+  EXPECT_EQ(nul.exit_code, 1) << nul.output;
+  EXPECT_NE(nul.output.find("nul.csv line 3 holds a NUL byte: it is not a text CSV"), std::string::npos) << nul.output;
+  // A loss of 1e308 among losses of 3 printed A = inf and "nan%" with exit 0.
+  write_text(dir / "huge.csv", "params,loss\n1e6,1e308\n2e6,3\n4e6,2.5\n");
+  auto huge = run_loco({"fit", (dir / "huge.csv").string()});
+  EXPECT_EQ(huge.exit_code, 1) << huge.output;
+  EXPECT_NE(huge.output.find("beyond double precision"), std::string::npos) << huge.output;
 }
 
 }  // namespace

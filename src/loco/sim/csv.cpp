@@ -1,6 +1,8 @@
 #include "loco/sim/csv.h"
 
+#include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include "loco/util/error.h"
 
@@ -50,7 +52,16 @@ std::vector<std::string> split_line(const std::string& line, const std::string& 
 
 CsvTable parse_csv(const std::string& text, const std::string& source) {
   CsvTable table;
-  std::istringstream stream(text);
+  // A NUL is no character of a text file, and it would cut every message that quotes its field.
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    throw DataError(fmt::format("{} line {} holds a NUL byte: it is not a text CSV. Save it as plain text.", source,
+                                1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n')));
+  }
+  // Spreadsheets save UTF-8 with a byte-order mark, which would become part of the first column's name.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  std::istringstream stream(text.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0
+                                ? text.substr(kByteOrderMark.size())
+                                : text);
   int number = 0;
   for (std::string line; std::getline(stream, line);) {
     ++number;

@@ -1,6 +1,8 @@
 #include "loco/sim/power_law.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "loco/sim/least_squares.h"
@@ -23,6 +25,20 @@ std::size_t distinct(const std::vector<double>& values) {
   return std::set<double>(values.begin(), values.end()).size();
 }
 
+// The prefactor is exp of the fitted intercept: values spanning hundreds of orders of magnitude (a loss of
+// 1e308 among losses of 3) give a slope whose intercept exp cannot hold, and A = 0 or inf with NaN errors.
+double prefactor(double log_a, const std::vector<double>& y, const std::string& what) {
+  const double a = std::exp(log_a);
+  if (!std::isfinite(a) || a == 0) {
+    const auto [low, high] = std::minmax_element(y.begin(), y.end());
+    throw DataError(fmt::format("cannot fit a power law to {}: its values run from {:g} to {:g}, and the fit's "
+                                "prefactor A = e^{:g} is beyond double precision. A value is probably mistyped; "
+                                "fix or remove that point.",
+                                what, *low, *high, log_a));
+  }
+  return a;
+}
+
 }  // namespace
 
 double PowerLaw::operator()(double n) const { return A * std::pow(n, alpha); }
@@ -31,11 +47,12 @@ double JointPowerLaw::operator()(double n, double m) const { return A * std::pow
 
 void require_positive_values(const std::vector<double>& values, const std::string& quantity, const std::string& what) {
   for (double v : values) {
-    if (!std::isfinite(v) || v <= 0) {
+    // Subnormal values (1e-320) too: their logarithms are finite but they keep no precision.
+    if (!std::isnormal(v) || v < 0) {
       throw DataError(
-          fmt::format("{} of {} contains {}; a power law needs positive finite values. "
+          fmt::format("{} of {} contains {:g}; a power law needs positive finite values (from {:g}). "
                       "Remove or fix that point.",
-                      quantity, what, v));
+                      quantity, what, v, std::numeric_limits<double>::min()));
     }
   }
 }
@@ -58,7 +75,7 @@ PowerLaw fit_power_law(const std::vector<double>& n, const std::vector<double>& 
   }
   auto x = solve_least_squares(rows, target);
   LOCO_CHECK(x.has_value(), "power law of {} is singular despite {} distinct sizes", what, distinct(n));
-  return {std::exp((*x)[0]), (*x)[1]};
+  return {prefactor((*x)[0], y, what), (*x)[1]};
 }
 
 JointPowerLaw fit_joint_power_law(const std::vector<double>& n, const std::vector<double>& m,
@@ -86,7 +103,7 @@ JointPowerLaw fit_joint_power_law(const std::vector<double>& n, const std::vecto
                     "at one replica count), so α and β cannot be told apart.",
                     what));
   }
-  return {std::exp((*x)[0]), (*x)[1], (*x)[2]};
+  return {prefactor((*x)[0], loss, what), (*x)[1], (*x)[2]};
 }
 
 }  // namespace loco::sim
