@@ -129,6 +129,14 @@ TEST(Config, NumbersBeyondFloat32AreRejectedByName) {
     }
   }
   EXPECT_EQ(config_error(dir, kValidConfig, {"model.rope_theta=3e38"}), "") << "float32's largest values stay valid";
+  // Below float32's least normal number a value is 0 there, or keeps no precision: optim.lr = 1e-50 trained
+  // nothing, silently; rope_theta = 1e-300 ended in a NaN loss blamed on the lr.
+  for (const std::string setting : {"optim.lr=1e-50", "model.rope_theta=1e-300", "optim.eps=1e-45"}) {
+    const std::string message = config_error(dir, kValidConfig, {setting});
+    EXPECT_NE(message.find("is below the smallest float32 number (1.18e-38)"), std::string::npos) << message;
+  }
+  EXPECT_EQ(config_error(dir, kValidConfig, {"optim.lr=2e-38", "optim.grad_clip=0"}), "")
+      << "float32's least normal numbers and 0 stay valid";
 }
 
 // A micro-batch that no longer divides one replica's batch names the replica count, the likelier change (a

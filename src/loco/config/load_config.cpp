@@ -277,7 +277,8 @@ void validate_choices(const RunConfig& c) {
 
 // Every number is finite and within float32's range, however the config was built (a file, --set, a
 // checkpoint's state.json): rates, clips and thetas become float32 tensors, where a larger value overflows
-// (libtorch's error names no key), and no setting means anything that large.
+// (libtorch's error names no key), and a smaller one than its least normal number becomes 0 or loses its
+// precision (optim.lr = 1e-50 trained nothing, silently). No setting means anything that large or small.
 void validate_finite(const RunConfig& c) {
   for (const auto& key : config_keys()) {
     const ConfigValue value = key.get(c);
@@ -288,6 +289,11 @@ void validate_finite(const RunConfig& c) {
     if (number != nullptr && std::abs(*number) > std::numeric_limits<float>::max()) {
       reject(fmt::format("{} = {} is beyond the range of float32 (±{:.3g}), in which loco computes; give a smaller "
                          "value", key.dotted(), *number, std::numeric_limits<float>::max()));
+    }
+    if (number != nullptr && *number != 0 && std::abs(*number) < std::numeric_limits<float>::min()) {
+      reject(fmt::format("{} = {:g} is below the smallest float32 number ({:.3g}), in which loco computes: there "
+                         "it is 0 or keeps no precision; give a larger value (or 0, where the key allows it)",
+                         key.dotted(), *number, std::numeric_limits<float>::min()));
     }
   }
 }
