@@ -102,6 +102,14 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
                1, "is a file (or a device), not a directory");
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", "/dev/null"}), 1,
                "/dev/null is a file (or a device), not a directory");
+  // A link in the directory's place would be replaced by the rename (a dangling one "appeared while the
+  // export was written"); an empty path is the option's mistake (was "cannot use '': Invalid argument").
+  fs::create_symlink(*dir_ / "nowhere", *dir_ / "dangling");
+  expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "dangling").string()}), 1,
+               "dangling is a symbolic link (to " + (*dir_ / "nowhere").string() + "); loco does not replace it");
+  EXPECT_TRUE(fs::is_symlink(*dir_ / "dangling"));
+  expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", ""}), 2, "--out: the path is empty");
+  expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", ""}), 2, "--data: the path is empty");
 }
 
 TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {

@@ -349,6 +349,9 @@ TEST(SweepPlan, MistakesAreRefusedBeforeAnythingRuns) {
   EXPECT_NE(plan_error(head + "job = 2\n").find("unknown key 'job'; a sweep file has base, out_dir, jobs"),
             std::string::npos);
   EXPECT_NE(plan_error("out_dir = \"o\"\n").find("base is missing or not a string"), std::string::npos);
+  EXPECT_NE(plan_error("base = \"base.toml\"\nout_dir = \"\"\n").find("out_dir is empty: write out_dir = \"...\" with a path"),
+            std::string::npos);
+  EXPECT_NE(plan_error("base = \"\"\nout_dir = \"o\"\n").find("base is empty"), std::string::npos);
   EXPECT_NE(plan_error("base = \"absent.toml\"\nout_dir = \"o\"\n").find("config file"), std::string::npos);
   EXPECT_NE(plan_error(head + "jobs = 0\n").find("jobs must be a whole number of at least 1"), std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = []\n").find("axes.optim.lr must be a non-empty array"),

@@ -99,7 +99,8 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
   cmd->add_option("--secret-file", args->secret_file,
                   "The run's secret, which members prove to join (created with a new one if missing; default: "
-                  "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)");
+                  "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)")
+      ->check(path_given());
   add_quorum_rule_options(cmd, args->rules, args->max_rejections, "");
   cmd->add_option("--steps", args->run_steps,
                   "the run's train.steps: a member claiming a later step is refused (0: not checked against the run)")

@@ -53,8 +53,8 @@ void add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint's loss and perplexity on prepared data");
   set_example(cmd, "loco eval --checkpoint runs/brown/checkpoints/step_600 --data data/brown");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
-  cmd->add_option("--data", args->data_dir, "directory written by `loco prepare`")->required();
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required()->check(path_given());
+  cmd->add_option("--data", args->data_dir, "directory written by `loco prepare`")->required()->check(path_given());
   cmd->add_option("--split", args->split, "split to evaluate")->check(CLI::IsMember({"val", "train"}));
   cmd->add_option("--batches", args->batches, "batches to evaluate")->check(whole_number_at_least(1));
   cmd->add_option("--batch-size", args->batch_size, "sequences per batch (0, the default: the run's micro-batch); a larger one is forwarded in pieces of the "

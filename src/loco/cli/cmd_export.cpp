@@ -37,8 +37,8 @@ void add_export_command(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand("export", "Write a checkpoint as a Hugging Face LlamaForCausalLM directory");
   set_example(cmd, "loco export --checkpoint runs/brown/checkpoints/step_600 --out hf/brown");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
-  cmd->add_option("--out", args->out_dir, "new directory to create")->required();
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required()->check(path_given());
+  cmd->add_option("--out", args->out_dir, "new directory to create")->required()->check(path_given());
   cmd->callback([args] { run_export(*args); });
 }
 

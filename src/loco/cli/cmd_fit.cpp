@@ -76,7 +76,8 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("inputs", o.inputs,
                   "Results CSV files (params,replicas,loss[,algorithm,tokens,lr,batch]), run directories, "
                   "or directories of runs")
-      ->required();
+      ->required()
+      ->check(path_given());
   cmd->add_option("--count", o.count, "How N counts a run's parameters: total | non-embedding")->capture_default_str();
   cmd->add_option("--predict", o.predictions,
                   "Predict at N[:M] or N:dp, e.g. 10e9:8 (repeatable, or "
@@ -92,7 +93,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("--joint-algorithm", o.joint_algorithm,
                   "Algorithm of the joint fits across M (default diloco when present)");
   cmd->add_flag("--json", o.json, "Print JSON instead of a report");
-  cmd->add_option("--chart", o.chart, "Write a PNG of the fits over the data (needs gnuplot)");
+  cmd->add_option("--chart", o.chart, "Write a PNG of the fits over the data (needs gnuplot)")->check(path_given());
   cmd->callback([options] { run_fit(*options); });
 }
 

@@ -63,7 +63,7 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "Sample text from a checkpoint");
   set_example(cmd, "loco generate --checkpoint runs/brown/checkpoints/step_600 --prompt \"The jury said\" --tokens 50");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint directory")->required()->check(path_given());
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
   cmd->add_option("--tokens", args->sampling.max_new_tokens, "new tokens to generate (at most 100000)")
       ->check(whole_number_at_least(1))

@@ -79,8 +79,9 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), .jsonl files (one document per line); any of "
                   "them compressed as .gz or .zst")
-      ->required();
-  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required();
+      ->required()
+      ->check(path_given());
+  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required()->check(path_given());
   cmd->add_option_function<std::string>(
          "--tokenizer",
          [args](const std::string& kind) {

@@ -185,7 +185,8 @@ void add_simulate_command(CLI::App& app) {
   set_example(cmd, "loco simulate --params 1e9 --layers 24 --step-time 0.1 --bandwidth 1");
   cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9")->check(finite_number());
   cmd->add_option("--layers", o.layers, "Transformer layers L (N is spread evenly over them)");
-  cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead");
+  cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead")
+      ->check(path_given());
   cmd->add_option("--count", o.count, "Parameter convention for --config: total | non-embedding")
       ->capture_default_str();
   cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker")->check(finite_number());
@@ -217,7 +218,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--model", o.model, "Timing model: schedule | analytic | both")->capture_default_str();
   cmd->add_flag("--json", o.json, "Print JSON instead of a table");
   cmd->add_option("--sweep", o.sweep_dir,
-                  "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)");
+                  "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)")
+      ->check(path_given());
   cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
   cmd->add_option("--sweep-points", o.sweep_points, fmt::format("Bandwidths in the sweep (2 to {})", sim::kMaxSweepPoints))
       ->capture_default_str();

@@ -70,7 +70,9 @@ void add_sweep_command(CLI::App& app) {
       "sweep", "Run a grid of training runs from one file, evaluate each, repeat each cell's best with other seeds, and "
       "tabulate them for loco fit (docs/sweep.md)");
   set_example(cmd, "loco sweep sweeps/brown-eta.toml --jobs 2");
-  cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")->required();
+  cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")
+      ->required()
+      ->check(path_given());
   cmd->add_option("--jobs", args->jobs, "Runs at a time (default: the file's jobs, else 1)")
       ->check(whole_number_at_least(1));
   cmd->add_option("--profile", args->profile,

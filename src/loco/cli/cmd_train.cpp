@@ -178,7 +178,7 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model: one replica, or several (dist.*) as threads or ranks");
   set_example(cmd, "loco train --config configs/brown.toml --set optim.lr=1e-3");
-  cmd->add_option("--config", args->config_file, "TOML config (see configs/)");
+  cmd->add_option("--config", args->config_file, "TOML config (see configs/)")->check(path_given());
   cmd->add_option("--set", args->overrides, "override a key: --set section.key=value (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--resume", args->resume,

@@ -99,6 +99,11 @@ CLI::Validator finite_number() {
   return number_rule("a finite number", [](double) { return true; });
 }
 
+CLI::Validator path_given() {
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "the path is empty; give one" : ""; },
+                        "PATH");
+}
+
 CLI::Validator tcp_port() {
   const std::string rule = "a TCP port from 0 to 65535 (0 picks a free one)";
   return CLI::Validator(

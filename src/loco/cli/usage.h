@@ -26,5 +26,8 @@ CLI::Validator non_negative_number();               // finite, ≥ 0
 CLI::Validator finite_number();
 // A TCP port, 0 to 65535 (0: any free one). A larger number is refused, never taken modulo 65536.
 CLI::Validator tcp_port();
+// A path that is not empty: '' (an unset shell variable) is named as the option's mistake, not left to the
+// file system ("cannot use '': Invalid argument").
+CLI::Validator path_given();
 
 }  // namespace loco::cli

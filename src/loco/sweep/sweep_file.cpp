@@ -171,11 +171,14 @@ T whole_number(const toml::value& table, const std::string& key, T fallback, T l
   return static_cast<T>(v.as_integer());
 }
 
-std::string text_setting(const toml::value& table, const std::string& key, const std::string& where) {
+// A path the file gives (base, out_dir): a string that is not empty ("" was "cannot use '': Invalid argument").
+std::string path_setting(const toml::value& table, const std::string& key, const std::string& where) {
   if (!table.at(key).is_string()) {
     throw ConfigError(fmt::format("{}{} is missing or not a string: write {} = \"...\"", where, key, key));
   }
-  return table.at(key).as_string().str;
+  const std::string& path = table.at(key).as_string().str;
+  if (path.empty()) throw ConfigError(fmt::format("{}{} is empty: write {} = \"...\" with a path", where, key, key));
+  return path;
 }
 
 // `has`: what the table may hold, as a sentence's end ("a [[grid]] has name, [grid.set] and [grid.axes]").
@@ -188,7 +191,7 @@ void refuse_unknown(const toml::value& table, const std::set<std::string>& known
 
 // out_dir, jobs, threads and [eval] of the file, or of a profile over them (`where`: "profile.gpu.").
 void read_scalars(const toml::value& table, const std::string& where, SweepFile& out) {
-  if (table.contains("out_dir")) out.out_dir = text_setting(table, "out_dir", where);
+  if (table.contains("out_dir")) out.out_dir = path_setting(table, "out_dir", where);
   out.jobs = whole_number(table, "jobs", out.jobs, 1, where);
   out.threads = whole_number(table, "threads", out.threads, 0, where);
   if (!table.contains("eval")) return;
@@ -317,7 +320,7 @@ SweepFile read_sweep_file(const fs::path& file, const std::string& profile) {
         throw ConfigError(fmt::format("{} is missing or not a string: write {} = \"...\"", key, key));
       }
     }
-    out.base = file.parent_path() / text_setting(root, "base", "");
+    out.base = file.parent_path() / path_setting(root, "base", "");
     read_scalars(root, "", out);
     // The file's own [set] and [axes] make one grid; with [[grid]] tables, each adds its settings and axes
     // to those, and the runs are all of theirs.
