@@ -220,6 +220,21 @@ TEST_F(SweepCli, TablesOnlyListsTheFinishedRunsWithoutTrainingTheOthers) {
   ASSERT_EQ(csv.size(), 2u);
   EXPECT_EQ(csv[1].rfind("seed-0,0,", 0), 0u) << csv[1];
   EXPECT_FALSE(fs::exists(*dir_ / "tables" / "seed-1"));
+  // A result edited by hand is named, not copied into the tables (a loss of "abc" was, with exit 0).
+  const fs::path result = *dir_ / "tables" / "seed-0" / "sweep_result.json";
+  auto edited = nlohmann::json::parse(test::read_text(result));
+  edited["loss"] = "abc";
+  test::write_text(result, edited.dump());
+  r = run_loco({"sweep", file.string(), "--tables-only"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("sweep_result.json is damaged (its field 'loss' is \"abc\", not a number): delete it"),
+            std::string::npos)
+      << r.output;
+  edited["loss"] = 3.5;
+  edited["name"] = "seed-1";
+  test::write_text(result, edited.dump());
+  r = run_loco({"sweep", file.string(), "--tables-only"});
+  EXPECT_NE(r.output.find("is damaged (it holds the result of run \"seed-1\")"), std::string::npos) << r.output;
 }
 
 }  // namespace

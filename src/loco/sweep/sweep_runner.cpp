@@ -168,6 +168,35 @@ int run_all(const SweepPlan& plan, const std::vector<const SweepRun*>& runs, con
   return failed;
 }
 
+// What is wrong with `result` as the result of `run`, as evaluate_run writes it (every column of the tables of
+// its type, so that a hand-edited or cut file is named instead of copied into them); empty when nothing is.
+std::string result_damage(const nlohmann::json& result, const SweepRun& run) {
+  if (!result.is_object()) return "it is not a JSON object";
+  const auto field_is = [&](const char* key, auto&& type_ok, const char* what) -> std::string {
+    const auto it = result.find(key);
+    if (it == result.end()) return fmt::format("it has no field '{}'", key);
+    return type_ok(*it) ? "" : fmt::format("its field '{}' is {}, not {}", key, it->dump(), what);
+  };
+  const auto string = [](const nlohmann::json& v) { return v.is_string(); };
+  const auto number = [](const nlohmann::json& v) { return v.is_number(); };
+  const auto number_or_null = [](const nlohmann::json& v) { return v.is_number() || v.is_null(); };  // NaN is null
+  std::string damage = field_is("axes", [](const nlohmann::json& v) { return v.is_object(); }, "an object");
+  for (const char* key : {"name", "cell", "algorithm"}) {
+    if (damage.empty()) damage = field_is(key, string, "a string");
+  }
+  for (const char* key : {"loss", "outer_lr"}) {
+    if (damage.empty()) damage = field_is(key, number_or_null, "a number");
+  }
+  for (const char* key : {"eval_tokens", "params", "non_embedding_params", "replicas", "lr", "batch_tokens", "steps",
+                          "wall_s", "tokens", "bytes_sent", "sim_wall_s"}) {
+    if (damage.empty()) damage = field_is(key, number, "a number");
+  }
+  if (damage.empty() && result.at("name") != run.name) {
+    damage = fmt::format("it holds the result of run {}", result.at("name").dump());
+  }
+  return damage;
+}
+
 // The results of the runs (and repeats) of `plan` that have one. A damaged result is an error naming the
 // fix (delete it and the sweep redoes that run).
 SweepResults read_results(const SweepPlan& plan) {
@@ -176,8 +205,9 @@ SweepResults read_results(const SweepPlan& plan) {
     const fs::path file = run_dir(plan, run) / kResultFile;
     if (!fs::exists(file)) return;
     nlohmann::json result = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
-    if (!result.is_object() || !result.contains("axes")) {
-      throw DataError(fmt::format("{} is damaged: delete it, and loco sweep redoes that run", file.string()));
+    if (const std::string damage = result_damage(result, run); !damage.empty()) {
+      throw DataError(
+          fmt::format("{} is damaged ({}): delete it, and loco sweep redoes that run", file.string(), damage));
     }
     results[run.name] = std::move(result);
   };
