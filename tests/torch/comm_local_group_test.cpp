@@ -2,6 +2,8 @@
 // peers and mismatched collectives are reported as typed errors; byte and link accounting.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <chrono>
 #include <thread>
 
@@ -234,6 +236,34 @@ TEST(LocalGroupAccounting, FullDelayMakesOperationsTakeTheEmulatedTime) {
         EXPECT_GE(group.stats().blocked_s, emulated - 1e-3);
       },
       options);
+}
+
+// A stop cuts the real-time wait of an emulated link short (a SIGTERM waited ~9000 s for a 1 kbit/s link):
+// the result and the emulated clock are those of the whole wait.
+TEST(LocalGroupAccounting, AStopCutsTheWaitForAnEmulatedLinkShort) {
+  for (const LinkDelay delay : {LinkDelay::latency, LinkDelay::full}) {
+    std::atomic<bool> stop{false};
+    GroupOptions options;
+    options.link = LinkModel::parse("0.001", "60000", 2);  // 1 kbit/s behind a minute: 4 KiB takes ~2 min
+    options.delay = delay;
+    options.stopping = [&stop] { return stop.load(); };
+    std::thread stopper([&stop] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stop = true;
+    });
+    run_local_replicas(
+        2,
+        [&](Group& group) {
+          const auto start = Clock::now();
+          auto values = torch::ones({1024});
+          group.all_reduce(values);
+          EXPECT_LT(seconds_since(start), 5.0) << "the link's wait went on after the stop";
+          EXPECT_TRUE(torch::equal(values, torch::full({1024}, 2.0f)));
+          EXPECT_GT(group.stats().emulated_s, 60.0);
+        },
+        options);
+    stopper.join();
+  }
 }
 
 // A link of `latency_ms` (and `bandwidth_mbps`, "" for none) whose latency is injected in real time.

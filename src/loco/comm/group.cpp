@@ -39,6 +39,7 @@ class AccountedWork final : public Work {
     double latency_s = 0;  // the latency part of emulated_s
     LinkDelay delay = LinkDelay::none;
     Clock::time_point link_done;  // LinkDelay::full: when the link has carried this operation
+    std::function<bool()> stopping;  // GroupOptions::stopping
   };
 
   AccountedWork(WorkHandle inner, Charge charge, std::function<void()> finish,
@@ -77,8 +78,13 @@ class AccountedWork final : public Work {
   // cannot tell, when wait() saw it finish, and a transfer already finished when wait() was called is
   // taken to have finished at once.
   void delay(Clock::time_point completed) const {
-    if (charge_.delay == LinkDelay::latency) std::this_thread::sleep_until(completed + as_duration(charge_.latency_s));
-    if (charge_.delay == LinkDelay::full) std::this_thread::sleep_until(charge_.link_done);
+    if (charge_.delay == LinkDelay::none) return;
+    const auto until =
+        charge_.delay == LinkDelay::latency ? completed + as_duration(charge_.latency_s) : charge_.link_done;
+    if (!charge_.stopping) return std::this_thread::sleep_until(until);
+    while (Clock::now() < until && !charge_.stopping()) {
+      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(100)));
+    }
   }
 
   WorkHandle inner_;
@@ -169,7 +175,7 @@ void Group::check_rank(int rank, const char* what) const {
 
 WorkHandle Group::accounted(WorkHandle work, const Traffic& traffic, double emulated_s, double latency_s,
                             std::function<void()> finish) {
-  AccountedWork::Charge charge{traffic, emulated_s, latency_s, options_.delay, {}};
+  AccountedWork::Charge charge{traffic, emulated_s, latency_s, options_.delay, {}, options_.stopping};
   {
     std::lock_guard lock(stats_->mutex);
     stats_->stats.bytes_sent += traffic.bytes_sent;

@@ -17,8 +17,14 @@ comm::Timeout comm_timeout(const CommConfig& comm) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(comm.timeout_s * 1000));
 }
 
-comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
+std::function<bool()> stopping(const TrainOptions& options) {
+  if (!options.stop_requested) return {};
+  return [stop_requested = options.stop_requested] { return stop_requested() != 0; };
+}
+
+comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::function<bool()> stopping) {
   comm::GroupOptions options;
+  options.stopping = std::move(stopping);
   options.timeout = comm_timeout(comm);
   options.link = comm::LinkModel::parse(comm.bandwidth_mbps, comm.latency_ms, replicas);
   options.delay = comm::parse_link_delay(comm.delay, "comm.delay");
@@ -26,8 +32,9 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas) {
   return options;
 }
 
-comm::GroupOptions pipeline_group_options(const RunConfig& config) {
+comm::GroupOptions pipeline_group_options(const RunConfig& config, std::function<bool()> stopping) {
   comm::GroupOptions options;
+  options.stopping = std::move(stopping);
   options.timeout = comm_timeout(config.comm);
   options.link = comm::LinkModel::parse(config.pipeline.bandwidth_mbps, config.pipeline.latency_ms,
                                         static_cast<int>(config.dist.stages));
@@ -57,7 +64,7 @@ TrainSummary train_local_pipelines(const TrainOptions& options) {
         const TrainSummary s = Trainer(mine).run();
         if (pipeline.rank() == 0 && stage.rank() == 0) summary = s;
       },
-      pipeline_group_options(config), group_options(config.comm, replicas));
+      pipeline_group_options(config, stopping(options)), group_options(config.comm, replicas, stopping(options)));
   return summary;
 }
 
@@ -78,7 +85,7 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
         const TrainSummary s = Trainer(mine).run();
         if (group.rank() == 0) summary = s;
       },
-      group_options(options.config.comm, replicas));
+      group_options(options.config.comm, replicas, stopping(options)));
   return summary;
 }
 
@@ -126,10 +133,11 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
   // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
   if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
   const comm::Timeout timeout = comm_timeout(config.comm);
-  const comm::GroupOptions replica_options = group_options(config.comm, static_cast<int>(config.dist.replicas));
+  const comm::GroupOptions replica_options =
+      group_options(config.comm, static_cast<int>(config.dist.replicas), stopping(options));
   if (stages > 1) {
     const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,
-                                                                static_cast<int>(stages), pipeline_group_options(config),
+                                                                static_cast<int>(stages), pipeline_group_options(config, stopping(options)),
                                                                 replica_options, timeout);
     require_same_config(*groups.world, config);
     options.pipeline = groups.pipeline.get();
