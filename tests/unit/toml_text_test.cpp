@@ -32,6 +32,16 @@ TEST(TomlNesting, TheConfigLimitLeavesRoomAndStopsARunaway) {
   EXPECT_EQ(first_nesting_deeper_than("x = " + std::string(100000, '['), kMaxTomlNesting), 4u + kMaxTomlNesting);
 }
 
+TEST(TomlErrors, SayTheProblemWithoutToml11sFunctionNames) {
+  EXPECT_EQ(toml_parse_error_text("[error] toml::insert_value: value (\"hidden_size\") already exists.\n --> x.toml"),
+            "the key hidden_size is given twice; TOML allows each key and table once, so remove one\n --> x.toml");
+  EXPECT_EQ(toml_parse_error_text("[error] toml::insert_value: table (\"model\") already exists."),
+            "the table model is given twice; TOML allows each key and table once, so remove one");
+  EXPECT_EQ(toml_parse_error_text("[error] toml::parse_key_value_pair: missing value after key-value separator '='"),
+            "missing value after key-value separator '='");
+  EXPECT_EQ(toml_parse_error_text("something else"), "something else");
+}
+
 TEST(TomlLines, TheFirstLineLongerThanTheLimitIsFound) {
   EXPECT_EQ(first_line_longer_than("abc\nde\n", 3), std::nullopt);
   EXPECT_EQ(first_line_longer_than("abc\nde\nfghi", 3), 7u);  // the last line has no newline

@@ -404,7 +404,7 @@ RunConfig read_run_config(const std::filesystem::path& file, const std::vector<s
     std::istringstream stream(text);
     root = toml::parse(stream, file.string());
   } catch (const std::exception& e) {
-    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), e.what()));
+    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), toml_parse_error_text(e.what())));
   }
   RunConfig config;
   apply_toml(config, root, file.string());

@@ -74,6 +74,28 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
   return text;
 }
 
+std::string toml_parse_error_text(std::string_view what) {
+  constexpr std::string_view kPrefix = "[error] toml::";
+  std::string text(what);
+  if (text.rfind(kPrefix, 0) == 0) {
+    const std::size_t colon = text.find(": ");
+    if (colon != std::string::npos) text.erase(0, colon + 2);
+  }
+  for (const std::string_view kind : {"value", "table"}) {
+    // `value ("hidden_size") already exists.` -> `hidden_size is given twice ...`
+    const std::string opening = std::string(kind) + " (\"";
+    const std::string closing = "\") already exists.";
+    const std::size_t end = text.find(closing);
+    if (text.rfind(opening, 0) == 0 && end != std::string::npos) {
+      const std::string key = text.substr(opening.size(), end - opening.size());
+      text.replace(0, end + closing.size(),
+                   fmt::format("{} {} is given twice; TOML allows each key and table once, so remove one",
+                               kind == "table" ? "the table" : "the key", key));
+    }
+  }
+  return text;
+}
+
 std::optional<std::size_t> first_line_longer_than(std::string_view text, std::size_t limit) {
   for (std::size_t begin = 0; begin < text.size();) {
     const std::size_t end = std::min(text.find('\n', begin), text.size());

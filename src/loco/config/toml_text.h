@@ -33,6 +33,10 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
 // written with.
 std::optional<std::size_t> first_nesting_deeper_than(std::string_view toml, int limit);
 
+// toml11's parse error as loco shows it: without its "[error] toml::function_name: " prefix, which names
+// toml11's code rather than the problem, and with "value ("x") already exists." said in words.
+std::string toml_parse_error_text(std::string_view what);
+
 // The offset of the first line longer than `limit` bytes (its newline not counted); nullopt when none is.
 std::optional<std::size_t> first_line_longer_than(std::string_view text, std::size_t limit);
 

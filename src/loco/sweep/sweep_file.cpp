@@ -308,7 +308,7 @@ SweepFile read_sweep_file(const fs::path& file, const std::string& profile) {
     std::istringstream stream(text);
     root = toml::parse(stream, file.string());
   } catch (const std::exception& e) {
-    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), e.what()));
+    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), toml_parse_error_text(e.what())));
   }
   SweepFile out;
   out.file = file;
