@@ -353,7 +353,11 @@ TEST(SweepPlan, MistakesAreRefusedBeforeAnythingRuns) {
             std::string::npos);
   EXPECT_NE(plan_error("base = \"\"\nout_dir = \"o\"\n").find("base is empty"), std::string::npos);
   EXPECT_NE(plan_error("base = \"absent.toml\"\nout_dir = \"o\"\n").find("config file"), std::string::npos);
-  EXPECT_NE(plan_error(head + "jobs = 0\n").find("jobs must be a whole number of at least 1"), std::string::npos);
+  EXPECT_NE(plan_error(head + "jobs = 0\n").find("jobs must be a whole number from 1 to 1024"), std::string::npos);
+  EXPECT_NE(plan_error(head + "jobs = 2147483648\n").find("jobs must be a whole number from 1 to 1024"),
+            std::string::npos);
+  EXPECT_NE(plan_error(head + "threads = 100000\n").find("threads must be a whole number from 0 to 4096"),
+            std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = []\n").find("axes.optim.lr must be a non-empty array"),
             std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = 0.1\n").find("non-empty array"), std::string::npos);

@@ -73,8 +73,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")
       ->required()
       ->check(path_given());
-  cmd->add_option("--jobs", args->jobs, "Runs at a time (default: the file's jobs, else 1)")
-      ->check(whole_number_at_least(1));
+  cmd->add_option("--jobs", args->jobs, fmt::format("Runs at a time, 1 to {} (default: the file's jobs, else 1)", kMaxSweepJobs))
+      ->check(whole_number_at_least(1))
+      ->check(number_in(1, kMaxSweepJobs));
   cmd->add_option("--profile", args->profile,
                   "Apply the file's [profile.NAME]: its settings and axes replace the file's (e.g. larger models)");
   cmd->add_flag("--dry-run", args->dry_run, "Check every run's config and list the runs, without running them");

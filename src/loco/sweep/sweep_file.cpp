@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -162,11 +164,12 @@ SweepGrid read_grid(const toml::value& root, const toml::value& g) {
 }
 
 template <typename T>
-T whole_number(const toml::value& table, const std::string& key, T fallback, T least, const std::string& where) {
+T whole_number(const toml::value& table, const std::string& key, T fallback, T least, T most,
+               const std::string& where) {
   if (!table.contains(key)) return fallback;
   const toml::value& v = table.at(key);
-  if (!v.is_integer() || v.as_integer() < least) {
-    throw ConfigError(fmt::format("{}{} must be a whole number of at least {}", where, key, least));
+  if (!v.is_integer() || v.as_integer() < least || v.as_integer() > most) {
+    throw ConfigError(fmt::format("{}{} must be a whole number from {} to {}", where, key, least, most));
   }
   return static_cast<T>(v.as_integer());
 }
@@ -192,14 +195,15 @@ void refuse_unknown(const toml::value& table, const std::set<std::string>& known
 // out_dir, jobs, threads and [eval] of the file, or of a profile over them (`where`: "profile.gpu.").
 void read_scalars(const toml::value& table, const std::string& where, SweepFile& out) {
   if (table.contains("out_dir")) out.out_dir = path_setting(table, "out_dir", where);
-  out.jobs = whole_number(table, "jobs", out.jobs, 1, where);
-  out.threads = whole_number(table, "threads", out.threads, 0, where);
+  out.jobs = whole_number(table, "jobs", out.jobs, 1, kMaxSweepJobs, where);
+  out.threads = whole_number(table, "threads", out.threads, 0, 4096, where);  // as train.threads
   if (!table.contains("eval")) return;
   const toml::value& eval = table.at("eval");
   if (!eval.is_table()) throw ConfigError(fmt::format("[{}eval] must be a table: batches, batch_size", where));
   refuse_unknown(eval, {"batches", "batch_size"}, where + "eval.", "[eval] has batches and batch_size");
-  out.eval_batches = whole_number<std::int64_t>(eval, "batches", out.eval_batches, 1, where + "eval.");
-  out.eval_batch_size = whole_number<std::int64_t>(eval, "batch_size", out.eval_batch_size, 0, where + "eval.");
+  constexpr auto kAny = std::numeric_limits<std::int64_t>::max();  // loco eval takes the whole split at most
+  out.eval_batches = whole_number<std::int64_t>(eval, "batches", out.eval_batches, 1, kAny, where + "eval.");
+  out.eval_batch_size = whole_number<std::int64_t>(eval, "batch_size", out.eval_batch_size, 0, kAny, where + "eval.");
 }
 
 void read_best(const toml::value& root, SweepFile& out) {

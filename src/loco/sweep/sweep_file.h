@@ -55,6 +55,10 @@ struct SweepGrid {
   std::vector<SweepAxis> axes;
 };
 
+// Runs at a time: each is a training process, and more than a thousand at once is a slip of the keyboard
+// (a jobs of 2^31 wrapped to a negative count and ran nothing).
+inline constexpr int kMaxSweepJobs = 1024;
+
 struct SweepFile {
   std::filesystem::path file;
   std::filesystem::path base;  // resolved against the sweep file's directory
