@@ -12,6 +12,26 @@
 
 namespace loco::membership {
 
+namespace {
+
+// httplib's error names ("Connection", "Read") as what happened.
+std::string failure_in_words(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect: nothing listens at that address, or a firewall is in the way";
+    case httplib::Error::ConnectionTimeout:
+      return "the connection was not accepted in time";
+    case httplib::Error::Read:
+      return "the connection closed before a whole answer came";
+    case httplib::Error::Write:
+      return "the connection closed while the request was sent";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
 std::optional<HttpAnswer> bounded_request(const CoordinatorAddress& at, const std::string& method,
                                           const std::string& path,
                                           const std::vector<std::pair<std::string, std::string>>& headers,
@@ -81,7 +101,7 @@ std::optional<HttpAnswer> bounded_request(const CoordinatorAddress& at, const st
     return std::nullopt;
   }
   if (!answered) {
-    why_not = cut_off ? fmt::format("no whole answer within {:.1f} s", timeout_s) : httplib::to_string(error);
+    why_not = cut_off ? fmt::format("no whole answer within {:.1f} s", timeout_s) : failure_in_words(error);
     return std::nullopt;
   }
   return HttpAnswer{response.status, std::move(received), response.get_header_value(kMacHeader)};

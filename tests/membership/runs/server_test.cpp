@@ -727,8 +727,23 @@ TEST(CoordinatorAddress, ParsesHostAndPort) {
   EXPECT_EQ(parse_coordinator_address("node0:29400", "LOCO_COORDINATOR").host, "node0");
   EXPECT_EQ(parse_coordinator_address("[::1]:80", "LOCO_COORDINATOR").host, "::1");
   EXPECT_EQ(parse_coordinator_address("10.0.0.2:1", "LOCO_COORDINATOR").port, 1);
-  for (const char* bad : {"node0", "node0:", ":29400", "node0:70000", "node0:http", "node0:1.5"}) {
+  for (const char* bad : {"node0", "node0:", ":29400", "node0:70000", "node0:http", "node0:1.5", "https://node0:1"}) {
     EXPECT_THROW(parse_coordinator_address(bad, "LOCO_COORDINATOR"), ConfigError) << bad;
+  }
+  // As a browser shows the coordinator's page (the host was "http://node0" before).
+  const CoordinatorAddress page = parse_coordinator_address("http://node0:29400/", "--coordinator");
+  EXPECT_EQ(page.host, "node0");
+  EXPECT_EQ(page.port, 29400);
+}
+
+// "(Connection)" said what httplib calls the failure; the message says what happened.
+TEST(CoordinatorAddress, AnAddressWhereNothingListensIsSaidInWords) {
+  try {
+    run_progress(parse_coordinator_address("127.0.0.1:1", "--coordinator"), 5.0);
+    ADD_FAILURE() << "a status came from port 1";
+  } catch (const MembershipError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot connect: nothing listens at that address"), std::string::npos)
+        << e.what();
   }
 }
 
