@@ -222,6 +222,9 @@ TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
       {[](nlohmann::json& x) { x["mix"] = "yes"; }, "holds a strategy state that does not read as one"},
       // A negative weight skipped the fragment's outer step as if every replica's contribution was refused.
       {[](nlohmann::json& x) { x["contributed"] = -2.0; }, "whose contributed is -2, below 0"},
+      // A weight that reads but is not the other replica's: each would apply another outer step (was accepted).
+      {[](nlohmann::json& x) { x["contributed"] = x["contributed"].get<double>() + 0.5; },
+       "replica 1 holds another synchronisation schedule than replica 0"},
   };
   // And the fragments' counts: negative outer steps, a negative overlap (the replicas would exchange in other
   // orders: an internal error in a collective before).

@@ -94,15 +94,16 @@ nlohmann::json Diloco::state_json() const {
   return json;
 }
 
-// Streaming: the outer steps per fragment, their overlaps and which fragments are in flight until when (not the
-// exchanges' timings, each replica's own). DiLoCo: the outer steps and the next synchronisation.
+// Streaming: the outer steps per fragment, their overlaps, which fragments are in flight until when, and the
+// weight each of those averaged (the same on every replica: the average is everyone's); not the exchanges'
+// timings, each replica's own. DiLoCo: the outer steps and the next synchronisation.
 nlohmann::json Diloco::schedule_of(const nlohmann::json& saved) const {
   const auto field = [&saved](const char* key) { return saved.value(key, nlohmann::json()); };
   if (!settings_.streaming) return {{"outer_steps", field("outer_steps")}, {"next_sync", field("next_sync")}};
   nlohmann::json in_flight = nlohmann::json::array();
   for (const auto& x : saved.value("in_flight", nlohmann::json::array())) {
     in_flight.push_back({x.value("fragment", nlohmann::json()), x.value("apply_after", nlohmann::json()),
-                         x.value("mix", nlohmann::json())});
+                         x.value("mix", nlohmann::json()), x.value("contributed", nlohmann::json())});
   }
   return {{"outer_steps", field("outer_steps")}, {"overlap", field("overlap")}, {"in_flight", in_flight}};
 }
