@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "support/test_support.h"
 
@@ -90,9 +90,10 @@ TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
       << zero.output;
   // Named as given: beyond the modelled links the times leave double's range (1e300 Gbit/s was "inf", a
   // subnormal bandwidth printed "-nan%" with exit 0).
-  for (const auto& [flag, value, shown] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"--bandwidth", "1e300", "1e+300"}, {"--bandwidth", "1e-320", "9.99989e-321"},
-           {"--intra-bandwidth", "1e300", "1e+300"}}) {
+  for (const auto& [flag, value, shown] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"--bandwidth", "1e300", "1e+300"},
+                                                                      {"--bandwidth", "1e-320", "9.99989e-321"},
+                                                                      {"--intra-bandwidth", "1e300", "1e+300"}}) {
     auto extreme = with({flag, value});
     EXPECT_EQ(extreme.exit_code, 2) << flag << " " << value;
     EXPECT_NE(extreme.output.find("(1 kbit/s to 1 Ebit/s; got " + shown + " Gbit/s)"), std::string::npos)

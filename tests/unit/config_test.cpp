@@ -340,9 +340,9 @@ TEST(Config, ArraysNestedTooDeeplyAreRefused) {
 TEST(Config, AFileTooLargeOrWithALineTooLongIsRefused) {
   ScratchDir dir;
   const std::string line(16384, 'x');  // the longest line allowed
-  EXPECT_EQ(load_text(dir, std::string(kValidConfig) + "#" + line.substr(1) + "\n#" + line.substr(1) + "\n")
-                .train.steps,
-            load_text(dir, kValidConfig).train.steps);
+  EXPECT_EQ(
+      load_text(dir, std::string(kValidConfig) + "#" + line.substr(1) + "\n#" + line.substr(1) + "\n").train.steps,
+      load_text(dir, kValidConfig).train.steps);
   std::string error = config_error(dir, "[train]\nsteps = 10\n\n# " + line + "\n");
   EXPECT_NE(error.find("line 4 is longer than 16384 bytes; break a long array over several lines"), std::string::npos)
       << error;

@@ -260,10 +260,16 @@ TEST(SimFit, TooFewPointsAreClearErrors) {
   // Finite but useless: a subnormal loss keeps no precision; a loss of 1e308 among losses of 3 makes a
   // slope whose prefactor exp cannot hold (A was 0 or inf, its errors NaN).
   expect_data_error([] { fit_power_law({1e6, 2e6, 4e6}, {1e-320, 3, 2.5}, "a tiny loss"); }, "contains 9.99989e-321");
-  expect_data_error([] { fit_power_law({1e6, 2e6, 4e6}, {1e308, 3, 2.5}, "a huge loss"); },
-                    "its values run from 2.5 to 1e+308, and the fit's prefactor A = e^");
-  expect_data_error([] { fit_joint_power_law({1e6, 2e6, 4e6}, {1, 2, 1}, {1e308, 3, 2.5}, "a huge loss"); },
-                    "beyond double precision");
+  expect_data_error(
+      [] {
+        fit_power_law({1e6, 2e6, 4e6}, {1e308, 3, 2.5}, "a huge loss");
+      },
+      "its values run from 2.5 to 1e+308, and the fit's prefactor A = e^");
+  expect_data_error(
+      [] {
+        fit_joint_power_law({1e6, 2e6, 4e6}, {1, 2, 1}, {1e308, 3, 2.5}, "a huge loss");
+      },
+      "beyond double precision");
   FitPoint single;
   single.params = 1e8;
   single.loss = 3;

@@ -264,9 +264,9 @@ TEST(SweepPlan, RepeatsCountAgainstTheCapOnRuns) {
   ScratchDir dir;
   EXPECT_EQ(plan_of(dir, head + "\"train.seed\" = [" + first_integers(50) + "]\n").runs.size(), 100u);
   // One cell tuned over 1,000 values with 200 seeds: 1,200 processes, but 200,000 repeats to check.
-  const std::string one_cell = "base = \"base.toml\"\nout_dir = \"o\"\n[axes]\n\"optim.lr\" = [" + first_integers(1000) +
-                               "]\n[best]\ntuned = [\"optim.lr\"]\n[best.repeat]\n\"train.seed\" = [" +
-                               first_integers(200) + "]\n";
+  const std::string one_cell =
+      "base = \"base.toml\"\nout_dir = \"o\"\n[axes]\n\"optim.lr\" = [" + first_integers(1000) +
+      "]\n[best]\ntuned = [\"optim.lr\"]\n[best.repeat]\n\"train.seed\" = [" + first_integers(200) + "]\n";
   EXPECT_NE(plan_error(one_cell).find("1000 grid runs with 200 repeat combinations each make 200000 repeats to check"),
             std::string::npos);
 }
@@ -349,7 +349,8 @@ TEST(SweepPlan, MistakesAreRefusedBeforeAnythingRuns) {
   EXPECT_NE(plan_error(head + "job = 2\n").find("unknown key 'job'; a sweep file has base, out_dir, jobs"),
             std::string::npos);
   EXPECT_NE(plan_error("out_dir = \"o\"\n").find("base is missing or not a string"), std::string::npos);
-  EXPECT_NE(plan_error("base = \"base.toml\"\nout_dir = \"\"\n").find("out_dir is empty: write out_dir = \"...\" with a path"),
+  EXPECT_NE(plan_error("base = \"base.toml\"\nout_dir = \"\"\n")
+                .find("out_dir is empty: write out_dir = \"...\" with a path"),
             std::string::npos);
   EXPECT_NE(plan_error("base = \"\"\nout_dir = \"o\"\n").find("base is empty"), std::string::npos);
   EXPECT_NE(plan_error("base = \"absent.toml\"\nout_dir = \"o\"\n").find("config file"), std::string::npos);

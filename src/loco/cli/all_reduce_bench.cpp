@@ -93,9 +93,10 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
     // Checked before the conversion: 2^64 bytes became a negative tensor size.
     const double bytes = number->value * found->second;
     if (!(bytes <= kMaxBenchSizeBytes)) {
-      throw ConfigError(fmt::format("size '{}' in '{}' is more than 1 TiB per rank, beyond any machine's memory: "
-                                    "give sizes such as 4MB or 1GiB.",
-                                    item, text));
+      throw ConfigError(
+          fmt::format("size '{}' in '{}' is more than 1 TiB per rank, beyond any machine's memory: "
+                      "give sizes such as 4MB or 1GiB.",
+                      item, text));
     }
     sizes.push_back(static_cast<std::int64_t>(bytes));
   }

@@ -9,17 +9,17 @@
 #include <iostream>
 #include <memory>
 
+#include "loco/cli/all_reduce_bench.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
-#include "loco/cli/all_reduce_bench.h"
-#include "loco/train/memory_need.h"
-#include "loco/comm/codecs/codec.h"
 #include "loco/comm/c10d/connect.h"
+#include "loco/comm/c10d/rank_environment.h"
+#include "loco/comm/codecs/codec.h"
 #include "loco/comm/local/local_group.h"
 #include "loco/config/dist_checks.h"
 #include "loco/launch/launcher.h"
+#include "loco/train/memory_need.h"
 #include "loco/train/runtime.h"
-#include "loco/comm/c10d/rank_environment.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {

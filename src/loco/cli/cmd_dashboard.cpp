@@ -93,7 +93,8 @@ void add_dashboard_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "dashboard", "Serve live charts of runs from their directories' metrics.jsonl, as they train (read-only; docs/dashboard.md)");
   set_example(cmd, "loco dashboard runs/diloco runs/ddp --port 8080");
-  cmd->add_option("run_dirs", args->run_dirs, "run directories (train.out_dir); their replica/member subdirectories too")
+  cmd->add_option("run_dirs", args->run_dirs,
+                  "run directories (train.out_dir); their replica/member subdirectories too")
       ->required()
       ->check(path_given());
   cmd->add_option("--host", args->host, "address to listen on")->capture_default_str();

@@ -81,7 +81,9 @@ void add_prepare_command(CLI::App& app) {
                   "them compressed as .gz or .zst")
       ->required()
       ->check(path_given());
-  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")->required()->check(path_given());
+  cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")
+      ->required()
+      ->check(path_given());
   cmd->add_option_function<std::string>(
          "--tokenizer",
          [args](const std::string& kind) {

@@ -221,7 +221,8 @@ void add_simulate_command(CLI::App& app) {
                   "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)")
       ->check(path_given());
   cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
-  cmd->add_option("--sweep-points", o.sweep_points, fmt::format("Bandwidths in the sweep (2 to {})", sim::kMaxSweepPoints))
+  cmd->add_option("--sweep-points", o.sweep_points,
+                  fmt::format("Bandwidths in the sweep (2 to {})", sim::kMaxSweepPoints))
       ->capture_default_str();
   cmd->add_flag("--calibrate", o.calibrate,
                 "Reproduce the published table of docs/algorithm-reference.md §4 and print the relative errors");

@@ -48,7 +48,8 @@ void add_status_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("status", "Show a running run's members and last events, from its coordinator");
   set_example(cmd, "loco status --coordinator 127.0.0.1:29400");
   cmd->add_option("--coordinator", args->coordinator, "the coordinator's HOST:PORT")->required();
-  cmd->add_option("--secret-file", args->secret_file, "the run's secret (default: LOCO_RUN_SECRET_FILE / LOCO_RUN_SECRET)")
+  cmd->add_option("--secret-file", args->secret_file,
+                  "the run's secret (default: LOCO_RUN_SECRET_FILE / LOCO_RUN_SECRET)")
       ->check(path_given());
   cmd->add_flag("--json", args->json, "print the coordinator's whole status as one JSON line");
   cmd->add_option("--events", args->events, "last events shown")->check(whole_number_at_least(0));

@@ -73,7 +73,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")
       ->required()
       ->check(path_given());
-  cmd->add_option("--jobs", args->jobs, fmt::format("Runs at a time, 1 to {} (default: the file's jobs, else 1)", kMaxSweepJobs))
+  cmd->add_option("--jobs", args->jobs,
+                  fmt::format("Runs at a time, 1 to {} (default: the file's jobs, else 1)", kMaxSweepJobs))
       ->check(whole_number_at_least(1))
       ->check(number_in(1, kMaxSweepJobs));
   cmd->add_option("--profile", args->profile,

@@ -100,8 +100,8 @@ CLI::Validator finite_number() {
 }
 
 CLI::Validator path_given() {
-  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "the path is empty; give one" : ""; },
-                        "PATH");
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "the path is empty; give one" : ""; }, "PATH");
 }
 
 CLI::Validator tcp_port() {

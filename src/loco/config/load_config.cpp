@@ -291,9 +291,10 @@ void validate_finite(const RunConfig& c) {
                          "value", key.dotted(), *number, std::numeric_limits<float>::max()));
     }
     if (number != nullptr && *number != 0 && std::abs(*number) < std::numeric_limits<float>::min()) {
-      reject(fmt::format("{} = {:g} is below the smallest float32 number ({:.3g}), in which loco computes: there "
-                         "it is 0 or keeps no precision; give a larger value (or 0, where the key allows it)",
-                         key.dotted(), *number, std::numeric_limits<float>::min()));
+      reject(
+          fmt::format("{} = {:g} is below the smallest float32 number ({:.3g}), in which loco computes: there "
+                      "it is 0 or keeps no precision; give a larger value (or 0, where the key allows it)",
+                      key.dotted(), *number, std::numeric_limits<float>::min()));
     }
   }
 }

@@ -50,16 +50,17 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
                                   std::filesystem::exists(file) ? "is not a file" : "does not exist"));
   }
   if (std::filesystem::file_size(file) > kMaxTomlFileBytes) {
-    throw ConfigError(fmt::format("{} '{}' holds {} bytes, more than the {} MiB a {} may hold; no setting needs "
-                                  "that much, so check that this is the file you meant",
-                                  what, file.string(), std::filesystem::file_size(file), kMaxTomlFileBytes >> 20,
-                                  what));
+    throw ConfigError(
+        fmt::format("{} '{}' holds {} bytes, more than the {} MiB a {} may hold; no setting needs "
+                    "that much, so check that this is the file you meant",
+                    what, file.string(), std::filesystem::file_size(file), kMaxTomlFileBytes >> 20, what));
   }
   std::string text = read_file(file, kMaxTomlFileBytes);
   if (const auto long_line = first_line_longer_than(text, kMaxTomlLineBytes)) {
-    throw ConfigError(fmt::format("{}: line {} is longer than {} bytes; break a long array over several lines "
-                                  "(TOML allows a newline after any comma)",
-                                  file.string(), line_of(text, *long_line), kMaxTomlLineBytes));
+    throw ConfigError(
+        fmt::format("{}: line {} is longer than {} bytes; break a long array over several lines "
+                    "(TOML allows a newline after any comma)",
+                    file.string(), line_of(text, *long_line), kMaxTomlLineBytes));
   }
   if (const auto bad = first_invalid_utf8(text)) {
     throw ConfigError(fmt::format("{} is not UTF-8: {} (0x{:02x}) starts no valid UTF-8 sequence; TOML files are "

@@ -68,17 +68,18 @@ CoordinatorAddress parse_coordinator_address(const std::string& given, const std
   if (text.rfind("http://", 0) == 0) text.erase(0, 7);
   if (!text.empty() && text.back() == '/') text.pop_back();
   if (text.rfind("https://", 0) == 0) {
-    throw ConfigError(fmt::format("{} '{}': the coordinator speaks plain HTTP (every message is authenticated with "
-                                  "the run's secret, docs/security.md); write its address as host:port",
-                                  what, given));
+    throw ConfigError(
+        fmt::format("{} '{}': the coordinator speaks plain HTTP (every message is authenticated with "
+                    "the run's secret, docs/security.md); write its address as host:port",
+                    what, given));
   }
   const auto colon = text.rfind(':');
   std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   const auto port = colon == std::string::npos ? std::nullopt : parse_whole_number(text.substr(colon + 1));
   if (host.empty() || !port || *port < 1 || *port > 65535 || *port != static_cast<int>(*port)) {
-    throw ConfigError(fmt::format("{} '{}' is not host:port (for example coordinator-host:29400, or [::1]:29400)",
-                                  what, given));
+    throw ConfigError(
+        fmt::format("{} '{}' is not host:port (for example coordinator-host:29400, or [::1]:29400)", what, given));
   }
   return {host, static_cast<int>(*port)};
 }

@@ -64,9 +64,10 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
   // The export is renamed into place, which would replace a link (a dangling one was reported as having
   // "appeared while the export was written").
   if (fs::is_symlink(out_dir, unreadable)) {
-    throw IoError(fmt::format("export directory {} is a symbolic link (to {}); loco does not replace it. Give the "
-                              "directory itself as --out, or choose a new one",
-                              out_dir.string(), fs::read_symlink(out_dir, unreadable).string()));
+    throw IoError(
+        fmt::format("export directory {} is a symbolic link (to {}); loco does not replace it. Give the "
+                    "directory itself as --out, or choose a new one",
+                    out_dir.string(), fs::read_symlink(out_dir, unreadable).string()));
   }
   if (fs::exists(out_dir, unreadable) && !fs::is_directory(out_dir, unreadable)) {
     throw IoError(fmt::format("export directory {} is a file (or a device), not a directory; loco does not replace "

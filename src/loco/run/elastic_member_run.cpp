@@ -73,7 +73,8 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   std::string directory_member;
   if (member_options.place.stages > 1) {
     const membership::PipelineReply replica_members = member.await_pipeline(config.comm.timeout_s);
-    pipeline = groups.pipeline_group(replica_members, member_options.place.stage, pipeline_group_options(config, stopping(options)));
+    pipeline = groups.pipeline_group(replica_members, member_options.place.stage,
+                                     pipeline_group_options(config, stopping(options)));
     options.pipeline = pipeline.get();
     directory_member = replica_members.members.front();
     fmt::print(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",

@@ -136,9 +136,9 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
   const comm::GroupOptions replica_options =
       group_options(config.comm, static_cast<int>(config.dist.replicas), stopping(options));
   if (stages > 1) {
-    const auto groups = comm::connect_pipeline_from_environment(environment, config.dist.backend,
-                                                                static_cast<int>(stages), pipeline_group_options(config, stopping(options)),
-                                                                replica_options, timeout);
+    const auto groups = comm::connect_pipeline_from_environment(
+        environment, config.dist.backend, static_cast<int>(stages), pipeline_group_options(config, stopping(options)),
+        replica_options, timeout);
     require_same_config(*groups.world, config);
     options.pipeline = groups.pipeline.get();
     if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();

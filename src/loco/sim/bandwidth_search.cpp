@@ -46,9 +46,8 @@ std::optional<double> bandwidth_for_utilisation(const Scenario& scenario, const 
 
 std::vector<double> log_spaced(double low, double high, int points) {
   if (!(low > 0 && high > low && points >= 2 && points <= kMaxSweepPoints)) {
-    throw ConfigError(
-        fmt::format("a sweep needs 0 < low < high and 2 to {} points (got {} to {} Gbit/s, {} points).",
-                    kMaxSweepPoints, low / 1e9, high / 1e9, points));
+    throw ConfigError(fmt::format("a sweep needs 0 < low < high and 2 to {} points (got {} to {} Gbit/s, {} points).",
+                                  kMaxSweepPoints, low / 1e9, high / 1e9, points));
   }
   std::vector<double> grid(points);
   for (int i = 0; i < points; ++i) {

@@ -59,9 +59,8 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
   }
   // Spreadsheets save UTF-8 with a byte-order mark, which would become part of the first column's name.
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
-  std::istringstream stream(text.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0
-                                ? text.substr(kByteOrderMark.size())
-                                : text);
+  std::istringstream stream(
+      text.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0 ? text.substr(kByteOrderMark.size()) : text);
   int number = 0;
   for (std::string line; std::getline(stream, line);) {
     ++number;

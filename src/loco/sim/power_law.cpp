@@ -31,10 +31,11 @@ double prefactor(double log_a, const std::vector<double>& y, const std::string& 
   const double a = std::exp(log_a);
   if (!std::isfinite(a) || a == 0) {
     const auto [low, high] = std::minmax_element(y.begin(), y.end());
-    throw DataError(fmt::format("cannot fit a power law to {}: its values run from {:g} to {:g}, and the fit's "
-                                "prefactor A = e^{:g} is beyond double precision. A value is probably mistyped; "
-                                "fix or remove that point.",
-                                what, *low, *high, log_a));
+    throw DataError(
+        fmt::format("cannot fit a power law to {}: its values run from {:g} to {:g}, and the fit's "
+                    "prefactor A = e^{:g} is beyond double precision. A value is probably mistyped; "
+                    "fix or remove that point.",
+                    what, *low, *high, log_a));
   }
   return a;
 }

@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <toml.hpp>

@@ -180,7 +180,8 @@ std::string result_damage(const nlohmann::json& result, const SweepRun& run) {
   const auto string = [](const nlohmann::json& v) { return v.is_string(); };
   const auto number = [](const nlohmann::json& v) { return v.is_number(); };
   const auto number_or_null = [](const nlohmann::json& v) { return v.is_number() || v.is_null(); };  // NaN is null
-  std::string damage = field_is("axes", [](const nlohmann::json& v) { return v.is_object(); }, "an object");
+  std::string damage = field_is(
+      "axes", [](const nlohmann::json& v) { return v.is_object(); }, "an object");
   for (const char* key : {"name", "cell", "algorithm"}) {
     if (damage.empty()) damage = field_is(key, string, "a string");
   }
