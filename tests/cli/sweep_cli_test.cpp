@@ -1,6 +1,7 @@
 // loco sweep as a user runs it: a small grid trained, evaluated and tabulated; run again, it redoes only
 // what has no result; a run that fails is named with its log and the sweep exits non-zero.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fmt/format.h>
 
@@ -204,6 +205,56 @@ TEST_F(SweepCli, ASweepIsNotWrittenIntoADataDirectory) {
   std::size_t after = 0;
   for (const auto& entry : fs::directory_iterator(data)) after += entry.is_regular_file();
   EXPECT_EQ(after, entries);
+}
+
+// The pids of processes whose command line mentions `text` (a sweep's runs name their out_dir).
+std::vector<pid_t> processes_naming(const std::string& text) {
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string command;
+    try {
+      command = test::read_text(entry.path() / "cmdline");
+    } catch (const std::exception&) {
+      continue;  // it ended meanwhile
+    }
+    if (command.find(text) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// A sweep that is stopped stops its runs: SIGTERM stops the runs in progress at their next step (loco train's
+// graceful stop) and starts no other, and the sweep exits 143; killed outright (SIGKILL), its runs get SIGTERM
+// as it dies. Before, both left the runs training to the end under init, racing the sweep started again.
+TEST_F(SweepCli, AStoppedSweepLeavesNoRunBehind) {
+  for (const int signal : {SIGTERM, SIGKILL}) {
+    const std::string name = signal == SIGTERM ? "stopped" : "killed";
+    const fs::path out = *dir_ / name;
+    const fs::path file = sweep(name, "\"train.seed\" = [1, 2, 3]");
+    std::string text = test::read_text(file);
+    text.replace(text.find("[set]\n"), 6, "[set]\n\"train.steps\" = 1000000\n");  // longer than the test
+    write_text(file, text);
+    const pid_t sweep_pid = test::start_loco({"sweep", file.string()}, out.string() + ".out", out.string() + ".err");
+    ASSERT_TRUE(test::eventually(
+        [&] { return fs::exists(out / "seed-1" / "metrics.jsonl") && fs::exists(out / "seed-2" / "metrics.jsonl"); },
+        std::chrono::seconds(120)))
+        << test::read_text(out.string() + ".err");
+    ASSERT_EQ(processes_naming(out.string() + "/").size(), 2u);  // the two runs of jobs = 2
+    ::kill(sweep_pid, signal);
+    const int status = test::wait_exit(sweep_pid, std::chrono::seconds(120));
+    EXPECT_EQ(status, 128 + signal) << test::read_text(out.string() + ".err");
+    EXPECT_TRUE(test::eventually([&] { return processes_naming(out.string() + "/").empty(); }, std::chrono::seconds(60)))
+        << "runs of the " << name << " sweep still running";
+    EXPECT_FALSE(fs::exists(out / "seed-3")) << "a run started after the stop";
+    if (signal == SIGTERM) {
+      const std::string said = test::read_text(out.string() + ".out") + test::read_text(out.string() + ".err");
+      EXPECT_NE(said.find("seed-1: stopped (the sweep was stopped; run it again to redo this run)"), std::string::npos)
+          << said;
+      // Each run stopped as loco train stops: at a step, with a checkpoint.
+      EXPECT_NE(test::read_text(out / "seed-1.log").find("stopped by SIGTERM after step"), std::string::npos);
+    }
+  }
 }
 
 // --tables-only tabulates what has a result (e.g. while the sweep runs elsewhere) and trains nothing.

@@ -6,11 +6,13 @@
 #include <set>
 
 #include "loco/cli/commands.h"
+#include "loco/cli/stop_on_signal.h"
 #include "loco/cli/usage.h"
 #include "loco/sweep/sweep_plan.h"
 #include "loco/sweep/sweep_runner.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/signal_name.h"
 
 namespace loco::cli {
 
@@ -52,9 +54,20 @@ void run_sweep_command(const SweepArgs& args) {
                (plan.out_dir / "summary.csv").string());
     return;
   }
-  const int failed = run_sweep(plan, {"/proc/self/exe", jobs});
+  // The first SIGINT or SIGTERM stops the runs in progress as loco train stops (at their next step, with a
+  // checkpoint) and starts no other; the tables of what finished are written, and the sweep exits 128 + the
+  // signal. A second signal ends the sweep at once, and its runs get SIGTERM as it dies (run_program.h).
+  StoppablePrograms programs;
+  const StopOnSignal stop_on_signal([&programs](int signal) {
+    fmt::print(stderr, "loco sweep: {} received: the runs in progress stop at their next step and no other starts; "
+                       "run the same command again to go on (a second signal stops at once)\n",
+               signal_name(signal));
+    programs.stop(signal);
+  });
+  const int failed = run_sweep(plan, {"/proc/self/exe", jobs, &programs});
   fmt::print("summary: {} and {}{}\n", (plan.out_dir / "summary.csv").string(), (plan.out_dir / "summary.jsonl").string(),
              plan.tuned.empty() ? "" : fmt::format("; best of each cell: {}", (plan.out_dir / "cells.csv").string()));
+  if (programs.stopped() != 0) throw CLI::RuntimeError(128 + programs.stopped());
   if (failed > 0) {
     throw Error(fmt::format("{} run(s) failed (their logs are named above); run the same command again to redo only "
                             "the runs without a result",

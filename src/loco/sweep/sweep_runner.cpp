@@ -67,17 +67,17 @@ nlohmann::json outer_lr_of(const RunConfig& config) {
 }
 
 // The result of a trained run: its final checkpoint evaluated, its size and what it cost.
-nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const std::string& loco, double wall_s) {
+nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, double wall_s) {
   const fs::path dir = run_dir(plan, run);
   const fs::path checkpoint = dir / "checkpoints" / fmt::format("step_{}", run.steps);
   if (!fs::is_directory(checkpoint)) {
     throw DataError(fmt::format("the run ended without its final checkpoint {}", checkpoint.string()));
   }
-  std::vector<std::string> eval = {loco, "eval", "--checkpoint", checkpoint.string(), "--data", run.data_dir,
+  std::vector<std::string> eval = {options.loco, "eval", "--checkpoint", checkpoint.string(), "--data", run.data_dir,
                                    "--batches", std::to_string(plan.eval_batches), "--device", run.device};
   if (plan.eval_batch_size > 0) eval.insert(eval.end(), {"--batch-size", std::to_string(plan.eval_batch_size)});
   const fs::path eval_output = dir / "final_eval.json";
-  const int status = run_program(eval, {eval_output, run_log(plan, run), /*append=*/true});
+  const int status = run_program(eval, {eval_output, run_log(plan, run), /*append=*/true}, options.programs);
   if (status != 0) throw DataError(fmt::format("loco eval of {} failed (exit {})", checkpoint.string(), status));
   const nlohmann::json evaluated = last_json_line(eval_output);
   // The config as the run saved it: derived values resolved, the vocabulary known.
@@ -121,37 +121,48 @@ class SweepProgress {
   std::size_t runs_, done_ = 0;
 };
 
-// Trains and evaluates one run unless it has a result; false when it failed.
-bool do_run(const SweepPlan& plan, const SweepRun& run, const std::string& loco, SweepProgress& progress) {
+enum class RunOutcome { done, failed, stopped };
+
+// Trains and evaluates one run unless it has a result.
+RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, SweepProgress& progress) {
   const fs::path dir = run_dir(plan, run);
   if (fs::exists(dir / kResultFile)) {
     progress.say(fmt::format("{}: done before, skipped", run.name));
-    return true;
+    return RunOutcome::done;
   }
   std::error_code removed;
   if (!remove_tree(dir, removed)) {  // what an interrupted attempt left
     progress.say(fmt::format("{} FAILED: cannot remove what an earlier attempt left in {}: {}", run.name,
                              dir.string(), removed.message()),
                  true);
-    return false;
+    return RunOutcome::failed;
   }
   const auto start = std::chrono::steady_clock::now();
+  // A run the sweep's stop ended (its train or eval stopped, or never started) is redone by the next sweep.
+  const auto stopped = [&] {
+    if (options.programs == nullptr || options.programs->stopped() == 0) return false;
+    progress.say(fmt::format("{}: stopped (the sweep was stopped; run it again to redo this run)", run.name));
+    return true;
+  };
   try {
-    const int status = run_program(train_command(plan, run, loco), {run_log(plan, run), run_log(plan, run), false});
+    const int status = run_program(train_command(plan, run, options.loco),
+                                   {run_log(plan, run), run_log(plan, run), false}, options.programs);
+    if (status != 0 && stopped()) return RunOutcome::stopped;
     if (status != 0) throw DataError(fmt::format("loco train exited with {}", status));
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const nlohmann::json result = evaluate_run(plan, run, loco, wall_s);
+    const nlohmann::json result = evaluate_run(plan, run, options, wall_s);
     write_file_atomic(dir / kResultFile, result.dump() + "\n");
     progress.say(fmt::format("{}: loss {:.4f} in {:.0f} s", run.name, result_loss(result), wall_s));
-    return true;
+    return RunOutcome::done;
   } catch (const Error& e) {
+    if (stopped()) return RunOutcome::stopped;
     progress.say(fmt::format("{} FAILED: {} (log: {})", run.name, e.what(), run_log(plan, run).string()), true);
-    return false;
+    return RunOutcome::failed;
   }
 }
 
-// Runs `runs`, `jobs` at a time; returns how many failed.
-int run_all(const SweepPlan& plan, const std::vector<const SweepRun*>& runs, const std::string& loco, int jobs,
+// Runs `runs`, `jobs` at a time, until they are done or the sweep is stopped; returns how many failed.
+int run_all(const SweepPlan& plan, const std::vector<const SweepRun*>& runs, const SweepOptions& options, int jobs,
             const std::string& phase) {
   SweepProgress progress(phase, runs.size());
   std::atomic<std::size_t> next{0};
@@ -160,7 +171,10 @@ int run_all(const SweepPlan& plan, const std::vector<const SweepRun*>& runs, con
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(runs.size())); ++j) {
     workers.emplace_back([&] {
       for (std::size_t i; (i = next++) < runs.size();) {
-        if (!do_run(plan, *runs[i], loco, progress)) ++failed;
+        if (options.programs != nullptr && options.programs->stopped() != 0) return;
+        const RunOutcome outcome = do_run(plan, *runs[i], options, progress);
+        if (outcome == RunOutcome::failed) ++failed;
+        if (outcome == RunOutcome::stopped) return;
       }
     });
   }
@@ -265,8 +279,9 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   const int jobs = options.jobs > 0 ? options.jobs : plan.jobs;
   std::vector<const SweepRun*> runs;
   for (const SweepRun& run : plan.runs) runs.push_back(&run);
-  int failed = run_all(plan, runs, options.loco, jobs, "");
-  if (!plan.repeats.empty()) {
+  int failed = run_all(plan, runs, options, jobs, "");
+  const bool stopped = options.programs != nullptr && options.programs->stopped() != 0;
+  if (!plan.repeats.empty() && !stopped) {
     // The repeats are known only now: the best run of each cell whose runs all finished.
     std::vector<SweepRun> repeats;
     for (const SweepCell& cell : find_cells(plan, read_results(plan))) {
@@ -281,7 +296,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     for (const SweepRun& repeat : repeats) pointers.push_back(&repeat);
     fmt::print("repeats: the best run of each cell again, {} run(s)\n", repeats.size());
     std::fflush(stdout);
-    failed += run_all(plan, pointers, options.loco, jobs, "repeat ");
+    failed += run_all(plan, pointers, options, jobs, "repeat ");
   }
   write_sweep_summary(plan);
   return failed;

@@ -10,15 +10,19 @@
 #include <string>
 
 #include "loco/sweep/sweep_plan.h"
+#include "loco/util/run_program.h"
 
 namespace loco {
 
 struct SweepOptions {
   std::string loco;  // the loco executable that trains and evaluates (the running one)
   int jobs = 0;      // runs at a time; 0: the plan's
+  // The runs' processes: stopping them (a SIGTERM to the sweep) stops the runs in progress, each as loco
+  // train stops (at its next step, with a checkpoint), and starts no other. Null: not stoppable.
+  StoppablePrograms* programs = nullptr;
 };
 
-// Returns how many runs failed (each named on stderr with its log).
+// Returns how many runs failed (each named on stderr with its log); runs a stop ended are not counted.
 int run_sweep(const SweepPlan& plan, const SweepOptions& options);
 
 // The tables of the runs of `plan` that have a result (sweep_runner.h's header; columns: docs/sweep.md).
