@@ -199,6 +199,7 @@ TEST(LaunchCli, PortAndGraceOutOfRangeAreConfigErrors) {
   expect_config_errors({
       {{"--master-port", "70000", "--", "true"}, "--master-port 70000 must be 1 to 65535"},
       {{"--grace-s", "-1", "--", "true"}, "--grace-s -1 must be 0 or more"},
+      {{"--grace-s", "1e10", "--", "true"}, "--grace-s 10000000000 must be 0 or more seconds, at most 1000000"},
   });
 }
 
