@@ -667,6 +667,11 @@ TEST_F(TrainDistCli, BadSettingsAreClearErrors) {
                2, "comm.bandwidth_mbps");
   expect_error(train("bad9", {"dist.algorithm=sparseloco", "dist.replicas=2", "comm.codec=fp4", "train.steps=2"}), 2,
                "sparseloco sends its own sparse values");
+  // comm.codec is diloco's and localsgd's: elsewhere it was ignored silently (an int4 run sent fp32).
+  expect_error(train("bad9b", {"dist.algorithm=ddp", "dist.replicas=2", "comm.codec=int4", "train.steps=2"}), 2,
+               "comm.codec = \"int4\" quantises the dense exchanges of diloco and localsgd only; data parallel");
+  expect_error(train("bad9c", {"dist.algorithm=streaming", "dist.replicas=2", "comm.codec=int4", "train.steps=2"}), 2,
+               "Streaming DiLoCo quantises with streaming.codec");
   expect_error(train("bad10", {"dist.algorithm=sparseloco", "dist.replicas=2", "dist.aggregation=centered_clip",
                                "train.steps=2"}),
                2, "with sparseloco use mean, clip, median or trimmed_mean");

@@ -16,6 +16,7 @@
 #include "loco/cli/usage.h"
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/config/load_config.h"
+#include "loco/config/strategy_checks.h"
 #include "loco/data/dataset_meta.h"
 #ifdef LOCO_HAVE_MEMBERSHIP
 #include "loco/run/elastic_member_run.h"
@@ -44,7 +45,11 @@ struct TrainArgs {
 // The config as given: the file, or without --config the checkpoint's; overrides on top either way.
 // Derived values and checks come once the process knows how many ranks were launched.
 RunConfig given_config(const TrainArgs& args) {
-  if (!args.config_file.empty()) return read_run_config(args.config_file, args.overrides);
+  if (!args.config_file.empty()) {
+    RunConfig config = read_run_config(args.config_file, args.overrides);
+    require_comm_codec_used(config);
+    return config;
+  }
   if (args.resume.empty()) {
     throw ConfigError("loco train needs --config FILE.toml (presets are in configs/), or --resume CHECKPOINT_DIR");
   }

@@ -111,15 +111,25 @@ void check_sparseloco_section(const RunConfig& c) {
   }
   if (s.bits != 2 && s.bits != 4) throw ConfigError(fmt::format("sparseloco.bits ({}) must be 2 or 4", s.bits));
   if (!chosen(c, Algorithm::sparseloco)) return;
-  if (c.comm.codec != "fp32") {
-    throw ConfigError(fmt::format("comm.codec = \"{}\" quantises the dense exchanges of diloco and localsgd; sparseloco "
-                                  "sends its own sparse values at sparseloco.bits bits. Remove comm.codec",
-                                  c.comm.codec));
-  }
   if (c.dist.aggregation == "centered_clip") {
     throw ConfigError("dist.aggregation = \"centered_clip\" starts from the median of every replica's whole vector, "
                       "which sparse contributions do not have: with sparseloco use mean, clip, median or trimmed_mean");
   }
+}
+
+void require_comm_codec_used(const RunConfig& c) {
+  if (c.comm.codec == "fp32" || chosen(c, Algorithm::diloco) || chosen(c, Algorithm::localsgd)) return;
+  const char* instead = chosen(c, Algorithm::streaming)    ? "Streaming DiLoCo quantises with streaming.codec (fp4 by "
+                                                             "default): set that instead"
+                        : chosen(c, Algorithm::sparseloco) ? "sparseloco sends its own sparse values at "
+                                                             "sparseloco.bits bits"
+                        : chosen(c, Algorithm::ddp)        ? "data parallel all-reduces its gradients in fp32"
+                        : chosen(c, Algorithm::noloco)     ? "NoLoCo averages with its partner in fp32"
+                                                           : "a single replica (dist.algorithm = \"none\") exchanges "
+                                                             "nothing";
+  throw ConfigError(fmt::format("comm.codec = \"{}\" quantises the dense exchanges of diloco and localsgd only; {}. "
+                                "Remove comm.codec",
+                                c.comm.codec, instead));
 }
 
 void check_strategy_sections(const RunConfig& c) {

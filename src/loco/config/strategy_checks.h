@@ -18,4 +18,10 @@ void check_sparseloco_section(const RunConfig& config);
 // All of the above.
 void check_strategy_sections(const RunConfig& config);
 
+// comm.codec quantises the dense exchanges of diloco and localsgd, and nothing else: with another algorithm it
+// would be ignored, and a run asked for int4 would send fp32 (or another codec) without a word. Checked where a
+// new run is planned from the user's settings (loco train --config, loco sweep), not in every config read: the
+// checkpoints and run directories of earlier versions, which could hold such a pair, stay readable.
+void require_comm_codec_used(const RunConfig& config);
+
 }  // namespace loco

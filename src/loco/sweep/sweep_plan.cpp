@@ -8,6 +8,7 @@
 #include <set>
 
 #include "loco/config/load_config.h"
+#include "loco/config/strategy_checks.h"
 #include "loco/util/error.h"
 #include "loco/util/utf8.h"
 
@@ -115,6 +116,7 @@ void expand(SweepPlan& plan, const SweepGrid& grid, std::set<std::string>& names
 void check_run(const SweepPlan& plan, SweepRun& run) {
   try {
     RunConfig config = read_run_config(plan.base, run.overrides);
+    require_comm_codec_used(config);
     run.launched = config.dist.backend == "gloo" || config.dist.backend == "nccl";
     if (run.launched && config.dist.replicas < 1) {
       throw ConfigError(fmt::format("dist.backend = \"{}\" runs one process per replica under loco launch: set "
