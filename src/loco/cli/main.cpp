@@ -63,6 +63,9 @@ std::string what_to_lower(const CLI::App& app) {
   const std::string command = ran.empty() ? std::string() : ran.front()->get_name();
   if (command == "bench") return "Give smaller --sizes, or fewer --nproc";
   if (command == "eval") return "Give a smaller --batch-size";
+  if (command == "prepare") {
+    return "Give a smaller --tokenizer-sample-mb or fewer --threads, or split the corpus' longest lines or files";
+  }
   return "Lower train.batch_size (or set a smaller train.micro_batch_size: the same batch in smaller pieces), "
          "data.seq_len or the model's size";
 }
