@@ -438,6 +438,30 @@ TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
   EXPECT_EQ(r.output.find("enforce fail"), std::string::npos) << r.output;
 }
 
+// A replica killed between the replicas' writes leaves a checkpoint without its part: the resume says the
+// checkpoint is incomplete and names the latest one that holds the part (before: "…/replica_1/checkpoints/step_4
+// is not a loco checkpoint (no state.json). … pass one of those directories", which the user had done).
+TEST_F(TrainDistCli, AnIncompleteCheckpointNamesTheLatestCompleteOne) {
+  ASSERT_EQ(train("incomplete", {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.replicas=2", "train.steps=4",
+                                 "train.checkpoint_every=2"})
+                .exit_code,
+            0);
+  const fs::path run = *dir_ / "incomplete";
+  fs::remove_all(run / "replica_1" / "checkpoints" / "step_4");
+  const auto resume = [&] {
+    return run_loco({"train", "--resume", (run / "checkpoints" / "step_4").string(), "--set", "train.steps=6"});
+  };
+  auto r = resume();
+  expect_error(r, 1,
+               "checkpoint " + (run / "checkpoints" / "step_4").string() +
+                   " is incomplete: the part of replica 1 (" + (run / "replica_1" / "checkpoints" / "step_4").string() +
+                   ") is missing");
+  EXPECT_NE(r.output.find("Resume from " + (run / "checkpoints" / "step_2").string()), std::string::npos) << r.output;
+  fs::remove_all(run / "replica_1" / "checkpoints" / "step_2");
+  expect_error(resume(), 1, "No earlier checkpoint holds that part either");
+  EXPECT_FALSE(fs::exists(run / "checkpoints" / "step_6"));
+}
+
 // Note "run-checkpoints": the parts of one checkpoint must be one moment of the run. Replica 1's AdamW step count
 // or step, replica 0's synchronisation schedule (a Streaming fragment's overlap) or stage 1's data position edited: every rank refuses
 // before a step, naming what differs, and nothing is written (before: the ranks waited for each other until

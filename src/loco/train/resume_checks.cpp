@@ -7,7 +7,9 @@
 #include "loco/config/load_config.h"
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
+#include "loco/train/checkpoint.h"
 #include "loco/train/checkpoint_state.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -132,8 +134,10 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
   }
 }
 
-void require_part_for(const RunConfig& run, const fs::path& checkpoint, const fs::path& part) {
-  if (!fs::exists(checkpoint / "state.json")) return;  // read_checkpoint names what it is not
+void require_part_for(const RunConfig& run, const fs::path& checkpoint, int rank, int stage) {
+  const auto part_of = [&](const fs::path& whole) { return stage_checkpoint(replica_checkpoint(whole, rank), stage); };
+  const fs::path part = part_of(checkpoint);
+  if (fs::exists(part / "state.json") || !fs::exists(checkpoint / "state.json")) return;  // read_checkpoint names it
   const RunConfig saved = read_checkpoint_config(checkpoint);
   const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> counts[] = {
       {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
@@ -146,6 +150,26 @@ void require_part_for(const RunConfig& run, const fs::path& checkpoint, const fs
                                   checkpoint.string(), key, values.second, values.first, part.string(), key,
                                   values.second));
   }
+  // The same counts, and a part missing: its process stopped before writing it (killed between the replicas'
+  // writes), or it was removed. The latest earlier checkpoint this part has is named, if any.
+  const auto this_step = checkpoint_step(checkpoint.filename().string());
+  std::string earlier;
+  std::int64_t earlier_step = -1;
+  std::error_code unreadable;
+  for (const auto& entry : fs::directory_iterator(checkpoint.parent_path(), unreadable)) {
+    const auto step = checkpoint_step(entry.path().filename().string());
+    if (!step || *step >= this_step.value_or(0) || *step <= earlier_step) continue;
+    if (fs::exists(entry.path() / "state.json") && fs::exists(part_of(entry.path()) / "state.json")) {
+      earlier_step = *step;
+      earlier = entry.path().string();
+    }
+  }
+  throw CheckpointError(fmt::format(
+      "checkpoint {} is incomplete: the part of replica {}{} ({}) is missing; its process stopped before writing "
+      "it, or it was removed. {}",
+      checkpoint.string(), rank, stage > 0 ? fmt::format(", stage {},", stage) : "", part.string(),
+      earlier.empty() ? "No earlier checkpoint holds that part either: start the run again"
+                      : fmt::format("Resume from {}, the latest checkpoint that holds every part this one lacks", earlier)));
 }
 
 void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps) {

@@ -41,10 +41,12 @@ void require_same_fragments(const RunConfig& run, const LoadedCheckpoint& checkp
 void require_parts_agree(comm::Group& group, const char* part, const LoadedCheckpoint& checkpoint,
                          const nlohmann::json& schedule);
 
-// A replica's or stage's `part` of the checkpoint the run resumes from (`checkpoint`, replica 0's stage 0's)
-// is missing: when the run has more replicas or stages than the checkpoint was written by, ConfigError naming
-// both counts (a part that is missing in a whole checkpoint is left to read_checkpoint to name).
-void require_part_for(const RunConfig& run, const std::filesystem::path& checkpoint, const std::filesystem::path& part);
+// The part of replica `rank`, stage `stage` of the checkpoint the run resumes from (`checkpoint`, replica 0's
+// stage 0's) must exist. When the run has more replicas or stages than the checkpoint was written by,
+// ConfigError naming both counts; when the counts agree and the part is missing (a process killed between the
+// replicas' writes), CheckpointError saying the checkpoint is incomplete and naming the latest earlier one
+// that holds the part. Nothing when replica 0's own part is not a checkpoint: read_checkpoint names that.
+void require_part_for(const RunConfig& run, const std::filesystem::path& checkpoint, int rank, int stage);
 
 // The run has steps left after the checkpoint (`total_steps`). Whether a later checkpoint of the run would be
 // overwritten is agreed by the ranks (Trainer, note "run-checkpoints").

@@ -297,9 +297,8 @@ void Trainer::set_up() {
   }
 
   if (s.options.resume_from) {
-    const fs::path part = stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage);
-    if (!fs::exists(part)) require_part_for(config, *s.options.resume_from, part);
-    s.resumed = read_checkpoint(part);
+    require_part_for(config, *s.options.resume_from, s.rank, s.stage);
+    s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
   }
   // pipeline.partition = "measured": the split found (or, on a resume, the checkpoint's) is the run's from
   // here on, named in its config.toml and checkpoints (docs/pipeline.md).
