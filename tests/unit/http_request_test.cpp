@@ -57,7 +57,7 @@ TEST(HttpRequest, AHeadThatIsNotPlainHttpIsRefused) {
   std::string many = "GET / HTTP/1.1\r\n";
   for (std::size_t i = 0; i <= kMaxHeaders; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
   expect_refused(many, 431, "more than 64 headers");
-  expect_refused("PUT / HTTP/1.1\r\n", 405, "GET and POST only");
+  expect_refused("PUT / HTTP/1.1\r\n", 405, "only GET and POST are answered here");
   expect_refused("GET / HTTP/2\r\n", 400, "not HTTP/1.0 or HTTP/1.1");
   expect_refused("GET nowhere HTTP/1.1\r\n", 400, "not a path");
   expect_refused("GET / HTTP/1.1\r\n folded: line\r\n", 400, "NAME: VALUE");

@@ -35,7 +35,7 @@ bool plain_text(std::string_view text) {
 }
 
 HttpRefusal malformed(const std::string& what) {
-  return HttpRefusal(400, fmt::format("{}; send an HTTP/1.1 request as loco's members do", what));
+  return HttpRefusal(400, fmt::format("{}; send an HTTP/1.1 request", what));
 }
 
 void parse_request_line(std::string_view line, HttpRequest& request) {
@@ -49,7 +49,7 @@ void parse_request_line(std::string_view line, HttpRequest& request) {
     throw malformed("the request target is not a path");
   }
   if (method != "GET" && method != "POST") {
-    throw HttpRefusal(405, "the coordinator answers GET and POST only (docs/fault-tolerance.md lists its requests)");
+    throw HttpRefusal(405, "only GET and POST are answered here");
   }
   request.method = method;
   const auto question = target.find('?');

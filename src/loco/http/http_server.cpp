@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -233,9 +234,11 @@ struct HttpServer::Impl {
   void dispatch(const HttpRequest& request, HttpResponse& response) {
     const auto route = routes.find({request.method, request.path});
     if (route == routes.end()) {
-      response = refusal_response(404, fmt::format("no {} {} here (docs/fault-tolerance.md lists the coordinator's "
-                                                   "requests)",
-                                                   request.method, request.path));
+      // Said from the routes themselves: the coordinator and the dashboard serve different ones.
+      std::vector<std::string> served;
+      for (const auto& [key, handler] : routes) served.push_back(key.first + " " + key.second);
+      response = refusal_response(
+          404, fmt::format("no {} {} here; this server answers {}", request.method, request.path, fmt::join(served, ", ")));
       return;
     }
     try {
