@@ -1,9 +1,8 @@
 // loco sweep as a user runs it: a small grid trained, evaluated and tabulated; run again, it redoes only
 // what has no result; a run that fails is named with its log and the sweep exits non-zero.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-
-#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -244,7 +243,8 @@ TEST_F(SweepCli, AStoppedSweepLeavesNoRunBehind) {
     ::kill(sweep_pid, signal);
     const int status = test::wait_exit(sweep_pid, std::chrono::seconds(120));
     EXPECT_EQ(status, 128 + signal) << test::read_text(out.string() + ".err");
-    EXPECT_TRUE(test::eventually([&] { return processes_naming(out.string() + "/").empty(); }, std::chrono::seconds(60)))
+    EXPECT_TRUE(
+        test::eventually([&] { return processes_naming(out.string() + "/").empty(); }, std::chrono::seconds(60)))
         << "runs of the " << name << " sweep still running";
     EXPECT_FALSE(fs::exists(out / "seed-3")) << "a run started after the stop";
     if (signal == SIGTERM) {

@@ -453,9 +453,8 @@ TEST_F(TrainDistCli, AnIncompleteCheckpointNamesTheLatestCompleteOne) {
   };
   auto r = resume();
   expect_error(r, 1,
-               "checkpoint " + (run / "checkpoints" / "step_4").string() +
-                   " is incomplete: the part of replica 1 (" + (run / "replica_1" / "checkpoints" / "step_4").string() +
-                   ") is missing");
+               "checkpoint " + (run / "checkpoints" / "step_4").string() + " is incomplete: the part of replica 1 (" +
+                   (run / "replica_1" / "checkpoints" / "step_4").string() + ") is missing");
   EXPECT_NE(r.output.find("Resume from " + (run / "checkpoints" / "step_2").string()), std::string::npos) << r.output;
   fs::remove_all(run / "replica_1" / "checkpoints" / "step_2");
   expect_error(resume(), 1, "No earlier checkpoint holds that part either");

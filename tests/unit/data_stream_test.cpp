@@ -174,9 +174,9 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
       read.push_back(document_text(std::move(document), files, "text"));
     } catch (const DataError& e) {
       const std::string message = e.what();
-      read.push_back(message.find("not valid JSON") != std::string::npos    ? "invalid"
+      read.push_back(message.find("not valid JSON") != std::string::npos             ? "invalid"
                      : message.find("no string \"text\" field") != std::string::npos ? "no text"
-                                                                                      : message);
+                                                                                     : message);
     }
   }
   EXPECT_EQ(read, (std::vector<std::string>{"top", "last", "caf\xc3\xa9 \"quoted\"", "after a deep array", "no text",

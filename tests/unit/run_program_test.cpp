@@ -49,7 +49,8 @@ TEST(RunProgram, StoppedProgramsGetTheSignalAndNoOtherStarts) {
   StoppablePrograms programs;
   int status = -1;
   std::thread runner([&] {
-    status = run_program({"/bin/sh", "-c", "echo started; exec sleep 60"}, {dir / "out", dir / "out", false}, &programs);
+    status =
+        run_program({"/bin/sh", "-c", "echo started; exec sleep 60"}, {dir / "out", dir / "out", false}, &programs);
   });
   ASSERT_TRUE(test::eventually([&] { return test::read_text(dir / "out") == "started\n"; }, std::chrono::seconds(20)));
   const auto start = std::chrono::steady_clock::now();

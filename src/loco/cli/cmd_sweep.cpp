@@ -59,8 +59,9 @@ void run_sweep_command(const SweepArgs& args) {
   // signal. A second signal ends the sweep at once, and its runs get SIGTERM as it dies (run_program.h).
   StoppablePrograms programs;
   const StopOnSignal stop_on_signal([&programs](int signal) {
-    fmt::print(stderr, "loco sweep: {} received: the runs in progress stop at their next step and no other starts; "
-                       "run the same command again to go on (a second signal stops at once)\n",
+    fmt::print(stderr,
+               "loco sweep: {} received: the runs in progress stop at their next step and no other starts; "
+               "run the same command again to go on (a second signal stops at once)\n",
                signal_name(signal));
     programs.stop(signal);
   });

@@ -127,9 +127,10 @@ void require_comm_codec_used(const RunConfig& c) {
                         : chosen(c, Algorithm::noloco)     ? "NoLoCo averages with its partner in fp32"
                                                            : "a single replica (dist.algorithm = \"none\") exchanges "
                                                              "nothing";
-  throw ConfigError(fmt::format("comm.codec = \"{}\" quantises the dense exchanges of diloco and localsgd only; {}. "
-                                "Remove comm.codec",
-                                c.comm.codec, instead));
+  throw ConfigError(
+      fmt::format("comm.codec = \"{}\" quantises the dense exchanges of diloco and localsgd only; {}. "
+                  "Remove comm.codec",
+                  c.comm.codec, instead));
 }
 
 void check_strategy_sections(const RunConfig& c) {

@@ -237,8 +237,8 @@ struct HttpServer::Impl {
       // Said from the routes themselves: the coordinator and the dashboard serve different ones.
       std::vector<std::string> served;
       for (const auto& [key, handler] : routes) served.push_back(key.first + " " + key.second);
-      response = refusal_response(
-          404, fmt::format("no {} {} here; this server answers {}", request.method, request.path, fmt::join(served, ", ")));
+      response = refusal_response(404, fmt::format("no {} {} here; this server answers {}", request.method,
+                                                   request.path, fmt::join(served, ", ")));
       return;
     }
     try {

@@ -73,8 +73,9 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
   if (!fs::is_directory(checkpoint)) {
     throw DataError(fmt::format("the run ended without its final checkpoint {}", checkpoint.string()));
   }
-  std::vector<std::string> eval = {options.loco, "eval", "--checkpoint", checkpoint.string(), "--data", run.data_dir,
-                                   "--batches", std::to_string(plan.eval_batches), "--device", run.device};
+  std::vector<std::string> eval = {options.loco, "eval",       "--checkpoint", checkpoint.string(),
+                                   "--data",     run.data_dir, "--batches",    std::to_string(plan.eval_batches),
+                                   "--device",   run.device};
   if (plan.eval_batch_size > 0) eval.insert(eval.end(), {"--batch-size", std::to_string(plan.eval_batch_size)});
   const fs::path eval_output = dir / "final_eval.json";
   const int status = run_program(eval, {eval_output, run_log(plan, run), /*append=*/true}, options.programs);

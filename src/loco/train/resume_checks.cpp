@@ -168,8 +168,9 @@ void require_part_for(const RunConfig& run, const fs::path& checkpoint, int rank
       "checkpoint {} is incomplete: the part of replica {}{} ({}) is missing; its process stopped before writing "
       "it, or it was removed. {}",
       checkpoint.string(), rank, stage > 0 ? fmt::format(", stage {},", stage) : "", part.string(),
-      earlier.empty() ? "No earlier checkpoint holds that part either: start the run again"
-                      : fmt::format("Resume from {}, the latest checkpoint that holds every part this one lacks", earlier)));
+      earlier.empty()
+          ? "No earlier checkpoint holds that part either: start the run again"
+          : fmt::format("Resume from {}, the latest checkpoint that holds every part this one lacks", earlier)));
 }
 
 void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps) {
