@@ -235,6 +235,13 @@ TEST_F(SweepCli, AStoppedSweepLeavesNoRunBehind) {
     text.replace(text.find("[set]\n"), 6, "[set]\n\"train.steps\" = 1000000\n");  // longer than the test
     write_text(file, text);
     const pid_t sweep_pid = test::start_loco({"sweep", file.string()}, out.string() + ".out", out.string() + ".err");
+    // A failed assertion returns at once: the sweep is killed then, and its runs end with it (as tested below).
+    struct KillOnReturn {
+      pid_t pid;
+      ~KillOnReturn() {
+        if (pid > 0) ::kill(pid, SIGKILL);
+      }
+    } guard{sweep_pid};
     ASSERT_TRUE(test::eventually(
         [&] { return fs::exists(out / "seed-1" / "metrics.jsonl") && fs::exists(out / "seed-2" / "metrics.jsonl"); },
         std::chrono::seconds(120)))
@@ -242,6 +249,7 @@ TEST_F(SweepCli, AStoppedSweepLeavesNoRunBehind) {
     ASSERT_EQ(processes_naming(out.string() + "/").size(), 2u);  // the two runs of jobs = 2
     ::kill(sweep_pid, signal);
     const int status = test::wait_exit(sweep_pid, std::chrono::seconds(120));
+    guard.pid = -1;
     EXPECT_EQ(status, 128 + signal) << test::read_text(out.string() + ".err");
     EXPECT_TRUE(
         test::eventually([&] { return processes_naming(out.string() + "/").empty(); }, std::chrono::seconds(60)))
