@@ -128,6 +128,7 @@ bool CorpusStream::next(RawDocument& document) {
         if (is_blank(document.bytes)) continue;
         document.file = file;
         document.line = part;
+        document_bytes_ += document.bytes.size();
         return true;
       }
       close_file();
@@ -137,6 +138,7 @@ bool CorpusStream::next(RawDocument& document) {
       if (is_blank(document.bytes)) continue;
       document.file = file;
       document.line = line_;
+      document_bytes_ += document.bytes.size();
       return true;
     }
     close_file();

@@ -40,6 +40,9 @@ class CorpusStream {
 
   // Bytes of the files consumed so far (compressed bytes where compressed), for progress.
   std::uint64_t file_bytes_read() const;
+  // Bytes of the documents returned so far, as decompressed: what a compressed corpus expands to (1 MB of
+  // gzip can be a gigabyte), which file_bytes_read() does not show.
+  std::uint64_t document_bytes_read() const { return document_bytes_; }
 
  private:
   bool next_line(std::string& line);
@@ -55,6 +58,7 @@ class CorpusStream {
   std::size_t begin_ = 0, end_ = 0;  // unread bytes of buffer_
   bool end_of_file_ = false;
   std::uint64_t line_ = 0;
+  std::uint64_t document_bytes_ = 0;
 };
 
 // The text of a document: a text file's part (moved out), or a JSONL line's string field `text_field`

@@ -155,7 +155,8 @@ std::vector<std::string> sample_train_documents(const PrepareOptions& options, c
   std::uint64_t candidate_priority = 0, documents = 0;
   ProgressLine line("sampling text for the tokenizer", total_bytes(files));
   CorpusStream stream(files);
-  for (RawDocument document; stream.next(document); line.update(stream.file_bytes_read(), ++documents)) {
+  for (RawDocument document; stream.next(document);
+       line.update(stream.file_bytes_read(), stream.document_bytes_read(), ++documents)) {
     const std::uint64_t hash = split.hash(document.file, document.line);
     const std::uint64_t priority = sample.priority(document.file, document.line);
     const bool in_val = split.in_validation(hash);
@@ -235,7 +236,7 @@ DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::ve
     pipeline.submit(std::exchange(batch, {}));
     batch_bytes = 0;
     write_until(max_in_flight - 1);
-    line.update(stream.file_bytes_read(), writer.documents());
+    line.update(stream.file_bytes_read(), stream.document_bytes_read(), writer.documents());
   }
   if (!batch.empty()) pipeline.submit(std::move(batch));
   write_until(0);

@@ -23,15 +23,18 @@ std::string duration(double seconds) {
 ProgressLine::ProgressLine(std::string what, std::uint64_t total_bytes)
     : what_(std::move(what)), total_bytes_(total_bytes), start_(SteadyClock::now()) {}
 
-void ProgressLine::update(std::uint64_t done_bytes, std::uint64_t documents) {
+void ProgressLine::update(std::uint64_t done_bytes, std::uint64_t text_bytes, std::uint64_t documents) {
   const double elapsed = seconds();
   if (elapsed - last_print_ < kIntervalSeconds) return;
   last_print_ = elapsed;
   const double rate = static_cast<double>(done_bytes) / elapsed;
   const double share = total_bytes_ == 0 ? 1 : std::min(1.0, static_cast<double>(done_bytes) / total_bytes_);
   const double left = rate > 0 ? static_cast<double>(total_bytes_ - std::min(done_bytes, total_bytes_)) / rate : 0;
-  fmt::print(stderr, "prepare: {}: {:.0f} of {:.0f} MB ({:.0f}%), {:.1f} MB/s, {} documents, about {} left\n", what_,
-             done_bytes / 1e6, total_bytes_ / 1e6, 100 * share, rate / 1e6, documents, duration(left));
+  fmt::print(stderr,
+             "prepare: {}: {:.0f} of {:.0f} MB of files ({:.0f}%), {:.1f} MB/s, {} documents of {:.0f} MB of text, about "
+             "{} left\n",
+             what_, done_bytes / 1e6, total_bytes_ / 1e6, 100 * share, rate / 1e6, documents, text_bytes / 1e6,
+             duration(left));
 }
 
 }  // namespace loco::data

@@ -15,8 +15,9 @@ class ProgressLine {
   // `total_bytes`: what the pass will read (file sizes on disk), the base of the share and the ETA.
   ProgressLine(std::string what, std::uint64_t total_bytes);
 
-  // Prints when the last line is more than the interval old.
-  void update(std::uint64_t done_bytes, std::uint64_t documents);
+  // Prints when the last line is more than the interval old. `text_bytes`: the documents' bytes as read
+  // (decompressed), shown beside the files' share, since a compressed corpus may expand a thousandfold.
+  void update(std::uint64_t done_bytes, std::uint64_t text_bytes, std::uint64_t documents);
 
   double seconds() const { return seconds_since(start_); }
 
