@@ -33,12 +33,14 @@ namespace {
   ::setpgid(0, 0);
   // SIGTERM when the starting thread ends; if it already has, getppid() names another process.
   if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(127);
-  // Opened close-on-exec: dup2's copies at 1 and 2 are not, so the program holds its output once.
   const int out = ::open(stdout_file, flags, 0644);
   const int err = stderr_file == nullptr ? out : ::open(stderr_file, flags, 0644);
   if (out < 0 || err < 0 || ::dup2(out, STDOUT_FILENO) < 0 || ::dup2(err, STDERR_FILENO) < 0) {
     failure = errno;
   } else {
+    // The program holds its output at 1 and 2 only (open may also have returned 1 or 2 itself).
+    if (out > STDERR_FILENO) ::close(out);
+    if (err > STDERR_FILENO && err != out) ::close(err);
     ::execve(argv[0], argv, environ);
     failure = errno;
   }
@@ -52,7 +54,7 @@ pid_t start_program(const std::vector<std::string>& argv, const ProgramOutput& o
   std::vector<char*> pointers;
   for (std::string& a : args) pointers.push_back(a.data());
   pointers.push_back(nullptr);
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (output.append ? O_APPEND : O_TRUNC);
+  const int flags = O_WRONLY | O_CREAT | (output.append ? O_APPEND : O_TRUNC);
   const std::string stdout_file = output.stdout_file.string(), stderr_file = output.stderr_file.string();
   const bool one_file = output.stderr_file == output.stdout_file;
   int report[2];
