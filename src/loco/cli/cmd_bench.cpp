@@ -16,11 +16,13 @@
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/config/load_config.h"
 #include "loco/config/dist_checks.h"
 #include "loco/launch/launcher.h"
 #include "loco/train/memory_need.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco::cli {
 
@@ -85,10 +87,12 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   if (o.nproc < 1 || o.nproc > 1024) {
     throw ConfigError(fmt::format("--nproc {}: give 1 to 1024 ranks.", o.nproc));
   }
-  if (!(o.timeout_s > 0) || o.timeout_s > 1e6)  // as comm.timeout_s: beyond, the deadline overflows the clock
-    throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds, at most 1000000.", o.timeout_s));
-  if (o.threads < 1 || o.threads > 4096) {  // as train.threads
-    throw ConfigError(fmt::format("--threads {}: give 1 to 4096 threads per rank.", o.threads));
+  if (!(o.timeout_s > 0) || o.timeout_s > kLongestWaitSeconds) {
+    throw ConfigError(fmt::format("--timeout-s {}: give a positive number of seconds, at most {:.0f}.", o.timeout_s,
+                                  kLongestWaitSeconds));
+  }
+  if (o.threads < 1 || o.threads > kMostThreads) {
+    throw ConfigError(fmt::format("--threads {}: give 1 to {} threads per rank.", o.threads, kMostThreads));
   }
   // On the CPU memory is overcommitted: sizes beyond the machine are refused here, as train refuses a batch
   // beyond it, rather than grown until the kernel kills the process. The local backend's ranks are threads

@@ -10,6 +10,7 @@
 #include "loco/config/churn_schedule.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco {
 
@@ -185,10 +186,9 @@ void check_comm_section(const RunConfig& c) {
     reject(fmt::format("comm.block_size ({}) must be from 1 to {} values per scale; 128 is the default",
                        c.comm.block_size, kMaxBlockSize));
   }
-  // Beyond ~9e9 s the deadline overflowed the clock and every collective timed out at once; a peer silent for
-  // 11 days has left whatever the link.
-  if (!(c.comm.timeout_s > 0) || c.comm.timeout_s > 1e6) {
-    reject(fmt::format("comm.timeout_s ({}) must be positive and at most 1000000 (11.6 days)", c.comm.timeout_s));
+  if (!(c.comm.timeout_s > 0) || c.comm.timeout_s > kLongestWaitSeconds) {
+    reject(fmt::format("comm.timeout_s ({}) must be positive and at most {:.0f} (11.6 days)", c.comm.timeout_s,
+                       kLongestWaitSeconds));
   }
   if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
     const auto kib = parse_whole_number(c.comm.round_kib);

@@ -147,7 +147,6 @@ void apply_toml(RunConfig& config, const toml::value& root, const std::string& f
 // typo or an edited file, refused before it becomes an allocation.
 constexpr std::int64_t kMostParameters = std::int64_t{1} << 43;  // 8.8 trillion
 constexpr std::int64_t kLongestSequence = std::int64_t{1} << 24;  // 16.8M positions
-constexpr std::int64_t kMostThreads = 4096;                      // threads of one process
 
 // a·b for a size derived from the config; a product beyond 64 bits comes of a value far too large, a typo.
 std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {

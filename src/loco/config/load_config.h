@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -10,6 +11,9 @@
 #include "loco/config/run_config.h"
 
 namespace loco {
+
+// train.threads at most (threads of one process); loco bench's --threads and a sweep's threads too.
+inline constexpr std::int64_t kMostThreads = 4096;
 
 // Note "config-is-data": reading and checking a config never looks at the environment. The one value
 // that depends on where the process runs, dist.replicas = 0 under a launcher, comes in as `world_size`

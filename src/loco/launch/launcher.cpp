@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "loco/util/error.h"
+#include "loco/util/seconds_since.h"
 #include "loco/util/signal_name.h"
 
 extern char** environ;
@@ -96,10 +97,10 @@ void validate(const LaunchOptions& o) {
         "--master-port 0 picks a free port on this host, which the other nodes cannot know: give every "
         "node the same fixed --master-port.");
   }
-  // At most 1e6 s, as comm.timeout_s: from about 9.3e9 s the deadline overflowed the clock and the ranks were
-  // killed at once, without the stop checkpoint the grace was for.
-  if (!(o.grace_s >= 0 && o.grace_s <= 1e6)) {
-    throw ConfigError(fmt::format("--grace-s {} must be 0 or more seconds, at most 1000000.", o.grace_s));
+  // A longer grace overflowed its deadline, and the ranks were killed at once, without their stop checkpoint.
+  if (!(o.grace_s >= 0 && o.grace_s <= kLongestWaitSeconds)) {
+    throw ConfigError(fmt::format("--grace-s {} must be 0 or more seconds, at most {:.0f}.", o.grace_s,
+                                  kLongestWaitSeconds));
   }
   if (o.max_restarts < -1) throw ConfigError(fmt::format("--max-restarts {} must be 0 or more.", o.max_restarts));
   if (o.argv.empty() || o.program.empty()) {

@@ -9,6 +9,7 @@
 #include <toml.hpp>
 
 #include "loco/config/toml_text.h"
+#include "loco/config/load_config.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -195,7 +196,7 @@ void refuse_unknown(const toml::value& table, const std::set<std::string>& known
 void read_scalars(const toml::value& table, const std::string& where, SweepFile& out) {
   if (table.contains("out_dir")) out.out_dir = path_setting(table, "out_dir", where);
   out.jobs = whole_number(table, "jobs", out.jobs, 1, kMaxSweepJobs, where);
-  out.threads = whole_number(table, "threads", out.threads, 0, 4096, where);  // as train.threads
+  out.threads = whole_number(table, "threads", out.threads, 0, static_cast<int>(kMostThreads), where);
   if (!table.contains("eval")) return;
   const toml::value& eval = table.at("eval");
   if (!eval.is_table()) throw ConfigError(fmt::format("[{}eval] must be a table: batches, batch_size", where));
