@@ -362,6 +362,29 @@ QuorumDecision Coordinator::decide(double now) const {
     }
     counted = pipeline_replicas(parts, stages_);
   }
+  // Note "no-fresh-restart": once the run has got somewhere, members that all start from nothing would train
+  // it again from step 0, silently (every member died, say, and was started again without --resume). They
+  // form no quorum, whatever else they wait for, and are told why. Members that resumed from checkpoints bring
+  // their step: the run goes on from the furthest, and the others heal from it.
+  if (reached_step_ > 0) {
+    std::size_t waiting = 0;
+    bool progress_held = false;
+    for (const MemberState& state : counted) {
+      if (!is_healthy(state, now, options_.rules)) continue;
+      progress_held = progress_held || state.step > 0;
+      if (state.waiting_since) ++waiting;
+    }
+    if (waiting > 0 && !progress_held) {
+      QuorumDecision held;
+      held.waiting_for = fmt::format(
+          "a member that holds the run's progress: the run reached step {} with this coordinator, but the {} "
+          "waiting {} at step 0, started without a checkpoint. Start each with --resume and its latest "
+          "checkpoint (OUT_DIR/members/NAME-n/checkpoints/step_N; docs/fault-tolerance.md \"Resuming a run from "
+          "checkpoints\"), or start a new coordinator to train the run again from the start",
+          reached_step_, waiting, waiting == 1 ? "replica is" : "replicas are");
+      return held;
+    }
+  }
   QuorumDecision decision = decide_quorum(counted, quorum_, now, options_.rules);
   if (decision.form && quorum_.id == 0 && options_.start_members > 0) {
     std::size_t waiting = 0;
@@ -418,6 +441,7 @@ double Coordinator::tick(double now) {
     for (const auto& stage : quorum_stages_) {
       for (const auto& id : stage) step = std::max(step, members_.at(id).step);
     }
+    reached_step_ = std::max(reached_step_, step);
     if (quorum_.id != before) {
       record(now, "quorum", fmt::format("q{} at step {}: {}", quorum_.id, step, fmt::join(quorum_.members, ", ")));
     } else {  // the same members again (every step for data parallel): counted, not news for the log
@@ -483,7 +507,7 @@ nlohmann::json Coordinator::status(double now) const {
   }
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : events_) events.push_back({{"time_s", e.time}, {"kind", e.kind}, {"detail", e.detail}});
-  std::int64_t furthest = finished_step_;
+  std::int64_t furthest = std::max(finished_step_, reached_step_);
   for (const auto& [id, m] : members_) furthest = std::max(furthest, m.step);
   return {{"run_id", options_.run_id},
           {"furthest_step", furthest},

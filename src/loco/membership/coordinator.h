@@ -232,6 +232,8 @@ class Coordinator {
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id
   std::int64_t finished_step_ = 0;  // > 0: a member finished the run at this step
+  // The step of the furthest quorum formed (note "no-fresh-restart" in coordinator.cpp).
+  std::int64_t reached_step_ = 0;
   std::int64_t replies_formed_ = 0;  // the last QuorumReply::serial
   std::map<SyncKey, Synchronisation> synchronisations_;
   std::deque<Event> events_;

@@ -49,8 +49,10 @@ std::string format_checked_status(const nlohmann::json& status, std::size_t even
       status.at("quorum").value("broken", false) ? " (broken)" : "");
   out += fmt::format("{:<24} {:<8} {:>10} {:>8} {:>10} {:>7} {:>14} {:>12}\n", "member", "state", "step", "loss",
                      "tokens/s", "quorum", "heartbeat age", "member for");
+  bool anyone_waits = false;
   for (const auto& m : status.at("members")) {
     const std::string state = !m.value("healthy", false) ? "silent" : m.at("waiting_s").is_number() ? "waiting" : "training";
+    anyone_waits = anyone_waits || state == "waiting";
     const nlohmann::json metrics = m.value("metrics", nlohmann::json::object());
     out += fmt::format("{:<24} {:<8} {:>10} {:>8} {:>10} {:>7} {:>14} {:>12}\n", loggable(m.value("id", std::string("?"))),
                        state, m.value("step", std::int64_t{0}), number(metrics, "loss", 4), number(metrics, "tokens_per_s", 0),
@@ -58,6 +60,9 @@ std::string format_checked_status(const nlohmann::json& status, std::size_t even
                        seconds(m.value("heartbeat_age_s", nlohmann::json())),
                        seconds(m.value("member_for_s", nlohmann::json())));
   }
+  // Why no quorum forms, while someone waits for one (a member that resumed nothing, a missing replica).
+  const std::string why = status.value("waiting_for", std::string());
+  if (anyone_waits && !why.empty()) out += fmt::format("waiting for {}\n", loggable(why));
   const auto& all = status.at("events");
   const std::size_t first = all.size() > events ? all.size() - events : 0;
   if (first < all.size()) out += "last events:\n";

@@ -346,6 +346,49 @@ TEST(Coordinator, AnAbortRenewsTheQuorumId) {
 
 // Members that trained the run to its end say so when they leave; a member still behind is then told
 // the run is over instead of waiting for a quorum that can never form.
+// Note "no-fresh-restart": once a run got somewhere, members that all start from nothing (every process died
+// and was started again without --resume) form no quorum: it would train the run again from step 0,
+// silently. The run's first quorum still forms at step 0, and members that resumed from checkpoints go on.
+TEST(Coordinator, MembersThatAllStartFromNothingDoNotTrainAReachedRunAgain) {
+  Coordinator c = make(2);
+  const auto a = who(c.join("run-1", "a", 0)), b = who(c.join("run-1", "b", 0));
+  c.request_quorum(a, 0, 1);
+  c.request_quorum(b, 0, 1);
+  c.tick(1);
+  ASSERT_TRUE(c.take_quorum(a) && c.take_quorum(b));  // the run starts at step 0
+  c.request_quorum(a, 8, 2);
+  c.request_quorum(b, 8, 2);
+  c.tick(2);
+  ASSERT_TRUE(c.take_quorum(a) && c.take_quorum(b));
+  c.leave(a, "process ended", 3);
+  c.leave(b, "process ended", 3);
+  const auto a2 = who(c.join("run-1", "a", 4)), b2 = who(c.join("run-1", "b", 4));
+  c.request_quorum(a2, 0, 4.5);
+  c.tick(4.5);  // one is waiting: told why already, not that a second replica is missing
+  EXPECT_NE(c.waiting_for(4.5).find("the run reached step 8 with this coordinator, but the 1 waiting replica is at "
+                                    "step 0"),
+            std::string::npos)
+      << c.waiting_for(4.5);
+  c.request_quorum(b2, 0, 5);
+  c.tick(5);
+  EXPECT_FALSE(c.take_quorum(a2));
+  EXPECT_FALSE(c.take_quorum(b2));
+  const std::string why = c.waiting_for(5);
+  EXPECT_NE(why.find("the run reached step 8 with this coordinator, but the 2 waiting replicas are at step 0"),
+            std::string::npos) << why;
+  EXPECT_NE(why.find("--resume"), std::string::npos) << why;
+  EXPECT_EQ(c.status(5).at("waiting_for").get<std::string>(), why);
+  // One member resumed from its checkpoint of step 4: the run goes on from there, the others heal.
+  const auto resumed = who(c.join("run-1", "c", 6));
+  c.request_quorum(resumed, 4, 7);
+  c.tick(7);
+  const auto reply = c.take_quorum(resumed);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->step, 4);
+  EXPECT_EQ(reply->steps, (std::vector<std::int64_t>{0, 0, 4}));
+  EXPECT_TRUE(c.take_quorum(a2) && c.take_quorum(b2));
+}
+
 TEST(Coordinator, AMemberBehindIsToldThatTheRunFinished) {
   Coordinator c = make(2);
   const auto [a, b] = quorum_of_two(c);

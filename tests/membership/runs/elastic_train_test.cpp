@@ -507,6 +507,41 @@ TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
   EXPECT_TRUE(ga == final_global("restart", "c-1", kSteps)) << "a's and c's global parameters differ";
 }
 
+// Note "no-fresh-restart" (membership/coordinator.cpp): every member is killed, and the same commands are
+// started again without --resume. They must not train the run again from step 0: they wait, and give up after
+// comm.timeout_s saying what to do.
+TEST_F(ElasticTrain, MembersStartedAgainWithoutTheirCheckpointsDoNotTrainTheRunFromTheStart) {
+  const auto coordinator_process = coordinator("fresh", 2);
+  auto a = member("fresh", "a", 400);
+  auto b = member("fresh", "b", 400);
+  ASSERT_TRUE(a->wait_for(std::regex("step 12/400"), 120)) << a->output();
+  a->signal(SIGKILL);
+  b->signal(SIGKILL);
+  EXPECT_EQ(a->wait(10), 128 + SIGKILL);
+  EXPECT_EQ(b->wait(10), 128 + SIGKILL);
+  auto a2 = member("fresh", "a", 400, "", {"comm.timeout_s=15"});
+  auto b2 = member("fresh", "b", 400, "", {"comm.timeout_s=15"});
+  // Meanwhile `loco status` says why they wait, and how far the run got.
+  std::string status;
+  for (int tries = 0; tries < 40 && status.find("waiting for a member that holds") == std::string::npos; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    status = test::run_loco({"status", "--coordinator", address_}).output;
+  }
+  EXPECT_NE(status.find("waiting for a member that holds the run's progress: the run reached step "), std::string::npos)
+      << status;
+  EXPECT_FALSE(std::regex_search(status, std::regex("furthest step 0,"))) << status;
+  for (auto* m : {a2.get(), b2.get()}) {
+    EXPECT_EQ(m->wait(90), 1) << m->output();
+    EXPECT_TRUE(std::regex_search(m->output(), std::regex("no quorum within 15.0 s; still waiting for a member that "
+                                                          "holds the run's progress: the run reached step [1-9][0-9]* "
+                                                          "with this coordinator, but the [12] waiting replicas? (is|are) "
+                                                          "at step 0, started without a checkpoint. Start each with "
+                                                          "--resume")))
+        << m->output();
+    EXPECT_FALSE(std::regex_search(m->output(), std::regex("step [0-9]+/400"))) << m->output();  // nothing trained
+  }
+}
+
 // Note "elastic-resume": a run whose members all stopped goes on from their checkpoints. Three members train
 // 24 steps with a checkpoint at step 12; three new processes resume from those step-12 checkpoints, each from
 // its own, and end with the global parameters of the uninterrupted run to the last bit (a spurious outer
