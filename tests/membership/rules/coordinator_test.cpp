@@ -375,7 +375,8 @@ TEST(Coordinator, MembersThatAllStartFromNothingDoNotTrainAReachedRunAgain) {
   EXPECT_FALSE(c.take_quorum(b2));
   const std::string why = c.waiting_for(5);
   EXPECT_NE(why.find("the run reached step 8 with this coordinator, but the 2 waiting replicas are at step 0"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   EXPECT_NE(why.find("--resume"), std::string::npos) << why;
   EXPECT_EQ(c.status(5).at("waiting_for").get<std::string>(), why);
   // One member resumed from its checkpoint of step 4: the run goes on from there, the others heal.

@@ -532,11 +532,12 @@ TEST_F(ElasticTrain, MembersStartedAgainWithoutTheirCheckpointsDoNotTrainTheRunF
   EXPECT_FALSE(std::regex_search(status, std::regex("furthest step 0,"))) << status;
   for (auto* m : {a2.get(), b2.get()}) {
     EXPECT_EQ(m->wait(90), 1) << m->output();
-    EXPECT_TRUE(std::regex_search(m->output(), std::regex("no quorum within 15.0 s; still waiting for a member that "
-                                                          "holds the run's progress: the run reached step [1-9][0-9]* "
-                                                          "with this coordinator, but the [12] waiting replicas? (is|are) "
-                                                          "at step 0, started without a checkpoint. Start each with "
-                                                          "--resume")))
+    EXPECT_TRUE(
+        std::regex_search(m->output(), std::regex("no quorum within 15.0 s; still waiting for a member that "
+                                                  "holds the run's progress: the run reached step [1-9][0-9]* "
+                                                  "with this coordinator, but the [12] waiting replicas? (is|are) "
+                                                  "at step 0, started without a checkpoint. Start each with "
+                                                  "--resume")))
         << m->output();
     EXPECT_FALSE(std::regex_search(m->output(), std::regex("step [0-9]+/400"))) << m->output();  // nothing trained
   }
