@@ -21,12 +21,13 @@ constexpr double kFailureVoteWaitS = 5;
 }  // namespace
 
 ElasticMember::ElasticMember(ReplicaState& replica, QuorumGroup& groups, membership::MemberClient& member,
-                             double vote_timeout_s)
+                             double vote_timeout_s, comm::Group* replica_stages)
     : replica_(replica),
       groups_(groups),
       member_(member),
       vote_timeout_s_(vote_timeout_s),
-      fault_(FaultInjection::from_environment()) {}
+      fault_(FaultInjection::from_environment()),
+      stages_(replica_stages ? std::make_unique<StageAgreement>(*replica_stages) : nullptr) {}
 
 void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
                                 const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt) {
@@ -34,16 +35,22 @@ void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
   started_ = SteadyClock::now();
   while (true) {
     std::optional<membership::QuorumReply> quorum;
+    bool done = false;
+    if (stages_) stages_->open_attempt();
     try {
       const auto asked = SteadyClock::now();
       comm::Group& group = groups_.join_quorum(reported());
       quorum = groups_.quorum();
       note_quorum(*quorum, seconds_since(asked));
-      if (attempt(group, *quorum)) return;
+      done = attempt(group, *quorum);
     } catch (const comm::CommError& e) {
       // A member failed or stopped during an exchange or a transfer: retry with the next quorum's group.
       give_up(quorum, reported(), e.what());
     }
+    // Note "stage-agreement": an attempt that did not vote tells the replica's other stages how it ended here.
+    // A CommError (they could not agree) ends the stage: its replica starts again.
+    if (stages_) stages_->close_attempt(done);
+    if (done) return;
   }
 }
 
@@ -151,6 +158,21 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
 std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_id, std::int64_t step,
                                                           const std::string& hash,
                                                           const std::vector<std::string>& rejected) {
+  std::optional<membership::CommitReply> decision = decision_for(quorum_id, step, hash, rejected);
+  if (!stages_) return decision;
+  // Note "stage-agreement": nothing is applied unless every stage of the replica commits.
+  const bool commits = decision && decision->outcome == membership::Outcome::commit;
+  if (stages_->settle(commits ? AttemptEnd::done : AttemptEnd::retry) == AttemptEnd::done || !commits) return decision;
+  membership::CommitReply retried;
+  retried.outcome = membership::Outcome::abort;
+  retried.reason = fmt::format("stage(s) {} of this pipeline replica did not commit it; its stages retry together",
+                               stages_->retrying());
+  return retried;
+}
+
+std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t quorum_id, std::int64_t step,
+                                                                   const std::string& hash,
+                                                                   const std::vector<std::string>& rejected) {
   try {
     return member_.vote(quorum_id, step, true, hash, vote_timeout_s_, rejected);
   } catch (const membership::MembershipError& e) {
@@ -160,7 +182,8 @@ std::optional<membership::CommitReply> ElasticMember::vote(std::int64_t quorum_i
         // This member's exchange succeeded, so every member whose exchange succeeded holds the same
         // candidate; the decision could only have been to commit it, or an abort because a member failed,
         // whose members retry and are healed (they are behind) at the next synchronisation. The hash vote
-        // there finds any member that differs.
+        // there finds any member that differs. A pipeline stage's presumption yields to an abort that another
+        // stage of its replica read (note "stage-agreement", vote()).
         fmt::print(stderr, "elastic: the coordinator was replaced before deciding the synchronisation at step {}; "
                            "presumed committed (checked by the next synchronisation's vote)\n", step);
         log_.add("presumed_commit", step, 0, e.what());
@@ -185,6 +208,9 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
   fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
   log_.add("abort", step, seconds_since(started_), why);
   report_failure(quorum, step);
+  // Outside synchronise (an overlapped exchange), the replica's other stages learn it here; inside, as the
+  // attempt ends.
+  if (stages_ && !stages_->attempt_open()) stages_->settle(AttemptEnd::retry);
 }
 
 void ElasticMember::skip(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,

@@ -13,6 +13,7 @@
 
 #include "loco/elastic/membership_log.h"
 #include "loco/elastic/quorum_group.h"
+#include "loco/elastic/stage_agreement.h"
 #include "loco/io/safetensors.h"
 #include "loco/membership/heal_rules.h"
 #include "loco/train/fault_injection.h"
@@ -34,14 +35,17 @@ struct HealOutcome {
 class ElasticMember {
  public:
   // `replica`: the trainer's state, which heals replace; `vote_timeout_s`: the longest a vote waits for the
-  // others'.
-  ElasticMember(ReplicaState& replica, QuorumGroup& groups, membership::MemberClient& member, double vote_timeout_s);
+  // others'; `replica_stages`: the pipeline group of this stage's replica, whose stages end every attempt at a
+  // synchronisation alike (note "stage-agreement"), or null (a whole replica; NoLoCo).
+  ElasticMember(ReplicaState& replica, QuorumGroup& groups, membership::MemberClient& member, double vote_timeout_s,
+                comm::Group* replica_stages = nullptr);
 
   // One synchronisation, tried with one quorum after another until it is done: `attempt` gets the group
   // and the quorum of the synchronisation this member reports as `reported()` (asked anew each time: a
   // heal moves the member's step) and returns true when done, false to ask for the next quorum (a refused
   // vote, an abort). A CommError gives the attempt up (give_up) and asks again. A new quorum is logged
-  // (and a rejoin, when the member id changed).
+  // (and a rejoin, when the member id changed). A pipeline stage settles each attempt with its replica's
+  // other stages (note "stage-agreement"): in its vote, or as the attempt ends.
   void synchronise(const std::function<std::int64_t()>& reported,
                    const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt);
   // The coordinator decided to abort the synchronisation at `step` (`reason`): logged; nothing applied.
@@ -57,7 +61,8 @@ class ElasticMember {
                    membership::ReplicasAlike alike = membership::ReplicasAlike::yes, bool check_alike = false);
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
-  // refused and nothing was committed (the group is abandoned: retry with the next quorum).
+  // refused and nothing was committed (the group is abandoned: retry with the next quorum). A pipeline
+  // stage's commit turns into an abort when another stage of its replica retries (note "stage-agreement").
   // `rejected`: members whose pseudo-gradients this one left out (NaN or Inf), reported with the vote.
   std::optional<membership::CommitReply> vote(std::int64_t quorum_id, std::int64_t step, const std::string& hash,
                                               const std::vector<std::string>& rejected = {});
@@ -68,7 +73,7 @@ class ElasticMember {
 
   // A synchronisation at `step` failed (`why`: a collective of `quorum` failed outside `synchronise`, as an
   // overlapped exchange does) and will be retried with the next quorum: logged, then reported
-  // (report_failure).
+  // (report_failure); outside `synchronise`, a pipeline stage tells its replica's others.
   void give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step, const std::string& why);
   // An exchange with the members `partners` of `quorum` at `step` failed (`why`) and has no second phase
   // (NoLoCo's group mean): the round is skipped, logged and reported (report_failure).
@@ -82,12 +87,17 @@ class ElasticMember {
 
  private:
   void note_quorum(const membership::QuorumReply& quorum, double waited_s);
+  // vote's decision for this member alone, before its replica's stages agree.
+  std::optional<membership::CommitReply> decision_for(std::int64_t quorum_id, std::int64_t step,
+                                                      const std::string& hash,
+                                                      const std::vector<std::string>& rejected);
 
   ReplicaState& replica_;
   QuorumGroup& groups_;
   membership::MemberClient& member_;
   double vote_timeout_s_;
   std::unique_ptr<FaultInjection> fault_;  // LOCO_FAULT=exchanging:..., donating:... or receiving:...
+  std::unique_ptr<StageAgreement> stages_;  // a pipeline stage's, with its replica's other stages
   std::string last_quorum_;                // its store prefix (incarnation and id), for the log
   std::optional<membership::Credentials> credentials_;  // this member's, as of the last quorum
   MembershipLog log_;

@@ -15,18 +15,19 @@ namespace loco::elastic {
 
 QuorumMembership::QuorumMembership(QuorumGroup& groups, membership::MemberClient& client,
                                    std::uint64_t windows_per_step, double vote_timeout_s, int replica,
-                                   std::string directory_member)
+                                   std::string directory_member, comm::Group* replica_stages)
     : groups_(groups),
       client_(client),
       windows_per_step_(windows_per_step),
       vote_timeout_s_(vote_timeout_s),
       replica_number_(replica),
       member_id_(client.credentials().member_id),
-      directory_member_(directory_member.empty() ? member_id_ : std::move(directory_member)) {}
+      directory_member_(directory_member.empty() ? member_id_ : std::move(directory_member)),
+      replica_stages_(replica_stages) {}
 
 void QuorumMembership::attach(ReplicaState& replica) {
   replica_ = &replica;
-  member_ = std::make_unique<ElasticMember>(replica, groups_, client_, vote_timeout_s_);
+  member_ = std::make_unique<ElasticMember>(replica, groups_, client_, vote_timeout_s_, replica_stages_);
 }
 
 ElasticMember& QuorumMembership::member() {

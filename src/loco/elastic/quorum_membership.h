@@ -47,9 +47,12 @@ class QuorumMembership final : public Membership {
   // `windows_per_step`: the sequences this member trains on per step; `vote_timeout_s`: the longest a vote
   // waits for the others'; `replica`: the replica this member plays in the run's numbering (-1: none);
   // `directory_member`: the member whose id names the directory (a pipeline stage's: its replica's first
-  // stage, so that the stages write one replica directory); empty: this member's own.
+  // stage, so that the stages write one replica directory); empty: this member's own. `replica_stages`: a
+  // pipeline stage's group with its replica's other stages, which settle every attempt alike (note
+  // "stage-agreement" in stage_agreement.h); null: a whole replica, or a strategy without votes (NoLoCo).
   QuorumMembership(QuorumGroup& groups, membership::MemberClient& client, std::uint64_t windows_per_step,
-                   double vote_timeout_s, int replica, std::string directory_member = "");
+                   double vote_timeout_s, int replica, std::string directory_member = "",
+                   comm::Group* replica_stages = nullptr);
 
   void attach(ReplicaState& replica) override;
   std::filesystem::path directory(const std::filesystem::path& out_dir) const override;
@@ -84,6 +87,7 @@ class QuorumMembership final : public Membership {
   int replica_number_;
   std::string member_id_;  // as of the first join
   std::string directory_member_;  // names the member's directory
+  comm::Group* replica_stages_;
   ReplicaState* replica_ = nullptr;
   std::unique_ptr<ElasticMember> member_;
   std::optional<membership::QuorumReply> quorum_;  // of the last attempt

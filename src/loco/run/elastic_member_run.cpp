@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "loco/comm/comm_error.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
@@ -81,8 +82,11 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
                member.credentials().member_id, member_options.place.stage, member_options.place.unit,
                fmt::join(replica_members.members, ", "));
   }
+  // Note "stage-agreement": the stages of a replica settle each outer step alike; NoLoCo has no vote to settle.
+  comm::Group* replica_stages =
+      pipeline && algorithm_named(config.dist.algorithm) != Algorithm::noloco ? pipeline.get() : nullptr;
   elastic::QuorumMembership membership(groups, member, static_cast<std::uint64_t>(config.replica_batch()),
-                                       config.comm.timeout_s, replica, directory_member);
+                                       config.comm.timeout_s, replica, directory_member, replica_stages);
   options.membership = &membership;
   options.make_strategy = [&membership](const RunConfig& c, const ReplicaContext& context) {
     return elastic::make_elastic_strategy(c, context, membership);
