@@ -6,6 +6,7 @@
 // through LOCO_COORDINATOR=host:port and LOCO_RUN_ID, and prove the run's secret (docs/security.md).
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "loco/cli/stop_on_signal.h"
 #include "loco/cli/usage.h"
 #include "loco/membership/run_secret.h"
+#include "loco/membership/untrusted_text.h"
 #include "loco/run/served_coordinator.h"
 #include "loco/util/error.h"
 
@@ -50,6 +52,26 @@ std::string coordinator_secret(const std::string& secret_file) {
                     "LOCO_RUN_SECRET (docs/security.md)");
 }
 
+// LOCO_COORDINATOR_FAULT=abort:KILL, for failure tests (docs/fault-tolerance.md "Testing"): the coordinator
+// SIGKILLs itself the moment it decides to abort a synchronisation, before any member can read the decision
+// (note "stage-agreement": the members then presume a commit, or retry, by themselves).
+void kill_on_abort_if_asked(membership::CoordinatorOptions& options) {
+  const char* fault = std::getenv("LOCO_COORDINATOR_FAULT");
+  if (!fault || !*fault) return;
+  if (std::string(fault) != "abort:KILL") {
+    throw ConfigError(fmt::format("LOCO_COORDINATOR_FAULT='{}': the one fault a coordinator takes is abort:KILL (it "
+                                  "is killed as it decides to abort a synchronisation); unset it otherwise",
+                                  membership::loggable(fault)));
+  }
+  options.on_event = [](const std::string& kind, const std::string& detail) {
+    fmt::print(stderr, "{}\n", membership::loggable(fmt::format("loco coordinator: {} {}", kind, detail)));
+    if (kind != "abort") return;
+    fmt::print(stderr, "loco coordinator: LOCO_COORDINATOR_FAULT=abort:KILL\n");
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  };
+}
+
 std::string random_run_id() {
   std::random_device device;
   return fmt::format("run-{:08x}", device());
@@ -65,6 +87,7 @@ void run_coordinator(const CoordinatorArgs& args) {
   options.coordinator.rules = args.rules;
   options.coordinator.max_rejections = args.max_rejections;
   options.coordinator.run_steps = args.run_steps;
+  kill_on_abort_if_asked(options.coordinator);
   options.secret = coordinator_secret(args.secret_file);
   run::ServedCoordinator coordinator(options, args.store_port);
   membership::CoordinatorServer& server = coordinator.server();

@@ -41,13 +41,15 @@ class ElasticTrain : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
 
   // The coordinator of a run; its address in `address_`, its store's port in `store_port_`. Ports 0: free
-  // ones (a replacement coordinator takes its predecessor's).
+  // ones (a replacement coordinator takes its predecessor's). `fault`: its LOCO_COORDINATOR_FAULT.
   std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas, int port = 0,
-                                                  int store_port = 0) {
+                                                  int store_port = 0, int min_replicas = 2,
+                                                  const std::string& fault = "") {
     auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{
-        LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", std::to_string(port), "--store-port",
-        std::to_string(store_port), "--run-id", run, "--min-replicas", "2", "--start-replicas",
-        std::to_string(start_replicas), "--heartbeat-timeout-s", "1", "--join-window-s", "0.5"});
+        "/usr/bin/env", "LOCO_COORDINATOR_FAULT=" + fault, LOCO_BINARY, "coordinator", "--host", "127.0.0.1",
+        "--port", std::to_string(port), "--store-port", std::to_string(store_port), "--run-id", run, "--min-replicas",
+        std::to_string(min_replicas), "--start-replicas", std::to_string(start_replicas), "--heartbeat-timeout-s", "1",
+        "--join-window-s", "0.5"});
     const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+) .*store on port ([0-9]+)"), 30);
     EXPECT_TRUE(banner) << c->output();
     address_ = banner ? "127.0.0.1:" + (*banner)[1] : "";
@@ -920,6 +922,49 @@ TEST_F(ElasticPipelines, DataParallelReplicasHealAndRejoin) {
 
 TEST_F(ElasticPipelines, NolocoReplicasHealAndRejoin) {
   replica_heals("pipeline-noloco", 2, /*killed=*/1, noloco(), std::nullopt);
+}
+
+// Note "stage-agreement": replica 1's last stage (rank 3) is killed inside its first outer exchange, and the
+// coordinator dies as it decides the abort that follows, before anyone read it. In replica 0, stage 1's
+// exchange (with rank 3) failed, so it retries; stage 0's (with rank 2) went well, so it presumes a commit
+// once a replacement coordinator refuses its vote. The two settle together: stage 0 applies nothing, both
+// retry under the replacement, and replica 0 finishes the run alone. (Before, stage 0 applied the step and
+// trained on while stage 1 waited for a quorum without it: both failed after comm.timeout_s.)
+TEST_F(ElasticPipelines, StagesThatPresumeAndStagesThatRetrySettleTogether) {
+  auto first = coordinator("pipeline-split", 2, 0, 0, /*min_replicas=*/1, "abort:KILL");
+  const std::string address = address_;
+  const int port = std::stoi(address.substr(address.rfind(':') + 1)), store_port = store_port_;
+  constexpr int kSteps = 40;
+  const std::vector<std::string> stages = {"dist.stages=2", "dist.replicas=2", "train.micro_batch_size=1"};
+  std::vector<std::unique_ptr<test::ChildProcess>> ranks;
+  for (int rank = 0; rank < 4; ++rank) {
+    ranks.push_back(member("pipeline-split", "rank-" + std::to_string(rank), kSteps,
+                           rank == 3 ? "exchanging:KILL" : "", stages));
+  }
+  EXPECT_EQ(ranks[3]->wait(120), 128 + SIGKILL) << ranks[3]->output();
+  ASSERT_EQ(first->wait(60), 128 + SIGKILL) << first->output();
+  EXPECT_NE(first->output().find("loco coordinator: abort q1 step 4"), std::string::npos) << first->output();
+  const auto second = coordinator("pipeline-split", 1, port, store_port, /*min_replicas=*/1);
+  ASSERT_EQ(address_, address) << second->output();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(ranks[rank]->wait(180), 0) << ranks[rank]->output();
+    EXPECT_EQ(ranks[rank]->output().find(") stops:"), std::string::npos) << ranks[rank]->output();
+  }
+  const std::string presumed = ranks[0]->output();
+  EXPECT_NE(presumed.find("presumed committed"), std::string::npos) << presumed;
+  EXPECT_NE(presumed.find("aborted (stage(s) 1 of this pipeline replica did not commit it; its stages retry together)"),
+            std::string::npos)
+      << presumed;
+  EXPECT_NE(ranks[1]->output().find("elastic: synchronisation at step 4 failed"), std::string::npos)
+      << ranks[1]->output();
+  EXPECT_NE(ranks[2]->wait(120), 0) << ranks[2]->output();  // its replica lost its last stage
+  // Replica 0 committed every outer step, the retried one once.
+  nlohmann::json last;
+  events("pipeline-split", "rank-0-1", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+  for (const std::string part : {"", "/stage_1"}) {
+    EXPECT_FALSE(final_global("pipeline-split", "rank-0-1" + part, kSteps).empty()) << part;
+  }
 }
 
 // A replacement coordinator breaks no pipeline replica: every stage rejoins it (a new incarnation), the
