@@ -59,9 +59,10 @@ void kill_on_abort_if_asked(membership::CoordinatorOptions& options) {
   const char* fault = std::getenv("LOCO_COORDINATOR_FAULT");
   if (!fault || !*fault) return;
   if (std::string(fault) != "abort:KILL") {
-    throw ConfigError(fmt::format("LOCO_COORDINATOR_FAULT='{}': the one fault a coordinator takes is abort:KILL (it "
-                                  "is killed as it decides to abort a synchronisation); unset it otherwise",
-                                  membership::loggable(fault)));
+    throw ConfigError(
+        fmt::format("LOCO_COORDINATOR_FAULT='{}': the one fault a coordinator takes is abort:KILL (it "
+                    "is killed as it decides to abort a synchronisation); unset it otherwise",
+                    membership::loggable(fault)));
   }
   options.on_event = [](const std::string& kind, const std::string& detail) {
     fmt::print(stderr, "{}\n", membership::loggable(fmt::format("loco coordinator: {} {}", kind, detail)));

@@ -45,11 +45,26 @@ class ElasticTrain : public ::testing::Test {
   std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas, int port = 0,
                                                   int store_port = 0, int min_replicas = 2,
                                                   const std::string& fault = "") {
-    auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{
-        "/usr/bin/env", "LOCO_COORDINATOR_FAULT=" + fault, LOCO_BINARY, "coordinator", "--host", "127.0.0.1",
-        "--port", std::to_string(port), "--store-port", std::to_string(store_port), "--run-id", run, "--min-replicas",
-        std::to_string(min_replicas), "--start-replicas", std::to_string(start_replicas), "--heartbeat-timeout-s", "1",
-        "--join-window-s", "0.5"});
+    auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{"/usr/bin/env",
+                                                                           "LOCO_COORDINATOR_FAULT=" + fault,
+                                                                           LOCO_BINARY,
+                                                                           "coordinator",
+                                                                           "--host",
+                                                                           "127.0.0.1",
+                                                                           "--port",
+                                                                           std::to_string(port),
+                                                                           "--store-port",
+                                                                           std::to_string(store_port),
+                                                                           "--run-id",
+                                                                           run,
+                                                                           "--min-replicas",
+                                                                           std::to_string(min_replicas),
+                                                                           "--start-replicas",
+                                                                           std::to_string(start_replicas),
+                                                                           "--heartbeat-timeout-s",
+                                                                           "1",
+                                                                           "--join-window-s",
+                                                                           "0.5"});
     const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+) .*store on port ([0-9]+)"), 30);
     EXPECT_TRUE(banner) << c->output();
     address_ = banner ? "127.0.0.1:" + (*banner)[1] : "";
@@ -938,8 +953,8 @@ TEST_F(ElasticPipelines, StagesThatPresumeAndStagesThatRetrySettleTogether) {
   const std::vector<std::string> stages = {"dist.stages=2", "dist.replicas=2", "train.micro_batch_size=1"};
   std::vector<std::unique_ptr<test::ChildProcess>> ranks;
   for (int rank = 0; rank < 4; ++rank) {
-    ranks.push_back(member("pipeline-split", "rank-" + std::to_string(rank), kSteps,
-                           rank == 3 ? "exchanging:KILL" : "", stages));
+    ranks.push_back(
+        member("pipeline-split", "rank-" + std::to_string(rank), kSteps, rank == 3 ? "exchanging:KILL" : "", stages));
   }
   EXPECT_EQ(ranks[3]->wait(120), 128 + SIGKILL) << ranks[3]->output();
   ASSERT_EQ(first->wait(60), 128 + SIGKILL) << first->output();
