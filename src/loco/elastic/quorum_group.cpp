@@ -22,6 +22,14 @@ QuorumGroup::~QuorumGroup() { abandon(); }
 
 comm::Group& QuorumGroup::join_quorum(std::int64_t step) {
   membership::QuorumReply next = member_.await_quorum(step, options_.quorum_timeout_s);
+  if (next.run_finished && next.step < step) {
+    // Note "finish-claims" (coordinator.cpp): the others stopped short of where this member already is.
+    throw Error(
+        fmt::format("other members finished the run at step {}, but this member is already at step {}: the "
+                    "members were not given the same train.steps. Start every member with the same config "
+                    "(this one stops here; resume it from its latest checkpoint)",
+                    next.step, step));
+  }
   if (next.run_finished) {
     throw membership::RunFinished(fmt::format("the run was finished at step {} by other members while this one was "
                                               "at step {}; its final state is in their directories",

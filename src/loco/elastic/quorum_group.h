@@ -38,7 +38,8 @@ class QuorumGroup {
   // Waits for the quorum at the synchronisation point after `step` steps and returns its group: the
   // same one while the quorum is unchanged. MembershipError when the member was fenced out or no quorum
   // formed in time; CommError when the new group could not be built (the caller may ask again);
-  // RunFinished when other members finished the run meanwhile.
+  // RunFinished when other members finished the run meanwhile (an Error when they finished it at a step this
+  // member is already beyond: their train.steps differ).
   comm::Group& join_quorum(std::int64_t step);
   // The quorum of the current group (after a join_quorum).
   const membership::QuorumReply& quorum() const;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <netdb.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -15,10 +16,18 @@ namespace loco::membership {
 namespace {
 
 // httplib's error names ("Connection", "Read") as what happened.
-std::string failure_in_words(httplib::Error error) {
+std::string failure_in_words(httplib::Error error, const std::string& host) {
   switch (error) {
-    case httplib::Error::Connection:
+    case httplib::Error::Connection: {
+      // httplib says "Connection" for a name that does not resolve too.
+      addrinfo* found = nullptr;
+      const int resolved = ::getaddrinfo(host.c_str(), nullptr, nullptr, &found);
+      if (found) ::freeaddrinfo(found);
+      if (resolved != 0) {
+        return fmt::format("cannot connect: the host name '{}' does not resolve ({})", host, ::gai_strerror(resolved));
+      }
       return "cannot connect: nothing listens at that address, or a firewall is in the way";
+    }
     case httplib::Error::ConnectionTimeout:
       return "the connection was not accepted in time";
     case httplib::Error::Read:
@@ -101,7 +110,7 @@ std::optional<HttpAnswer> bounded_request(const CoordinatorAddress& at, const st
     return std::nullopt;
   }
   if (!answered) {
-    why_not = cut_off ? fmt::format("no whole answer within {:.1f} s", timeout_s) : failure_in_words(error);
+    why_not = cut_off ? fmt::format("no whole answer within {:.1f} s", timeout_s) : failure_in_words(error, at.host);
     return std::nullopt;
   }
   return HttpAnswer{response.status, std::move(received), response.get_header_value(kMacHeader)};

@@ -78,6 +78,14 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
                                                           name));
   }
   require_place(place, name);
+  // Every name is remembered for the run (a restarted member's next id goes on from its last), so their number
+  // is bounded: far more than any run's members and restarts, and what a member could make up runs out here.
+  if (joins_by_name_.count(name) == 0 && joins_by_name_.size() >= kMaxMemberNames) {
+    throw MembershipError(Refusal::malformed, fmt::format("this run has seen {} member names, the most a coordinator "
+                                                          "keeps; start members under names it knows, or a new "
+                                                          "coordinator",
+                                                          kMaxMemberNames));
+  }
   if (members_.empty()) stages_ = 0;  // the run's shape is its members': a mistaken first one does not stay
   if (stages_ != 0 && place.stages != stages_) {
     throw MembershipError(Refusal::malformed, fmt::format("member '{}' has {} stages, but this run's members have {}: "
@@ -215,9 +223,31 @@ std::optional<QuorumReply> Coordinator::take_quorum(const Credentials& who) {
 
 void Coordinator::leave(const Credentials& who, const std::string& reason, double now, bool finished) {
   const Member& m = member(who);
-  if (finished) finished_step_ = std::max(finished_step_, m.step);
-  remove(who.member_id, "leave", fmt::format("{} ({})", who.member_id, utf8_prefix(reason, kMaxReasonLength)), now,
-         finished);
+  std::string detail = fmt::format("{} ({})", who.member_id, utf8_prefix(reason, kMaxReasonLength));
+  if (finished) {
+    // Note "finish-claims": the run is finished at the claimant's step only where the run got to it (a quorum
+    // formed there) and no other member is beyond it (their train.steps differ, or the claim is false);
+    // otherwise every member would be told so and stop. Such a claim is a plain leave.
+    std::string ahead;
+    for (const auto& [id, other] : members_) {
+      if (id != who.member_id && other.step > m.step &&
+          is_healthy({id, other.last_heartbeat, std::nullopt}, now, options_.rules)) {
+        ahead = fmt::format("{} is at step {}", id, other.step);
+        break;
+      }
+    }
+    if (m.step > reached_step_) ahead = fmt::format("the run reached step {} only", reached_step_);
+    if (ahead.empty()) {
+      finished_step_ = std::max(finished_step_, m.step);
+    } else {
+      detail += fmt::format(
+          "; it says it finished the run at step {}, but {}: not counted (do the members have the "
+          "same train.steps?)",
+          m.step, ahead);
+      finished = false;
+    }
+  }
+  remove(who.member_id, "leave", detail, now, finished);
 }
 
 void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int64_t step, bool ok,
@@ -237,6 +267,28 @@ void Coordinator::vote(const Credentials& who, std::int64_t quorum_id, std::int6
                                       "quorum again",
                                       who.member_id, quorum_id, step, quorum_.id,
                                       m.quorum_id == quorum_.id ? "" : " and does not include it"));
+  }
+  // Note "bounded-votes": a member votes once per synchronisation and takes the decision before it trains on,
+  // so it never has two undecided votes in a quorum; a vote that would open a second is refused, or one member
+  // could open synchronisations without end (each kept while its quorum stands). The members it rejects
+  // must be members of the quorum.
+  decide_synchronisations(now);
+  for (const auto& [key, other] : synchronisations_) {
+    if (key.first == quorum_id && key.second != step && !other.decision && voted_in(other)) {
+      throw MembershipError(Refusal::malformed,
+                            fmt::format("{} voted for step {} while its vote for step {} is undecided: a member votes "
+                                        "once per synchronisation and waits for its decision",
+                                        who.member_id, step, key.second));
+    }
+  }
+  for (const std::string& id : rejected) {
+    const bool in_quorum = std::any_of(quorum_stages_.begin(), quorum_stages_.end(), [&](const auto& stage) {
+      return std::find(stage.begin(), stage.end(), id) != stage.end();
+    });
+    if (!in_quorum) {
+      throw MembershipError(Refusal::malformed, fmt::format("{}'s vote rejects '{}', which is no member of quorum {}",
+                                                            who.member_id, utf8_prefix(id, 64), quorum_id));
+    }
   }
   Synchronisation& sync = synchronisations_[{quorum_id, step}];
   if (sync.stages.empty()) sync.stages = quorum_stages_;

@@ -59,6 +59,9 @@ struct PipelinePlace {
   int stages = 1;
 };
 
+// The most member names a run's coordinator remembers (each name numbers its members' ids: name#n).
+inline constexpr std::size_t kMaxMemberNames = 100000;
+
 // The most stages a run may have (a bound on what a join may claim).
 inline constexpr int kMaxStages = 1024;
 

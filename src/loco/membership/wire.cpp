@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace loco::membership {
 
@@ -11,13 +12,17 @@ namespace {
 const char* type_name(const std::string*) { return "a string"; }
 const char* type_name(const bool*) { return "true or false"; }
 const char* type_name(const double*) { return "a number"; }
-const char* type_name(const std::int64_t*) { return "an integer"; }
+const char* type_name(const std::int64_t*) { return "an integer from -2^63 to 2^63 - 1"; }
 const char* type_name(const std::uint64_t*) { return "a non-negative integer"; }
 
 bool holds(const nlohmann::json& v, const std::string*) { return v.is_string(); }
 bool holds(const nlohmann::json& v, const bool*) { return v.is_boolean(); }
 bool holds(const nlohmann::json& v, const double*) { return v.is_number() && std::isfinite(v.get<double>()); }
-bool holds(const nlohmann::json& v, const std::int64_t*) { return v.is_number_integer(); }
+// An unsigned number above 2^63 - 1 is no int64 (it would read as a negative one).
+bool holds(const nlohmann::json& v, const std::int64_t*) {
+  return v.is_number_integer() &&
+         !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX));
+}
 bool holds(const nlohmann::json& v, const std::uint64_t*) { return v.is_number_unsigned(); }
 
 std::vector<std::string> string_list(const nlohmann::json& message, const char* name) {
@@ -59,6 +64,11 @@ const char* refusal_name(Refusal refusal) {
 
 nlohmann::json parse_message(const std::string& body) {
   nlohmann::json message = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) {
+    throw MembershipError(Refusal::malformed,
+                          "the message is not valid JSON (NaN, Infinity and numbers beyond "
+                          "double's range are not JSON)");
+  }
   if (!message.is_object()) {
     throw MembershipError(Refusal::malformed, "the message is not a JSON object");
   }

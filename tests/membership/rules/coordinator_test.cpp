@@ -74,6 +74,18 @@ TEST(Coordinator, JoinsGetUniqueIdsAndStrangersAreRefused) {
   expect_refusal([&] { c.heartbeat({"nobody#1", 77}, 1); }, Refusal::unknown_member, "nobody#1");
 }
 
+// Every member name is remembered for the run (ids go on from a name's last), up to kMaxMemberNames: a member
+// making names up cannot grow the coordinator without end; names it knows still join.
+TEST(Coordinator, TheMemberNamesARunRemembersAreBounded) {
+  Coordinator c = make();
+  for (std::size_t n = 0; n < kMaxMemberNames; ++n) {
+    const auto m = who(c.join("run-1", "n" + std::to_string(n), 0));
+    c.leave(m, "made up", 0);
+  }
+  expect_refusal([&] { c.join("run-1", "one-more", 1); }, Refusal::malformed, "this run has seen 100000 member names");
+  EXPECT_EQ(c.join("run-1", "n7", 1).member_id, "n7#2");
+}
+
 TEST(Coordinator, AQuorumIsServedOnceToEachOfItsMembers) {
   Coordinator c = make(2);
   const auto a = who(c.join("run-1", "a", 0));
@@ -342,6 +354,53 @@ TEST(Coordinator, AnAbortRenewsTheQuorumId) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->quorum_id, 2);
   EXPECT_EQ(again->members, (Ids{"a#1", "b#1"}));
+}
+
+// Note "finish-claims": a member that says it finished the run while another is beyond its step (their
+// train.steps differ), or at a step no quorum reached (a false claim), leaves like any other: the run is not
+// marked finished, and nobody is told to stop.
+TEST(Coordinator, AClaimToHaveFinishedTheRunIsCountedOnlyWhereTheRunGotTo) {
+  Coordinator c = make(1);
+  const auto [a, b] = quorum_of_two(c);  // at step 5
+  c.request_quorum(a, 9, 2);             // a trains on (its train.steps is larger)
+  c.leave(b, "finished the run", 2.5, /*finished=*/true);
+  EXPECT_FALSE(c.status(2.6).at("finished").get<bool>());
+  const std::string detail = c.status(2.6).at("events").back().at("detail");
+  EXPECT_NE(detail.find("it says it finished the run at step 5, but a#1 is at step 9: not counted (do the members "
+                        "have the same train.steps?)"),
+            std::string::npos)
+      << detail;
+  c.tick(3);
+  const auto go_on = c.take_quorum(a);
+  ASSERT_TRUE(go_on);
+  EXPECT_FALSE(go_on->run_finished);
+  EXPECT_EQ(go_on->members, (Ids{"a#1"}));
+  // A claim far beyond where any quorum formed.
+  const auto liar = who(c.join("run-1", "liar", 4));
+  c.request_quorum(liar, std::int64_t{1} << 39, 4);
+  c.leave(liar, "finished the run", 4.5, /*finished=*/true);
+  EXPECT_FALSE(c.status(4.6).at("finished").get<bool>());
+  EXPECT_NE(c.status(4.6).at("events").back().at("detail").get<std::string>().find("but the run reached step 9 only"),
+            std::string::npos);
+}
+
+// Note "bounded-votes": a member has at most one undecided vote in a quorum (it waits for each decision before
+// it trains on), and rejects only members of the quorum; anything else is refused and opens nothing.
+TEST(Coordinator, AMemberCannotOpenSynchronisationsWithoutEnd) {
+  Coordinator c = make(2);
+  const auto [a, b] = quorum_of_two(c);
+  c.vote(a, 1, 10, true, "h", 2);
+  expect_refusal([&] { c.vote(a, 1, 11, true, "h", 2.1); }, Refusal::malformed,
+                 "a#1 voted for step 11 while its vote for step 10 is undecided");
+  expect_refusal([&] { c.vote(b, 1, 10, true, "h", 2.1, {"nobody#7"}); }, Refusal::malformed,
+                 "b#1's vote rejects 'nobody#7', which is no member of quorum 1");
+  c.vote(b, 1, 10, true, "h", 2.2);
+  c.tick(2.2);
+  EXPECT_EQ(c.take_decision(a, 1, 10)->outcome, Outcome::commit);
+  c.vote(a, 1, 11, true, "h", 2.3);  // decided: the next synchronisation is a's to vote in
+  c.vote(b, 1, 11, true, "h", 2.3, {"a#1"});
+  c.tick(2.3);
+  EXPECT_EQ(c.take_decision(b, 1, 11)->outcome, Outcome::commit);
 }
 
 // Members that trained the run to its end say so when they leave; a member still behind is then told

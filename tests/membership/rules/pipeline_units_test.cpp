@@ -179,6 +179,9 @@ TEST_F(PipelineCoordinator, AStagesRestartReplacesItsPredecessorAndFinishingBrea
   // A stage that finished the run leaves its replica's others be: they finish too; so does one that leaves
   // for another reason once the run is finished (it was told so).
   c.request_quorum(a0_again, 8, 2.5);  // at the run's last step
+  c.request_quorum(a1_again, 8, 2.5);
+  c.tick(2.5);
+  ASSERT_TRUE(c.take_quorum(a0_again) && c.take_quorum(a1_again));
   c.leave(a0_again, "finished the run", 3, /*finished=*/true);
   c.heartbeat(a1_again, 3);
   const auto b0 = join("rank-2", "r1", 0, 3), b1 = join("rank-3", "r1", 1, 3);

@@ -87,6 +87,12 @@ TEST(CoordinatorCli, ATakenPortAndBadOptionsAreClearErrors) {
   const auto bad = test::run_loco({"coordinator", "--heartbeat-timeout-s", "0"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--heartbeat-timeout-s"), std::string::npos) << bad.output;
+  test::ChildProcess fault({"/usr/bin/env", "LOCO_COORDINATOR_FAULT=abort:STOP", LOCO_BINARY, "coordinator", "--host",
+                            "127.0.0.1", "--port", "0"});
+  EXPECT_EQ(fault.wait(30), 2) << fault.output();
+  EXPECT_NE(fault.output().find("LOCO_COORDINATOR_FAULT='abort:STOP': the one fault a coordinator takes is abort:KILL"),
+            std::string::npos)
+      << fault.output();
 }
 
 // loco dashboard on a run directory whose metrics.jsonl grows while it serves: /status lists it with its
