@@ -20,6 +20,7 @@
 #include "loco/membership/status_client.h"
 #include "loco/run/churn_player.h"
 #include "loco/run/replica_runs.h"
+#include "loco/train/checkpoint.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
@@ -48,6 +49,26 @@ std::string member_name() {
     if (!plain) c = '-';
   }
   return name.substr(0, 64);
+}
+
+// Note "resume-earlier-life": the latest checkpoint that the earlier processes of the member named `name` wrote
+// under `out_dir` (members/NAME-k/checkpoints/step_N, any k), if any.
+std::optional<std::filesystem::path> latest_checkpoint_of_earlier_lives(const std::filesystem::path& out_dir,
+                                                                        const std::string& name) {
+  std::error_code unreadable;
+  std::filesystem::directory_iterator members(out_dir / "members", unreadable);
+  if (unreadable) return std::nullopt;
+  std::optional<std::pair<std::int64_t, std::filesystem::path>> latest;
+  for (const auto& entry : members) {
+    const std::string directory = entry.path().filename().string();
+    if (directory.size() <= name.size() + 1 || directory.compare(0, name.size() + 1, name + "-") != 0) continue;
+    const std::string life = directory.substr(name.size() + 1);
+    if (!std::all_of(life.begin(), life.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    const auto found = list_checkpoints(entry.path() / "checkpoints");
+    if (!found.empty() && (!latest || found.back().first > latest->first)) latest = found.back();
+  }
+  if (!latest) return std::nullopt;
+  return latest->second;
 }
 
 }  // namespace
@@ -237,6 +258,21 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
                       "`loco launch --elastic` gives its ranks one (docs/security.md)");
   }
   member_options.secret = *secret;
+  // Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its n-th process, n > 1)
+  // goes on from the latest checkpoint its earlier processes wrote. Alone, it is behind the others and heals from
+  // them all the same; when every rank died at once, the run goes on from their checkpoints instead of waiting
+  // for a member that holds its progress (coordinator.cpp note "no-fresh-restart"). A pipeline stage's
+  // replica starts afresh and heals (its stages' checkpoints are one replica's, in its first stage's directory).
+  const auto life = parse_whole_number(environment("LOCO_RANK_START"));
+  if (life && *life > 1 && !options.resume_from && options.config.dist.stages <= 1) {
+    options.resume_from = latest_checkpoint_of_earlier_lives(options.config.train.out_dir, member_options.name);
+    if (options.resume_from) {
+      fmt::print(stderr,
+                 "loco train: member {} (process {} of its rank) resumes from {}, its earlier process's latest "
+                 "checkpoint\n",
+                 member_options.name, static_cast<std::int64_t>(*life), options.resume_from->string());
+    }
+  }
   const std::string backend = options.config.dist.backend;
   const RunConfig& config = options.config;
   // dist.adversary and dist.churn name replicas: this member plays rank R of loco launch --elastic.
@@ -258,10 +294,9 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
         const auto progress = progress_of(coordinator);
         return progress && (progress->finished || progress->furthest_step >= step);
       });
-  const auto start = parse_whole_number(environment("LOCO_RANK_START"));
-  const int life = start && *start > 1 ? static_cast<int>(*start) : 1;
-  if (replica == 0 && life == 1) say_what_was_drawn(config.dist.churn, schedule);
-  player.skip_lives(life - 1);
+  const int lives_before = life && *life > 1 ? static_cast<int>(*life) - 1 : 0;
+  if (replica == 0 && lives_before == 0) say_what_was_drawn(config.dist.churn, schedule);
+  player.skip_lives(lives_before);
   if (player.gone()) {
     const std::optional<std::int64_t> back = player.take_return();
     if (!back || !await_run_step(member_options.coordinator, *back)) {

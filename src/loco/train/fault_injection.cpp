@@ -42,6 +42,10 @@ std::unique_ptr<FaultInjection> FaultInjection::from_environment() {
   }
   const char* name = std::getenv("LOCO_MEMBER_NAME");
   if (!member.empty() && member != (name ? name : "")) return nullptr;
+  // A rank that `loco launch --elastic` started again (its n-th process, n > 1) plays no fault: one that resumed
+  // from a checkpoint before the fault's step would meet it again in every life.
+  const char* life = std::getenv("LOCO_RANK_START");
+  if (life != nullptr && std::strtoll(life, nullptr, 10) > 1) return nullptr;
   const Action action = kind == "KILL" ? Action::kill : kind == "STOP" ? Action::stop : Action::corrupt;
   return std::unique_ptr<FaultInjection>(new FaultInjection(step, moment, action));
 }

@@ -12,7 +12,8 @@
 //                                 after its hash was taken (a link or memory error the receivers must catch)
 //   LOCO_FAULT=NAME@...           only the process whose LOCO_MEMBER_NAME is NAME (one rank of `loco launch
 //                                 --elastic`, which names its ranks rank-R)
-// Each fault fires once per process.
+// Each fault fires once per process, and only in a rank's first process (LOCO_RANK_START unset or 1): a rank
+// that `loco launch --elastic` started again plays none.
 #pragma once
 
 #include <cstdint>

@@ -869,6 +869,55 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
   EXPECT_TRUE(g0 == final_global("launch", "rank-2-2", kSteps)) << "rank 0 and the restarted rank 2 differ";
 }
 
+// Note "resume-earlier-life" (run/elastic_member_run.cpp): every rank of `loco launch --elastic` dies after step
+// 20 (checkpoints every 8 steps). The launcher starts them again; each resumes from its first process's step-16
+// checkpoint, and the run goes on from there to its end: no outer step counted twice or lost, the two ranks
+// alike at the end. (Before, they started from nothing and trained the run again from step 0.)
+TEST_F(ElasticTrain, LaunchResumesRanksThatAllDiedFromTheirCheckpoints) {
+  constexpr int kSteps = 48;
+  test::ChildProcess launch({"/usr/bin/env",
+                             "LOCO_FAULT=20:KILL",
+                             LOCO_BINARY,
+                             "launch",
+                             "--elastic",
+                             "--nproc",
+                             "2",
+                             "--max-restarts",
+                             "2",
+                             "--heartbeat-timeout-s",
+                             "1",
+                             "--join-window-s",
+                             "0.5",
+                             "--",
+                             "train",
+                             "--config",
+                             config().string(),
+                             "--set",
+                             "train.out_dir=" + (*dir_ / "all-died").string(),
+                             "--set",
+                             "train.steps=" + std::to_string(kSteps),
+                             "--set",
+                             "train.checkpoint_every=8",
+                             "--set",
+                             "comm.timeout_s=60"});
+  EXPECT_EQ(launch.wait(300), 0) << launch.output();
+  const std::string out = launch.output();
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_NE(out.find("rank " + rank + " was killed by SIGKILL; starting it again"), std::string::npos) << out;
+    EXPECT_NE(
+        out.find("[rank " + rank + "] loco train: member rank-" + rank + " (process 2 of its rank) resumes from " +
+                 (*dir_ / "all-died" / "members" / ("rank-" + rank + "-1") / "checkpoints" / "step_16").string()),
+        std::string::npos)
+        << out;
+  }
+  const std::string g0 = final_global("all-died", "rank-0-2", kSteps);
+  EXPECT_FALSE(g0.empty()) << out;
+  EXPECT_TRUE(g0 == final_global("all-died", "rank-1-2", kSteps)) << "ranks 0 and 1 differ";
+  nlohmann::json last;
+  events("all-died", "rank-0-2", "quorum", &last);
+  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+}
+
 // Pipeline replicas (docs/pipeline.md "Churn"): `loco launch --elastic --nproc 2*S` runs two replicas of S
 // stages. Killing rank `killed` (stage killed mod S of replica killed / S) after step 10 stops that replica
 // alone: its other stages fail, the launcher starts all of them again, each heals from the same stage of
