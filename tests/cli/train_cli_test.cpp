@@ -187,6 +187,19 @@ TEST_F(TrainCli, AMalformedFaultInjectionIsRefused) {
   }
 }
 
+// A fault fires in a rank's first process only: the same step, met again by a process that `loco launch
+// --elastic` started again (LOCO_RANK_START=2), kills nothing.
+TEST_F(TrainCli, AFaultFiresInARanksFirstProcessOnly) {
+  ::setenv("LOCO_FAULT", "2:KILL", 1);
+  const auto first = run_loco({"train", "--config", config("fault-first").string()});
+  ::setenv("LOCO_RANK_START", "2", 1);
+  const auto again = run_loco({"train", "--config", config("fault-again").string()});
+  ::unsetenv("LOCO_RANK_START");
+  ::unsetenv("LOCO_FAULT");
+  EXPECT_EQ(first.exit_code, 128 + 9) << first.output;
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+}
+
 TEST_F(TrainCli, MissingDataAndUnwritableOutputAreReported) {
   expect_error(run_loco({"train", "--config", config("nodata").string(), "--set", "data.dir=/nonexistent/data"}), 1,
                "/nonexistent/data");
