@@ -228,22 +228,27 @@ void Coordinator::leave(const Credentials& who, const std::string& reason, doubl
     // Note "finish-claims": the run is finished at the claimant's step only where the run got to it (a quorum
     // formed there) and no other member is beyond it (their train.steps differ, or the claim is false);
     // otherwise every member would be told so and stop. Such a claim is a plain leave.
+    // A member's step is the one it asked a quorum at, or its quorum's when that was further (it healed there).
+    const auto step_of = [](const Member& member) {
+      return std::max(member.step, member.taken ? member.taken->step : std::int64_t{0});
+    };
+    const std::int64_t claimed = step_of(m);
     std::string ahead;
     for (const auto& [id, other] : members_) {
-      if (id != who.member_id && other.step > m.step &&
+      if (id != who.member_id && step_of(other) > claimed &&
           is_healthy({id, other.last_heartbeat, std::nullopt}, now, options_.rules)) {
-        ahead = fmt::format("{} is at step {}", id, other.step);
+        ahead = fmt::format("{} is at step {}", id, step_of(other));
         break;
       }
     }
-    if (m.step > reached_step_) ahead = fmt::format("the run reached step {} only", reached_step_);
+    if (claimed > reached_step_) ahead = fmt::format("the run reached step {} only", reached_step_);
     if (ahead.empty()) {
-      finished_step_ = std::max(finished_step_, m.step);
+      finished_step_ = std::max(finished_step_, claimed);
     } else {
       detail += fmt::format(
           "; it says it finished the run at step {}, but {}: not counted (do the members have the "
           "same train.steps?)",
-          m.step, ahead);
+          claimed, ahead);
       finished = false;
     }
   }

@@ -382,6 +382,14 @@ TEST(Coordinator, AClaimToHaveFinishedTheRunIsCountedOnlyWhereTheRunGotTo) {
   EXPECT_FALSE(c.status(4.6).at("finished").get<bool>());
   EXPECT_NE(c.status(4.6).at("events").back().at("detail").get<std::string>().find("but the run reached step 9 only"),
             std::string::npos);
+  // A member that asked at an earlier step and healed to its quorum's finishes there: counted.
+  const auto late = who(c.join("run-1", "late", 5));
+  c.request_quorum(a, 13, 5);
+  c.request_quorum(late, 0, 5);
+  c.tick(5);
+  ASSERT_TRUE(c.take_quorum(a) && c.take_quorum(late));
+  c.leave(late, "finished the run", 5.5, /*finished=*/true);
+  EXPECT_TRUE(c.status(5.6).at("finished").get<bool>()) << c.status(5.6).at("events").back();
 }
 
 // Note "bounded-votes": a member has at most one undecided vote in a quorum (it waits for each decision before

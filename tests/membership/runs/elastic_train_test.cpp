@@ -910,12 +910,26 @@ TEST_F(ElasticTrain, LaunchResumesRanksThatAllDiedFromTheirCheckpoints) {
         std::string::npos)
         << out;
   }
-  const std::string g0 = final_global("all-died", "rank-0-2", kSteps);
-  EXPECT_FALSE(g0.empty()) << out;
-  EXPECT_TRUE(g0 == final_global("all-died", "rank-1-2", kSteps)) << "ranks 0 and 1 differ";
-  nlohmann::json last;
-  events("all-died", "rank-0-2", "quorum", &last);
-  EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << last;
+  // A rank that came back only as the other finished heals to the last step and writes no checkpoint of its own
+  // (its final state is the other's); every final checkpoint holds the same global parameters.
+  std::vector<std::string> finals;
+  for (const std::string member : {"rank-0-2", "rank-1-2"}) {
+    const std::string global = final_global("all-died", member, kSteps);
+    if (global.empty()) {
+      EXPECT_NE(out.find("[rank " + member.substr(5, 1) + "] loco train: member " + member.substr(0, 6) +
+                         "#2 stops: it "
+                         "took the state of step 48 from a member that finished the run"),
+                std::string::npos)
+          << out;
+      continue;
+    }
+    finals.push_back(global);
+    nlohmann::json last;
+    events("all-died", member, "quorum", &last);
+    EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << member << ": " << last;
+  }
+  ASSERT_FALSE(finals.empty()) << out;
+  EXPECT_TRUE(finals.front() == finals.back()) << "ranks 0 and 1 differ";
 }
 
 // Pipeline replicas (docs/pipeline.md "Churn"): `loco launch --elastic --nproc 2*S` runs two replicas of S
