@@ -7,6 +7,7 @@
 #include <string>
 
 #include "loco/util/error.h"
+#include "loco/util/parse_number.h"
 
 namespace loco {
 
@@ -45,7 +46,8 @@ std::unique_ptr<FaultInjection> FaultInjection::from_environment() {
   // A rank that `loco launch --elastic` started again (its n-th process, n > 1) plays no fault: one that resumed
   // from a checkpoint before the fault's step would meet it again in every life.
   const char* life = std::getenv("LOCO_RANK_START");
-  if (life != nullptr && std::strtoll(life, nullptr, 10) > 1) return nullptr;
+  const auto process = parse_whole_number(life ? life : "");
+  if (process && *process > 1) return nullptr;
   const Action action = kind == "KILL" ? Action::kill : kind == "STOP" ? Action::stop : Action::corrupt;
   return std::unique_ptr<FaultInjection>(new FaultInjection(step, moment, action));
 }
