@@ -47,6 +47,25 @@ Answer post(const CoordinatorAddress& at, const std::string& path, const std::st
   return {answer->status, parse_message(answer->body), answer->body, answer->mac};
 }
 
+// Says a long wait, every `every_s` of it: due() is true once per interval.
+class WaitReport {
+ public:
+  explicit WaitReport(double every_s) : start_(Clock::now()), every_s_(every_s), next_s_(every_s) {}
+  bool due() {
+    if (waited_s() < next_s_) return false;
+    next_s_ = waited_s() + every_s_;
+    return true;
+  }
+  double waited_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  // How long a long poll may wait before the next report is due (at least 50 ms: no busy loop).
+  double seconds_to_next() const { return std::max(0.05, next_s_ - waited_s()); }
+
+ private:
+  Clock::time_point start_;
+  double every_s_;
+  double next_s_;
+};
+
 // An answer that does not carry the coordinator's MAC under the session key came from someone who does not
 // hold the run's secret: nothing of it is used.
 void require_signed(const Answer& answer, const CoordinatorAddress& at, const std::string& key,
@@ -102,6 +121,7 @@ struct MemberClient::Shared {
 MemberClient::MemberClient(MemberOptions options) : options_(std::move(options)), shared_(std::make_unique<Shared>()) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.join_timeout_s));
+  WaitReport report(options_.report_wait_every_s);
   while (true) {
     stop_if_requested("its coordinator to answer its join");
     try {
@@ -110,6 +130,12 @@ MemberClient::MemberClient(MemberOptions options) : options_(std::move(options))
     } catch (const MembershipError& e) {
       // Not there yet (started after this member), or too busy to accept the connection: try again.
       if (e.refusal() != Refusal::unavailable || Clock::now() >= deadline) throw;
+      if (report.due()) {
+        say(
+            fmt::format("membership: {} has waited {:.0f} s for its coordinator to answer its join (it tries for "
+                        "{:.0f} s): {}",
+                        options_.name, report.waited_s(), options_.join_timeout_s, e.what()));
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
   }
@@ -312,6 +338,7 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
   std::string last_reason = "no answer yet";
   int generation = -1;  // the membership whose credentials the request carries
   Session as;
+  WaitReport report(options_.report_wait_every_s);
   while (true) {
     if (stoppable) stop_if_requested(fmt::format("a {}", what));
     {
@@ -327,11 +354,16 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
         if (request.contains("received")) request["received"] = shared_->received;
       }
     }
+    if (report.due()) {
+      say(fmt::format("membership: {} has waited {:.0f} s for a {} (it gives up after {:.0f} s); still waiting for {}",
+                      as.credentials.member_id, report.waited_s(), what, timeout_s, last_reason));
+    }
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) break;
-    request["wait_s"] = std::min(left, 5.0);
+    const double wait_s = std::min({left, 5.0, report.seconds_to_next()});
+    request["wait_s"] = wait_s;
     try {
-      const Reply answer = post_signed(path, request, as, std::min(left, 5.0) + options_.request_timeout_s);
+      const Reply answer = post_signed(path, request, as, wait_s + options_.request_timeout_s);
       if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {

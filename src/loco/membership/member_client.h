@@ -49,7 +49,8 @@ struct MemberOptions {
   std::string secret;           // the run's (run_secret.h): proves membership, never sent
   std::string name;             // letters, digits, '.', '_', '-' (e.g. host-rank)
   double request_timeout_s = 5;  // one HTTP request, quorum long polls aside
-  // How long the first join keeps trying while no coordinator answers (members may start before it).
+  // How long the first join keeps trying while no coordinator answers (members may start before it, or
+  // before its host name resolves). A training member gives it comm.timeout_s, as every other wait.
   double join_timeout_s = 60;
   // Where the client says what happened to its membership (rejoins); stderr when empty.
   std::function<void(const std::string&)> log;
@@ -62,6 +63,10 @@ struct MemberOptions {
   // its pipeline's other stages. Such a wait then ends with StopRequested (util/stop_requested.h) within one
   // poll (at most 5 s). A vote's wait is not cut short: it ends with the decision of an exchange under way.
   std::function<int()> stop_requested;
+  // A wait that lasts (the first join, a quorum, the pipeline's other stages, a commit decision) is said
+  // through `log` every this many seconds, with what the member still waits for: a member that waits for
+  // comm.timeout_s (600 s by default) does not look hung.
+  double report_wait_every_s = 30;
 };
 
 class MemberClient {

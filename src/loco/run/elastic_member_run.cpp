@@ -251,6 +251,9 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   member_options.run_id = run_id;
   member_options.name = member_name();
   member_options.place = pipeline_place(options.config);
+  // Members may start long before their coordinator (or before its host name resolves): the first join waits
+  // as long as any other exchange, saying so every 30 s.
+  member_options.join_timeout_s = options.config.comm.timeout_s;
   const std::optional<std::string> secret = membership::run_secret_from_environment();
   if (!secret) {
     throw ConfigError("dist.elastic = true: the member needs the run's secret to join: set LOCO_RUN_SECRET_FILE to "

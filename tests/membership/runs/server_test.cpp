@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -18,8 +19,8 @@
 
 #include "loco/membership/authentication.h"
 #include "loco/membership/coordinator_server.h"
-#include "loco/membership/status_client.h"
 #include "loco/membership/member_client.h"
+#include "loco/membership/status_client.h"
 #include "loco/membership/wire.h"
 
 namespace loco::membership {
@@ -432,6 +433,49 @@ TEST(CoordinatorServer, AMemberStartedBeforeItsCoordinatorJoinsWhenItComes) {
     EXPECT_EQ(e.refusal(), Refusal::unavailable) << e.what();
     EXPECT_NE(std::string(e.what()).find("is `loco coordinator` running there?"), std::string::npos) << e.what();
   }
+}
+
+// A member that waits long (for its coordinator, for a quorum) says so, with what it waits for, every
+// report_wait_every_s: a member waiting for comm.timeout_s does not look hung.
+TEST(CoordinatorServer, AWaitingMemberSaysWhatItWaitsForAtIntervals) {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  auto saying = [&](MemberOptions options) {
+    options.report_wait_every_s = 0.3;
+    options.log = [&](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex);
+      lines.push_back(line);
+    };
+    return options;
+  };
+  auto said = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string& line) { return line.find(text) != std::string::npos; });
+  };
+  int port = 0;
+  {
+    CoordinatorServer probe(server_options(1));  // a port that was free a moment ago
+    port = probe.port();
+    probe.start();
+  }
+  EXPECT_THROW(MemberClient(saying(member_at(port, "a", 2.0))), MembershipError);
+  EXPECT_GE(said("membership: a has waited"), 2);
+  EXPECT_GE(said("for its coordinator to answer its join (it tries for 2 s): no answer from the coordinator at "
+                 "127.0.0.1:" +
+                 std::to_string(port)),
+            2);
+
+  CoordinatorServer server(server_options(2));
+  server.start();
+  MemberClient b(saying(member(server, "b")));
+  EXPECT_THROW(b.await_quorum(0, 2.0), MembershipError);
+  EXPECT_GE(said("membership: b#1 has waited"), 2);
+  EXPECT_GE(said("for a quorum (it gives up after 2 s); still waiting for 1 of the 2 replicas min_replicas asks for"),
+            2);
+  // At intervals, not at every try or poll: at most one line per 0.3 s of the 2 s waits.
+  EXPECT_LE(said("membership: a has waited"), 7);
+  EXPECT_LE(said("membership: b#1 has waited"), 7);
 }
 
 TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
