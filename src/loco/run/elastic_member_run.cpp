@@ -18,6 +18,7 @@
 #include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
 #include "loco/membership/status_client.h"
+#include "loco/membership/untrusted_text.h"
 #include "loco/run/churn_player.h"
 #include "loco/run/replica_runs.h"
 #include "loco/train/checkpoint.h"
@@ -35,20 +36,27 @@ std::string environment(const char* name) {
   return value ? value : "";
 }
 
-// LOCO_MEMBER_NAME, or host-pid: letters, digits, '.', '_' and '-' only (membership names).
+// LOCO_MEMBER_NAME as given, refused unless a plain name (it names the member in the coordinator's log, in its
+// ids and in its directory members/NAME-k); or host-pid, with any character a plain name does not allow as '-'.
 std::string member_name() {
-  std::string name = environment("LOCO_MEMBER_NAME");
-  if (name.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    name = fmt::format("{}-{}", host, ::getpid());
+  const std::string given = environment("LOCO_MEMBER_NAME");
+  if (!given.empty()) {
+    if (!membership::plain_name(given)) {
+      throw ConfigError(
+          fmt::format("LOCO_MEMBER_NAME '{}' is not a member name: give 1 to {} letters, digits, '.', "
+                      "'_' or '-' (it names the member in the coordinator's log, its ids and its "
+                      "directory members/NAME-k), or leave it unset for host-pid",
+                      membership::loggable(given), membership::kMaxNameLength));
+    }
+    return given;
   }
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string name = fmt::format("{}-{}", host, ::getpid());
   for (char& c : name) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                       c == '_' || c == '-';
-    if (!plain) c = '-';
+    if (!membership::plain_name(std::string_view(&c, 1))) c = '-';
   }
-  return name.substr(0, 64);
+  return name.substr(0, membership::kMaxNameLength);
 }
 
 // Note "resume-earlier-life": the latest checkpoint that the earlier processes of the member named `name` wrote

@@ -433,6 +433,21 @@ TEST_F(ElasticTrain, AMemberWaitingToJoinStopsWhenSignalled) {
   EXPECT_FALSE(fs::exists(*dir_ / "nojoin")) << a->output();
 }
 
+// A LOCO_MEMBER_NAME that is no member name (a space, a '/', over 64 characters) is refused at start-up, naming
+// the rule, instead of being rewritten silently into a name the user never gave (and then finding no earlier
+// process's checkpoints, and no LOCO_FAULT, under the name they gave).
+TEST_F(ElasticTrain, AMemberNameThatIsNoPlainNameIsRefused) {
+  address_ = "127.0.0.1:1";  // never reached
+  for (const std::string& name : {std::string("rank 1"), std::string("a/b"), std::string(65, 'n')}) {
+    auto a = member("badname", name, 24);
+    EXPECT_EQ(a->wait(30), 2) << a->output();
+    EXPECT_NE(a->output().find("LOCO_MEMBER_NAME '" + name + "' is not a member name: give 1 to 64 letters, digits"),
+              std::string::npos)
+        << a->output();
+  }
+  EXPECT_FALSE(fs::exists(*dir_ / "badname"));
+}
+
 // The same for members as threads of one process (dist.backend = local): each stops after its current step
 // with its checkpoint and leaves; the process says so and exits with 128 + the signal.
 TEST_F(ElasticTrain, MembersAsThreadsEachStopWithACheckpoint) {
