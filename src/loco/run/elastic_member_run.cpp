@@ -22,6 +22,7 @@
 #include "loco/run/churn_player.h"
 #include "loco/run/replica_runs.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
@@ -59,10 +60,12 @@ std::string member_name() {
   return name.substr(0, membership::kMaxNameLength);
 }
 
-// Note "resume-earlier-life": the latest checkpoint that the earlier processes of the member named `name` wrote
-// under `out_dir` (members/NAME-k/checkpoints/step_N, any k), if any.
+// Note "resume-earlier-life": the latest whole checkpoint that the earlier processes of the member named `name`
+// wrote under `out_dir` (members/NAME-k/checkpoints/step_N, any k). Whole: with the part of each of `stages`
+// stages, for a pipeline replica's checkpoint is its first stage's, its other stages' parts in stage_s/ beside
+// it (one stage may have died before writing its part).
 std::optional<std::filesystem::path> latest_checkpoint_of_earlier_lives(const std::filesystem::path& out_dir,
-                                                                        const std::string& name) {
+                                                                        const std::string& name, int stages) {
   std::error_code unreadable;
   std::filesystem::directory_iterator members(out_dir / "members", unreadable);
   if (unreadable) return std::nullopt;
@@ -72,18 +75,48 @@ std::optional<std::filesystem::path> latest_checkpoint_of_earlier_lives(const st
     if (directory.size() <= name.size() + 1 || directory.compare(0, name.size() + 1, name + "-") != 0) continue;
     const std::string life = directory.substr(name.size() + 1);
     if (!std::all_of(life.begin(), life.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    const auto found = list_checkpoints(entry.path() / "checkpoints");
-    if (!found.empty() && (!latest || found.back().first > latest->first)) latest = found.back();
+    for (const auto& [step, checkpoint] : list_checkpoints(entry.path() / "checkpoints")) {
+      if (latest && step <= latest->first) continue;
+      bool whole = true;
+      for (int stage = 1; stage < stages && whole; ++stage) {
+        whole = std::filesystem::is_directory(stage_checkpoint(checkpoint, stage), unreadable);
+      }
+      if (whole) latest = {step, checkpoint};
+    }
   }
   if (!latest) return std::nullopt;
   return latest->second;
 }
 
+// Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its `life`-th process, life > 1)
+// goes on from the latest checkpoint its earlier processes wrote, those of `first_stage` (the member whose
+// directory holds its replica's checkpoints: itself, or its pipeline replica's first stage). Alone, it is
+// behind the others and heals from them all the same; when every rank died at once, the run goes on from their
+// checkpoints instead of waiting for a member that holds its progress (coordinator.cpp note
+// "no-fresh-restart"). Every stage of a pipeline replica lists the same directories before any of them trains,
+// so they take the same step (the resume's checks refuse parts that disagree).
+void resume_from_earlier_life(TrainOptions& options, std::int64_t life, const std::string& member,
+                              const std::string& first_stage) {
+  if (life <= 1 || options.resume_from) return;
+  options.resume_from =
+      latest_checkpoint_of_earlier_lives(options.config.train.out_dir, first_stage, options.config.dist.stages);
+  if (!options.resume_from) return;
+  const std::string whose =
+      member == first_stage ? "its rank" : fmt::format("its replica's first stage, {},", first_stage);
+  fmt::print(stderr,
+             "loco train: member {} (process {} of its rank) resumes from {}, the latest checkpoint that the "
+             "earlier processes of {} wrote\n",
+             member, life, options.resume_from->string(), whose);
+}
+
 }  // namespace
 
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
-                                            const std::string& backend, int replica, const MemberStepHook& after_step) {
+                                            const std::string& backend, int replica, const MemberStepHook& after_step,
+                                            std::int64_t life) {
   const RunConfig& config = options.config;
+  if (member_options.place.stages <= 1)
+    resume_from_earlier_life(options, life, member_options.name, member_options.name);
   // Note "graceful-stop": a stop also ends a wait for the coordinator or for a quorum, which can last until
   // comm.timeout_s (the others gone, say), longer than a spot instance's notice. Not a pipeline stage's: its
   // replica's stages stop together, after a step they agreed on.
@@ -107,6 +140,8 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
                                      pipeline_group_options(config, stopping(options)));
     options.pipeline = pipeline.get();
     directory_member = replica_members.members.front();
+    resume_from_earlier_life(options, life, member_options.name,
+                             directory_member.substr(0, directory_member.find('#')));
     fmt::print(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",
                member.credentials().member_id, member_options.place.stage, member_options.place.unit,
                fmt::join(replica_members.members, ", "));
@@ -269,27 +304,13 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
                       "`loco launch --elastic` gives its ranks one (docs/security.md)");
   }
   member_options.secret = *secret;
-  // Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its n-th process, n > 1)
-  // goes on from the latest checkpoint its earlier processes wrote. Alone, it is behind the others and heals from
-  // them all the same; when every rank died at once, the run goes on from their checkpoints instead of waiting
-  // for a member that holds its progress (coordinator.cpp note "no-fresh-restart"). A pipeline stage's
-  // replica starts afresh and heals (its stages' checkpoints are one replica's, in its first stage's directory).
-  const auto life = parse_whole_number(environment("LOCO_RANK_START"));
-  if (life && *life > 1 && !options.resume_from && options.config.dist.stages <= 1) {
-    options.resume_from = latest_checkpoint_of_earlier_lives(options.config.train.out_dir, member_options.name);
-    if (options.resume_from) {
-      fmt::print(stderr,
-                 "loco train: member {} (process {} of its rank) resumes from {}, its earlier process's latest "
-                 "checkpoint\n",
-                 member_options.name, static_cast<std::int64_t>(*life), options.resume_from->string());
-    }
-  }
+  const std::int64_t life = parse_whole_number(environment("LOCO_RANK_START")).value_or(1);
   const std::string backend = options.config.dist.backend;
   const RunConfig& config = options.config;
   // dist.adversary and dist.churn name replicas: this member plays rank R of loco launch --elastic.
   const bool numbered = !config.dist.adversary.empty() || !config.dist.churn.empty();
   const int replica = numbered ? churn_replica(config) : -1;
-  if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend, replica);
+  if (config.dist.churn.empty()) return train_as_member(std::move(options), member_options, backend, replica, {}, life);
   // dist.churn: this rank's n-th process plays its schedule from its n-th life on; a leave is a kill -9
   // (the launcher reports it and starts the rank again), a return waits for the run to reach its step.
   const std::vector<ChurnEvent> schedule =
@@ -305,7 +326,7 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
         const auto progress = progress_of(coordinator);
         return progress && (progress->finished || progress->furthest_step >= step);
       });
-  const int lives_before = life && *life > 1 ? static_cast<int>(*life) - 1 : 0;
+  const int lives_before = life > 1 ? static_cast<int>(life) - 1 : 0;
   if (replica == 0 && lives_before == 0) say_what_was_drawn(config.dist.churn, schedule);
   player.skip_lives(lives_before);
   if (player.gone()) {
@@ -316,7 +337,7 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
     }
     player.say(fmt::format("returns at step {} as a new member", *back));
   }
-  return train_as_member(std::move(options), member_options, backend, replica, player.hook());
+  return train_as_member(std::move(options), member_options, backend, replica, player.hook(), life);
 }
 
 }  // namespace loco::run

@@ -17,10 +17,11 @@ using MemberStepHook = std::function<void(std::int64_t step, membership::MemberC
 // Joins as `member_options` says and trains `options` (complete config) with groups of `backend` ("gloo"
 // or "nccl"), as replica `replica` of the run's numbering (thread r, or rank R of loco launch --elastic;
 // -1: none): fills the membership and the strategy factory. Nullopt when other members finished the run
-// while this one was behind (it says so on stderr; not a failure).
+// while this one was behind (it says so on stderr; not a failure). `life`: which process of its rank this is
+// (LOCO_RANK_START); one started again (> 1) resumes from its earlier processes' latest checkpoint.
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
                                             const std::string& backend, int replica,
-                                            const MemberStepHook& after_step = {});
+                                            const MemberStepHook& after_step = {}, std::int64_t life = 1);
 
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).

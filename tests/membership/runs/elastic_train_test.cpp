@@ -1041,6 +1041,73 @@ TEST_F(ElasticPipelines, NolocoReplicasHealAndRejoin) {
   replica_heals("pipeline-noloco", 2, /*killed=*/1, noloco(), std::nullopt);
 }
 
+// Note "resume-earlier-life" for pipeline replicas: every rank of 2 replicas × 2 stages dies after step 20
+// (checkpoints every 8 steps). Each stage started again resumes from the step-16 checkpoint its replica's first
+// stage's earlier process wrote (stage 1 its part in stage_1/), and the run goes on to its end: no outer step
+// lost or counted twice, twin stages alike. (Before, the stages started from nothing, and the coordinator, which
+// had seen step 20, formed no quorum for them: the run failed after comm.timeout_s.)
+TEST_F(ElasticPipelines, LaunchResumesPipelineReplicasThatAllDiedFromTheirCheckpoints) {
+  constexpr int kSteps = 48;
+  test::ChildProcess launch({"/usr/bin/env",
+                             "LOCO_FAULT=20:KILL",
+                             LOCO_BINARY,
+                             "launch",
+                             "--elastic",
+                             "--nproc",
+                             "4",
+                             "--max-restarts",
+                             "4",
+                             "--heartbeat-timeout-s",
+                             "1",
+                             "--join-window-s",
+                             "0.5",
+                             "--",
+                             "train",
+                             "--config",
+                             config().string(),
+                             "--set",
+                             "train.out_dir=" + (*dir_ / "pipeline-all-died").string(),
+                             "--set",
+                             "train.steps=" + std::to_string(kSteps),
+                             "--set",
+                             "train.checkpoint_every=8",
+                             "--set",
+                             "comm.timeout_s=60",
+                             "--set",
+                             "dist.stages=2",
+                             "--set",
+                             "dist.replicas=2",
+                             "--set",
+                             "train.micro_batch_size=1"});
+  EXPECT_EQ(launch.wait(300), 0) << launch.output();
+  const std::string out = launch.output();
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string first_stage = "rank-" + std::to_string(rank / 2 * 2);
+    EXPECT_NE(
+        out.find("[rank " + std::to_string(rank) + "] loco train: member rank-" + std::to_string(rank) +
+                 " (process 2 of its rank) resumes from " +
+                 (*dir_ / "pipeline-all-died" / "members" / (first_stage + "-1") / "checkpoints" / "step_16").string()),
+        std::string::npos)
+        << out;
+  }
+  // As for whole replicas, a replica that came back only as the other finished heals to the last step and
+  // writes no checkpoint of its own.
+  std::vector<std::string> finished;
+  for (const std::string replica_dir : {"rank-0-2", "rank-2-2"}) {
+    if (final_global("pipeline-all-died", replica_dir, kSteps).empty()) continue;
+    finished.push_back(replica_dir);
+    nlohmann::json last;
+    events("pipeline-all-died", replica_dir, "quorum", &last);
+    EXPECT_EQ(last.at("outer_steps"), kSteps / 4) << replica_dir << ": " << last;
+  }
+  ASSERT_FALSE(finished.empty()) << out;
+  for (const std::string part : {"", "/stage_1"}) {
+    const std::string global = final_global("pipeline-all-died", finished.front() + part, kSteps);
+    EXPECT_FALSE(global.empty()) << part;
+    EXPECT_TRUE(global == final_global("pipeline-all-died", finished.back() + part, kSteps)) << part << " differs";
+  }
+}
+
 // Note "stage-agreement": replica 1's last stage (rank 3) is killed inside its first outer exchange, and the
 // coordinator dies as it decides the abort that follows, before anyone read it. In replica 0, stage 1's
 // exchange (with rank 3) failed, so it retries; stage 0's (with rank 2) went well, so it presumes a commit
