@@ -117,6 +117,24 @@ class ElasticTrain : public ::testing::Test {
   // The bytes of the global parameters a member ended with (its final checkpoint's strategy state; the
   // safetensors layout read by hand: this test binary has no libtorch). Data parallel members (`tensor`
   // empty): their whole model file.
+  // `loco launch --elastic` of `nproc` ranks (LOCO_FAULT `fault`, restarts up to `max_restarts`) training run
+  // `run` for `steps` steps with `settings` as further --set overrides; its output, once it exited 0.
+  std::string launched(const std::string& run, int nproc, int max_restarts, const std::string& fault, int steps,
+                       const std::vector<std::string>& settings = {}) {
+    std::vector<std::string> args = {"/usr/bin/env", "LOCO_FAULT=" + fault, LOCO_BINARY, "launch", "--elastic",
+                                     "--nproc", std::to_string(nproc), "--max-restarts", std::to_string(max_restarts),
+                                     "--heartbeat-timeout-s", "1", "--join-window-s", "0.5", "--", "train", "--config",
+                                     config().string(), "--set", "train.out_dir=" + (*dir_ / run).string(), "--set",
+                                     "train.steps=" + std::to_string(steps), "--set", "comm.timeout_s=60"};
+    for (const std::string& setting : settings) {
+      args.push_back("--set");
+      args.push_back(setting);
+    }
+    test::ChildProcess launch(args);
+    EXPECT_EQ(launch.wait(300), 0) << launch.output();
+    return launch.output();
+  }
+
   std::string final_global(const std::string& run, const std::string& member_dir, int steps,
                            const std::string& tensor = "outer/global") {
     if (tensor.empty()) return final_file(run, member_dir, steps, "model.safetensors");
@@ -868,13 +886,7 @@ TEST_F(ElasticTrain, NolocoUnderSimulatedChurn) { simulated_churn("noloco-churn"
 // again as a new member, which heals and finishes with the others.
 TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
   constexpr int kSteps = 200;
-  test::ChildProcess launch({"/usr/bin/env", "LOCO_FAULT=rank-2@10:KILL", LOCO_BINARY, "launch", "--elastic",
-                             "--nproc", "3", "--max-restarts", "1", "--heartbeat-timeout-s", "1", "--join-window-s",
-                             "0.5", "--", "train", "--config", config().string(), "--set",
-                             "train.out_dir=" + (*dir_ / "launch").string(), "--set",
-                             "train.steps=" + std::to_string(kSteps), "--set", "comm.timeout_s=60"});
-  EXPECT_EQ(launch.wait(300), 0) << launch.output();
-  const std::string out = launch.output();
+  const std::string out = launched("launch", 3, 1, "rank-2@10:KILL", kSteps);
   EXPECT_NE(out.find("rank 2 was killed by SIGKILL; starting it again as a new member (restart 1 of 1)"),
             std::string::npos) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[rank 2\] elastic: healed from rank-[01]#1)"))) << out;
@@ -890,33 +902,7 @@ TEST_F(ElasticTrain, LaunchRestartsAKilledRankAsANewMember) {
 // alike at the end. (Before, they started from nothing and trained the run again from step 0.)
 TEST_F(ElasticTrain, LaunchResumesRanksThatAllDiedFromTheirCheckpoints) {
   constexpr int kSteps = 48;
-  test::ChildProcess launch({"/usr/bin/env",
-                             "LOCO_FAULT=20:KILL",
-                             LOCO_BINARY,
-                             "launch",
-                             "--elastic",
-                             "--nproc",
-                             "2",
-                             "--max-restarts",
-                             "2",
-                             "--heartbeat-timeout-s",
-                             "1",
-                             "--join-window-s",
-                             "0.5",
-                             "--",
-                             "train",
-                             "--config",
-                             config().string(),
-                             "--set",
-                             "train.out_dir=" + (*dir_ / "all-died").string(),
-                             "--set",
-                             "train.steps=" + std::to_string(kSteps),
-                             "--set",
-                             "train.checkpoint_every=8",
-                             "--set",
-                             "comm.timeout_s=60"});
-  EXPECT_EQ(launch.wait(300), 0) << launch.output();
-  const std::string out = launch.output();
+  const std::string out = launched("all-died", 2, 2, "20:KILL", kSteps, {"train.checkpoint_every=8"});
   for (const std::string rank : {"0", "1"}) {
     EXPECT_NE(out.find("rank " + rank + " was killed by SIGKILL; starting it again"), std::string::npos) << out;
     EXPECT_NE(
@@ -960,22 +946,12 @@ class ElasticPipelines : public ElasticTrain {
                      std::optional<int> synchronisations = 400 / 4) {
     constexpr int kSteps = 400;
     const int survivor = killed < stages ? 1 : 0;  // the live replica
-    std::vector<std::string> args = {"/usr/bin/env", "LOCO_FAULT=rank-" + std::to_string(killed) + "@10:KILL",
-                                     LOCO_BINARY, "launch", "--elastic", "--nproc", std::to_string(2 * stages),
-                                     "--max-restarts", std::to_string(2 * stages), "--heartbeat-timeout-s", "1",
-                                     "--join-window-s", "0.5", "--", "train", "--config", config().string(), "--set",
-                                     "train.out_dir=" + (*dir_ / run).string(), "--set",
-                                     "train.steps=" + std::to_string(kSteps), "--set", "comm.timeout_s=60", "--set",
-                                     "dist.stages=" + std::to_string(stages), "--set", "dist.replicas=2", "--set",
-                                     "model.num_hidden_layers=" + std::to_string(stages), "--set",
-                                     "train.micro_batch_size=1"};
-    for (const std::string& setting : checks.settings) {
-      args.push_back("--set");
-      args.push_back(setting);
-    }
-    test::ChildProcess launch(args);
-    EXPECT_EQ(launch.wait(300), 0) << launch.output();
-    const std::string out = launch.output();
+    std::vector<std::string> settings = {"dist.stages=" + std::to_string(stages), "dist.replicas=2",
+                                         "model.num_hidden_layers=" + std::to_string(stages),
+                                         "train.micro_batch_size=1"};
+    settings.insert(settings.end(), checks.settings.begin(), checks.settings.end());
+    const std::string out =
+        launched(run, 2 * stages, 2 * stages, "rank-" + std::to_string(killed) + "@10:KILL", kSteps, settings);
     EXPECT_NE(out.find("rank " + std::to_string(killed) + " was killed by SIGKILL; starting it again"), std::string::npos)
         << out;
     const int broken = killed / stages;
@@ -1048,39 +1024,8 @@ TEST_F(ElasticPipelines, NolocoReplicasHealAndRejoin) {
 // had seen step 20, formed no quorum for them: the run failed after comm.timeout_s.)
 TEST_F(ElasticPipelines, LaunchResumesPipelineReplicasThatAllDiedFromTheirCheckpoints) {
   constexpr int kSteps = 48;
-  test::ChildProcess launch({"/usr/bin/env",
-                             "LOCO_FAULT=20:KILL",
-                             LOCO_BINARY,
-                             "launch",
-                             "--elastic",
-                             "--nproc",
-                             "4",
-                             "--max-restarts",
-                             "4",
-                             "--heartbeat-timeout-s",
-                             "1",
-                             "--join-window-s",
-                             "0.5",
-                             "--",
-                             "train",
-                             "--config",
-                             config().string(),
-                             "--set",
-                             "train.out_dir=" + (*dir_ / "pipeline-all-died").string(),
-                             "--set",
-                             "train.steps=" + std::to_string(kSteps),
-                             "--set",
-                             "train.checkpoint_every=8",
-                             "--set",
-                             "comm.timeout_s=60",
-                             "--set",
-                             "dist.stages=2",
-                             "--set",
-                             "dist.replicas=2",
-                             "--set",
-                             "train.micro_batch_size=1"});
-  EXPECT_EQ(launch.wait(300), 0) << launch.output();
-  const std::string out = launch.output();
+  const std::string out = launched("pipeline-all-died", 4, 4, "20:KILL", kSteps,
+                                    {"train.checkpoint_every=8", "dist.stages=2", "dist.replicas=2", "train.micro_batch_size=1"});
   for (int rank = 0; rank < 4; ++rank) {
     const std::string first_stage = "rank-" + std::to_string(rank / 2 * 2);
     EXPECT_NE(
