@@ -115,8 +115,9 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
                                             const std::string& backend, int replica, const MemberStepHook& after_step,
                                             std::int64_t life) {
   const RunConfig& config = options.config;
-  if (member_options.place.stages <= 1)
+  if (member_options.place.stages <= 1) {  // a pipeline stage learns its replica's first stage below
     resume_from_earlier_life(options, life, member_options.name, member_options.name);
+  }
   // Note "graceful-stop": a stop also ends a wait for the coordinator or for a quorum, which can last until
   // comm.timeout_s (the others gone, say), longer than a spot instance's notice. Not a pipeline stage's: its
   // replica's stages stop together, after a step they agreed on.
