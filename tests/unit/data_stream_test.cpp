@@ -150,6 +150,43 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
 
 // A .jsonl line's text is read as the parser goes (nothing else of the line is kept: a DOM of a 40 MB line
 // took 1.7 GB): the top-level object's field only, the last one when it is given twice, as a DOM would have it.
+// A prepared data directory or a checkpoint under an input is loco's own output: skipped and said (before, its
+// shards, weights and JSON were read as text into the corpus); one given as the input itself is refused, named.
+TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
+  ScratchDir scratch;
+  write_text(scratch / "corpus" / "a.txt", "text\n");
+  write_text(scratch / "corpus" / "data" / "meta.json", "{}");
+  write_text(scratch / "corpus" / "data" / "tokenizer.json", "{}");
+  write_text(scratch / "corpus" / "data" / "train_000.bin", "\x01\x02");
+  write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "state.json", "{}");
+  write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "model.safetensors", "weights");
+  write_text(scratch / "corpus" / "run" / "notes.txt", "a run's own notes are text\n");
+  write_text(scratch / "corpus" / "meta.json", "{}");  // one marker alone is no loco output
+  std::vector<SkippedDirectory> skipped;
+  const std::vector<CorpusFile> files = list_corpus_files({scratch / "corpus"}, scratch / "out", &skipped);
+  std::vector<std::string> names;
+  for (const CorpusFile& file : files) names.push_back(file.path.lexically_relative(scratch / "corpus").string());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.txt", "meta.json", "run/notes.txt"}));
+  std::vector<std::string> skipped_names;
+  for (const SkippedDirectory& directory : skipped) {
+    skipped_names.push_back(directory.path.lexically_relative(scratch / "corpus").string() + ": " + directory.kind);
+  }
+  std::sort(skipped_names.begin(), skipped_names.end());  // a directory's entries come in no set order
+  EXPECT_EQ(skipped_names,
+            (std::vector<std::string>{"data: a prepared data directory", "run/checkpoints/step_8: a checkpoint"}));
+  try {
+    list_corpus_files({scratch / "corpus" / "data"}, scratch / "out");
+    ADD_FAILURE() << "a prepared data directory was taken as a corpus";
+  } catch (const DataError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("is a prepared data directory that loco wrote, not a corpus: its files are "
+                                   "token shards, not text. Give the text it was prepared from (--tokenizer-from"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(list_corpus_files({scratch / "corpus" / "run" / "checkpoints" / "step_8"}, scratch / "out"), DataError);
+}
+
 TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
   ScratchDir scratch;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');

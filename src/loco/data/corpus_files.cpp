@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "loco/data/byte_stream.h"
+#include "loco/data/loco_made.h"
 #include "loco/util/error.h"
 
 namespace loco::data {
@@ -15,15 +17,19 @@ bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.'
 
 bool is_jsonl(const fs::path& path) { return without_compression_extension(path).extension() == ".jsonl"; }
 
-// The regular files under `dir`, sorted by path, without hidden entries or anything under `exclude`.
-// Symbolic links to files are read; links to directories are not followed (they could loop).
-std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude) {
+// The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude` or any
+// directory loco made (added to `skipped`). Symbolic links to files are read; links to directories are not
+// followed (they could loop).
+std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude,
+                                     std::vector<SkippedDirectory>& skipped) {
   std::vector<fs::path> files;
   fs::path excluded = fs::weakly_canonical(exclude);
   if (fs::weakly_canonical(dir) == excluded) return files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    bool skip = is_hidden(it->path()) || (it->is_directory() && fs::weakly_canonical(it->path()) == excluded);
-    if (skip) {
+    const bool directory = it->is_directory();
+    const char* made = directory ? loco_made(it->path()) : nullptr;
+    if (made != nullptr) skipped.push_back({it->path(), made});
+    if (is_hidden(it->path()) || made != nullptr || (directory && fs::weakly_canonical(it->path()) == excluded)) {
       it.disable_recursion_pending();
     } else if (it->is_regular_file()) {
       files.push_back(it->path());
@@ -35,13 +41,24 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
 
 }  // namespace
 
-std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude) {
+std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
+                                          std::vector<SkippedDirectory>* skipped) {
   if (inputs.empty()) throw DataError("no input given; pass text files, directories or JSONL files.");
+  std::vector<SkippedDirectory> skipped_here;
   std::vector<fs::path> paths;
   for (const auto& input : inputs) {
+    if (const char* made = fs::is_directory(input) ? loco_made(input) : nullptr) {
+      const bool data = std::string_view(made) == kPreparedDataDirectory;
+      throw DataError(fmt::format("input {} is {} that loco wrote, not a corpus: its files are {}, not text. {}",
+                                  input.string(), made, data ? "token shards" : "a model's weights",
+                                  data ? fmt::format("Give the text it was prepared from (--tokenizer-from {} "
+                                                     "reuses its tokenizer).",
+                                                     input.string())
+                                       : std::string("Give files or directories of text.")));
+    }
     if (fs::is_directory(input)) {
       try {
-        for (auto& file : list_directory(input, exclude)) paths.push_back(std::move(file));
+        for (auto& file : list_directory(input, exclude, skipped_here)) paths.push_back(std::move(file));
       } catch (const fs::filesystem_error& e) {
         throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.", e.path1().string(),
                                   e.code().message()));
@@ -54,6 +71,7 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
                                   fs::exists(input) ? "is neither a file nor a directory" : "does not exist"));
     }
   }
+  if (skipped != nullptr) skipped->insert(skipped->end(), skipped_here.begin(), skipped_here.end());
   std::vector<CorpusFile> files;
   for (auto& path : paths) {
     std::error_code error;

@@ -5,8 +5,7 @@
 #include <functional>
 #include <string_view>
 
-#include "loco/data/dataset_meta.h"
-#include "loco/data/tokenizer.h"
+#include "loco/data/loco_made.h"
 #include "loco/train/checkpoint.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -52,26 +51,12 @@ fs::path first_stage_checkpoint(const fs::path& checkpoint) {
   return counterpart(checkpoint, [](const fs::path& stage_dir) { return stage_dir.parent_path(); });
 }
 
-namespace {
-
-// What `dir` is, when loco made it as a prepared data directory or a checkpoint: told by two files each,
-// so that an unrelated meta.json or state.json somewhere above a run does not count.
-const char* loco_made(const fs::path& dir) {
-  std::error_code ignored;
-  auto has = [&](const char* name) { return fs::exists(fs::symlink_status(dir / name, ignored)); };
-  if (has(data::kMetaFileName) && has(data::kTokenizerFileName)) return "a prepared data directory";
-  if (has("state.json") && has("model.safetensors")) return "a checkpoint";
-  return nullptr;
-}
-
-}  // namespace
-
 void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_view what) {
   std::error_code unresolved;
   fs::path start = fs::weakly_canonical(fs::absolute(dir), unresolved);
   if (unresolved) start = fs::absolute(dir).lexically_normal();
   for (fs::path at = start;; at = at.parent_path()) {
-    if (const char* kind = loco_made(at)) {
+    if (const char* kind = data::loco_made(at)) {
       throw ConfigError(fmt::format("{} '{}' is {}{} ({}); loco never writes into a data directory or a checkpoint. "
                                     "Choose a directory outside it",
                                     what, dir.string(), at == start ? "" : "inside ", kind, at.string()));
