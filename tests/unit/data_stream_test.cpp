@@ -187,6 +187,41 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
   EXPECT_THROW(list_corpus_files({scratch / "corpus" / "run" / "checkpoints" / "step_8"}, scratch / "out"), DataError);
 }
 
+// A corpus is UTF-8 text: a UTF-16 or UTF-32 file, or a binary one (a NUL byte in its first 8000 bytes,
+// compressed or not), is refused by name with the fix, before any of it is read as text (before: encoded as
+// text, NULs between the letters, silently). A UTF-8 byte-order mark is text.
+TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
+  ScratchDir scratch;
+  const auto refusal = [&](const std::string& name, const std::string& bytes) -> std::string {
+    write_text(scratch / name, bytes);
+    const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+    CorpusStream stream(files);
+    RawDocument document;
+    try {
+      stream.next(document);
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "read: " + document.bytes;
+  };
+  const std::string hello16 = std::string("h\0e\0l\0l\0o\0", 10);
+  EXPECT_NE(
+      refusal("le.txt", "\xFF\xFE" + hello16)
+          .find("le.txt is UTF-16 text (it begins with a byte-order mark), but loco reads UTF-8: convert it, e.g. "
+                "`iconv -f UTF-16 -t UTF-8"),
+      std::string::npos);
+  EXPECT_NE(refusal("be.txt", "\xFE\xFF" + hello16).find("is UTF-16 text"), std::string::npos);
+  EXPECT_NE(refusal("le32.txt", std::string("\xFF\xFE\0\0h\0\0\0", 8)).find("is UTF-32 text"), std::string::npos);
+  EXPECT_NE(refusal("le.jsonl", "\xFF\xFE" + hello16).find("is UTF-16 text"), std::string::npos);
+  EXPECT_NE(refusal("no-mark.txt", hello16).find("no-mark.txt holds a NUL byte at offset 1: it is not UTF-8 text"),
+            std::string::npos);
+  const std::string image = "\x89PNG\r\n\x1a\n" + std::string(100, 'x') + std::string(1, '\0') + "more";
+  EXPECT_NE(refusal("image.txt", image).find("holds a NUL byte at offset 108"), std::string::npos);
+  EXPECT_NE(refusal("image.txt.gz", gzip(image)).find("image.txt.gz holds a NUL byte at offset 108"),
+            std::string::npos);
+  EXPECT_EQ(refusal("bom8.txt", "\xEF\xBB\xBFtext"), "read: \xEF\xBB\xBFtext");
+}
+
 TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
   ScratchDir scratch;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
@@ -286,8 +321,9 @@ TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile)
 // naming the file and line, instead of growing the buffer with it.
 TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
   ScratchDir scratch;
-  write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n");
-  fs::resize_file(scratch / "a.jsonl", (std::uintmax_t{300} << 20));  // a sparse run of NUL bytes, no line end
+  // Past the 8000 bytes in which a NUL byte makes a file binary, a sparse run of NUL bytes without a line end.
+  write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n" + std::string(9000, 'x'));
+  fs::resize_file(scratch / "a.jsonl", (std::uintmax_t{300} << 20));
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
   CorpusStream stream(files);
   RawDocument document;
