@@ -110,6 +110,17 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   EXPECT_TRUE(fs::is_symlink(*dir_ / "dangling"));
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", ""}), 2, "--out: the path is empty");
   expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", ""}), 2, "--data: the path is empty");
+  // Without CUDA, asking for it names the option the user gave, not always train.device.
+  r = run_loco(
+      {"generate", "--checkpoint", checkpoint.string(), "--prompt", "the", "--tokens", "2", "--device", "cuda"});
+  if (r.exit_code != 0) {  // this machine has no GPU for this loco
+    expect_error(r, 2,
+                 "--device cuda, but this loco was built against a CPU-only libtorch or no GPU is visible. Use "
+                 "--device cpu (or auto)");
+    expect_error(run_loco({"train", "--config", config("e2e-cuda").string(), "--set", "train.device=cuda"}), 2,
+                 "train.device = cuda, but this loco was built against a CPU-only libtorch or no GPU is visible. Use "
+                 "train.device = cpu (or auto)");
+  }
 }
 
 TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {

@@ -29,7 +29,7 @@ void run_eval(const EvalArgs& args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto data = data::TokenDataset::open(args.data_dir, args.split);
   require_same_tokenizer(args.data_dir, checkpoint);
-  const torch::Device device = resolve_device(args.device);
+  const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
   Llama model = restore_model(checkpoint, device);
   const std::int64_t batch = args.batch_size > 0 ? args.batch_size : checkpoint.config.train.micro_batch_size;

@@ -26,7 +26,7 @@ struct GenerateArgs {
 void run_generate(GenerateArgs args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
-  const torch::Device device = resolve_device(args.device);
+  const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
   Llama model = restore_model(checkpoint, device);
   const std::int64_t embedded = checkpoint.config.model.vocab_size;

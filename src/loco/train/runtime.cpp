@@ -1,10 +1,10 @@
 #include "loco/train/runtime.h"
 
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <malloc.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
-
-#include <dlfcn.h>
-#include <malloc.h>
 
 #include <thread>
 
@@ -12,14 +12,16 @@
 
 namespace loco {
 
-torch::Device resolve_device(const std::string& name) {
+torch::Device resolve_device(const std::string& name, const std::string& setting) {
   if (name == "cpu") return torch::kCPU;
   const bool cuda = torch::cuda::is_available();
   if (name == "auto") return cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   if (!cuda) {
-    throw ConfigError(
-        "train.device = \"cuda\" but this loco was built against a CPU-only libtorch or no GPU is visible. "
-        "Use train.device = \"cpu\", or build loco against a CUDA libtorch (see docs/build.md)");
+    const bool option = setting.rfind("--", 0) == 0;
+    throw ConfigError(fmt::format(
+        "{} cuda, but this loco was built against a CPU-only libtorch or no GPU is visible. Use {} cpu (or auto), "
+        "or build loco against a CUDA libtorch (see docs/build.md)",
+        option ? setting : setting + " =", option ? setting : setting + " ="));
   }
   return torch::kCUDA;
 }

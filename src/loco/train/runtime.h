@@ -8,8 +8,8 @@
 namespace loco {
 
 // "cpu", "cuda" or "auto" (CUDA when this libtorch and machine have it); ConfigError for cuda
-// without a CUDA build or device.
-torch::Device resolve_device(const std::string& name);
+// without a CUDA build or device, naming `setting`, where the user chose it ("train.device", "--device").
+torch::Device resolve_device(const std::string& name, const std::string& setting);
 
 // Note "auto-threads": train.threads = 0 lets loco choose, from the device. On the CPU one intra-op thread:
 // OpenBLAS (libopenblas0-pthread) already runs every matmul on a pool of its own, one thread per core

@@ -271,7 +271,7 @@ void Trainer::set_up() {
     throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
   }
 
-  s.device = resolve_device(tc.device);
+  s.device = resolve_device(tc.device, "train.device");
   configure_threads(tc.threads, s.device);
   s.bf16 = tc.autocast == "bf16";
   if (s.bf16 && !s.device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
