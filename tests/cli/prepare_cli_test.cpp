@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "loco/util/directory_lock.h"
 #include "support/test_support.h"
 
 namespace loco::test {
@@ -16,6 +17,40 @@ std::string two_document_corpus(const ScratchDir& dir) {
   write_text(dir / "corpus/a.txt", "alpha\n");
   write_text(dir / "corpus/b.txt", "beta\n");
   return (dir / "corpus").string();
+}
+
+// A directory another loco process is writing (it holds the directory's lock: here, this test) is refused
+// by `loco prepare --out` and by `loco train` (train.out_dir), by name, and left as it was: before, the second
+// run took the first's files for an interrupted run's and removed them, and both wrote into the directory.
+TEST(PrepareCli, ADirectoryAnotherProcessIsWritingIsRefused) {
+  ScratchDir dir;
+  const std::string corpus = two_document_corpus(dir);
+  std::filesystem::create_directories(dir / "busy");
+  write_text(dir / "busy" / ".loco-prepare-incomplete", "the other run's marker\n");
+  write_text(dir / "busy" / "train_000.bin", "the other run's shard");
+  const DirectoryLock other_run(dir / "busy", "--out directory");
+  CommandResult result =
+      run_loco({"prepare", "--input", corpus, "--out", (dir / "busy").string(), "--tokenizer", "byte"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_TRUE(contains(result.output, "--out directory '" + (dir / "busy").string() +
+                                          "' is being written by another loco process right now"))
+      << result.output;
+  EXPECT_EQ(read_text(dir / "busy" / "train_000.bin"), "the other run's shard");
+  EXPECT_FALSE(std::filesystem::exists(dir / "busy" / "meta.json"));
+
+  ASSERT_EQ(run_loco({"prepare", "--input", corpus, "--out", (dir / "data").string(), "--tokenizer", "byte",
+                      "--val-fraction", "0.5"})
+                .exit_code,
+            0);
+  write_text(dir / "busy" / "metrics.jsonl", "{\"step\": 1}\n");
+  result = run_loco({"train", "--config", std::string(LOCO_SOURCE_DIR) + "/configs/tiny.toml", "--set",
+                     "data.dir=" + (dir / "data").string(), "--set", "data.seq_len=2", "--set", "train.batch_size=1",
+                     "--set", "train.out_dir=" + (dir / "busy").string()});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_TRUE(contains(result.output, "train.out_dir '" + (dir / "busy").string() +
+                                          "' is being written by another loco process right now"))
+      << result.output;
+  EXPECT_EQ(read_text(dir / "busy" / "metrics.jsonl"), "{\"step\": 1}\n");
 }
 
 TEST(PrepareCli, PreparesAByteTokenizedCorpusAndPrintsASummary) {

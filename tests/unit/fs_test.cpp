@@ -1,11 +1,15 @@
 // remove_tree (note "no-fs-remove-all" in util/fs.h): removes a whole tree, never follows a link out
 // of it, and treats a missing path as done.
+#include "loco/util/fs.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
+
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 #include "support/test_support.h"
 
 namespace loco {
@@ -92,6 +96,28 @@ TEST(RemoveTree, ReportsWhatCannotBeRemoved) {
   fs::permissions(dir / "locked" / "inner", fs::perms::owner_all);
   EXPECT_FALSE(removed);
   EXPECT_TRUE(error);
+}
+
+// One claim on a directory at a time, also within one process; the claim ends with its holder (or its
+// process), and goes with a move.
+TEST(DirectoryLock, ADirectoryIsClaimedByOneHolderAtATime) {
+  test::ScratchDir scratch;
+  std::optional<DirectoryLock> first(std::in_place, scratch.path(), "--out directory");
+  try {
+    DirectoryLock second(scratch.path(), "--out directory");
+    ADD_FAILURE() << "a held directory was claimed again";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--out directory '" + scratch.path().string() +
+                                         "' is being written by another loco process right now"),
+              std::string::npos)
+        << e.what();
+  }
+  DirectoryLock moved = std::move(*first);
+  first.reset();  // the moved-from lock holds nothing: the claim stays with `moved`
+  EXPECT_THROW(DirectoryLock(scratch.path(), "x"), ConfigError);
+  { DirectoryLock unrelated(scratch / "..", "x"); }  // another directory is another claim
+  moved = DirectoryLock(scratch / "..", "x");        // moving another claim in lets go of this one
+  EXPECT_NO_THROW(DirectoryLock(scratch.path(), "x"));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "loco/data/text.h"
 #include "loco/data/tokenizer.h"
 #include "loco/data/tokenizer_sample.h"
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
@@ -291,6 +292,9 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   }
   const std::vector<fs::path> created = missing_directories(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
+  // Before anything in it is taken for an interrupted run's: a run still writing it holds the lock.
+  const DirectoryLock writing(options.out_dir, "--out directory");
+  refuse_prepared_directory(options.out_dir);  // again: one may have finished while this run listed its corpus
   clear_interrupted_run(options.out_dir);
   try {
     return prepare_into(options, limits, files);

@@ -65,10 +65,11 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
   }
 }
 
-void claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resuming) {
+DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resuming) {
   refuse_data_and_checkpoint_directories(dir, "train.out_dir");
   ensure_writable_directory(dir, "train.out_dir");
-  if (resuming) return;
+  DirectoryLock writing(dir, "train.out_dir");  // before its files are judged: a live run's are no stopped run's
+  if (resuming) return writing;
   const fs::path metrics = dir / "metrics.jsonl";
   const bool has_metrics = fs::exists(metrics) && fs::file_size(metrics) > 0;
   const auto checkpoints = list_checkpoints(dir / "checkpoints");
@@ -85,6 +86,7 @@ void claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resu
         "{} to continue that run, or choose another train.out_dir",
         out_dir.string(), (out_dir / "checkpoints" / checkpoints.back().second.filename()).string()));
   }
+  return writing;
 }
 
 }  // namespace loco

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string_view>
 
+#include "loco/util/directory_lock.h"
+
 namespace loco {
 
 // Where replica `rank` keeps its files.
@@ -27,9 +29,11 @@ std::filesystem::path first_stage_checkpoint(const std::filesystem::path& checkp
 // inside one.
 void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, std::string_view what);
 
-// Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write. A fresh run
-// (not `resuming`) refuses a directory that holds another run's checkpoints or metrics: loco never
+// Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write, and claims it for
+// this process while the returned lock lives: a run that writes it right now is refused, by name. A fresh
+// run (not `resuming`) refuses a directory that holds another run's checkpoints or metrics: loco never
 // writes over a run. Throws ConfigError naming the fix.
-void claim_run_directory(const std::filesystem::path& dir, const std::filesystem::path& out_dir, bool resuming);
+[[nodiscard]] DirectoryLock claim_run_directory(const std::filesystem::path& dir, const std::filesystem::path& out_dir,
+                                                bool resuming);
 
 }  // namespace loco

@@ -90,6 +90,7 @@ struct Trainer::State {
   std::optional<LoadedCheckpoint> resumed;
   fs::path out_dir;
   bool made_out_dir = false;  // set_up created out_dir (a refused run removes it again while empty)
+  std::optional<DirectoryLock> out_dir_lock;  // this process writes out_dir (run_directory.h)
   Llama model{nullptr};
   std::optional<InnerOptimizer> optimizer;
   std::optional<data::BatchSampler> sampler;
@@ -328,7 +329,7 @@ void Trainer::set_up() {
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   s.made_out_dir = !fs::exists(s.out_dir);
-  claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
+  s.out_dir_lock = claim_run_directory(s.out_dir, tc.out_dir, s.resumed.has_value());
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
     fmt::print(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
