@@ -115,9 +115,11 @@ TEST(DirectoryLock, ADirectoryIsClaimedByOneHolderAtATime) {
   DirectoryLock moved = std::move(*first);
   first.reset();  // the moved-from lock holds nothing: the claim stays with `moved`
   EXPECT_THROW(DirectoryLock(scratch.path(), "x"), ConfigError);
-  { DirectoryLock unrelated(scratch / "..", "x"); }  // another directory is another claim
-  moved = DirectoryLock(scratch / "..", "x");        // moving another claim in lets go of this one
+  fs::create_directories(scratch / "other");
+  { DirectoryLock unrelated(scratch / "other", "x"); }  // another directory is another claim
+  moved = DirectoryLock(scratch / "other", "x");        // moving another claim in lets go of this one
   EXPECT_NO_THROW(DirectoryLock(scratch.path(), "x"));
+  EXPECT_THROW(DirectoryLock(scratch / "other", "x"), ConfigError);
 }
 
 }  // namespace

@@ -27,9 +27,10 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   if (fs::weakly_canonical(dir) == excluded) return files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
     const bool directory = it->is_directory();
-    const char* made = directory ? loco_made(it->path()) : nullptr;
+    const bool hidden = is_hidden(it->path());
+    const char* made = directory && !hidden ? loco_made(it->path()) : nullptr;
     if (made != nullptr) skipped.push_back({it->path(), made});
-    if (is_hidden(it->path()) || made != nullptr || (directory && fs::weakly_canonical(it->path()) == excluded)) {
+    if (hidden || made != nullptr || (directory && fs::weakly_canonical(it->path()) == excluded)) {
       it.disable_recursion_pending();
     } else if (it->is_regular_file()) {
       files.push_back(it->path());
@@ -44,7 +45,8 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
                                           std::vector<SkippedDirectory>* skipped) {
   if (inputs.empty()) throw DataError("no input given; pass text files, directories or JSONL files.");
-  std::vector<SkippedDirectory> skipped_here;
+  std::vector<SkippedDirectory> not_asked_for;
+  std::vector<SkippedDirectory>& skipped_into = skipped != nullptr ? *skipped : not_asked_for;
   std::vector<fs::path> paths;
   for (const auto& input : inputs) {
     if (const char* made = fs::is_directory(input) ? loco_made(input) : nullptr) {
@@ -58,7 +60,7 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
     }
     if (fs::is_directory(input)) {
       try {
-        for (auto& file : list_directory(input, exclude, skipped_here)) paths.push_back(std::move(file));
+        for (auto& file : list_directory(input, exclude, skipped_into)) paths.push_back(std::move(file));
       } catch (const fs::filesystem_error& e) {
         throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.", e.path1().string(),
                                   e.code().message()));
@@ -71,7 +73,6 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
                                   fs::exists(input) ? "is neither a file nor a directory" : "does not exist"));
     }
   }
-  if (skipped != nullptr) skipped->insert(skipped->end(), skipped_here.begin(), skipped_here.end());
   std::vector<CorpusFile> files;
   for (auto& path : paths) {
     std::error_code error;

@@ -17,11 +17,12 @@ torch::Device resolve_device(const std::string& name, const std::string& setting
   const bool cuda = torch::cuda::is_available();
   if (name == "auto") return cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
   if (!cuda) {
-    const bool option = setting.rfind("--", 0) == 0;
+    // "--device cuda" for an option, "train.device = cuda" for a config key.
+    const std::string chosen = setting.rfind("--", 0) == 0 ? setting : setting + " =";
     throw ConfigError(fmt::format(
         "{} cuda, but this loco was built against a CPU-only libtorch or no GPU is visible. Use {} cpu (or auto), "
         "or build loco against a CUDA libtorch (see docs/build.md)",
-        option ? setting : setting + " =", option ? setting : setting + " ="));
+        chosen, chosen));
   }
   return torch::kCUDA;
 }
