@@ -40,19 +40,33 @@ class RunningServer {
   std::thread thread_;
 };
 
-// A connection that has sent `GET path`; with `small_buffer` its socket's receive buffer is made small, so
-// that the server's sends block once it is full and the reader does not read.
-int send_get(int port, const std::string& path, bool small_buffer = true) {
+// A socket connected to the server from the loopback address `source` (every 127.x.y.z is this host's);
+// with `small_buffer` its receive buffer is made small, so that the server's sends block once it is full
+// and the reader does not read.
+int connect_from(int port, const char* source, bool small_buffer) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   int small = 4096;
   if (small_buffer) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<std::uint16_t>(port));
   ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  return fd;
+}
+
+void send_text(int fd, const std::string& text) {
+  EXPECT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
+}
+
+// A connection that has sent `GET path`.
+int send_get(int port, const std::string& path, bool small_buffer = true) {
+  const int fd = connect_from(port, "127.0.0.1", small_buffer);
+  send_text(fd, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
   return fd;
 }
 
@@ -141,6 +155,33 @@ TEST(HttpServer, AnAnswerNotReadWithinTheDeadlineIsCutOff) {
   const std::string next = read_to_end(send_get(server->port(), "/big", /*small_buffer=*/false));
   EXPECT_EQ(next.rfind("HTTP/1.1 200", 0), 0u) << next.substr(0, 200);
   EXPECT_GT(next.size(), kBody);
+}
+
+// A flood of connections from one address that never finish their request fills the places of those still
+// sending theirs: the server closes the flood's own oldest connections to admit the rest, not the older one
+// of a member on another host, whose request is then answered (before, the longest waiting one was closed,
+// whoever sent it).
+TEST(HttpServer, AFloodFromOneAddressClosesItsOwnConnectionsNotAnotherHosts) {
+  HttpServerLimits limits;
+  limits.max_waiting_connections = 4;
+  RunningServer server(limits);
+  server->route("GET", "/status", [](const HttpRequest&, HttpResponse& res) { res.body = "{}"; });
+  server.start();
+  const int member = connect_from(server->port(), "127.0.0.2", /*small_buffer=*/false);
+  send_text(member, "GET /status HTTP/1.1\r\n");                // the rest of its head comes after the flood
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // admitted before the flood: the oldest
+  std::vector<int> flood;
+  for (int i = 0; i < 8; ++i) {
+    flood.push_back(connect_from(server->port(), "127.0.0.1", /*small_buffer=*/false));
+    send_text(flood.back(), "GET /status HTTP/1.1\r\n");
+  }
+  // Nine connections, four places: five are closed, the flood's five oldest. The fifth being closed shows
+  // that the last one was admitted.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(read_to_end(flood[i]), "") << "flood connection " << i;
+  send_text(member, "Host: x\r\n\r\n");
+  const std::string answer = read_to_end(member);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << "the member's connection was closed for the flood: " << answer;
+  for (int i = 5; i < 8; ++i) ::close(flood[i]);
 }
 
 }  // namespace

@@ -4,18 +4,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <toml.hpp>
 
-#include "loco/config/algorithms.h"
 #include "loco/config/adversary.h"
+#include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
 #include "loco/config/dist_checks.h"
 #include "loco/config/strategy_checks.h"
@@ -397,15 +396,8 @@ void validate(const RunConfig& c) {
 }
 
 RunConfig read_run_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  // Checked first for what toml11 cannot be given safely (toml_text.h).
-  const std::string text = read_toml_text(file, "config file");
-  toml::value root;
-  try {
-    std::istringstream stream(text);
-    root = toml::parse(stream, file.string());
-  } catch (const std::exception& e) {
-    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), toml_parse_error_text(e.what())));
-  }
+  // Checked for what toml11 cannot be given safely before it parses (toml_text.h).
+  const toml::value root = parse_toml_file(file, "config file");
   RunConfig config;
   apply_toml(config, root, file.string());
   for (const auto& assignment : overrides) apply_override(config, assignment);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -73,6 +74,16 @@ std::string read_toml_text(const std::filesystem::path& file, const std::string&
                                   file.string(), kMaxTomlNesting, where_in(text, *deep)));
   }
   return text;
+}
+
+toml::value parse_toml_file(const std::filesystem::path& file, const std::string& what) {
+  const std::string text = read_toml_text(file, what);
+  try {
+    std::istringstream stream(text);
+    return toml::parse(stream, file.string());
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), toml_parse_error_text(e.what())));
+  }
 }
 
 std::string toml_parse_error_text(std::string_view what) {

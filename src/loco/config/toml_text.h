@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <toml.hpp>
 
 namespace loco {
 
@@ -27,6 +28,10 @@ constexpr std::size_t kMaxTomlLineBytes = 16 << 10;
 // the fix when it is not a regular file, is larger than kMaxTomlFileBytes, has a line longer than
 // kMaxTomlLineBytes, is not UTF-8, or nests deeper than kMaxTomlNesting.
 std::string read_toml_text(const std::filesystem::path& file, const std::string& what);
+
+// `file` read by read_toml_text and parsed; ConfigError naming the file and toml11's complaint in loco's
+// words (toml_parse_error_text) when it is not TOML.
+toml::value parse_toml_file(const std::filesystem::path& file, const std::string& what);
 
 // The offset of the first '[' or '{' that opens a level deeper than `limit`; nullopt when none does.
 // Brackets inside strings and comments do not count; a table header counts as the brackets it is

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -148,6 +149,7 @@ HttpResponse refusal_response(int status, const std::string& what, const char* r
 struct HttpServer::Impl {
   struct Connection {
     int fd = -1;
+    std::string address;  // the peer's, as peer_address gives it
     Clock::time_point since;
     bool waiting = true;     // still sending its request: may be closed to admit a newer one
     bool answering = false;  // counted in `answering`
@@ -164,23 +166,38 @@ struct HttpServer::Impl {
   std::uint64_t next_connection = 0;
   std::size_t answering = 0;  // connections whose request is being answered
 
-  // Registers `fd`; when too many connections still send their request, closes the one that has waited
-  // longest (its thread then finds it closed) to make room.
-  std::uint64_t admit(int fd) {
+  // Registers `fd`, from `address`; when too many connections still send their request, closes one to make
+  // room (its thread then finds it closed): the one that has waited longest among those of the address
+  // with the most waiting. So a flood from one address closes its own connections, not a member's from
+  // another host that happens to be the oldest.
+  std::uint64_t admit(int fd, std::string address) {
     std::lock_guard<std::mutex> lock(mutex);
+    std::map<std::string_view, std::size_t> waiting_by_address;
     std::size_t waiting = 0;
-    Connection* oldest = nullptr;
-    for (auto& [id, c] : connections) {
+    for (const auto& [id, c] : connections) {
       if (!c.waiting) continue;
       ++waiting;
-      if (!oldest || c.since < oldest->since) oldest = &c;
+      ++waiting_by_address[c.address];
     }
-    if (waiting >= limits.max_waiting_connections && oldest) {
-      ::shutdown(oldest->fd, SHUT_RDWR);
-      oldest->waiting = false;
+    if (waiting >= limits.max_waiting_connections) {
+      Connection* victim = nullptr;
+      std::size_t victim_address_waiting = 0;
+      for (auto& [id, c] : connections) {
+        if (!c.waiting) continue;
+        const std::size_t of_address = waiting_by_address[c.address];
+        if (!victim || of_address > victim_address_waiting ||
+            (of_address == victim_address_waiting && c.since < victim->since)) {
+          victim = &c;
+          victim_address_waiting = of_address;
+        }
+      }
+      if (victim) {
+        ::shutdown(victim->fd, SHUT_RDWR);
+        victim->waiting = false;
+      }
     }
     const std::uint64_t id = next_connection++;
-    connections[id] = {fd, Clock::now(), true};
+    connections[id] = {fd, std::move(address), Clock::now(), true};
     return id;
   }
 
@@ -342,7 +359,7 @@ void HttpServer::serve() {
     }
     int yes = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    const std::uint64_t id = s.admit(fd);
+    const std::uint64_t id = s.admit(fd, peer_address(fd));
     try {
       std::thread([&s, id, fd] { s.serve_connection(id, fd); }).detach();
     } catch (const std::system_error&) {  // no thread to be had (a limit of the system): this one is closed

@@ -7,9 +7,11 @@
 //   - the whole request must arrive within `request_deadline_s` of the connection's start, however slowly
 //     its bytes trickle (a per-read timeout would let one header line every 2 s hold a connection forever);
 //   - each connection has a thread of its own, so a slow one delays nobody else; at most
-//     `max_waiting_connections` may still be sending their request, and when one more arrives the one that
-//     has waited longest is closed: a member's request, which arrives within milliseconds, is never the
-//     oldest, and a connection whose request is being answered (a long poll) is never closed;
+//     `max_waiting_connections` may still be sending their request, and when one more arrives one is closed:
+//     of the address with the most connections waiting, the one that has waited longest. A member's request,
+//     which arrives within milliseconds, is never the oldest, a flood from one address closes its own
+//     connections rather than those of other hosts, and a connection whose request is being answered (a long
+//     poll) is never closed;
 //   - at most `max_answering_connections` requests are answered at once (a long poll, an answer being sent);
 //     one more gets 503 at once ({"refusal": "unavailable"}, which a member retries), so the answers held in
 //     memory are bounded however many clients ask;

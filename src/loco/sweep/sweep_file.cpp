@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <toml.hpp>
 
-#include "loco/config/toml_text.h"
 #include "loco/config/load_config.h"
+#include "loco/config/toml_text.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -306,14 +305,7 @@ void check_best(const SweepFile& out) {
 }  // namespace
 
 SweepFile read_sweep_file(const fs::path& file, const std::string& profile) {
-  const std::string text = read_toml_text(file, "sweep file");
-  toml::value root;
-  try {
-    std::istringstream stream(text);
-    root = toml::parse(stream, file.string());
-  } catch (const std::exception& e) {
-    throw ConfigError(fmt::format("cannot parse {} as TOML: {}", file.string(), toml_parse_error_text(e.what())));
-  }
+  const toml::value root = parse_toml_file(file, "sweep file");
   SweepFile out;
   out.file = file;
   try {
