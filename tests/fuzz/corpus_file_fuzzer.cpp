@@ -1,6 +1,6 @@
 // Fuzz target: a corpus file as `loco prepare` reads it (data/byte_stream.h, data/corpus_stream.h): the
-// first byte picks the file's kind (.jsonl, .jsonl.gz, .jsonl.zst, .txt.gz, .txt.zst, .txt), the rest is
-// its content, decompressed, cut into lines and parsed as JSON. Corpora come from anywhere: a damaged
+// first byte picks the file's kind (.jsonl, .jsonl.gz, .jsonl.zst, .txt.gz, .txt.zst, .txt, .json, .json.gz), the
+// rest is its content, decompressed, cut into lines or array elements and parsed as JSON. Corpora come from anywhere: a damaged
 // download must end in DataError naming the file, never in a crash or an endless loop.
 #include <array>
 #include <string>
@@ -13,8 +13,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using loco::fuzz::fuzz_require;
-  static const std::array<const char*, 6> kNames{"fuzz.jsonl",   "fuzz.jsonl.gz", "fuzz.jsonl.zst",
-                                                 "fuzz.txt.gz", "fuzz.txt.zst",  "fuzz.txt"};
+  static const std::array<const char*, 8> kNames{"fuzz.jsonl",   "fuzz.jsonl.gz", "fuzz.jsonl.zst", "fuzz.txt.gz",
+                                                 "fuzz.txt.zst", "fuzz.txt",      "fuzz.json",      "fuzz.json.gz"};
   if (size == 0) return 0;
   const std::string name = kNames[data[0] % kNames.size()];
   const auto path = loco::fuzz::write_scratch_file(name, loco::fuzz::as_text(data + 1, size - 1));
@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::uint64_t last_line = 0;
     for (loco::data::RawDocument document; stream.next(document);) {
       fuzz_require(!loco::data::is_blank(document.bytes), "blank lines and files are skipped");
-      if (files[0].jsonl) {
-        fuzz_require(document.line > last_line, "JSONL line numbers increase");
+      if (loco::data::holds_json_records(files[0])) {
+        fuzz_require(document.line > last_line, "JSON line and element numbers increase");
         last_line = document.line;
       } else {
         fuzz_require(document.line == 0, "a text file is one document, line 0");

@@ -383,6 +383,34 @@ TEST(DataPrepare, CompressedInputsGiveTheSameShardsAsPlainOnes) {
   EXPECT_NE(error.find("docs.jsonl.zst:6: no string \"text\" field"), std::string::npos) << error;
 }
 
+// The same documents as JSON Lines (.jsonl, or .json.gz as C4 ships them) and as one pretty-printed JSON array
+// (.json) prepare to the same shards and tokenizer: an element is numbered as its line would be, so the split
+// is the same too.
+TEST(DataPrepare, AJsonArrayAndJsonLinesOfTheSameDocumentsGiveTheSameShards) {
+  ScratchDir scratch;
+  const std::string jsonl = generated_jsonl(200);
+  nlohmann::json array = nlohmann::json::array();
+  for (std::size_t begin = 0, end; (end = jsonl.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    array.push_back(nlohmann::json::parse(jsonl.substr(begin, end - begin)));
+  }
+  write_text(scratch / "lines/docs.jsonl", jsonl);
+  write_text(scratch / "c4/docs.json.zst", zstd_frame(jsonl));
+  write_text(scratch / "array/docs.json", array.dump(2));
+  PrepareOptions options = byte_options({scratch / "lines"}, scratch / "from-lines", 0.1);
+  options.tokenizer = "bpe";
+  options.vocab_size = 400;
+  prepare_dataset(options);
+  for (const char* kind : {"c4", "array"}) {
+    options.inputs = {scratch / kind};
+    options.out_dir = scratch / fmt::format("from-{}", kind);
+    prepare_dataset(options);
+    EXPECT_EQ(read_dataset_meta(scratch / "from-lines").checksums, read_dataset_meta(options.out_dir).checksums)
+        << kind;
+    EXPECT_EQ(read_file(scratch / "from-lines/tokenizer.model"), read_file(options.out_dir / "tokenizer.model"))
+        << kind;
+  }
+}
+
 TEST(DataPrepare, SameShardsForAnyNumberOfThreadsAndBatches) {
   ScratchDir scratch;
   write_text(scratch / "docs.jsonl", generated_jsonl(300));

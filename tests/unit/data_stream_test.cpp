@@ -1,5 +1,6 @@
 // The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
 // split and the tokenizer's sample.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -124,9 +125,9 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   write_text(scratch / "d.txt", " \n\t");
   const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
   ASSERT_EQ(files.size(), 4u);
-  EXPECT_TRUE(files[0].jsonl);
-  EXPECT_FALSE(files[1].jsonl);
-  EXPECT_TRUE(files[2].jsonl);
+  EXPECT_EQ(files[0].format, CorpusFormat::json_lines);
+  EXPECT_EQ(files[1].format, CorpusFormat::text);
+  EXPECT_EQ(files[2].format, CorpusFormat::json_lines);
 
   CorpusStream stream(files);
   std::vector<std::pair<std::uint32_t, std::uint64_t>> positions;
@@ -334,6 +335,112 @@ TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
   } catch (const DataError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("a.jsonl:2: a line longer than 256 MiB"), std::string::npos) << message;
+  }
+}
+
+// The documents of `files` with their positions: the text of each, or "error: MESSAGE" for one refused.
+std::vector<std::pair<std::uint64_t, std::string>> documents_of(const std::vector<CorpusFile>& files) {
+  CorpusStream stream(files);
+  std::vector<std::pair<std::uint64_t, std::string>> read;
+  for (RawDocument document; stream.next(document);) {
+    const std::uint64_t line = document.line;
+    try {
+      read.emplace_back(line, document_text(std::move(document), files, "text"));
+    } catch (const DataError& e) {
+      read.emplace_back(line, std::string("error: ") + e.what());
+    }
+  }
+  return read;
+}
+
+// A .json file is JSON Lines when it begins with '{' (C4's .json.gz files, `datasets`' to_json) and a JSON array
+// of objects when it begins with '[' (after a byte-order mark and whitespace), each element a document numbered
+// from 1. Before, both were read as one text document, their JSON syntax and all. Brackets, quotes and
+// backslashes inside strings, and nested values, do not end an element.
+TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
+  ScratchDir scratch;
+  write_text(scratch / "c4.json.gz", gzip("{\"text\": \"line one\", \"url\": \"u\"}\n\n{\"text\": \"line two\"}\n"));
+  write_text(scratch / "array.json",
+             "\xEF\xBB\xBF \n [\n  {\"text\": \"a ] } [ { , \\\" \\\\\", \"meta\": {\"k\": [1, [2], {\"x\": \"]\"}]}},\n"
+             "  {\"id\": 2, \"text\": \"second\"} ,{\"text\":\"third\"}, 7, \"text\"\n]\n\n");
+  write_text(scratch / "records.ndjson", "{\"text\": \"nd\"}\n");
+  write_text(scratch / "empty.json", " \n");
+  const std::vector<CorpusFile> files =
+      list_corpus_files({scratch / "c4.json.gz", scratch / "array.json", scratch / "records.ndjson",
+                         scratch / "empty.json"},
+                        scratch / "out");
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_EQ(files[0].format, CorpusFormat::json_lines);
+  EXPECT_EQ(files[1].format, CorpusFormat::json_array);
+  EXPECT_EQ(files[2].format, CorpusFormat::json_lines);
+  EXPECT_EQ(files[3].format, CorpusFormat::json_lines);
+  const auto read = documents_of(files);
+  ASSERT_EQ(read.size(), 8u);
+  using Document = std::pair<std::uint64_t, std::string>;
+  EXPECT_EQ(read[0], (Document{1, "line one"}));
+  EXPECT_EQ(read[1], (Document{3, "line two"}));
+  EXPECT_EQ(read[2], (Document{1, "a ] } [ { , \" \\"}));
+  EXPECT_EQ(read[3], (Document{2, "second"}));
+  EXPECT_EQ(read[4], (Document{3, "third"}));
+  // Elements that are not objects are named by their number.
+  for (const std::size_t i : {5, 6}) {
+    EXPECT_EQ(read[i].first, i - 1);
+    EXPECT_NE(read[i].second.find(fmt::format("array.json element {}: no string \"text\" field", i - 1)),
+              std::string::npos)
+        << read[i].second;
+  }
+  EXPECT_EQ(read[7], (Document{1, "nd"}));
+
+  // A .json file that is neither is refused when the corpus is listed, before anything is read.
+  write_text(scratch / "string.json", "\"a string\"");
+  try {
+    list_corpus_files({scratch / "string.json"}, scratch / "out");
+    FAIL() << "string.json was taken for a corpus file";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("string.json begins with '\"', but a .json corpus file is JSON Lines"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A JSON array file that is cut short, misses a comma, has a comma before its ']' or anything after it stops
+// with the file and the element named; so does an element longer than any document (a string never closed:
+// memory stays bounded).
+TEST(DataCorpusStream, AJsonArrayFileThatIsNotWellFormedIsRefusedByName) {
+  ScratchDir scratch;
+  const std::map<std::string, std::string> broken = {
+      {"cut.json", "[{\"text\": \"a\"}, {\"text\": \"b\"}"},
+      {"comma.json", "[{\"text\": \"a\"} {\"text\": \"b\"}]"},
+      {"trailing.json", "[{\"text\": \"a\"},\n]"},
+      {"after.json", "[{\"text\": \"a\"}] {}"},
+      {"open.json", "[{\"text\": \"a\"}, {\"text\": \"b"},
+  };
+  const std::map<std::string, std::string> expected = {
+      {"cut.json", "cut.json: the array ends without its closing ']' after element 2"},
+      {"comma.json", "comma.json: after element 1, '{' where a ',' or the closing ']' belongs"},
+      {"trailing.json", "trailing.json: a ',' after element 1 and then the closing ']'"},
+      {"after.json", "after.json: '{' after the array's closing ']'"},
+      {"open.json", "open.json: the array ends without its closing ']' after element 1"},
+  };
+  for (const auto& [name, content] : broken) {
+    write_text(scratch / name, content);
+    const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+    try {
+      documents_of(files);
+      FAIL() << name << " was read whole";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected.at(name)), std::string::npos) << e.what();
+    }
+  }
+  // Past the 8000 bytes in which a NUL byte makes a file binary, a sparse run of NUL bytes inside a string.
+  write_text(scratch / "long.json", "[{\"text\": \"one\"}, {\"text\": \"" + std::string(9000, 'x'));
+  fs::resize_file(scratch / "long.json", (std::uintmax_t{300} << 20));
+  try {
+    documents_of(list_corpus_files({scratch / "long.json"}, scratch / "out"));
+    FAIL() << "a 300 MiB element was read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("long.json: element 2 is longer than 256 MiB"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <string_view>
 
 #include "loco/data/byte_stream.h"
@@ -15,7 +17,42 @@ namespace {
 
 bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
 
-bool is_jsonl(const fs::path& path) { return without_compression_extension(path).extension() == ".jsonl"; }
+// The first byte of `path`'s content that is neither whitespace nor part of a UTF-8 byte-order mark; nullopt for
+// a file with none. Reads no further than that byte (decompressing as it goes).
+std::optional<char> first_significant_byte(const fs::path& path) {
+  ByteStream stream(path);
+  std::array<char, 4096> buffer;
+  std::string_view mark = "\xEF\xBB\xBF";  // what remains of a byte-order mark at the start
+  bool at_start = true;
+  while (const std::size_t got = stream.read(buffer.data(), buffer.size())) {
+    for (std::size_t i = 0; i < got; ++i) {
+      const char c = buffer[i];
+      if (at_start && !mark.empty() && c == mark.front()) {
+        mark.remove_prefix(1);
+        continue;
+      }
+      at_start = false;
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c;
+    }
+  }
+  return std::nullopt;
+}
+
+CorpusFormat format_of(const fs::path& path) {
+  const fs::path extension = without_compression_extension(path).extension();
+  if (extension == ".jsonl" || extension == ".ndjson") return CorpusFormat::json_lines;
+  if (extension != ".json") return CorpusFormat::text;
+  const std::optional<char> first = first_significant_byte(path);
+  if (!first || *first == '{') return CorpusFormat::json_lines;
+  if (*first == '[') return CorpusFormat::json_array;
+  const auto byte = static_cast<unsigned char>(*first);
+  const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", *first) : fmt::format("byte 0x{:02X}", byte);
+  throw DataError(fmt::format(
+      "{} begins with {}, but a .json corpus file is JSON Lines (one object per line, beginning with '{{') or one "
+      "JSON array of objects (beginning with '['), each with a string \"text\" field (--text-field names another). "
+      "Fix the file, or rename it .txt to read it as text",
+      path.string(), shown));
+}
 
 // The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude` or any
 // directory loco made (added to `skipped`). Symbolic links to files are read; links to directories are not
@@ -78,8 +115,8 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
     std::error_code error;
     const std::uint64_t bytes = fs::file_size(path, error);
     if (error) throw IoError(fmt::format("cannot read the size of {}: {}.", path.string(), error.message()));
-    bool jsonl = is_jsonl(path);
-    files.push_back(CorpusFile{std::move(path), jsonl, bytes});
+    const CorpusFormat format = format_of(path);
+    files.push_back(CorpusFile{std::move(path), format, bytes});
   }
   return files;
 }

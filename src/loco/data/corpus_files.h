@@ -12,11 +12,23 @@ namespace loco::data {
 
 namespace fs = std::filesystem;
 
+// How a corpus file holds its documents. By the name without .gz/.zst: .jsonl and .ndjson are JSON Lines; .json
+// is JSON Lines or a JSON array by its first byte ('{' or '['; `datasets`' to_json and C4's files write JSON
+// Lines as .json); any other name is text.
+enum class CorpusFormat {
+  text,        // the file is one document (or parts of a long one: corpus_stream.h)
+  json_lines,  // one JSON object per line, its text field a document
+  json_array,  // one JSON array of objects, each element's text field a document
+};
+
 struct CorpusFile {
   fs::path path;
-  bool jsonl = false;      // one document per line (.jsonl, .jsonl.gz, .jsonl.zst); else one document per file
+  CorpusFormat format = CorpusFormat::text;
   std::uint64_t bytes = 0;  // size of the file on disk (compressed size for .gz/.zst)
 };
+
+// The files of one format hold their documents as JSON records (lines or array elements).
+inline bool holds_json_records(const CorpusFile& file) { return file.format != CorpusFormat::text; }
 
 // A directory under an input that loco made as its own output (loco_made.h): skipped, its shards or weights
 // never read as text.
@@ -25,8 +37,8 @@ struct SkippedDirectory {
   const char* kind;  // what loco made it as
 };
 
-// DataError for an input that does not exist, is neither a file nor a directory, or is itself a directory loco
-// made; IoError when a directory cannot be listed. The directories loco made under an input are added to
+// DataError for an input that does not exist, is neither a file nor a directory, is itself a directory loco
+// made, or is a .json file that begins with neither '{' nor '['; IoError when a directory cannot be listed. The directories loco made under an input are added to
 // `skipped` when given.
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
                                           std::vector<SkippedDirectory>* skipped = nullptr);

@@ -88,6 +88,7 @@ bool CorpusStream::open_next_file() {
   end_ = stream_->read(buffer_.data(), buffer_.size());
   end_of_file_ = end_ == 0;
   line_ = 0;
+  array_opened_ = array_closed_ = false;
   refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
   return true;
 }
@@ -149,11 +150,113 @@ bool CorpusStream::next_text_part(std::string& part) {
   }
 }
 
+bool CorpusStream::peek_byte(char& c) {
+  if (begin_ == end_) {
+    if (end_of_file_) return false;
+    begin_ = 0;
+    end_ = stream_->read(buffer_.data(), buffer_.size());
+    end_of_file_ = end_ == 0;
+    if (end_of_file_) return false;
+  }
+  c = buffer_[begin_];
+  return true;
+}
+
+bool CorpusStream::next_byte(char& c) {
+  if (!peek_byte(c)) return false;
+  ++begin_;
+  return true;
+}
+
+bool CorpusStream::next_significant_byte(char& c) {
+  while (next_byte(c)) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return true;
+  }
+  return false;
+}
+
+// The array's elements are found by their brackets and quotes alone, without parsing them (document_text
+// does, as it does a JSON line), so that memory is one element whatever the size of the file: a file of
+// gigabytes is one JSON value, which a parser would hold whole.
+bool CorpusStream::next_array_element(std::string& element) {
+  element.clear();
+  if (array_closed_) return false;
+  const auto refuse = [&](const std::string& what) {
+    return DataError(fmt::format("{}: {}; a JSON array corpus file is '[', then objects separated by ',', then ']'. "
+                                 "Fix the file (a download cut short?) or leave it out of --input",
+                                 current_path().string(), what));
+  };
+  const auto ends_early = [&] { return refuse(fmt::format("the array ends without its closing ']' after element {}", line_)); };
+  char c = 0;
+  // A UTF-8 byte-order mark before the '[' (corpus_files.h looked past it too).
+  if (!array_opened_) {
+    for (const char mark : std::string_view("\xEF\xBB\xBF")) {
+      if (!peek_byte(c) || c != mark) break;
+      ++begin_;
+    }
+  }
+  if (!next_significant_byte(c)) throw ends_early();
+  if (!array_opened_) {
+    if (c != '[') throw refuse("it does not begin with '['");
+    array_opened_ = true;
+    if (!next_significant_byte(c)) throw ends_early();
+    if (c == ']') array_closed_ = true;
+  } else if (c == ']') {
+    array_closed_ = true;
+  } else if (c != ',') {
+    throw refuse(fmt::format("after element {}, '{}' where a ',' or the closing ']' belongs", line_, c));
+  } else if (!next_significant_byte(c)) {
+    throw ends_early();
+  } else if (c == ']') {
+    throw refuse(fmt::format("a ',' after element {} and then the closing ']'", line_));
+  }
+  if (array_closed_) {
+    if (next_significant_byte(c)) throw refuse(fmt::format("'{}' after the array's closing ']'", c));
+    return false;
+  }
+  // The element: a value from `c` on, to its closing bracket or quote, or for a number, true, false or null
+  // to the next ',' ']' or whitespace (document_text refuses what is not an object).
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (;;) {
+    element.push_back(c);
+    if (element.size() > kLongestJsonlLine) {
+      throw refuse(fmt::format("element {} is longer than {} MiB, more than any document loco reads", line_ + 1,
+                               kLongestJsonlLine >> 20));
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 0) break;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0) break;
+    } else if (depth == 0) {
+      char after = 0;
+      if (!peek_byte(after) || after == ',' || after == ']' || after == ' ' || after == '\t' || after == '\n' ||
+          after == '\r') {
+        break;
+      }
+    }
+    if (!next_byte(c)) throw ends_early();
+  }
+  ++line_;
+  return true;
+}
+
 bool CorpusStream::next(RawDocument& document) {
   for (;;) {
     if (!stream_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
-    if (!files_[file].jsonl) {
+    if (files_[file].format == CorpusFormat::text) {
       while (next_text_part(document.bytes)) {
         const std::uint64_t part = line_++;  // a text file counts its parts where a JSONL file counts lines
         if (is_blank(document.bytes)) continue;
@@ -165,7 +268,8 @@ bool CorpusStream::next(RawDocument& document) {
       close_file();
       continue;
     }
-    while (next_line(document.bytes)) {
+    const bool lines = files_[file].format == CorpusFormat::json_lines;
+    while (lines ? next_line(document.bytes) : next_array_element(document.bytes)) {
       if (is_blank(document.bytes)) continue;
       document.file = file;
       document.line = line_;
@@ -252,12 +356,17 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
 
 std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
                           const std::string& text_field) {
-  if (!files.at(document.file).jsonl) return std::move(document.bytes);
+  const CorpusFile& file = files.at(document.file);
+  if (!holds_json_records(file)) return std::move(document.bytes);
+  const bool lines = file.format == CorpusFormat::json_lines;
   const auto bad_line = [&](const std::string& what) {
     return DataError(fmt::format(
-        "{}:{}: {}. Each line of a .jsonl file must be a JSON object with a string \"{}\" field; fix or remove that "
-        "line (blank lines are allowed), or name the field that holds the text with --text-field.",
-        files.at(document.file).path.string(), document.line, what, text_field));
+        "{}{}{}: {}. Each {} must be a JSON object with a string \"{}\" field; fix or remove it{}, or name the "
+        "field that holds the text with --text-field.",
+        file.path.string(), lines ? ":" : " element ", document.line, what,
+        lines ? "line of a JSON Lines file (.jsonl, .ndjson, or .json beginning with '{')"
+              : "element of a JSON array file (.json beginning with '[')",
+        text_field, lines ? " (blank lines are allowed)" : ""));
   };
   TextFieldReader reader(text_field);
   if (!nlohmann::json::sax_parse(document.bytes, &reader)) {

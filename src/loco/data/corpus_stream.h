@@ -1,5 +1,5 @@
 // The documents of a corpus in one pass, in the order of its files (corpus_files.h): each non-blank
-// line of a JSONL file, each non-blank text file, or part of a long one. Memory is one read buffer plus
+// line of a JSON Lines file, each element of a JSON array file, each non-blank text file, or part of a long one. Memory is one read buffer plus
 // the document at hand, whatever the size of the corpus (of a text file's size too); compressed files are
 // decoded on the way (byte_stream.h).
 //
@@ -26,8 +26,10 @@ inline constexpr std::size_t kTextPartBytes = 16 << 10;
 
 struct RawDocument {
   std::uint32_t file = 0;  // index into the corpus's files
-  std::uint64_t line = 0;  // 1-based line of a JSONL file; 0-based part of a text file (0: the whole of a short one)
-  std::string bytes;       // the JSONL line as read, or the text file's part
+  // 1-based line of a JSON Lines file, 1-based element of a JSON array file; 0-based part of a text file (0: the
+  // whole of a short one)
+  std::uint64_t line = 0;
+  std::string bytes;  // the JSON line or array element as read, or the text file's part
 };
 
 class CorpusStream {
@@ -47,6 +49,13 @@ class CorpusStream {
  private:
   bool next_line(std::string& line);
   bool next_text_part(std::string& part);
+  bool next_array_element(std::string& element);
+  // The next byte of the file, consumed (next_byte) or not (peek_byte); false at its end.
+  bool next_byte(char& c);
+  bool peek_byte(char& c);
+  // The next byte that is not JSON whitespace, consumed; false at the file's end.
+  bool next_significant_byte(char& c);
+  const fs::path& current_path() const { return files_[next_file_ - 1].path; }
   bool open_next_file();
   void close_file();
 
@@ -58,11 +67,13 @@ class CorpusStream {
   std::size_t begin_ = 0, end_ = 0;  // unread bytes of buffer_
   bool end_of_file_ = false;
   std::uint64_t line_ = 0;
+  bool array_opened_ = false, array_closed_ = false;  // of a JSON array file: its '[' and its ']' were read
   std::uint64_t document_bytes_ = 0;
 };
 
-// The text of a document: a text file's part (moved out), or a JSONL line's string field `text_field`
-// (DataError "FILE:LINE: ..." with the fix when the line is not a JSON object with that field).
+// The text of a document: a text file's part (moved out), or a JSON line's or array element's string field
+// `text_field` (DataError "FILE:LINE: ..." or "FILE element N: ..." with the fix when it is not a JSON object
+// with that field).
 std::string document_text(RawDocument&& document, const std::vector<CorpusFile>& files,
                           const std::string& text_field);
 
