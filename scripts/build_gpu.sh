@@ -30,18 +30,30 @@ if [[ ! -d "$GTEST/lib/cmake/GTest" ]]; then
   cmake --install "$BUILD/_deps/googletest-build" >/dev/null
 fi
 
-# zlib: the machine's own when it has the headers; else the carried headers with its libz.so.1.
-zlib_args=()
-if [[ ! -f /usr/include/zlib.h ]]; then
-  libz=$(ldconfig -p | awk '$1 == "libz.so.1" { print $NF; exit }')
-  [[ -n "$libz" && -f "$CARRY/zlib/usr/include/zlib.h" ]] || { echo "build_gpu: no zlib (headers or libz.so.1)" >&2; exit 1; }
-  zlib_args=(-DZLIB_INCLUDE_DIR="$CARRY/zlib/usr/include" -DZLIB_LIBRARY="$libz")
-fi
+# The compression libraries (zlib, zstd, liblzma, libbz2): the machine's own when it has the header; else the
+# carried header (scripts/gpu_carry.sh) with the machine's runtime library, named to CMake by its variables.
+library_args=()
+use_carried_header() {  # HEADER SONAME INCLUDE_VARIABLE LIBRARY_VARIABLE...
+  local header=$1 soname=$2 include_var=$3 library
+  shift 3
+  [[ -f /usr/include/$header ]] && return 0
+  library=$(ldconfig -p | awk -v name="$soname" '$1 == name { print $NF; exit }')
+  [[ -n "$library" && -f "$CARRY/headers/usr/include/$header" ]] || {
+    echo "build_gpu: no $header on this machine and none carried, or no $soname (run scripts/gpu_carry.sh again?)" >&2
+    exit 1
+  }
+  library_args+=(-D"$include_var=$CARRY/headers/usr/include")
+  for variable in "$@"; do library_args+=(-D"$variable=$library"); done
+}
+use_carried_header zlib.h libz.so.1 ZLIB_INCLUDE_DIR ZLIB_LIBRARY
+use_carried_header zstd.h libzstd.so.1 ZSTD_INCLUDE_DIR ZSTD_LIBRARY
+use_carried_header lzma.h liblzma.so.5 LIBLZMA_INCLUDE_DIR LIBLZMA_LIBRARY LIBLZMA_LIBRARY_RELEASE
+use_carried_header bzlib.h libbz2.so.1.0 BZIP2_INCLUDE_DIR BZIP2_LIBRARY_RELEASE BZIP2_LIBRARIES
 
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$DEPS;$GTEST" \
-  -DLOCO_FMT_HEADER_ONLY=ON "${zlib_args[@]}" ${CMAKE_ARGS:-}
+  -DLOCO_FMT_HEADER_ONLY=ON "${library_args[@]}" ${CMAKE_ARGS:-}
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j "$JOBS" ${BUILD_ARGS:-}
 echo "build_gpu: built $BUILD/loco against torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"

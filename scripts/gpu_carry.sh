@@ -9,11 +9,12 @@
 #   debs/                  the Debian 12 packages, fetched with `apt-get download`; MANIFEST lists versions
 #   deps/usr/...           CLI11, toml11, nlohmann-json, fmt (headers + CMake configs) and the Gloo headers,
 #                          unpacked with `dpkg -x`; deps/usr/src/googletest: the googletest sources
-#   zlib/usr/...           zlib's headers, used only where the GPU machine has none
+#   headers/usr/...        the headers of zlib, zstd, liblzma and libbz2, each used only where the GPU machine
+#                          lacks it (with the machine's own runtime library: scripts/build_gpu.sh)
 #   data/NAME/             a copy of each prepared data directory given with --data (loco prepare output)
 #   tree/                  with --tree: a snapshot of this checkout's sources (tracked and untracked files
 #                          that git does not ignore), to build while the checkout itself is being edited
-# Re-running replaces debs/, deps/, zlib/ and tree/; the same Debian release gives the same files.
+# Re-running replaces debs/, deps/, headers/ and tree/; the same Debian release gives the same files.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$ROOT/.gpu
@@ -34,7 +35,9 @@ out=$(realpath -m "$out")
 # (libfmt9) comes along only so that fmt's CMake config finds the files it names; the GPU build
 # uses fmt header-only (LOCO_FMT_HEADER_ONLY).
 deps=(libcli11-dev libtoml11-dev nlohmann-json3-dev libfmt-dev libfmt9 libgloo-dev googletest)
-extra=(zlib1g-dev)
+# The compression libraries of checksums and corpora: only their headers are carried (their static
+# libraries are not position-independent); the runtime libraries are on every Linux machine.
+header_only=(zlib1g-dev libzstd-dev liblzma-dev libbz2-dev)
 
 # Keep the folder out of git when it lies inside this checkout.
 case $out/ in
@@ -47,16 +50,15 @@ case $out/ in
     ;;
 esac
 
-rm -rf "$out/debs" "$out/deps" "$out/zlib" "$out/tree"
-mkdir -p "$out/debs" "$out/deps" "$out/zlib"
-(cd "$out/debs" && apt-get download "${deps[@]}" "${extra[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-for p in "${deps[@]}" "${extra[@]}"; do
+rm -rf "$out/debs" "$out/deps" "$out/zlib" "$out/headers" "$out/tree"
+mkdir -p "$out/debs" "$out/deps" "$out/headers"
+(cd "$out/debs" && apt-get download "${deps[@]}" "${header_only[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+for p in "${deps[@]}" "${header_only[@]}"; do
   ls "$out/debs/${p}"_*.deb >/dev/null 2>&1 || { echo "gpu_carry: apt-get download $p failed (run apt-get update?)" >&2; exit 1; }
 done
 for p in "${deps[@]}"; do dpkg -x "$out/debs/${p}"_*.deb "$out/deps"; done
-dpkg -x "$out/debs/zlib1g-dev"_*.deb "$out/zlib"
-# Only the headers of zlib are wanted there (the static libz.a is not position-independent).
-rm -rf "$out/zlib/usr/lib" "$out/zlib/usr/share"
+for p in "${header_only[@]}"; do dpkg -x "$out/debs/${p}"_*.deb "$out/headers"; done
+rm -rf "$out/headers/usr/lib" "$out/headers/usr/share"
 (cd "$out/debs" && for f in *.deb; do dpkg-deb --show --showformat='${Package} ${Version}\n' "$f"; done) >"$out/debs/MANIFEST"
 
 for d in "${data_dirs[@]}"; do

@@ -1,7 +1,9 @@
 // The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
 // split and the tokenizer's sample.
 #include <fmt/format.h>
+#include <bzlib.h>
 #include <gtest/gtest.h>
+#include <lzma.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -49,6 +51,28 @@ std::string gzip(const std::string& bytes) {
 
 using test::zstd_frame;
 
+// One xz stream of `bytes` (liblzma, preset 1).
+std::string xz(const std::string& bytes) {
+  std::string out(lzma_stream_buffer_bound(bytes.size()), '\0');
+  std::size_t written = 0;
+  EXPECT_EQ(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                    bytes.size(), reinterpret_cast<std::uint8_t*>(out.data()), &written, out.size()),
+            LZMA_OK);
+  out.resize(written);
+  return out;
+}
+
+// One bzip2 stream of `bytes` (libbz2, 100 KB blocks).
+std::string bzip2(const std::string& bytes) {
+  std::string out(bytes.size() + bytes.size() / 100 + 600, '\0');
+  auto written = static_cast<unsigned int>(out.size());
+  EXPECT_EQ(BZ2_bzBuffToBuffCompress(out.data(), &written, const_cast<char*>(bytes.data()),
+                                     static_cast<unsigned int>(bytes.size()), 1, 0, 0),
+            BZ_OK);
+  out.resize(written);
+  return out;
+}
+
 std::string read_all(ByteStream& stream) {
   std::string content;
   std::vector<char> buffer(1 << 16);
@@ -89,26 +113,80 @@ TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
   EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / "one.txt.zst"));
 }
 
+TEST(DataByteStream, DecodesXzAndBzip2IncludingConcatenatedStreams) {
+  ScratchDir scratch;
+  const std::string a = varied_text(3 << 20, 1), b = varied_text(100000, 2);
+  write_text(scratch / "one.txt.xz", xz(a));
+  write_text(scratch / "two.txt.xz", xz(a) + xz(b));  // what `cat a.xz b.xz` makes
+  write_text(scratch / "one.txt.bz2", bzip2(a));
+  write_text(scratch / "two.txt.bz2", bzip2(a) + bzip2(b));  // what pbzip2 makes
+  EXPECT_EQ(read_stream(scratch / "one.txt.xz"), a);
+  EXPECT_EQ(read_stream(scratch / "two.txt.xz"), a + b);
+  EXPECT_EQ(read_stream(scratch / "one.txt.bz2"), a);
+  EXPECT_EQ(read_stream(scratch / "two.txt.bz2"), a + b);
+  for (const char* name : {"two.txt.xz", "two.txt.bz2"}) {
+    ByteStream stream(scratch / name);
+    read_all(stream);
+    EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / name)) << name;
+  }
+}
+
+// An xz file whose block asks for a 1 GiB dictionary (its header edited, its CRC-32 made right again) is
+// refused before the decoder allocates it: a stranger's file does not choose how much memory prepare takes.
+TEST(DataByteStream, AnXzFileAskingForAHugeDictionaryIsRefused) {
+  ScratchDir scratch;
+  std::string file = xz(varied_text(1000, 4));
+  // The block header follows the 12-byte stream header: its size, its flags, the sizes the flags announce
+  // (variable-length integers), then the LZMA2 filter (id 0x21, 1 byte of properties: the dictionary size).
+  const std::size_t header = 12, header_size = (static_cast<unsigned char>(file[header]) + 1) * 4;
+  const auto flags = static_cast<unsigned char>(file[header + 1]);
+  std::size_t at = header + 2;
+  const auto skip_varint = [&] {
+    while (static_cast<unsigned char>(file[at++]) & 0x80) {
+    }
+  };
+  if (flags & 0x40) skip_varint();
+  if (flags & 0x80) skip_varint();
+  ASSERT_EQ(static_cast<unsigned char>(file[at]), 0x21);  // LZMA2
+  ASSERT_EQ(static_cast<unsigned char>(file[at + 1]), 0x01);
+  file[at + 2] = 36;  // 2 << (36 / 2 + 11): 1 GiB
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(file.data() + header), static_cast<uInt>(header_size - 4)));
+  for (int i = 0; i < 4; ++i) file[header + header_size - 4 + i] = static_cast<char>(crc >> (8 * i));
+  write_text(scratch / "huge.txt.xz", file);
+  const std::string error = error_of(scratch / "huge.txt.xz");
+  EXPECT_NE(error.find("huge.txt.xz: decoding this xz data needs more than 512 MiB"), std::string::npos) << error;
+}
+
 TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
   ScratchDir scratch;
   const std::string a = varied_text(1 << 20, 3);
-  const std::string gz = gzip(a), zst = zstd_frame(a);
+  const std::string gz = gzip(a), zst = zstd_frame(a), x = xz(a), bz = bzip2(a);
   write_text(scratch / "cut.jsonl.gz", gz.substr(0, gz.size() / 2));
   write_text(scratch / "cut.jsonl.zst", zst.substr(0, zst.size() / 2));
+  write_text(scratch / "cut.jsonl.xz", x.substr(0, x.size() / 2));
+  write_text(scratch / "cut.jsonl.bz2", bz.substr(0, bz.size() / 2));
+  write_text(scratch / "bad.jsonl.xz", "not xz at all");
+  write_text(scratch / "bad.jsonl.bz2", "BZh9 not bzip2 either");
+  write_text(scratch / "empty.jsonl.xz", "");
+  write_text(scratch / "empty.jsonl.bz2", "");
   std::string bad = gz;
   bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
   write_text(scratch / "bad.jsonl.gz", bad);
   write_text(scratch / "bad.jsonl.zst", "not zstd at all");
   write_text(scratch / "empty.jsonl.gz", "");  // what a failed download leaves; even empty content has a header
   write_text(scratch / "empty.jsonl.zst", "");
-  for (const char* name :
-       {"cut.jsonl.gz", "cut.jsonl.zst", "bad.jsonl.gz", "bad.jsonl.zst", "empty.jsonl.gz", "empty.jsonl.zst"}) {
+  for (const char* name : {"cut.jsonl.gz", "cut.jsonl.zst", "cut.jsonl.xz", "cut.jsonl.bz2", "bad.jsonl.gz",
+                           "bad.jsonl.zst", "bad.jsonl.xz", "bad.jsonl.bz2", "empty.jsonl.gz", "empty.jsonl.zst",
+                           "empty.jsonl.xz", "empty.jsonl.bz2"}) {
     const std::string error = error_of(scratch / name);
     EXPECT_NE(error.find(name), std::string::npos) << name << ": " << error;
     EXPECT_NE(error.find("damaged or was cut short"), std::string::npos) << name << ": " << error;
   }
   EXPECT_NE(error_of(scratch / "cut.jsonl.gz").find("ends in the middle"), std::string::npos);
   EXPECT_NE(error_of(scratch / "cut.jsonl.zst").find("ends in the middle"), std::string::npos);
+  EXPECT_NE(error_of(scratch / "cut.jsonl.xz").find("ends in the middle"), std::string::npos);
+  EXPECT_NE(error_of(scratch / "cut.jsonl.bz2").find("ends in the middle"), std::string::npos);
   EXPECT_NE(error_of(scratch / "empty.jsonl.gz").find("the file is empty"), std::string::npos);
   // An empty plain file is an empty document, not an error.
   write_text(scratch / "empty.txt", "");
@@ -195,10 +273,10 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   ScratchDir scratch;
   const auto refusal = [&](const std::string& name, const std::string& bytes) -> std::string {
     write_text(scratch / name, bytes);
-    const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
-    CorpusStream stream(files);
     RawDocument document;
-    try {
+    try {  // a .json file is looked at when it is listed, to tell its format
+      const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+      CorpusStream stream(files);
       stream.next(document);
     } catch (const DataError& e) {
       return e.what();
@@ -221,6 +299,27 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_NE(refusal("image.txt.gz", gzip(image)).find("image.txt.gz holds a NUL byte at offset 108"),
             std::string::npos);
   EXPECT_EQ(refusal("bom8.txt", "\xEF\xBB\xBFtext"), "read: \xEF\xBB\xBFtext");
+
+  // Formats a corpus often comes in are named with the step that makes them text: compressed data without its
+  // extension, archives (a .tar.gz is decompressed, then found to be a tar archive), Parquet.
+  const std::string text = varied_text(20000, 5);
+  EXPECT_NE(refusal("c4.json", gzip(text)).find("c4.json is gzip-compressed data, which loco does not read as text: "
+                                                "name it with .gz at the end"),
+            std::string::npos);
+  EXPECT_NE(refusal("a.txt", zstd_frame(text)).find("a.txt is zstd-compressed data"), std::string::npos);
+  EXPECT_NE(refusal("a.jsonl", xz(text)).find("a.jsonl is xz-compressed data"), std::string::npos);
+  EXPECT_NE(refusal("b.txt", bzip2(text)).find("b.txt is bzip2-compressed data"), std::string::npos);
+  std::string tar(1024, '\0');
+  tar.replace(0, 8, "doc.txt");
+  tar.replace(257, 6, std::string("ustar\0", 6));
+  EXPECT_NE(refusal("corpus.tar.gz", gzip(tar)).find("corpus.tar.gz is a tar archive, which loco does not read as "
+                                                     "text: unpack it (tar xf)"),
+            std::string::npos);
+  EXPECT_NE(refusal("train.parquet", std::string("PAR1\x15\x04\0\0", 8)).find("train.parquet is a Parquet file"),
+            std::string::npos);
+  // Text that holds a format's mark, without a NUL byte, is text.
+  std::string gustar = std::string(254, 'a') + " gustar";
+  EXPECT_EQ(refusal("es.txt", gustar), "read: " + gustar);
 }
 
 TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {

@@ -78,8 +78,8 @@ void add_prepare_command(CLI::App& app) {
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), JSON Lines files (.jsonl, .ndjson, or .json: one "
-                  "document per line), JSON array files (.json beginning with '['); any of them compressed as .gz "
-                  "or .zst")
+                  "document per line), JSON array files (.json beginning with '['); any of them compressed as .gz, "
+                  ".zst, .xz or .bz2")
       ->required()
       ->check(path_given());
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")

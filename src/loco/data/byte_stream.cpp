@@ -1,6 +1,8 @@
 #include "loco/data/byte_stream.h"
 
+#include <bzlib.h>
 #include <fmt/format.h>
+#include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -161,12 +163,104 @@ class ZstdDecoder final : public ByteStream::Decoder {
   bool in_frame_ = false;
 };
 
+// xz through liblzma's stream decoder; LZMA_CONCATENATED decodes several streams one after another (what
+// `cat a.xz b.xz` and parallel compressors make).
+class XzDecoder final : public ByteStream::Decoder {
+ public:
+  explicit XzDecoder(const fs::path& path) : Decoder(path) {
+    if (lzma_stream_decoder(&stream_, kXzMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
+      throw IoError("liblzma could not start an xz decoder (out of memory?).");
+    }
+  }
+  ~XzDecoder() override { lzma_end(&stream_); }
+
+  std::size_t read(char* buffer, std::size_t capacity) override {
+    std::size_t produced = 0;
+    while (produced == 0 && capacity > 0 && !finished_) {
+      // At the end of the file the decoder is told so (LZMA_FINISH): it flushes what it holds, or says the
+      // data was cut short.
+      const bool more = refill();
+      stream_.next_in = more ? reinterpret_cast<const std::uint8_t*>(input_.data() + input_position_) : nullptr;
+      stream_.avail_in = more ? input_.size() - input_position_ : 0;
+      stream_.next_out = reinterpret_cast<std::uint8_t*>(buffer);
+      stream_.avail_out = capacity;
+      const lzma_ret result = lzma_code(&stream_, more ? LZMA_RUN : LZMA_FINISH);
+      if (more) input_position_ = input_.size() - stream_.avail_in;
+      produced = capacity - stream_.avail_out;
+      if (result == LZMA_STREAM_END) {
+        finished_ = true;
+      } else if (result == LZMA_MEMLIMIT_ERROR) {
+        throw DataError(fmt::format("{}: decoding this xz data needs more than {} MiB of memory (its dictionary), "
+                                    "more than loco allows; recompress it with a smaller preset (xz -6) or as .zst.",
+                                    file_.path().string(), kXzMemoryLimit >> 20));
+      } else if (result == LZMA_BUF_ERROR && !more) {
+        throw corrupt(file_.path(), "the xz data ends in the middle of a stream");
+      } else if (result != LZMA_OK && result != LZMA_BUF_ERROR) {
+        throw corrupt(file_.path(), fmt::format("not valid xz data (liblzma error {})", static_cast<int>(result)));
+      }
+    }
+    return produced;
+  }
+
+ private:
+  // xz -9 needs 65 MiB; the format allows dictionaries of 1.5 GiB, which a stranger's file could ask for.
+  static constexpr std::uint64_t kXzMemoryLimit = std::uint64_t{512} << 20;
+  lzma_stream stream_ = LZMA_STREAM_INIT;
+  bool finished_ = false;
+};
+
+// bzip2 through libbz2; a file may hold several streams one after another (what pbzip2 makes), each is
+// decoded in turn.
+class Bzip2Decoder final : public ByteStream::Decoder {
+ public:
+  explicit Bzip2Decoder(const fs::path& path) : Decoder(path) { start(); }
+  ~Bzip2Decoder() override { BZ2_bzDecompressEnd(&stream_); }
+
+  std::size_t read(char* buffer, std::size_t capacity) override {
+    capacity = std::min<std::size_t>(capacity, kFileChunk);  // libbz2 counts in 32-bit unsigned int
+    std::size_t produced = 0;
+    while (produced == 0 && capacity > 0) {
+      const bool more = refill();
+      if (!more && !in_stream_) return 0;
+      stream_.next_in = more ? input_.data() + input_position_ : nullptr;
+      stream_.avail_in = more ? static_cast<unsigned int>(input_.size() - input_position_) : 0;
+      stream_.next_out = buffer;
+      stream_.avail_out = static_cast<unsigned int>(capacity);
+      const int result = BZ2_bzDecompress(&stream_);
+      if (more) input_position_ = input_.size() - stream_.avail_in;
+      produced = capacity - stream_.avail_out;
+      if (result == BZ_STREAM_END) {
+        BZ2_bzDecompressEnd(&stream_);
+        start();
+        in_stream_ = false;
+      } else if (result == BZ_OK) {
+        in_stream_ = true;
+        if (!more && produced == 0) throw corrupt(file_.path(), "the bzip2 data ends in the middle of a stream");
+      } else {
+        throw corrupt(file_.path(), fmt::format("not valid bzip2 data (libbz2 error {})", result));
+      }
+    }
+    return produced;
+  }
+
+ private:
+  void start() {
+    std::memset(&stream_, 0, sizeof(stream_));
+    if (BZ2_bzDecompressInit(&stream_, 0, 0) != BZ_OK) throw IoError("libbz2 could not start a decoder (out of memory?).");
+  }
+
+  bz_stream stream_;
+  bool in_stream_ = false;
+};
+
 }  // namespace
 
 Compression compression_of(const fs::path& path) {
   const fs::path extension = path.extension();
   if (extension == ".gz") return Compression::gzip;
   if (extension == ".zst") return Compression::zstd;
+  if (extension == ".xz") return Compression::xz;
+  if (extension == ".bz2") return Compression::bzip2;
   return Compression::none;
 }
 
@@ -181,6 +275,12 @@ ByteStream::ByteStream(const fs::path& path) {
       break;
     case Compression::zstd:
       decoder_ = std::make_unique<ZstdDecoder>(path);
+      break;
+    case Compression::xz:
+      decoder_ = std::make_unique<XzDecoder>(path);
+      break;
+    case Compression::bzip2:
+      decoder_ = std::make_unique<Bzip2Decoder>(path);
       break;
     case Compression::none:
       decoder_ = std::make_unique<PlainDecoder>(path);

@@ -1,5 +1,6 @@
 // Reading a corpus file as a stream of bytes whatever its compression: plain, gzip (.gz, through
-// zlib) or zstd (.zst, through libzstd), chosen by the file name's last extension. Nothing is held
+// zlib), zstd (.zst, through libzstd), xz (.xz, through liblzma) or bzip2 (.bz2, through libbz2), chosen by
+// the file name's last extension. Nothing is held
 // but one buffer of each side, so files of any size stream in bounded memory.
 #pragma once
 
@@ -13,9 +14,9 @@ namespace loco::data {
 
 namespace fs = std::filesystem;
 
-enum class Compression { none, gzip, zstd };
+enum class Compression { none, gzip, zstd, xz, bzip2 };
 
-// By the last extension: .gz -> gzip, .zst -> zstd, anything else -> none.
+// By the last extension: .gz -> gzip, .zst -> zstd, .xz -> xz, .bz2 -> bzip2, anything else -> none.
 Compression compression_of(const fs::path& path);
 
 // The name without a compression extension: "a.jsonl.zst" -> "a.jsonl".
@@ -32,7 +33,7 @@ class ByteStream {
   // when compressed data is corrupt or ends in the middle of a frame (a truncated download).
   std::size_t read(char* buffer, std::size_t capacity);
 
-  // Bytes of the file itself consumed so far (compressed bytes for .gz/.zst), for progress.
+  // Bytes of the file itself consumed so far (compressed bytes where compressed), for progress.
   std::uint64_t file_bytes_read() const;
 
   class Decoder;  // one per compression (byte_stream.cpp)

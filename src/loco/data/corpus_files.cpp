@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <string_view>
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/loco_made.h"
+#include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 
 namespace loco::data {
@@ -18,15 +18,23 @@ namespace {
 bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
 
 // The first byte of `path`'s content that is neither whitespace nor part of a UTF-8 byte-order mark; nullopt for
-// a file with none. Reads no further than that byte (decompressing as it goes).
+// a file with none. DataError when the file is not UTF-8 text (utf8_text_check.h): compressed data under a
+// .json name is named as such, not by its first byte.
 std::optional<char> first_significant_byte(const fs::path& path) {
   ByteStream stream(path);
-  std::array<char, 4096> buffer;
+  std::string start(kBinaryTestBytes, '\0');
+  std::size_t held = 0;
+  while (held < start.size()) {
+    const std::size_t got = stream.read(start.data() + held, start.size() - held);
+    if (got == 0) break;
+    held += got;
+  }
+  start.resize(held);
+  refuse_what_is_not_utf8_text(path, start);
   std::string_view mark = "\xEF\xBB\xBF";  // what remains of a byte-order mark at the start
   bool at_start = true;
-  while (const std::size_t got = stream.read(buffer.data(), buffer.size())) {
-    for (std::size_t i = 0; i < got; ++i) {
-      const char c = buffer[i];
+  for (std::string chunk = std::move(start); !chunk.empty();) {
+    for (const char c : chunk) {
       if (at_start && !mark.empty() && c == mark.front()) {
         mark.remove_prefix(1);
         continue;
@@ -34,6 +42,8 @@ std::optional<char> first_significant_byte(const fs::path& path) {
       at_start = false;
       if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c;
     }
+    chunk.resize(4096);
+    chunk.resize(stream.read(chunk.data(), chunk.size()));
   }
   return std::nullopt;
 }

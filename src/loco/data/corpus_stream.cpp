@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "loco/data/text.h"
+#include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 
 namespace loco::data {
@@ -19,8 +20,6 @@ namespace {
 constexpr std::size_t kReadBuffer = 256 << 10;
 // A JSONL line is held whole while it is read: one document, which no corpus makes this long.
 constexpr std::size_t kLongestJsonlLine = std::size_t{256} << 20;
-// How far into a file a NUL byte makes it binary (as Git looks).
-constexpr std::size_t kBinaryTestBytes = 8000;
 
 // Where the text part `part` ends within the next `count` bytes `next` (note "text-parts"): the number of them
 // it takes, or npos when it takes them all and goes on.
@@ -45,30 +44,6 @@ std::size_t text_part_end(const std::string& part, const char* next, std::size_t
   return std::string::npos;
 }
 
-// A corpus is UTF-8 text. What is not would be encoded as text all the same, silently: a UTF-16 or UTF-32 file
-// (a byte-order mark, or the NUL bytes its ASCII characters have) as NULs between letters, a binary file (an
-// image, a PDF, an archive loco does not decode) as noise. Git's test for binary files: a NUL byte early on.
-void refuse_what_is_not_utf8_text(const fs::path& path, std::string_view start) {
-  const auto begins = [&](std::string_view mark) { return start.substr(0, mark.size()) == mark; };
-  const char* encoding = begins(std::string_view("\xFF\xFE\0\0", 4)) || begins(std::string_view("\0\0\xFE\xFF", 4))
-                             ? "UTF-32"
-                         : begins("\xFF\xFE") || begins("\xFE\xFF") ? "UTF-16"
-                                                                    : nullptr;
-  if (encoding != nullptr) {
-    throw DataError(
-        fmt::format("{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, "
-                    "e.g. `iconv -f {} -t UTF-8 {} > {}.utf8.txt`, and give that instead",
-                    path.string(), encoding, encoding, path.string(), path.stem().string()));
-  }
-  const std::size_t nul = start.substr(0, kBinaryTestBytes).find('\0');
-  if (nul != std::string_view::npos) {
-    throw DataError(
-        fmt::format("{} holds a NUL byte at offset {}: it is not UTF-8 text but binary (an image, a PDF, "
-                    "an archive loco does not decode: it reads .gz and .zst) or text in UTF-16 or "
-                    "UTF-32. Leave it out of --input, or convert it to UTF-8 text",
-                    path.string(), nul));
-  }
-}
 
 }  // namespace
 

@@ -1,0 +1,67 @@
+#include "loco/data/utf8_text_check.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "loco/util/error.h"
+
+namespace loco::data {
+
+namespace {
+
+// Binary formats a corpus often comes in are named, with the step that makes them text: compressed data under a
+// name without its extension, archives, and the columnar files of Hugging Face datasets.
+struct KnownBinaryFormat {
+  std::string_view magic;
+  std::size_t offset;
+  const char* what;
+  const char* fix;
+};
+constexpr std::array<KnownBinaryFormat, 9> kKnownBinaryFormats{{
+    {std::string_view("\x1F\x8B", 2), 0, "gzip-compressed data", "name it with .gz at the end, and loco decompresses it"},
+    {std::string_view("\x28\xB5\x2F\xFD", 4), 0, "zstd-compressed data", "name it with .zst at the end, and loco decompresses it"},
+    {std::string_view("\xFD" "7zXZ\0", 6), 0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it"},
+    {std::string_view("1AY&SY", 6), 4, "bzip2-compressed data", "name it with .bz2 at the end, and loco decompresses it"},
+    {std::string_view("PK\x03\x04", 4), 0, "a zip archive", "unpack it (unzip) and give its files or directory"},
+    {std::string_view("ustar", 5), 257, "a tar archive", "unpack it (tar xf) and give its files or directory"},
+    {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive", "unpack it (7z x) and give its files or directory"},
+    {std::string_view("PAR1", 4), 0, "a Parquet file",
+     "write its text column as JSON Lines, e.g. `python3 -c \"import pandas as p; p.read_parquet('IN').to_json('OUT.jsonl', "
+     "orient='records', lines=True)\"`, and give that"},
+    {std::string_view("ARROW1", 6), 0, "an Arrow file", "write its text column as JSON Lines (`datasets`' to_json) and give that"},
+}};
+
+}  // namespace
+
+void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
+  const auto begins = [&](std::string_view mark) { return start.substr(0, mark.size()) == mark; };
+  const char* encoding = begins(std::string_view("\xFF\xFE\0\0", 4)) || begins(std::string_view("\0\0\xFE\xFF", 4))
+                             ? "UTF-32"
+                         : begins("\xFF\xFE") || begins("\xFE\xFF") ? "UTF-16"
+                                                                    : nullptr;
+  if (encoding != nullptr) {
+    throw DataError(
+        fmt::format("{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, "
+                    "e.g. `iconv -f {} -t UTF-8 {} > {}.utf8.txt`, and give that instead",
+                    path.string(), encoding, encoding, path.string(), path.stem().string()));
+  }
+  const std::size_t nul = start.substr(0, kBinaryTestBytes).find('\0');
+  if (nul != std::string_view::npos) {
+    // Named only in a file with a NUL byte (each of these formats has some early on), so that text that
+    // happens to hold a format's mark ("gustar" where a tar file has "ustar") is never refused for it.
+    for (const KnownBinaryFormat& format : kKnownBinaryFormats) {
+      if (start.size() >= format.offset && start.substr(format.offset, format.magic.size()) == format.magic) {
+        throw DataError(fmt::format("{} is {}, which loco does not read as text: {}", path.string(), format.what,
+                                    format.fix));
+      }
+    }
+    throw DataError(
+        fmt::format("{} holds a NUL byte at offset {}: it is not UTF-8 text but binary (an image, a PDF, "
+                    "an archive loco does not decode: it reads .gz, .zst, .xz and .bz2) or text in UTF-16 or "
+                    "UTF-32. Leave it out of --input, or convert it to UTF-8 text",
+                    path.string(), nul));
+  }
+}
+
+}  // namespace loco::data
