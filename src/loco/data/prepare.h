@@ -1,13 +1,14 @@
 // `loco prepare`: corpus files -> tokenizer + token shards (train/val) + meta.json, in memory bounded
 // whatever the size of the corpus (docs/data.md "Memory").
 //
-// The steps, in order (each in its own file): check the output directory and clear what an
-// interrupted run left in it (kPrepareMarkerFileName); list the corpus files (corpus_files); the tokenizer: the byte
-// tokenizer, one copied from another directory, or a BPE model trained on a seeded sample of the
-// train documents read in a first pass (tokenizer_sample, sentencepiece_tokenizer); then one pass
-// that streams the documents (corpus_stream), encodes them on all cores in a fixed order
-// (encode_pipeline) and writes each to the split its position decides (document_split,
-// dataset_writer); meta.json last (dataset_meta). Nothing in a prepared directory is ever overwritten.
+// The steps, in order (each in its own file): check the output directory and clear what an interrupted run
+// left in it (kPrepareMarkerFileName); list the corpus files and tell the format of each (corpus_files); the
+// tokenizer: the byte tokenizer, one copied from another directory, or a BPE model trained on a seeded sample
+// of the train documents read in a first pass (tokenizer_sample, sentencepiece_tokenizer); then one pass that
+// streams the documents (corpus_stream; decompressing: byte_stream; refusing what is not text:
+// utf8_text_check), encodes them on all cores in a fixed order (encode_pipeline) and writes each to the split
+// its position decides (document_split, dataset_writer); meta.json last (dataset_meta). Nothing in a prepared
+// directory is ever overwritten.
 #pragma once
 
 #include <cstdint>
