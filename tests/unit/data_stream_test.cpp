@@ -464,17 +464,19 @@ TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
              "  {\"id\": 2, \"text\": \"second\"} ,{\"text\":\"third\"}, 7, \"text\"\n]\n\n");
   write_text(scratch / "records.ndjson", "{\"text\": \"nd\"}\n");
   write_text(scratch / "empty.json", " \n");
+  write_text(scratch / "misnamed.jsonl", "[{\"text\": \"an array under a JSON Lines name\"}]");
   const std::vector<CorpusFile> files =
       list_corpus_files({scratch / "c4.json.gz", scratch / "array.json", scratch / "records.ndjson",
-                         scratch / "empty.json"},
+                         scratch / "empty.json", scratch / "misnamed.jsonl"},
                         scratch / "out");
-  ASSERT_EQ(files.size(), 4u);
+  ASSERT_EQ(files.size(), 5u);
   EXPECT_EQ(files[0].format, CorpusFormat::json_lines);
   EXPECT_EQ(files[1].format, CorpusFormat::json_array);
   EXPECT_EQ(files[2].format, CorpusFormat::json_lines);
   EXPECT_EQ(files[3].format, CorpusFormat::json_lines);
+  EXPECT_EQ(files[4].format, CorpusFormat::json_array);
   const auto read = documents_of(files);
-  ASSERT_EQ(read.size(), 8u);
+  ASSERT_EQ(read.size(), 9u);
   using Document = std::pair<std::uint64_t, std::string>;
   EXPECT_EQ(read[0], (Document{1, "line one"}));
   EXPECT_EQ(read[1], (Document{3, "line two"}));
@@ -489,6 +491,7 @@ TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
         << read[i].second;
   }
   EXPECT_EQ(read[7], (Document{1, "nd"}));
+  EXPECT_EQ(read[8], (Document{1, "an array under a JSON Lines name"}));
 
   // A .json file that is neither is refused when the corpus is listed, before anything is read.
   write_text(scratch / "string.json", "\"a string\"");

@@ -50,11 +50,12 @@ std::optional<char> first_significant_byte(const fs::path& path) {
 
 CorpusFormat format_of(const fs::path& path) {
   const fs::path extension = without_compression_extension(path).extension();
-  if (extension == ".jsonl" || extension == ".ndjson") return CorpusFormat::json_lines;
-  if (extension != ".json") return CorpusFormat::text;
+  const bool json_lines = extension == ".jsonl" || extension == ".ndjson";
+  if (!json_lines && extension != ".json") return CorpusFormat::text;
   const std::optional<char> first = first_significant_byte(path);
-  if (!first || *first == '{') return CorpusFormat::json_lines;
-  if (*first == '[') return CorpusFormat::json_array;
+  // A .jsonl file that begins with '[' is an array under the wrong name: no JSON line of a document does.
+  if (first == '[') return CorpusFormat::json_array;
+  if (json_lines || !first || *first == '{') return CorpusFormat::json_lines;
   const auto byte = static_cast<unsigned char>(*first);
   const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", *first) : fmt::format("byte 0x{:02X}", byte);
   throw DataError(fmt::format(

@@ -12,9 +12,10 @@ namespace loco::data {
 
 namespace fs = std::filesystem;
 
-// How a corpus file holds its documents. By the name without .gz/.zst: .jsonl and .ndjson are JSON Lines; .json
-// is JSON Lines or a JSON array by its first byte ('{' or '['; `datasets`' to_json and C4's files write JSON
-// Lines as .json); any other name is text.
+// How a corpus file holds its documents. By the name without its compression extension and the first byte of
+// its content (after a byte-order mark and whitespace): a .json, .jsonl or .ndjson file that begins with '[' is a
+// JSON array; a .json file that begins with '{' (`datasets`' to_json and C4's files write JSON Lines as .json),
+// and any .jsonl or .ndjson file, is JSON Lines; any other name is text.
 enum class CorpusFormat {
   text,        // the file is one document (or parts of a long one: corpus_stream.h)
   json_lines,  // one JSON object per line, its text field a document

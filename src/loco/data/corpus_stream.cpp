@@ -44,7 +44,6 @@ std::size_t text_part_end(const std::string& part, const char* next, std::size_t
   return std::string::npos;
 }
 
-
 }  // namespace
 
 CorpusStream::CorpusStream(const std::vector<CorpusFile>& files) : files_(files), buffer_(kReadBuffer) {}
