@@ -207,7 +207,7 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   EXPECT_EQ(files[1].format, CorpusFormat::text);
   EXPECT_EQ(files[2].format, CorpusFormat::json_lines);
 
-  CorpusStream stream(files);
+  CorpusStream stream(files, "text");
   std::vector<std::pair<std::uint32_t, std::uint64_t>> positions;
   std::vector<std::string> texts;
   for (RawDocument document; stream.next(document);) {
@@ -276,7 +276,7 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
     RawDocument document;
     try {  // a .json file is looked at when it is listed, to tell its format
       const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
-      CorpusStream stream(files);
+      CorpusStream stream(files, "text");
       stream.next(document);
     } catch (const DataError& e) {
       return e.what();
@@ -315,7 +315,8 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_NE(refusal("corpus.tar.gz", gzip(tar)).find("corpus.tar.gz is a tar archive, which loco does not read as "
                                                      "text: unpack it (tar xf)"),
             std::string::npos);
-  EXPECT_NE(refusal("train.parquet", std::string("PAR1\x15\x04\0\0", 8)).find("train.parquet is a Parquet file"),
+  EXPECT_NE(refusal("train.txt", std::string("PAR1\x15\x04\0\0", 8))
+                .find("train.txt is a Parquet file, which loco does not read as text: name it with .parquet at the end"),
             std::string::npos);
   // Text that holds a format's mark, without a NUL byte, is text.
   std::string gustar = std::string(254, 'a') + " gustar";
@@ -339,7 +340,7 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
   for (const auto& line : lines) file += line + "\n";
   write_text(scratch / "a.jsonl", file);
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
-  CorpusStream stream(files);
+  CorpusStream stream(files, "text");
   std::vector<std::string> read;
   for (RawDocument document; stream.next(document);) {
     try {
@@ -380,7 +381,7 @@ TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile)
   const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
   ASSERT_EQ(files.size(), 5u);
   std::vector<std::vector<std::string>> parts(files.size());
-  CorpusStream stream(files);
+  CorpusStream stream(files, "text");
   for (RawDocument document; stream.next(document);) {
     EXPECT_EQ(document.line, parts[document.file].size());
     const std::uint32_t file = document.file;
@@ -425,7 +426,7 @@ TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
   write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n" + std::string(9000, 'x'));
   fs::resize_file(scratch / "a.jsonl", (std::uintmax_t{300} << 20));
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
-  CorpusStream stream(files);
+  CorpusStream stream(files, "text");
   RawDocument document;
   ASSERT_TRUE(stream.next(document));
   try {
@@ -439,7 +440,7 @@ TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
 
 // The documents of `files` with their positions: the text of each, or "error: MESSAGE" for one refused.
 std::vector<std::pair<std::uint64_t, std::string>> documents_of(const std::vector<CorpusFile>& files) {
-  CorpusStream stream(files);
+  CorpusStream stream(files, "text");
   std::vector<std::pair<std::uint64_t, std::string>> read;
   for (RawDocument document; stream.next(document);) {
     const std::uint64_t line = document.line;

@@ -78,8 +78,8 @@ void add_prepare_command(CLI::App& app) {
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), JSON Lines files (.jsonl, .ndjson, or .json: one "
-                  "document per line), JSON array files (.json beginning with '['); any of them compressed as .gz, "
-                  ".zst, .xz or .bz2")
+                  "document per line), JSON array files (.json beginning with '['), any of them compressed as .gz, "
+                  ".zst, .xz or .bz2; Parquet files (.parquet: one document per row)")
       ->required()
       ->check(path_given());
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")
@@ -121,7 +121,7 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("--seed", args->options.seed, "seed of the train/val split and of the tokenizer's sample")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
-  cmd->add_option("--text-field", args->options.text_field, "the field of each JSON line or array element that holds its text")
+  cmd->add_option("--text-field", args->options.text_field, "the field of each JSON line or array element, or the Parquet column, that holds the text")
       ->capture_default_str();
   cmd->callback([args] { run_prepare(*args); });
 }

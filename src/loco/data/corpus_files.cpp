@@ -50,6 +50,14 @@ std::optional<char> first_significant_byte(const fs::path& path) {
 
 CorpusFormat format_of(const fs::path& path) {
   const fs::path extension = without_compression_extension(path).extension();
+  if (extension == ".parquet") {
+    if (compression_of(path) != Compression::none) {
+      throw DataError(fmt::format("{} is a compressed Parquet file: decompress it (its pages are compressed inside "
+                                  "already) and give the .parquet file",
+                                  path.string()));
+    }
+    return CorpusFormat::parquet;
+  }
   const bool json_lines = extension == ".jsonl" || extension == ".ndjson";
   if (!json_lines && extension != ".json") return CorpusFormat::text;
   const std::optional<char> first = first_significant_byte(path);

@@ -15,11 +15,12 @@ namespace fs = std::filesystem;
 // How a corpus file holds its documents. By the name without its compression extension and the first byte of
 // its content (after a byte-order mark and whitespace): a .json, .jsonl or .ndjson file that begins with '[' is a
 // JSON array; a .json file that begins with '{' (`datasets`' to_json and C4's files write JSON Lines as .json),
-// and any .jsonl or .ndjson file, is JSON Lines; any other name is text.
+// and any .jsonl or .ndjson file, is JSON Lines; a .parquet file is Parquet; any other name is text.
 enum class CorpusFormat {
   text,        // the file is one document (or parts of a long one: corpus_stream.h)
   json_lines,  // one JSON object per line, its text field a document
   json_array,  // one JSON array of objects, each element's text field a document
+  parquet,     // a Parquet file (.parquet), each row's text column a document (parquet_text.h)
 };
 
 struct CorpusFile {
@@ -29,7 +30,9 @@ struct CorpusFile {
 };
 
 // The files of one format hold their documents as JSON records (lines or array elements).
-inline bool holds_json_records(const CorpusFile& file) { return file.format != CorpusFormat::text; }
+inline bool holds_json_records(const CorpusFile& file) {
+  return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array;
+}
 
 // A directory under an input that loco made as its own output (loco_made.h): skipped, its shards or weights
 // never read as text.

@@ -46,17 +46,24 @@ std::size_t text_part_end(const std::string& part, const char* next, std::size_t
 
 }  // namespace
 
-CorpusStream::CorpusStream(const std::vector<CorpusFile>& files) : files_(files), buffer_(kReadBuffer) {}
+CorpusStream::CorpusStream(const std::vector<CorpusFile>& files, std::string text_field)
+    : files_(files), text_field_(std::move(text_field)), buffer_(kReadBuffer) {}
 
 CorpusStream::~CorpusStream() = default;
 
 std::uint64_t CorpusStream::file_bytes_read() const {
-  return finished_file_bytes_ + (stream_ ? stream_->file_bytes_read() : 0);
+  return finished_file_bytes_ + (stream_ ? stream_->file_bytes_read() : 0) +
+         (parquet_ ? parquet_->file_bytes_read() : 0);
 }
 
 bool CorpusStream::open_next_file() {
   if (next_file_ == files_.size()) return false;
-  const fs::path& path = files_[next_file_++].path;
+  const CorpusFile& file = files_[next_file_++];
+  const fs::path& path = file.path;
+  if (file.format == CorpusFormat::parquet) {
+    parquet_ = std::make_unique<ParquetTextReader>(path, text_field_);
+    return true;
+  }
   stream_ = std::make_unique<ByteStream>(path);
   begin_ = 0;
   end_ = stream_->read(buffer_.data(), buffer_.size());
@@ -68,8 +75,9 @@ bool CorpusStream::open_next_file() {
 }
 
 void CorpusStream::close_file() {
-  finished_file_bytes_ += stream_->file_bytes_read();
+  finished_file_bytes_ += file_bytes_read() - finished_file_bytes_;
   stream_.reset();
+  parquet_.reset();
 }
 
 bool CorpusStream::next_line(std::string& line) {
@@ -228,8 +236,19 @@ bool CorpusStream::next_array_element(std::string& element) {
 
 bool CorpusStream::next(RawDocument& document) {
   for (;;) {
-    if (!stream_ && !open_next_file()) return false;
+    if (!stream_ && !parquet_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
+    if (files_[file].format == CorpusFormat::parquet) {
+      for (std::uint64_t row = 0; parquet_->next(document.bytes, row);) {
+        if (is_blank(document.bytes)) continue;
+        document.file = file;
+        document.line = row;
+        document_bytes_ += document.bytes.size();
+        return true;
+      }
+      close_file();
+      continue;
+    }
     if (files_[file].format == CorpusFormat::text) {
       while (next_text_part(document.bytes)) {
         const std::uint64_t part = line_++;  // a text file counts its parts where a JSONL file counts lines

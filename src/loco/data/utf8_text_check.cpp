@@ -26,9 +26,7 @@ constexpr std::array<KnownBinaryFormat, 9> kKnownBinaryFormats{{
     {std::string_view("PK\x03\x04", 4), 0, "a zip archive", "unpack it (unzip) and give its files or directory"},
     {std::string_view("ustar", 5), 257, "a tar archive", "unpack it (tar xf) and give its files or directory"},
     {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive", "unpack it (7z x) and give its files or directory"},
-    {std::string_view("PAR1", 4), 0, "a Parquet file",
-     "write its text column as JSON Lines, e.g. `python3 -c \"import pandas as p; p.read_parquet('IN').to_json('OUT.jsonl', "
-     "orient='records', lines=True)\"`, and give that"},
+    {std::string_view("PAR1", 4), 0, "a Parquet file", "name it with .parquet at the end, and loco reads its text column"},
     {std::string_view("ARROW1", 6), 0, "an Arrow file", "write its text column as JSON Lines (`datasets`' to_json) and give that"},
 }};
 

@@ -1,0 +1,49 @@
+// The text column of a Parquet file, row by row: what Hugging Face datasets and most large web corpora
+// (FineWeb, C4's conversions) ship. Debian 12 has no Parquet library (Arrow is not packaged), so this reads
+// the format itself, only as far as a string column needs (docs/data.md "Parquet"):
+//
+//   - the footer (Thrift compact protocol: thrift_compact.h) gives the schema and each row group's column
+//     chunk; the column is a top-level string (BYTE_ARRAY) column, required or optional;
+//   - a chunk's pages are read one at a time: an optional dictionary page, then data pages (v1 or v2), each
+//     uncompressed or compressed with snappy, gzip or zstd; values PLAIN or dictionary indices (PLAIN_DICTIONARY,
+//     RLE_DICTIONARY); definition levels tell the null rows, which hold no document.
+//
+// Memory is one page and the chunk's dictionary (each at most kMaxParquetPageBytes), whatever the file's size.
+// Anything else (a nested or repeated column, another encoding or codec, a page or footer that does not add
+// up) is a DataError naming the file and what to do. Tested against files written by parquet-rs
+// (tests/fixtures/parquet, tests/reference/make_parquet_fixtures.mjs).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace loco::data {
+
+// A page (compressed or not) or dictionary larger than this is refused: no writer makes one (parquet-rs and
+// pyarrow write pages of about 1 MiB), and a stranger's header could otherwise ask for any size.
+inline constexpr std::uint64_t kMaxParquetPageBytes = std::uint64_t{256} << 20;
+
+class ParquetTextReader {
+ public:
+  // Opens `path` and finds `column` in its schema (DataError naming the columns there when it has none such).
+  ParquetTextReader(const std::filesystem::path& path, const std::string& column);
+  ~ParquetTextReader();
+  ParquetTextReader(const ParquetTextReader&) = delete;
+  ParquetTextReader& operator=(const ParquetTextReader&) = delete;
+
+  // The next row whose value is not null: its text and its number (1-based, every row counted); false after
+  // the last row.
+  bool next(std::string& text, std::uint64_t& row);
+
+  // Bytes of the file read so far (its footer and the column's pages; the whole file once the last row is
+  // read: the other columns are never read), for progress.
+  std::uint64_t file_bytes_read() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loco::data
