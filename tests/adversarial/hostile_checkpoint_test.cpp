@@ -502,6 +502,12 @@ TEST_F(HostileCheckpoint, ARunIsNotWrittenIntoDataOrACheckpoint) {
   const auto exported =
       run_loco_within(kBound, {"export", "--checkpoint", original().string(), "--out", (data() / "hf").string()});
   EXPECT_EQ(exported.exit_code, 2) << exported.output;
+  // Nor into the run's checkpoints directory, where an export named like a later checkpoint was taken for one.
+  const fs::path later = original().parent_path() / "step_999999";
+  const auto beside = run_loco_within(kBound, {"export", "--checkpoint", original().string(), "--out", later.string()});
+  EXPECT_EQ(beside.exit_code, 2) << beside.output;
+  EXPECT_NE(beside.output.find("is in the checkpoints directory of the run in"), std::string::npos) << beside.output;
+  EXPECT_FALSE(fs::exists(later));
   EXPECT_EQ(listing(data()), data_before);
   EXPECT_EQ(listing(original()), checkpoint_before);
 }

@@ -234,38 +234,34 @@ bool CorpusStream::next_array_element(std::string& element) {
   return true;
 }
 
+bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uint64_t& position) {
+  switch (files_[file].format) {
+    case CorpusFormat::parquet:
+      return parquet_->next(bytes, position);
+    case CorpusFormat::text:
+      if (!next_text_part(bytes)) return false;
+      position = line_++;  // a text file counts its parts where a JSON Lines file counts lines
+      return true;
+    case CorpusFormat::json_lines:
+      if (!next_line(bytes)) return false;
+      position = line_;  // counted by next_line
+      return true;
+    case CorpusFormat::json_array:
+      if (!next_array_element(bytes)) return false;
+      position = line_;  // counted by next_array_element
+      return true;
+  }
+  return false;
+}
+
 bool CorpusStream::next(RawDocument& document) {
   for (;;) {
     if (!stream_ && !parquet_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
-    if (files_[file].format == CorpusFormat::parquet) {
-      for (std::uint64_t row = 0; parquet_->next(document.bytes, row);) {
-        if (is_blank(document.bytes)) continue;
-        document.file = file;
-        document.line = row;
-        document_bytes_ += document.bytes.size();
-        return true;
-      }
-      close_file();
-      continue;
-    }
-    if (files_[file].format == CorpusFormat::text) {
-      while (next_text_part(document.bytes)) {
-        const std::uint64_t part = line_++;  // a text file counts its parts where a JSONL file counts lines
-        if (is_blank(document.bytes)) continue;
-        document.file = file;
-        document.line = part;
-        document_bytes_ += document.bytes.size();
-        return true;
-      }
-      close_file();
-      continue;
-    }
-    const bool lines = files_[file].format == CorpusFormat::json_lines;
-    while (lines ? next_line(document.bytes) : next_array_element(document.bytes)) {
+    for (std::uint64_t position = 0; next_in_file(file, document.bytes, position);) {
       if (is_blank(document.bytes)) continue;
       document.file = file;
-      document.line = line_;
+      document.line = position;
       document_bytes_ += document.bytes.size();
       return true;
     }

@@ -51,6 +51,9 @@ class CorpusStream {
   std::uint64_t document_bytes_read() const { return document_bytes_; }
 
  private:
+  // The next document of file `file` (the one open), blank or not, and its position (RawDocument::line);
+  // false at the file's end.
+  bool next_in_file(std::uint32_t file, std::string& bytes, std::uint64_t& position);
   bool next_line(std::string& line);
   bool next_text_part(std::string& part);
   bool next_array_element(std::string& element);

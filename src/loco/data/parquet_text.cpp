@@ -61,7 +61,6 @@ const char* codec_name(std::int64_t codec) {
   }
 }
 
-
 // Bits `width` wide from `bit` on in `data`, the lowest bit first (Parquet's bit packing).
 std::uint64_t unpack_bits(std::string_view data, std::uint64_t bit, int width) {
   std::uint64_t value = 0;

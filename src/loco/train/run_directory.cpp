@@ -61,6 +61,15 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
                                     "Choose a directory outside it",
                                     what, dir.string(), at == start ? "" : "inside ", kind, at.string()));
     }
+    // A run's checkpoints/ holds its checkpoints only: a directory put there (an export named step_N) would
+    // be taken for one when the run is resumed.
+    const fs::path holder = at.parent_path();
+    if (holder.filename() == "checkpoints" && fs::exists(holder.parent_path() / "config.toml", unresolved)) {
+      throw ConfigError(fmt::format("{} '{}' is {} the checkpoints directory of the run in {}, where loco keeps that "
+                                    "run's checkpoints only (one put there would be taken for a checkpoint). Choose "
+                                    "a directory outside it",
+                                    what, dir.string(), at == start ? "in" : "inside", holder.parent_path().string()));
+    }
     if (at == at.parent_path()) return;
   }
 }

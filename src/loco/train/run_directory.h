@@ -25,8 +25,8 @@ std::filesystem::path stage_checkpoint(const std::filesystem::path& checkpoint, 
 std::filesystem::path first_stage_checkpoint(const std::filesystem::path& checkpoint);
 
 // Note "own-directories": loco writes nothing into a prepared data directory or a checkpoint, nor anywhere
-// under one. Throws ConfigError when `dir` (the `what` of the message, e.g. "train.out_dir") is or lies
-// inside one.
+// under one, nor into a run's checkpoints/ directory. Throws ConfigError when `dir` (the `what` of the message,
+// e.g. "train.out_dir") is or lies inside one.
 void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, std::string_view what);
 
 // Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write, and claims it for
