@@ -1,6 +1,8 @@
 // Parquet corpora (data/parquet_text.h, data/thrift_compact.h): the text column of files written by parquet-rs
 // in each layout loco reads (tests/fixtures/parquet, made by tests/reference/make_parquet_fixtures.mjs), the
 // errors that name what to do, and the Thrift reader's bounds on a stranger's bytes.
+#include "loco/data/parquet_text.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +15,8 @@
 #include "loco/data/corpus_files.h"
 #include "loco/data/corpus_stream.h"
 #include "loco/data/dataset_meta.h"
-#include "loco/data/parquet_text.h"
+#include "loco/data/packed_integers.h"
+#include "loco/data/parquet_encodings.h"
 #include "loco/data/prepare.h"
 #include "loco/data/thrift_compact.h"
 #include "loco/util/error.h"
@@ -146,6 +149,57 @@ TEST(ParquetText, AParquetFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   EXPECT_NE(error_of([&] { list_corpus_files({scratch / "gz"}, scratch / "out"); })
                 .find("docs.parquet.gz is a compressed Parquet file"),
             std::string::npos);
+}
+
+// The RLE / bit-packing hybrid by hand, width 1: a run of 3 repeats of 1 (header 3 << 1, value 0x01), then
+// one bit-packed group (header 1 << 1 | 1) of 1,0,1,1,0,0,0,1 (lowest bit first: 0x8D); then the data ends.
+TEST(ParquetEncodings, TheHybridDecoderReadsRunsAndBitPackedGroups) {
+  HybridDecoder decoder(std::string("\x06\x01\x03\x8D", 4), 1);
+  std::vector<std::uint32_t> values;
+  for (std::uint32_t v = 0; decoder.next(v);) values.push_back(v);
+  EXPECT_EQ(values, (std::vector<std::uint32_t>{1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1}));
+  // A run of a million repeats of 0 is skipped in one step, and the data ends where it says.
+  HybridDecoder nulls(std::string("\x80\x89\x7A\x00", 4), 1);  // 1,000,000 << 1 as a varint, value 0
+  std::uint32_t first = 9;
+  ASSERT_TRUE(nulls.next(first));
+  EXPECT_EQ(first, 0u);
+  EXPECT_EQ(nulls.skip_repeats(5'000'000), 999'999u);
+  EXPECT_FALSE(nulls.next(first));
+  // A bit-packed run longer than its bytes ends the values instead of reading past them.
+  HybridDecoder short_run(std::string("\x05\xFF", 2), 8);  // 2 groups of 8 bytes announced, 1 there
+  EXPECT_FALSE(short_run.next(first));
+}
+
+// DELTA_BINARY_PACKED by hand: 7, 5, 3, 1, 2, 3, 4, 5. Header: 128 values a block (0x80 0x01), 4 miniblocks,
+// 8 values, first value 7 (zigzag 14). The deltas -2 -2 -2 1 1 1 1 are the minimum -2 (zigzag 3) plus
+// 0 0 0 3 3 3 3, two bits each in the first miniblock (widths 2, 0, 0, 0): 0xC0 0x3F and six zero bytes.
+// A minimum read with the wrong sign, or bits in the wrong order, gives other values.
+TEST(ParquetEncodings, TheDeltaDecoderReadsBlocksOfMiniblocks) {
+  const std::string bytes = std::string("\x80\x01\x04\x08\x0E", 5) + std::string("\x03\x02\x00\x00\x00", 5) +
+                            std::string("\xC0\x3F", 2) + std::string(6, '\0') + "after";
+  DeltaDecoder decoder(bytes);
+  ASSERT_TRUE(decoder.valid());
+  EXPECT_EQ(decoder.count(), 8u);
+  EXPECT_EQ(decoder.end(), bytes.size() - 5);  // where "after" begins
+  std::vector<std::int64_t> values;
+  while (const auto v = decoder.next()) values.push_back(*v);
+  EXPECT_EQ(values, (std::vector<std::int64_t>{7, 5, 3, 1, 2, 3, 4, 5}));
+  // A header against the format's rules (a block of 100 values) is refused; a miniblock cut short ends it.
+  EXPECT_FALSE(DeltaDecoder(std::string("\x64\x04\x08\x0E", 4)).valid());
+  EXPECT_EQ(DeltaDecoder(bytes.substr(0, 12)).end(), std::nullopt);
+}
+
+// The shared integer readers: a varint of 300 (0xAC 0x02), zigzag signs, one that runs over 10 bytes.
+TEST(ParquetEncodings, VarintsZigzagAndLittleEndianLengths) {
+  std::size_t at = 0;
+  EXPECT_EQ(read_varint(std::string("\xAC\x02!", 3), at), 300u);
+  EXPECT_EQ(at, 2u);
+  at = 0;
+  EXPECT_EQ(read_varint(std::string(11, '\xFF'), at), std::nullopt);
+  EXPECT_EQ(zigzag_decode(3), -2);
+  EXPECT_EQ(zigzag_decode(4), 2);
+  EXPECT_EQ(read_le32(std::string("\x01\x02\x00\x80", 4)), 0x80000201u);
+  EXPECT_EQ(read_le32("abc"), std::nullopt);
 }
 
 // Thrift's compact protocol, by hand: a struct of an i32 (field 1), a binary (field 4, a delta of 3), an i32

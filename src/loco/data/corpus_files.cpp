@@ -8,6 +8,7 @@
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/loco_made.h"
+#include "loco/data/text.h"
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 
@@ -31,21 +32,15 @@ std::optional<char> first_significant_byte(const fs::path& path) {
   }
   start.resize(held);
   refuse_what_is_not_utf8_text(path, start);
-  std::string_view mark = "\xEF\xBB\xBF";  // what remains of a byte-order mark at the start
-  bool at_start = true;
-  for (std::string chunk = std::move(start); !chunk.empty();) {
-    for (const char c : chunk) {
-      if (at_start && !mark.empty() && c == mark.front()) {
-        mark.remove_prefix(1);
-        continue;
-      }
-      at_start = false;
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c;
-    }
-    chunk.resize(4096);
-    chunk.resize(stream.read(chunk.data(), chunk.size()));
+  std::string_view text = start;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  for (std::string more;;) {
+    if (const std::size_t at = text.find_first_not_of(kJsonWhitespace); at != std::string_view::npos) return text[at];
+    more.resize(4096);
+    more.resize(stream.read(more.data(), more.size()));
+    if (more.empty()) return std::nullopt;
+    text = more;
   }
-  return std::nullopt;
 }
 
 CorpusFormat format_of(const fs::path& path) {

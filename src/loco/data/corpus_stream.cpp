@@ -75,7 +75,7 @@ bool CorpusStream::open_next_file() {
 }
 
 void CorpusStream::close_file() {
-  finished_file_bytes_ += file_bytes_read() - finished_file_bytes_;
+  finished_file_bytes_ = file_bytes_read();  // the files before and this one
   stream_.reset();
   parquet_.reset();
 }
@@ -152,7 +152,7 @@ bool CorpusStream::next_byte(char& c) {
 
 bool CorpusStream::next_significant_byte(char& c) {
   while (next_byte(c)) {
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return true;
+    if (kJsonWhitespace.find(c) == std::string_view::npos) return true;
   }
   return false;
 }
@@ -223,8 +223,7 @@ bool CorpusStream::next_array_element(std::string& element) {
       if (--depth <= 0) break;
     } else if (depth == 0) {
       char after = 0;
-      if (!peek_byte(after) || after == ',' || after == ']' || after == ' ' || after == '\t' || after == '\n' ||
-          after == '\r') {
+      if (!peek_byte(after) || after == ',' || after == ']' || kJsonWhitespace.find(after) != std::string_view::npos) {
         break;
       }
     }

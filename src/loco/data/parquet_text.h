@@ -1,12 +1,14 @@
 // The text column of a Parquet file, row by row: what Hugging Face datasets and most large web corpora
-// (FineWeb, C4's conversions) ship. Debian 12 has no Parquet library (Arrow is not packaged), so this reads
-// the format itself, only as far as a string column needs (docs/data.md "Parquet"):
+// (FineWeb, C4's conversions) ship. Debian 12 has no Parquet library (Arrow is not packaged), so loco reads
+// the format itself, only as far as a string column needs (docs/data.md):
 //
-//   - the footer (Thrift compact protocol: thrift_compact.h) gives the schema and each row group's column
-//     chunk; the column is a top-level string (BYTE_ARRAY) column, required or optional;
-//   - a chunk's pages are read one at a time: an optional dictionary page, then data pages (v1 or v2), each
-//     uncompressed or compressed with snappy, gzip or zstd; values PLAIN or dictionary indices (PLAIN_DICTIONARY,
-//     RLE_DICTIONARY); definition levels tell the null rows, which hold no document.
+//   - the footer gives the schema and each row group's chunk of the column (parquet_metadata.h, in Thrift's
+//     compact protocol: thrift_compact.h); the column is a top-level string (BYTE_ARRAY) column, required or
+//     optional;
+//   - a chunk's pages are read one at a time (this file): an optional dictionary page, then data pages (v1 or
+//     v2), each uncompressed or compressed with snappy, gzip or zstd; values PLAIN, dictionary indices,
+//     DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (parquet_encodings.h); definition levels tell the null rows,
+//     which hold no document.
 //
 // Memory is one page and the chunk's dictionary (each at most kMaxParquetPageBytes), whatever the file's size.
 // Anything else (a nested or repeated column, another encoding or codec, a page or footer that does not add
@@ -20,10 +22,6 @@
 #include <string>
 
 namespace loco::data {
-
-// A page (compressed or not) or dictionary larger than this is refused: no writer makes one (parquet-rs and
-// pyarrow write pages of about 1 MiB), and a stranger's header could otherwise ask for any size.
-inline constexpr std::uint64_t kMaxParquetPageBytes = std::uint64_t{256} << 20;
 
 class ParquetTextReader {
  public:

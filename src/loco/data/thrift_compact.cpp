@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
+
+#include "loco/data/packed_integers.h"
 
 namespace loco::data {
 
@@ -27,19 +30,13 @@ std::uint8_t ThriftReader::read_byte() {
 }
 
 std::uint64_t ThriftReader::read_varint() {
-  std::uint64_t value = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    const std::uint8_t byte = read_byte();
-    value |= static_cast<std::uint64_t>(byte & 0x7F) << shift;
-    if ((byte & 0x80) == 0) return value;
-  }
+  const std::size_t start = position_;
+  if (const std::optional<std::uint64_t> value = loco::data::read_varint(bytes_, position_)) return *value;
+  if (position_ - start < 10) throw ThriftError("the bytes end in the middle of a value", true);
   throw ThriftError("an integer of more than 10 bytes", false);
 }
 
-std::int64_t ThriftReader::read_zigzag() {
-  const std::uint64_t raw = read_varint();
-  return static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
-}
+std::int64_t ThriftReader::read_zigzag() { return zigzag_decode(read_varint()); }
 
 std::size_t ThriftReader::checked_count(std::uint64_t count) {
   // Every element takes at least one byte, but for booleans in a map's header: none of Parquet's.
