@@ -7,7 +7,7 @@
 #
 # DIR (default .gpu in the repository root; kept out of git through .git/info/exclude) receives:
 #   debs/                  the Debian 12 packages, fetched with `apt-get download`; MANIFEST lists versions
-#   deps/usr/...           CLI11, toml11, nlohmann-json, fmt (headers + CMake configs) and the Gloo headers,
+#   deps/usr/...           CLI11, toml11, nlohmann-json, fmt, FlatBuffers (headers + CMake configs) and the Gloo headers,
 #                          unpacked with `dpkg -x`; deps/usr/src/googletest: the googletest sources
 #   headers/usr/...        the headers of zlib, zstd, liblzma and libbz2, each used only where the GPU machine
 #                          lacks it (with the machine's own runtime library: scripts/build_gpu.sh)
@@ -34,7 +34,7 @@ out=$(realpath -m "$out")
 # Header-only or header-mostly packages the PyTorch wheel does not bring. fmt's shared library
 # (libfmt9) comes along only so that fmt's CMake config finds the files it names; the GPU build
 # uses fmt header-only (LOCO_FMT_HEADER_ONLY).
-deps=(libcli11-dev libtoml11-dev nlohmann-json3-dev libfmt-dev libfmt9 libgloo-dev googletest)
+deps=(libcli11-dev libtoml11-dev nlohmann-json3-dev libfmt-dev libfmt9 libflatbuffers-dev libgloo-dev googletest)
 # The compression libraries of checksums and corpora: only their headers are carried (their static
 # libraries are not position-independent); the runtime libraries are on every Linux machine.
 header_only=(zlib1g-dev libzstd-dev liblzma-dev libbz2-dev)

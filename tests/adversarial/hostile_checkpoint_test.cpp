@@ -238,7 +238,7 @@ TEST_F(HostileCheckpoint, AnEditedExchangeInFlightIsRefused) {
   for (const auto& [edit, text] : all) {
     const fs::path run = *dir_ / fmt::format("streaming_edited_{}", ++count);
     fs::copy(streaming, run, fs::copy_options::recursive);
-    for (const fs::path replica : {run, run / "replica_1"}) {  // step_4 is the run's latest
+    for (const fs::path& replica : {run, run / "replica_1"}) {  // step_4 is the run's latest
       for (const char* later : {"step_5", "step_6"}) fs::remove_all(replica / "checkpoints" / later);
     }
     const fs::path checkpoint = run / "checkpoints" / "step_4";

@@ -1,7 +1,7 @@
 // Fuzz target: a corpus file as `loco prepare` reads it (data/byte_stream.h, data/corpus_stream.h): the
 // first byte picks the file's kind (.jsonl, .jsonl.gz, .jsonl.zst, .txt.gz, .txt.zst, .txt, .json, .json.gz,
-// .txt.xz, .jsonl.bz2, .parquet), the rest is its content, decompressed, cut into lines or array elements and
-// parsed as JSON, or read as Parquet. Corpora come from anywhere: a damaged
+// .txt.xz, .jsonl.bz2, .parquet, .arrow), the rest is its content, decompressed, cut into lines or array
+// elements and parsed as JSON, or read as Parquet or Arrow IPC. Corpora come from anywhere: a damaged
 // download must end in DataError naming the file, never in a crash or an endless loop.
 #include <array>
 #include <string>
@@ -14,9 +14,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using loco::fuzz::fuzz_require;
-  static const std::array<const char*, 11> kNames{
-      "fuzz.jsonl", "fuzz.jsonl.gz", "fuzz.jsonl.zst", "fuzz.txt.gz", "fuzz.txt.zst",  "fuzz.txt",
-      "fuzz.json",  "fuzz.json.gz",  "fuzz.txt.xz",    "fuzz.jsonl.bz2", "fuzz.parquet"};
+  static const std::array<const char*, 12> kNames{"fuzz.jsonl",   "fuzz.jsonl.gz",  "fuzz.jsonl.zst", "fuzz.txt.gz",
+                                                  "fuzz.txt.zst", "fuzz.txt",       "fuzz.json",      "fuzz.json.gz",
+                                                  "fuzz.txt.xz",  "fuzz.jsonl.bz2", "fuzz.parquet",   "fuzz.arrow"};
   if (size == 0) return 0;
   const std::string name = kNames[data[0] % kNames.size()];
   const auto path = loco::fuzz::write_scratch_file(name, loco::fuzz::as_text(data + 1, size - 1));
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (loco::data::RawDocument document; stream.next(document);) {
       fuzz_require(!loco::data::is_blank(document.bytes), "blank lines and files are skipped");
       if (files[0].format != loco::data::CorpusFormat::text) {
-        fuzz_require(document.line > last_line, "JSON line, element and Parquet row numbers increase");
+        fuzz_require(document.line > last_line, "JSON line, element and table row numbers increase");
         last_line = document.line;
       } else {
         fuzz_require(document.line == 0, "a text file is one document, line 0");

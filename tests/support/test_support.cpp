@@ -1,10 +1,7 @@
 #include "support/test_support.h"
 
-#include <fmt/format.h>
-
-#include "loco/util/fs.h"
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -17,6 +14,9 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+
+#include "loco/util/error.h"
+#include "loco/util/fs.h"
 
 extern char** environ;
 
@@ -140,6 +140,15 @@ void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+std::string error_message(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string read_text(const fs::path& path) {

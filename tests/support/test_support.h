@@ -55,6 +55,9 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 // The lines of RUN_DIR/metrics.jsonl, parsed; a last line still being written is left out.
 std::vector<nlohmann::json> read_metrics(const std::filesystem::path& run_dir);
 
+// What `run` threw as a loco::Error (its message), or "" when it threw nothing.
+std::string error_message(const std::function<void()>& run);
+
 // Writes `text` to `path`, creating parent directories.
 void write_text(const std::filesystem::path& path, const std::string& text);
 // The bytes of the file at `path` ("" when it cannot be read).

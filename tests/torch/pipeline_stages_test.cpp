@@ -166,7 +166,9 @@ void expect_stage_metrics(const RunConfig& config, int stages, const std::string
     for (const auto& row : rows) {
       const double bubble = row.at("pipeline_bubble");
       EXPECT_LT(bubble, 1.0) << what << ", stage " << s;
-      if (s > 0) EXPECT_GT(bubble, 0.0) << what << ", stage " << s << ", step " << row.at("step");
+      if (s > 0) {
+        EXPECT_GT(bubble, 0.0) << what << ", stage " << s << ", step " << row.at("step");
+      }
     }
   }
 }

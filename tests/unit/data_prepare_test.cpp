@@ -306,8 +306,11 @@ TEST(DataPrepare, TheTokenizerNeverSeesValidationText) {
       if (split.hash(i, 0) < split.hash(smallest, 0)) smallest = i;
     }
     // 0.01 covers the tiny-corpus rule, 0.3 documents drawn by their hash.
-    if (val_fraction < 0.1) ASSERT_EQ(drawn, 0);
-    if (val_fraction > 0.1) ASSERT_GT(drawn, 0);
+    if (val_fraction < 0.1) {
+      ASSERT_EQ(drawn, 0);
+    } else {
+      ASSERT_GT(drawn, 0);
+    }
     auto in_val = [&](std::uint32_t i) { return split.in_validation(split.hash(i, 0)) || (drawn == 0 && i == smallest); };
     std::vector<std::string> texts = test::write_generated_corpus(scratch / "corpus", kDocuments, 20);
     auto write_corpus = [&](const std::function<bool(std::uint32_t)>& has_word) {

@@ -241,18 +241,19 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
   write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "model.safetensors", "weights");
   write_text(scratch / "corpus" / "run" / "notes.txt", "a run's own notes are text\n");
   write_text(scratch / "corpus" / "meta.json", "{}");  // one marker alone is no loco output
-  std::vector<SkippedDirectory> skipped;
+  std::vector<SkippedInput> skipped;
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "corpus"}, scratch / "out", &skipped);
   std::vector<std::string> names;
   for (const CorpusFile& file : files) names.push_back(file.path.lexically_relative(scratch / "corpus").string());
   EXPECT_EQ(names, (std::vector<std::string>{"a.txt", "meta.json", "run/notes.txt"}));
   std::vector<std::string> skipped_names;
-  for (const SkippedDirectory& directory : skipped) {
-    skipped_names.push_back(directory.path.lexically_relative(scratch / "corpus").string() + ": " + directory.kind);
+  for (const SkippedInput& input : skipped) {
+    skipped_names.push_back(input.path.lexically_relative(scratch / "corpus").string() + ": " + input.reason);
   }
   std::sort(skipped_names.begin(), skipped_names.end());  // a directory's entries come in no set order
-  EXPECT_EQ(skipped_names,
-            (std::vector<std::string>{"data: a prepared data directory", "run/checkpoints/step_8: a checkpoint"}));
+  EXPECT_EQ(skipped_names, (std::vector<std::string>{
+                               "data: it is a prepared data directory (loco's own output is not read as text)",
+                               "run/checkpoints/step_8: it is a checkpoint (loco's own output is not read as text)"}));
   try {
     list_corpus_files({scratch / "corpus" / "data"}, scratch / "out");
     ADD_FAILURE() << "a prepared data directory was taken as a corpus";
@@ -301,7 +302,7 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_EQ(refusal("bom8.txt", "\xEF\xBB\xBFtext"), "read: \xEF\xBB\xBFtext");
 
   // Formats a corpus often comes in are named with the step that makes them text: compressed data without its
-  // extension, archives (a .tar.gz is decompressed, then found to be a tar archive), Parquet.
+  // extension, archives (a .tar.gz is decompressed, then found to be a tar archive), Parquet, Arrow.
   const std::string text = varied_text(20000, 5);
   EXPECT_NE(refusal("c4.json", gzip(text)).find("c4.json is gzip-compressed data, which loco does not read as text: "
                                                 "name it with .gz at the end"),
@@ -317,6 +318,14 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
             std::string::npos);
   EXPECT_NE(refusal("train.txt", std::string("PAR1\x15\x04\0\0", 8))
                 .find("train.txt is a Parquet file, which loco does not read as text: name it with .parquet at the end"),
+            std::string::npos);
+  const std::string arrow_stream = test::read_text(fs::path(LOCO_FIXTURE_DIR) / "arrow/stream_utf8.arrow");
+  EXPECT_NE(
+      refusal("cache-1a2b", arrow_stream)
+          .find("cache-1a2b is an Arrow stream, which loco does not read as text: name it with .arrow at the end"),
+      std::string::npos);
+  EXPECT_NE(refusal("data.ipc", test::read_text(fs::path(LOCO_FIXTURE_DIR) / "arrow/file_utf8.feather"))
+                .find("data.ipc is an Arrow file, which loco does not read as text: name it with .arrow at the end"),
             std::string::npos);
   // Text that holds a format's mark, without a NUL byte, is text.
   std::string gustar = std::string(254, 'a') + " gustar";
@@ -412,8 +421,12 @@ TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile)
         EXPECT_LE(part.size(), 2 * kTextPartBytes + 100) << i;
         EXPECT_EQ(part.back(), '\n') << i;
       }
-      if (f >= 2) EXPECT_LE(part.size(), 4 * kTextPartBytes + 3) << f << " " << i;  // no line end: bounded
-      if (f == 2) EXPECT_NE(static_cast<unsigned char>(parts[f][i + 1][0]) & 0xC0, 0x80) << i;  // whole characters
+      if (f >= 2) {  // no line end: bounded
+        EXPECT_LE(part.size(), 4 * kTextPartBytes + 3) << f << " " << i;
+      }
+      if (f == 2) {  // whole characters
+        EXPECT_NE(static_cast<unsigned char>(parts[f][i + 1][0]) & 0xC0, 0x80) << i;
+      }
     }
   }
 }

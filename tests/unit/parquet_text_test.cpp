@@ -25,6 +25,8 @@
 namespace loco::data {
 namespace {
 
+using test::error_message;
+using test::read_text;
 using test::ScratchDir;
 using test::write_text;
 
@@ -38,20 +40,6 @@ std::vector<std::optional<std::string>> fixture_texts() {
     texts.push_back(value.is_null() ? std::nullopt : std::optional<std::string>(value.get<std::string>()));
   }
   return texts;
-}
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Every layout parquet-rs writes a string column in: data pages v1 and v2; PLAIN, dictionary,
@@ -79,35 +67,37 @@ TEST(ParquetText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
 // A column that is not there, or holds no text, is named with the file's columns and the option that helps.
 TEST(ParquetText, AColumnThatIsMissingOrNotTextIsNamed) {
   const fs::path file = kParquet / "gzip_v1_plain.parquet";
-  EXPECT_NE(error_of([&] { ParquetTextReader(file, "content"); })
+  EXPECT_NE(error_message([&] { ParquetTextReader(file, "content"); })
                 .find("gzip_v1_plain.parquet has no column 'content'; its columns are id, text. Name the one that "
                       "holds the text with --text-field"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { ParquetTextReader(file, "id"); })
-                .find("gzip_v1_plain.parquet: column 'id' holds numbers or other values (Parquet type 2), not text; name "
-                      "the column that holds the text with --text-field"),
-            std::string::npos);
+  EXPECT_NE(
+      error_message([&] { ParquetTextReader(file, "id"); })
+          .find("gzip_v1_plain.parquet: column 'id' holds numbers or other values (Parquet type 2), not text; name "
+                "the column that holds the text with --text-field"),
+      std::string::npos);
 }
 
 // A file cut short, one whose footer claims more than the file, and one whose pages are cut away are refused
 // as damaged, naming the file.
 TEST(ParquetText, ADamagedFileIsRefusedByName) {
   ScratchDir scratch;
-  const std::string whole = read_bytes(kParquet / "snappy_v1_dictionary.parquet");
+  const std::string whole = read_text(kParquet / "snappy_v1_dictionary.parquet");
   write_text(scratch / "cut.parquet", whole.substr(0, whole.size() / 2));
-  EXPECT_NE(error_of([&] { ParquetTextReader(scratch / "cut.parquet", "text"); })
-                .find("cut.parquet: it does not begin and end with Parquet's mark PAR1; the Parquet file is damaged"),
+  EXPECT_NE(error_message([&] {
+              ParquetTextReader(scratch / "cut.parquet", "text");
+            }).find("cut.parquet: it does not begin and end with Parquet's mark PAR1; the Parquet file is damaged"),
             std::string::npos);
   std::string footer = whole;
   footer[footer.size() - 5] = '\x7F';  // the footer's length, little-endian, before the final PAR1
   write_text(scratch / "footer.parquet", footer);
-  EXPECT_NE(error_of([&] { ParquetTextReader(scratch / "footer.parquet", "text"); }).find("its footer claims"),
+  EXPECT_NE(error_message([&] { ParquetTextReader(scratch / "footer.parquet", "text"); }).find("its footer claims"),
             std::string::npos);
   // The pages' bytes zeroed: the footer is whole, a page header is not.
   std::string pages = whole;
   std::fill(pages.begin() + 4, pages.begin() + static_cast<std::ptrdiff_t>(pages.size() / 2), '\0');
   write_text(scratch / "pages.parquet", pages);
-  const std::string error = error_of([&] {
+  const std::string error = error_message([&] {
     ParquetTextReader reader(scratch / "pages.parquet", "text");
     std::string text;
     for (std::uint64_t row = 0; reader.next(text, row);) {
@@ -140,14 +130,15 @@ TEST(ParquetText, AParquetFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   EXPECT_EQ(from_lines.train.documents + from_lines.val.documents, 563u);  // the non-blank texts
   EXPECT_GT(from_lines.val.documents, 0u);
   EXPECT_EQ(from_lines.checksums, read_dataset_meta(scratch / "from-parquet").checksums);
-  EXPECT_EQ(read_bytes(scratch / "from-lines/tokenizer.model"), read_bytes(scratch / "from-parquet/tokenizer.model"));
+  EXPECT_EQ(read_text(scratch / "from-lines/tokenizer.model"), read_text(scratch / "from-parquet/tokenizer.model"));
   // --text-field names the column, and a compressed .parquet is refused when the corpus is listed.
   options.text_field = "body";
   options.out_dir = scratch / "no-column";
-  EXPECT_NE(error_of([&] { prepare_dataset(options); }).find("has no column 'body'"), std::string::npos);
+  EXPECT_NE(error_message([&] { prepare_dataset(options); }).find("has no column 'body'"), std::string::npos);
   write_text(scratch / "gz/docs.parquet.gz", "x");
-  EXPECT_NE(error_of([&] { list_corpus_files({scratch / "gz"}, scratch / "out"); })
-                .find("docs.parquet.gz is a compressed Parquet file"),
+  EXPECT_NE(error_message([&] {
+              list_corpus_files({scratch / "gz"}, scratch / "out");
+            }).find("docs.parquet.gz is a compressed Parquet file"),
             std::string::npos);
 }
 

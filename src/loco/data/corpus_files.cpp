@@ -45,13 +45,15 @@ std::optional<char> first_significant_byte(const fs::path& path) {
 
 CorpusFormat format_of(const fs::path& path) {
   const fs::path extension = without_compression_extension(path).extension();
-  if (extension == ".parquet") {
+  const bool parquet = extension == ".parquet";
+  if (parquet || extension == ".arrow" || extension == ".arrows" || extension == ".feather") {
     if (compression_of(path) != Compression::none) {
-      throw DataError(fmt::format("{} is a compressed Parquet file: decompress it (its pages are compressed inside "
-                                  "already) and give the .parquet file",
-                                  path.string()));
+      throw DataError(
+          fmt::format("{} is a compressed {} file: decompress it and give the {} file (loco reads "
+                      "these tables at any offset, which a compressed stream does not allow)",
+                      path.string(), parquet ? "Parquet" : "Arrow", extension.string()));
     }
-    return CorpusFormat::parquet;
+    return parquet ? CorpusFormat::parquet : CorpusFormat::arrow;
   }
   const bool json_lines = extension == ".jsonl" || extension == ".ndjson";
   if (!json_lines && extension != ".json") return CorpusFormat::text;
@@ -68,11 +70,22 @@ CorpusFormat format_of(const fs::path& path) {
       path.string(), shown));
 }
 
-// The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude` or any
-// directory loco made (added to `skipped`). Symbolic links to files are read; links to directories are not
-// followed (they could loop).
-std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude,
-                                     std::vector<SkippedDirectory>& skipped) {
+// The files `datasets`' save_to_disk writes to describe a table, whose rows are in the .arrow files beside them
+// (state.json, dataset_info.json), or in its splits' directories below (dataset_dict.json).
+bool describes_a_saved_dataset(const fs::path& file, const std::vector<fs::path>& files) {
+  const std::string name = file.filename().string();
+  const bool beside = name == "state.json" || name == "dataset_info.json";
+  if (!beside && name != "dataset_dict.json") return false;
+  return std::any_of(files.begin(), files.end(), [&](const fs::path& other) {
+    return other.extension() == ".arrow" && (beside ? other.parent_path() == file.parent_path()
+                                                    : other.parent_path().parent_path() == file.parent_path());
+  });
+}
+
+// The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude`, any
+// directory loco made or a saved dataset's description (added to `skipped`). Symbolic links to files are read;
+// links to directories are not followed (they could loop).
+std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude, std::vector<SkippedInput>& skipped) {
   std::vector<fs::path> files;
   fs::path excluded = fs::weakly_canonical(exclude);
   if (fs::weakly_canonical(dir) == excluded) return files;
@@ -80,7 +93,9 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
     const bool directory = it->is_directory();
     const bool hidden = is_hidden(it->path());
     const char* made = directory && !hidden ? loco_made(it->path()) : nullptr;
-    if (made != nullptr) skipped.push_back({it->path(), made});
+    if (made != nullptr) {
+      skipped.push_back({it->path(), fmt::format("it is {} (loco's own output is not read as text)", made)});
+    }
     if (hidden || made != nullptr || (directory && fs::weakly_canonical(it->path()) == excluded)) {
       it.disable_recursion_pending();
     } else if (it->is_regular_file()) {
@@ -88,16 +103,24 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
     }
   }
   std::sort(files.begin(), files.end());
-  return files;
+  std::vector<fs::path> corpus;
+  for (fs::path& file : files) {
+    if (describes_a_saved_dataset(file, files)) {
+      skipped.push_back({file, "it describes the `datasets` table saved with it (the .arrow files hold its rows)"});
+    } else {
+      corpus.push_back(std::move(file));
+    }
+  }
+  return corpus;
 }
 
 }  // namespace
 
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
-                                          std::vector<SkippedDirectory>* skipped) {
+                                          std::vector<SkippedInput>* skipped) {
   if (inputs.empty()) throw DataError("no input given; pass text files, directories or JSONL files.");
-  std::vector<SkippedDirectory> not_asked_for;
-  std::vector<SkippedDirectory>& skipped_into = skipped != nullptr ? *skipped : not_asked_for;
+  std::vector<SkippedInput> not_asked_for;
+  std::vector<SkippedInput>& skipped_into = skipped != nullptr ? *skipped : not_asked_for;
   std::vector<fs::path> paths;
   for (const auto& input : inputs) {
     if (const char* made = fs::is_directory(input) ? loco_made(input) : nullptr) {

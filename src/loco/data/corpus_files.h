@@ -15,12 +15,14 @@ namespace fs = std::filesystem;
 // How a corpus file holds its documents. By the name without its compression extension and the first byte of
 // its content (after a byte-order mark and whitespace): a .json, .jsonl or .ndjson file that begins with '[' is a
 // JSON array; a .json file that begins with '{' (`datasets`' to_json and C4's files write JSON Lines as .json),
-// and any .jsonl or .ndjson file, is JSON Lines; a .parquet file is Parquet; any other name is text.
+// and any .jsonl or .ndjson file, is JSON Lines; a .parquet file is Parquet; a .arrow, .arrows or .feather file
+// is Arrow IPC; any other name is text.
 enum class CorpusFormat {
   text,        // the file is one document (or parts of a long one: corpus_stream.h)
   json_lines,  // one JSON object per line, its text field a document
   json_array,  // one JSON array of objects, each element's text field a document
   parquet,     // a Parquet file (.parquet), each row's text column a document (parquet_text.h)
+  arrow,       // an Arrow IPC file (.arrow, .arrows, .feather), each row's text column a document (arrow_text.h)
 };
 
 struct CorpusFile {
@@ -34,17 +36,18 @@ inline bool holds_json_records(const CorpusFile& file) {
   return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array;
 }
 
-// A directory under an input that loco made as its own output (loco_made.h): skipped, its shards or weights
-// never read as text.
-struct SkippedDirectory {
+// What a listed directory holds but is not corpus: a directory loco made as its own output (loco_made.h),
+// whose shards or weights are never read as text, or the description files (state.json, dataset_info.json,
+// dataset_dict.json) that `datasets`' save_to_disk writes beside its .arrow files.
+struct SkippedInput {
   fs::path path;
-  const char* kind;  // what loco made it as
+  std::string reason;  // why, as "it is ..."
 };
 
 // DataError for an input that does not exist, is neither a file nor a directory, is itself a directory loco
-// made, or is a .json file that begins with neither '{' nor '['; IoError when a directory cannot be listed. The directories loco made under an input are added to
-// `skipped` when given.
+// made, or is a .json file that begins with neither '{' nor '['; IoError when a directory cannot be listed. What
+// directories hold but is not corpus (SkippedInput) is added to `skipped` when given.
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
-                                          std::vector<SkippedDirectory>* skipped = nullptr);
+                                          std::vector<SkippedInput>* skipped = nullptr);
 
 }  // namespace loco::data

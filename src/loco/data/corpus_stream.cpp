@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "loco/data/arrow_text.h"
+#include "loco/data/parquet_text.h"
 #include "loco/data/text.h"
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
@@ -52,8 +54,7 @@ CorpusStream::CorpusStream(const std::vector<CorpusFile>& files, std::string tex
 CorpusStream::~CorpusStream() = default;
 
 std::uint64_t CorpusStream::file_bytes_read() const {
-  return finished_file_bytes_ + (stream_ ? stream_->file_bytes_read() : 0) +
-         (parquet_ ? parquet_->file_bytes_read() : 0);
+  return finished_file_bytes_ + (stream_ ? stream_->file_bytes_read() : 0) + (table_ ? table_->file_bytes_read() : 0);
 }
 
 bool CorpusStream::open_next_file() {
@@ -61,7 +62,11 @@ bool CorpusStream::open_next_file() {
   const CorpusFile& file = files_[next_file_++];
   const fs::path& path = file.path;
   if (file.format == CorpusFormat::parquet) {
-    parquet_ = std::make_unique<ParquetTextReader>(path, text_field_);
+    table_ = std::make_unique<ParquetTextReader>(path, text_field_);
+    return true;
+  }
+  if (file.format == CorpusFormat::arrow) {
+    table_ = std::make_unique<ArrowTextReader>(path, text_field_);
     return true;
   }
   stream_ = std::make_unique<ByteStream>(path);
@@ -77,7 +82,7 @@ bool CorpusStream::open_next_file() {
 void CorpusStream::close_file() {
   finished_file_bytes_ = file_bytes_read();  // the files before and this one
   stream_.reset();
-  parquet_.reset();
+  table_.reset();
 }
 
 bool CorpusStream::next_line(std::string& line) {
@@ -236,7 +241,8 @@ bool CorpusStream::next_array_element(std::string& element) {
 bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uint64_t& position) {
   switch (files_[file].format) {
     case CorpusFormat::parquet:
-      return parquet_->next(bytes, position);
+    case CorpusFormat::arrow:
+      return table_->next(bytes, position);
     case CorpusFormat::text:
       if (!next_text_part(bytes)) return false;
       position = line_++;  // a text file counts its parts where a JSON Lines file counts lines
@@ -255,7 +261,7 @@ bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uin
 
 bool CorpusStream::next(RawDocument& document) {
   for (;;) {
-    if (!stream_ && !parquet_ && !open_next_file()) return false;
+    if (!stream_ && !table_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
     for (std::uint64_t position = 0; next_in_file(file, document.bytes, position);) {
       if (is_blank(document.bytes)) continue;

@@ -1,6 +1,6 @@
 // The documents of a corpus in one pass, in the order of its files (corpus_files.h): each non-blank
-// line of a JSON Lines file, each element of a JSON array file, each non-blank text of a Parquet file's text
-// column, each non-blank text file, or part of a long one. Memory is one read buffer plus
+// line of a JSON Lines file, each element of a JSON array file, each non-blank text of a Parquet or Arrow
+// file's text column, each non-blank text file, or part of a long one. Memory is one read buffer plus
 // the document at hand, whatever the size of the corpus (of a text file's size too); compressed files are
 // decoded on the way (byte_stream.h).
 //
@@ -20,7 +20,7 @@
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/corpus_files.h"
-#include "loco/data/parquet_text.h"
+#include "loco/data/table_file.h"
 
 namespace loco::data {
 
@@ -28,15 +28,15 @@ inline constexpr std::size_t kTextPartBytes = 16 << 10;
 
 struct RawDocument {
   std::uint32_t file = 0;  // index into the corpus's files
-  // 1-based line of a JSON Lines file, 1-based element of a JSON array file, 1-based row of a Parquet file;
+  // 1-based line of a JSON Lines file, 1-based element of a JSON array file, 1-based row of a table file;
   // 0-based part of a text file (0: the whole of a short one)
   std::uint64_t line = 0;
-  std::string bytes;  // the JSON line or array element as read, the Parquet row's text, or the text file's part
+  std::string bytes;  // the JSON line or array element as read, the table row's text, or the text file's part
 };
 
 class CorpusStream {
  public:
-  // `text_field`: the column of a Parquet file that holds its documents (a JSON record's field is taken by
+  // `text_field`: the column of a table file that holds its documents (a JSON record's field is taken by
   // document_text, as the encoding threads parse them).
   CorpusStream(const std::vector<CorpusFile>& files, std::string text_field);
   ~CorpusStream();
@@ -69,8 +69,8 @@ class CorpusStream {
   const std::vector<CorpusFile>& files_;
   std::string text_field_;
   std::size_t next_file_ = 0;
-  std::unique_ptr<ByteStream> stream_;         // the file at hand, but for a Parquet file
-  std::unique_ptr<ParquetTextReader> parquet_;  // the Parquet file at hand
+  std::unique_ptr<ByteStream> stream_;       // the file at hand, but for a table file
+  std::unique_ptr<ColumnTextReader> table_;  // the table file at hand
   std::uint64_t finished_file_bytes_ = 0;
   std::vector<char> buffer_;
   std::size_t begin_ = 0, end_ = 0;  // unread bytes of buffer_
@@ -80,7 +80,7 @@ class CorpusStream {
   std::uint64_t document_bytes_ = 0;
 };
 
-// The text of a document: a text file's part or a Parquet row's text (moved out), or a JSON line's or array
+// The text of a document: a text file's part or a table row's text (moved out), or a JSON line's or array
 // element's string field
 // `text_field` (DataError "FILE:LINE: ..." or "FILE element N: ..." with the fix when it is not a JSON object
 // with that field).

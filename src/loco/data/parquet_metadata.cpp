@@ -1,7 +1,6 @@
 #include "loco/data/parquet_metadata.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -47,7 +46,7 @@ SchemaElement read_schema_element(ThriftReader& reader) {
 // A ColumnChunk: its file_path (field 1: set where it lies in another file) and, of its ColumnMetaData
 // (field 3), the codec (4), the number of values (5), the compressed size (7) and the offsets of its data
 // and dictionary pages (9, 11).
-ColumnChunk read_column_chunk(ThriftReader& reader, const ParquetProblems& problems) {
+ColumnChunk read_column_chunk(ThriftReader& reader, const TableFileProblems& problems) {
   ColumnChunk c;
   bool elsewhere = false;
   std::int64_t data_offset = -1, dictionary_offset = -1, length = -1, values = -1;
@@ -85,7 +84,7 @@ ColumnChunk read_column_chunk(ThriftReader& reader, const ParquetProblems& probl
 }
 
 // A RowGroup's column chunks (field 1), in the schema's leaf order.
-std::vector<ColumnChunk> read_row_group(ThriftReader& reader, const ParquetProblems& problems) {
+std::vector<ColumnChunk> read_row_group(ThriftReader& reader, const TableFileProblems& problems) {
   std::vector<ColumnChunk> columns;
   reader.read_struct([&](int id, std::uint8_t type) {
     if (id != 1 || type != kThriftList) return reader.skip(type);
@@ -96,7 +95,7 @@ std::vector<ColumnChunk> read_row_group(ThriftReader& reader, const ParquetProbl
 
 // The index of the column among the schema's leaves (its index among a row group's chunks), and its maximum
 // definition level. The schema is a tree written depth first: a group gives its number of children.
-std::pair<std::size_t, int> find_column(const std::vector<SchemaElement>& schema, const ParquetProblems& problems) {
+std::pair<std::size_t, int> find_column(const std::vector<SchemaElement>& schema, const TableFileProblems& problems) {
   if (schema.empty()) throw problems.damaged("its schema is empty");
   struct Group {
     std::int64_t children_left;
@@ -136,10 +135,7 @@ std::pair<std::size_t, int> find_column(const std::vector<SchemaElement>& schema
     ++leaves;
   }
   if (!found) {
-    throw DataError(
-        fmt::format("{} has no column '{}'; its columns are {}. Name the one that holds the text with "
-                    "--text-field",
-                    problems.path.string(), problems.column, fmt::join(top_level, ", ")));
+    throw problems.missing_column(top_level);
   }
   return *found;
 }
@@ -161,26 +157,7 @@ const char* codec_name(std::int64_t codec) {
 
 }  // namespace
 
-DataError ParquetProblems::unsupported(const std::string& what) const {
-  return DataError(
-      fmt::format("{}: {}. Write the file again with pyarrow's defaults, convert it to JSON Lines "
-                  "(`datasets`' to_json), or leave it out of --input",
-                  path.string(), what));
-}
-
-DataError ParquetProblems::wrong_column(const std::string& what) const {
-  return DataError(fmt::format("{}: column '{}' {}; name the column that holds the text with --text-field",
-                               path.string(), column, what));
-}
-
-DataError ParquetProblems::damaged(const std::string& what) const {
-  return DataError(
-      fmt::format("{}: {}; the Parquet file is damaged or was cut short (an interrupted download?). "
-                  "Fetch it again, or leave it out of --input",
-                  path.string(), what));
-}
-
-ParquetColumn read_parquet_footer(std::string_view footer, std::uint64_t file_size, const ParquetProblems& problems) {
+ParquetColumn read_parquet_footer(std::string_view footer, std::uint64_t file_size, const TableFileProblems& problems) {
   std::vector<SchemaElement> schema;
   std::vector<std::vector<ColumnChunk>> row_groups;
   try {
@@ -252,7 +229,7 @@ PageHeader parse_page_header(std::string_view bytes) {
 }
 
 std::string decompress_page(std::string compressed, std::int64_t codec, std::uint64_t size,
-                            const ParquetProblems& problems) {
+                            const TableFileProblems& problems) {
   if (size > kMaxParquetPageBytes) {
     throw problems.damaged(
         fmt::format("a page claims {} bytes, more than the {} MiB loco reads", size, kMaxParquetPageBytes >> 20));

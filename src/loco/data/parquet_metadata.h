@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "loco/util/error.h"
+#include "loco/data/table_file.h"
 
 namespace loco::data {
 
@@ -28,19 +28,6 @@ inline constexpr int kUncompressed = 0, kSnappy = 1, kGzip = 2, kZstd = 6;  // C
 // pyarrow write pages of about 1 MiB), and a stranger's header could otherwise ask for any size.
 inline constexpr std::uint64_t kMaxParquetPageBytes = std::uint64_t{256} << 20;
 
-// The errors of reading one file's column, each naming the file and what to do.
-struct ParquetProblems {
-  std::filesystem::path path;
-  std::string column;
-
-  // The file is well formed, but uses what loco does not read.
-  DataError unsupported(const std::string& what) const;
-  // The column cannot be the corpus's text: the option names another.
-  DataError wrong_column(const std::string& what) const;
-  // The file does not add up.
-  DataError damaged(const std::string& what) const;
-};
-
 // Where one row group's chunk of the column lies.
 struct ColumnChunk {
   std::uint64_t begin = 0, length = 0;  // of its pages (from its dictionary page, where it has one) in the file
@@ -56,7 +43,7 @@ struct ParquetColumn {
 // The column `problems.column` of the file whose footer (its Thrift-encoded FileMetaData) is `footer`: a
 // top-level string column, required or optional. Errors: the column missing (naming the file's columns),
 // not text, a group or a list; chunks in other files or past `file_size`; a footer that cannot be read.
-ParquetColumn read_parquet_footer(std::string_view footer, std::uint64_t file_size, const ParquetProblems& problems);
+ParquetColumn read_parquet_footer(std::string_view footer, std::uint64_t file_size, const TableFileProblems& problems);
 
 struct PageHeader {
   std::int64_t type = -1;
@@ -75,6 +62,6 @@ PageHeader parse_page_header(std::string_view bytes);
 // A page's `compressed` bytes with `codec`, which must decompress to exactly `size` bytes (at most
 // kMaxParquetPageBytes).
 std::string decompress_page(std::string compressed, std::int64_t codec, std::uint64_t size,
-                            const ParquetProblems& problems);
+                            const TableFileProblems& problems);
 
 }  // namespace loco::data

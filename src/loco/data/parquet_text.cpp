@@ -1,11 +1,7 @@
 #include "loco/data/parquet_text.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -48,13 +44,11 @@ std::optional<std::string_view> next_plain(std::string_view& values) {
 }  // namespace
 
 struct ParquetTextReader::Impl {
-  ~Impl() {
-    if (fd >= 0) ::close(fd);
-  }
+  explicit Impl(TableFileProblems given) : problems(std::move(given)), file(problems), file_size(file.size()) {}
 
-  ParquetProblems problems;
-  int fd = -1;
-  std::uint64_t file_size = 0;
+  const TableFileProblems problems;
+  const PositionalFile file;
+  const std::uint64_t file_size;
   std::uint64_t consumed = 0;  // the footer and the pages read, for progress
   bool finished = false;
   ParquetColumn column;
@@ -80,33 +74,10 @@ struct ParquetTextReader::Impl {
 
   DataError damaged(const std::string& what) const { return problems.damaged(what); }
 
-  std::string read_at(std::uint64_t offset, std::uint64_t size) {
-    if (offset > file_size || size > file_size - offset) {
-      throw damaged(fmt::format("{} bytes at offset {} lie past the file's end ({} bytes)", size, offset, file_size));
-    }
-    std::string read(static_cast<std::size_t>(size), '\0');
-    std::size_t done = 0;
-    while (done < read.size()) {
-      const ssize_t got = ::pread(fd, read.data() + done, read.size() - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) throw IoError(fmt::format("cannot read {}: {}.", problems.path.string(), std::strerror(errno)));
-      if (got == 0) throw damaged("the file ended while it was read");
-      done += static_cast<std::size_t>(got);
-    }
-    return read;
-  }
+  std::string read_at(std::uint64_t offset, std::uint64_t size) const { return file.read_at(offset, size); }
 
   // The file's layout: "PAR1", the pages, the footer, the footer's length (4 bytes, little-endian), "PAR1".
   void open() {
-    const fs::path& path = problems.path;
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      throw IoError(fmt::format("cannot open {}: {}. Check the path and its permissions.", path.string(),
-                                std::strerror(errno)));
-    }
-    std::error_code error;
-    file_size = fs::file_size(path, error);
-    if (error) throw IoError(fmt::format("cannot read the size of {}: {}.", path.string(), error.message()));
     if (file_size < 12) throw damaged(fmt::format("{} bytes are too few for a Parquet file", file_size));
     const std::string tail = read_at(file_size - 8, 8);
     if (read_at(0, 4) != "PAR1" || tail.substr(4) != "PAR1") {
@@ -327,8 +298,8 @@ struct ParquetTextReader::Impl {
   }
 };
 
-ParquetTextReader::ParquetTextReader(const fs::path& path, const std::string& column) : impl_(std::make_unique<Impl>()) {
-  impl_->problems = {path, column};
+ParquetTextReader::ParquetTextReader(const fs::path& path, const std::string& column)
+    : impl_(std::make_unique<Impl>(TableFileProblems{path, column, "Parquet"})) {
   impl_->open();
 }
 

@@ -21,23 +21,21 @@
 #include <memory>
 #include <string>
 
+#include "loco/data/table_file.h"
+
 namespace loco::data {
 
-class ParquetTextReader {
+class ParquetTextReader : public ColumnTextReader {
  public:
   // Opens `path` and finds `column` in its schema (DataError naming the columns there when it has none such).
   ParquetTextReader(const std::filesystem::path& path, const std::string& column);
-  ~ParquetTextReader();
+  ~ParquetTextReader() override;
   ParquetTextReader(const ParquetTextReader&) = delete;
   ParquetTextReader& operator=(const ParquetTextReader&) = delete;
 
-  // The next row whose value is not null: its text and its number (1-based, every row counted); false after
-  // the last row.
-  bool next(std::string& text, std::uint64_t& row);
-
-  // Bytes of the file read so far (its footer and the column's pages; the whole file once the last row is
-  // read: the other columns are never read), for progress.
-  std::uint64_t file_bytes_read() const;
+  bool next(std::string& text, std::uint64_t& row) override;
+  // Its footer and the column's pages; the whole file once the last row is read.
+  std::uint64_t file_bytes_read() const override;
 
  private:
   struct Impl;

@@ -285,10 +285,10 @@ PrepareSummary prepare_dataset(const PrepareOptions& options) {
 PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimits& limits) {
   check_options(options);
   refuse_prepared_directory(options.out_dir);
-  std::vector<SkippedDirectory> skipped;
+  std::vector<SkippedInput> skipped;
   const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir, &skipped);  // before writing
-  for (const SkippedDirectory& directory : skipped) {
-    progress("skipped {}: it is {} (loco's own output is not read as text)", directory.path.string(), directory.kind);
+  for (const SkippedInput& input : skipped) {
+    progress("skipped {}: {}", input.path.string(), input.reason);
   }
   const std::vector<fs::path> created = missing_directories(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");

@@ -18,16 +18,28 @@ struct KnownBinaryFormat {
   const char* what;
   const char* fix;
 };
-constexpr std::array<KnownBinaryFormat, 9> kKnownBinaryFormats{{
-    {std::string_view("\x1F\x8B", 2), 0, "gzip-compressed data", "name it with .gz at the end, and loco decompresses it"},
-    {std::string_view("\x28\xB5\x2F\xFD", 4), 0, "zstd-compressed data", "name it with .zst at the end, and loco decompresses it"},
-    {std::string_view("\xFD" "7zXZ\0", 6), 0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it"},
-    {std::string_view("1AY&SY", 6), 4, "bzip2-compressed data", "name it with .bz2 at the end, and loco decompresses it"},
+constexpr std::array<KnownBinaryFormat, 10> kKnownBinaryFormats{{
+    {std::string_view("\x1F\x8B", 2), 0, "gzip-compressed data",
+     "name it with .gz at the end, and loco decompresses it"},
+    {std::string_view("\x28\xB5\x2F\xFD", 4), 0, "zstd-compressed data",
+     "name it with .zst at the end, and loco decompresses it"},
+    {std::string_view("\xFD"
+                      "7zXZ\0",
+                      6),
+     0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it"},
+    {std::string_view("1AY&SY", 6), 4, "bzip2-compressed data",
+     "name it with .bz2 at the end, and loco decompresses it"},
     {std::string_view("PK\x03\x04", 4), 0, "a zip archive", "unpack it (unzip) and give its files or directory"},
     {std::string_view("ustar", 5), 257, "a tar archive", "unpack it (tar xf) and give its files or directory"},
-    {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive", "unpack it (7z x) and give its files or directory"},
-    {std::string_view("PAR1", 4), 0, "a Parquet file", "name it with .parquet at the end, and loco reads its text column"},
-    {std::string_view("ARROW1", 6), 0, "an Arrow file", "write its text column as JSON Lines (`datasets`' to_json) and give that"},
+    {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive",
+     "unpack it (7z x) and give its files or directory"},
+    {std::string_view("PAR1", 4), 0, "a Parquet file",
+     "name it with .parquet at the end, and loco reads its text column"},
+    {std::string_view("ARROW1", 6), 0, "an Arrow file",
+     "name it with .arrow at the end, and loco reads its text column"},
+    // The stream format's first message length, after its continuation marker (no UTF-8 text has byte 0xFF).
+    {std::string_view("\xFF\xFF\xFF\xFF", 4), 0, "an Arrow stream",
+     "name it with .arrow at the end, and loco reads its text column"},
 }};
 
 }  // namespace

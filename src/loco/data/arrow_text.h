@@ -1,0 +1,50 @@
+// The text column of an Arrow IPC file, row by row: what Hugging Face datasets keeps in its cache and writes
+// with save_to_disk (`data-00000-of-00001.arrow`), and Feather v2 files. Debian 12 has no Arrow library, so
+// loco reads the format itself, only as far as a string column needs (docs/data.md):
+//
+//   - the stream format (what datasets writes: a schema message, then dictionary and record batch messages,
+//     each a length, FlatBuffers metadata (arrow_metadata.h) and a body; an end-of-stream marker or the
+//     file's end after the last) and the file format ("ARROW1", the same stream, a footer, "ARROW1");
+//     lengths with and without the continuation marker that Arrow 0.15 put in front of them;
+//   - the column is a top-level Utf8 or LargeUtf8 column: each record batch's validity bitmap (which rows are
+//     null: they hold no document), offsets and bytes of that column are read; other columns' buffers and
+//     dictionary batches are skipped, never read.
+//
+// Memory is one record batch's text column (at most kMaxArrowColumnBytes), whatever the file's size.
+// Anything else (compressed bodies, a dictionary-encoded or view column, big-endian data, a message or buffer
+// that does not add up) is a DataError naming the file and what to do. Tested against files written by
+// Apache Arrow's JavaScript implementation (tests/fixtures/arrow, tests/reference/make_arrow_fixtures.mjs).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "loco/data/table_file.h"
+
+namespace loco::data {
+
+// A record batch whose text column (validity, offsets and bytes together) is larger than this is refused:
+// datasets writes batches of 1000 rows (a few MB of web text; books: up to a few hundred MB), and a
+// stranger's metadata could otherwise ask for any size.
+inline constexpr std::uint64_t kMaxArrowColumnBytes = std::uint64_t{512} << 20;
+
+class ArrowTextReader : public ColumnTextReader {
+ public:
+  // Opens `path` and reads its schema: DataError naming the file's columns when it has no `column`.
+  ArrowTextReader(const std::filesystem::path& path, const std::string& column);
+  ~ArrowTextReader() override;
+  ArrowTextReader(const ArrowTextReader&) = delete;
+  ArrowTextReader& operator=(const ArrowTextReader&) = delete;
+
+  bool next(std::string& text, std::uint64_t& row) override;
+  // The messages passed so far; the whole file once the last row is read.
+  std::uint64_t file_bytes_read() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loco::data
