@@ -30,7 +30,7 @@ if [[ ! -d "$GTEST/lib/cmake/GTest" ]]; then
   cmake --install "$BUILD/_deps/googletest-build" >/dev/null
 fi
 
-# The compression libraries (zlib, zstd, liblzma, libbz2): the machine's own when it has the header; else the
+# The compression libraries (zlib, zstd, liblzma, libbz2, liblz4): the machine's own when it has the header; else the
 # carried header (scripts/gpu_carry.sh) with the machine's runtime library, named to CMake by its variables.
 library_args=()
 use_carried_header() {  # HEADER SONAME INCLUDE_VARIABLE LIBRARY_VARIABLE...
@@ -49,6 +49,7 @@ use_carried_header zlib.h libz.so.1 ZLIB_INCLUDE_DIR ZLIB_LIBRARY
 use_carried_header zstd.h libzstd.so.1 ZSTD_INCLUDE_DIR ZSTD_LIBRARY
 use_carried_header lzma.h liblzma.so.5 LIBLZMA_INCLUDE_DIR LIBLZMA_LIBRARY LIBLZMA_LIBRARY_RELEASE
 use_carried_header bzlib.h libbz2.so.1.0 BZIP2_INCLUDE_DIR BZIP2_LIBRARY_RELEASE BZIP2_LIBRARIES
+use_carried_header lz4frame.h liblz4.so.1 LZ4_INCLUDE_DIR LZ4_LIBRARY
 
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -9,7 +9,7 @@
 #   debs/                  the Debian 12 packages, fetched with `apt-get download`; MANIFEST lists versions
 #   deps/usr/...           CLI11, toml11, nlohmann-json, fmt, FlatBuffers (headers + CMake configs) and the Gloo headers,
 #                          unpacked with `dpkg -x`; deps/usr/src/googletest: the googletest sources
-#   headers/usr/...        the headers of zlib, zstd, liblzma and libbz2, each used only where the GPU machine
+#   headers/usr/...        the headers of zlib, zstd, liblzma, libbz2 and liblz4, each used only where the GPU machine
 #                          lacks it (with the machine's own runtime library: scripts/build_gpu.sh)
 #   data/NAME/             a copy of each prepared data directory given with --data (loco prepare output)
 #   tree/                  with --tree: a snapshot of this checkout's sources (tracked and untracked files
@@ -37,7 +37,7 @@ out=$(realpath -m "$out")
 deps=(libcli11-dev libtoml11-dev nlohmann-json3-dev libfmt-dev libfmt9 libflatbuffers-dev libgloo-dev googletest)
 # The compression libraries of checksums and corpora: only their headers are carried (their static
 # libraries are not position-independent); the runtime libraries are on every Linux machine.
-header_only=(zlib1g-dev libzstd-dev liblzma-dev libbz2-dev)
+header_only=(zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev)
 
 # Keep the folder out of git when it lies inside this checkout.
 case $out/ in

@@ -12,7 +12,7 @@ targets=("${@:2}")
 packages=(
   g++ cmake ninja-build ccache pkg-config
   libtorch-dev libopenblas0-pthread libgloo-dev
-  libsentencepiece-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libsnappy-dev libflatbuffers-dev
+  libsentencepiece-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libsnappy-dev liblz4-dev libflatbuffers-dev
   libcli11-dev libtoml11-dev nlohmann-json3-dev libfmt-dev libcpp-httplib-dev libssl-dev
   googletest libgtest-dev libgmock-dev
   python3 python3-torch python3-numpy

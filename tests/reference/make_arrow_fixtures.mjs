@@ -1,9 +1,10 @@
 // Writes tests/fixtures/arrow/: Arrow IPC files (what Hugging Face datasets keeps in its cache and writes
-// with save_to_disk, and Feather v2) written by Apache Arrow's JavaScript implementation, in the layouts
-// loco's reader meets (src/loco/data/arrow_text.h), and texts.json, the text column's values (null where a
-// row has none).
+// with save_to_disk, and Feather v2) written by Apache Arrow's JavaScript implementation and by polars (Rust,
+// through nodejs-polars), in the layouts loco's reader meets (src/loco/data/arrow_text.h), and texts.json, the
+// text column's values (null where a row has none).
 //
-//   cd "$(mktemp -d)" && npm install apache-arrow@17 &&
+//   cd "$(mktemp -d)" &&
+//     npm install -E apache-arrow@17 nodejs-polars@0.25.2 nodejs-polars-linux-x64-gnu@0.25.2 &&
 //     node /path/to/loco/tests/reference/make_arrow_fixtures.mjs /path/to/loco/tests/fixtures/arrow
 //
 // The files are committed; this script is how they were made (npm is reachable where loco is developed).
@@ -84,4 +85,20 @@ const variants = [
 for (const [name, table, Writer, options] of variants) {
   writeFileSync(join(out, name), Writer.writeAll(table, options).toUint8Array(true));
 }
+// polars writes its file format with the text as Utf8View (16-byte views into data buffers), and compresses
+// each buffer (LZ4 frames, zstd) as pyarrow's Feather writer does by default: six record batches of 100 rows.
+const pl = require("nodejs-polars");
+const frames = [];
+for (let start = 0; start < rows; start += 100) {
+  const part = allTexts.slice(start, start + 100).map((text, k) => [start + k, text]);
+  frames.push(pl.DataFrame({
+    id: part.map(([i]) => i),
+    tags: part.map(([i]) => [i, i + 1].slice(0, i % 3)),
+    text: part.map(([, text]) => text),
+    score: part.map(([i]) => i / 7),
+  }));
+}
+const frame = pl.concat(frames, { rechunk: false, how: "vertical" });
+frame.writeIPC(join(out, "polars_view_lz4.arrow"), { compression: "lz4" });
+frame.writeIPCStream(join(out, "polars_zstd.arrows"), { compression: "zstd" });
 writeFileSync(join(out, "texts.json"), JSON.stringify(allTexts) + "\n");

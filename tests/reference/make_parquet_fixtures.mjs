@@ -48,6 +48,7 @@ const variants = [
   ["snappy_v1_delta_length", nullable, pq.Compression.SNAPPY, pq.WriterVersion.V1, false,
    pq.Encoding.DELTA_LENGTH_BYTE_ARRAY, 1 << 20],
   ["snappy_v1_required", required, pq.Compression.SNAPPY, pq.WriterVersion.V1, true, null, 8192],
+  ["lz4raw_v2_plain", nullable, pq.Compression.LZ4_RAW, pq.WriterVersion.V2, false, null, 2048],
 ];
 for (const [name, table, compression, version, dictionary, encoding, pageSize] of variants) {
   let builder = new pq.WriterPropertiesBuilder().setCompression(compression).setWriterVersion(version)

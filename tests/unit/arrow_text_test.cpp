@@ -7,6 +7,8 @@
 #include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <lz4frame.h>
+#include <zstd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -29,8 +31,10 @@ using test::ScratchDir;
 using test::write_text;
 
 const fs::path kArrow = fs::path(LOCO_FIXTURE_DIR) / "arrow";
-const char* const kLayouts[] = {"stream_utf8.arrow", "stream_large_utf8.arrow", "file_utf8.feather",
-                                "file_large_utf8.arrow", "legacy_stream_utf8.arrow"};
+// Written by Apache Arrow's JavaScript implementation (the first five) and by polars (the last two).
+const char* const kLayouts[] = {"stream_utf8.arrow",     "stream_large_utf8.arrow",  "file_utf8.feather",
+                                "file_large_utf8.arrow", "legacy_stream_utf8.arrow", "polars_view_lz4.arrow",
+                                "polars_zstd.arrows"};
 
 // The fixtures' text column: a text per row, null where the row has none.
 std::vector<std::optional<std::string>> fixture_texts() {
@@ -49,9 +53,10 @@ std::vector<std::pair<std::uint64_t, std::string>> read_all(ColumnTextReader& re
   return read;
 }
 
-// The stream and the file format; Utf8 and LargeUtf8; lengths with and without the continuation marker;
-// columns of every kind of layout before the text (integers, a list, a struct, a dictionary, nulls),
-// replacement dictionaries between the record batches, and an empty record batch. Each gives every non-null
+// The stream and the file format; Utf8, LargeUtf8 and Utf8View; lengths with and without the continuation
+// marker; buffers uncompressed, LZ4-framed and zstd-compressed; columns of every kind of layout before the
+// text (integers, a list, a struct, a dictionary, nulls), replacement dictionaries between the record batches,
+// and an empty record batch. Each gives every non-null
 // text, with its row number, in order, byte for byte.
 TEST(ArrowText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
   const auto texts = fixture_texts();
@@ -170,9 +175,9 @@ struct HandBuiltStream {
   }
 
   // A record batch of `rows` rows, `nulls` of them null, whose body is `body` holding the validity bits, the
-  // offsets and the bytes at `buffers`; compressed with ZSTD when `compressed`.
+  // offsets and the bytes at `buffers`; its buffers compressed with `codec` (0 LZ4_FRAME, 1 ZSTD) when given.
   void record_batch(std::int64_t rows, std::int64_t nulls, const std::vector<TwoLongs>& buffers,
-                    const std::string& body, bool compressed = false) {
+                    const std::string& body, std::optional<std::int8_t> codec = std::nullopt) {
     add(
         3,
         [&](flatbuffers::FlatBufferBuilder& fbb) {
@@ -180,16 +185,16 @@ struct HandBuiltStream {
           const auto nodes = fbb.CreateVectorOfStructs(&node, 1);
           const auto spans = fbb.CreateVectorOfStructs(buffers.data(), buffers.size());
           flatbuffers::uoffset_t compression = 0;
-          if (compressed) {
+          if (codec) {
             const auto start = fbb.StartTable();
-            fbb.AddElement<std::int8_t>(slot(0), 1, 0);  // ZSTD
+            fbb.AddElement<std::int8_t>(slot(0), *codec, -1);  // written even where it is the default, 0
             compression = fbb.EndTable(start);
           }
           const auto start = fbb.StartTable();
           fbb.AddElement<std::int64_t>(slot(0), rows, 0);
           fbb.AddOffset(slot(1), nodes);
           fbb.AddOffset(slot(2), spans);
-          if (compressed) fbb.AddOffset(slot(3), flatbuffers::Offset<void>(compression));
+          if (codec) fbb.AddOffset(slot(3), flatbuffers::Offset<void>(compression));
           return flatbuffers::Offset<void>(fbb.EndTable(start));
         },
         body);
@@ -221,15 +226,49 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
     EXPECT_EQ(read_all(reader), expected) << name;
   }
 
+  // The same rows compressed, each buffer alone: its decompressed length (8 bytes), then an LZ4 frame or a
+  // zstd frame of it; the validity bits left uncompressed (length -1), as a writer may where compressing
+  // does not pay.
+  const auto compressed_stream = [&](std::int8_t codec, std::int64_t offsets_length) {
+    const auto compress = [&](const std::string& raw, std::int64_t stated) {
+      std::string out(std::max(LZ4F_compressFrameBound(raw.size(), nullptr), ZSTD_compressBound(raw.size())), '\0');
+      const std::size_t size = codec == 0 ? LZ4F_compressFrame(out.data(), out.size(), raw.data(), raw.size(), nullptr)
+                                          : ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 3);
+      out.resize(size);
+      return le64(stated) + out;
+    };
+    std::vector<HandBuiltStream::TwoLongs> spans;
+    std::string body;
+    for (const std::string& buffer :
+         {le64(-1) + "\x05", compress(le32(0) + le32(1) + le32(1) + le32(3), offsets_length), compress("abc", 3)}) {
+      spans.push_back({static_cast<std::int64_t>(body.size()), static_cast<std::int64_t>(buffer.size())});
+      body += buffer + std::string((8 - buffer.size() % 8) % 8, '\0');
+    }
+    HandBuiltStream stream;
+    stream.schema();
+    stream.record_batch(3, 1, spans, body, codec);
+    write_text(scratch / "compressed.arrow", stream.bytes);
+    return error_message([&] {
+      ArrowTextReader reader(scratch / "compressed.arrow", "text");
+      EXPECT_EQ(read_all(reader), expected) << int{codec};
+    });
+  };
+  EXPECT_EQ(compressed_stream(0, 16), "");
+  EXPECT_EQ(compressed_stream(1, 16), "");
+  // A stated length that is not what the data decompresses to is damage, named.
+  EXPECT_NE(compressed_stream(0, 20).find("compressed.arrow: a buffer does not decompress to its size with LZ4"),
+            std::string::npos);
+  EXPECT_NE(compressed_stream(1, 12).find("a buffer does not decompress to its size with zstd"), std::string::npos);
+
   // What loco does not read is named, with what to do.
-  HandBuiltStream compressed;
-  compressed.schema();
-  compressed.record_batch(3, 1, {{0, 1}, {8, 16}, {24, 3}}, std::string(32, '\0'), true);
-  write_text(scratch / "compressed.arrow", compressed.bytes);
+  HandBuiltStream unknown;
+  unknown.schema();
+  unknown.record_batch(3, 1, {{0, 1}, {8, 16}, {24, 3}}, std::string(32, '\0'), 2);
+  write_text(scratch / "unknown.arrow", unknown.bytes);
   EXPECT_NE(error_message([&] {
-              ArrowTextReader reader(scratch / "compressed.arrow", "text");
+              ArrowTextReader reader(scratch / "unknown.arrow", "text");
               read_all(reader);
-            }).find("compressed.arrow: its record batches are compressed (LZ4 or ZSTD); write it without compression"),
+            }).find("unknown.arrow: its record batches are compressed in a way this reader does not know (codec 2"),
             std::string::npos);
   HandBuiltStream big_endian;
   big_endian.schema(5, true);
@@ -258,7 +297,7 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
                 .find("the offsets of column 'text' decrease"),
             std::string::npos);
   EXPECT_NE(damage({{0, 1}, {8, 16}, {24, 300}}, validity + le32(0) + le32(1) + le32(1) + le32(3) + bytes)
-                .find("the bytes of column 'text' lie outside their record batch"),
+                .find("a buffer of column 'text' lies outside its record batch"),
             std::string::npos);
   EXPECT_NE(damage({{0, 1}, {8, 8}, {24, 3}}, validity + le32(0) + le32(1) + le32(1) + le32(3) + bytes)
                 .find("has 1 bytes of validity bits and 8 of offsets"),

@@ -43,14 +43,15 @@ std::vector<std::optional<std::string>> fixture_texts() {
 }
 
 // Every layout parquet-rs writes a string column in: data pages v1 and v2; PLAIN, dictionary,
-// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY values; snappy, zstd, gzip or no compression; an optional
+// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY values; snappy, zstd, gzip, LZ4_RAW or no compression; an optional
 // column (definition levels, nulls) and a required one. Each gives every non-null text, with its row number,
 // in order, byte for byte.
 TEST(ParquetText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
   const auto texts = fixture_texts();
   ASSERT_EQ(texts.size(), 600u);
-  for (const char* name : {"snappy_v1_dictionary", "zstd_v2_delta_byte_array", "gzip_v1_plain",
-                           "uncompressed_v2_dictionary", "snappy_v1_delta_length", "snappy_v1_required"}) {
+  for (const char* name :
+       {"snappy_v1_dictionary", "zstd_v2_delta_byte_array", "gzip_v1_plain", "uncompressed_v2_dictionary",
+        "snappy_v1_delta_length", "snappy_v1_required", "lz4raw_v2_plain"}) {
     const bool required = std::string(name) == "snappy_v1_required";  // nulls written as ""
     ParquetTextReader reader(kParquet / fmt::format("{}.parquet", name), "text");
     std::vector<std::pair<std::uint64_t, std::string>> read, expected;

@@ -46,6 +46,7 @@ enum Type : std::uint8_t {
 inline constexpr std::int16_t kVersion4 = 3, kVersion5 = 4;  // MetadataVersion: Arrow 0.15 and later; 1.0 and later
 inline constexpr std::int16_t kBigEndian = 1;
 inline constexpr std::int16_t kDenseUnion = 1;
+inline constexpr std::int8_t kLz4Frame = 0, kZstd = 1;  // CompressionType
 }  // namespace arrow
 
 // A table of the metadata, verified as it is read: each accessor checks the field before returning it, and
@@ -203,13 +204,15 @@ ArrowColumn read_schema(const VerifiedTable& schema, std::int16_t version, flatb
           throw problems.unsupported(fmt::format(
               "column '{}' is dictionary-encoded, which loco does not read (cast it to a plain string column)", name));
         }
-        if (type != arrow::kUtf8 && type != arrow::kLargeUtf8) {
+        if (type != arrow::kUtf8 && type != arrow::kLargeUtf8 && type != arrow::kUtf8View) {
           throw problems.wrong_column(fmt::format("holds {}, not text (Utf8)", type_name(type)));
         }
         column.node = counter.nodes;
         column.first_buffer = counter.buffers;
         column.view_fields_before = counter.view_fields;
-        column.large_offsets = type == arrow::kLargeUtf8;
+        column.layout = type == arrow::kUtf8        ? ArrowColumn::Layout::utf8
+                        : type == arrow::kLargeUtf8 ? ArrowColumn::Layout::large_utf8
+                                                    : ArrowColumn::Layout::utf8_view;
       }
       counter.count(fields->Get(i));
     }
@@ -228,13 +231,19 @@ struct TwoLongs {
 static_assert(sizeof(TwoLongs) == 16);
 
 ArrowRecordBatch read_record_batch(const VerifiedTable& batch, const ArrowColumn& column,
-                                   const TableFileProblems& problems) {
+                                   flatbuffers::Verifier& verifier, const TableFileProblems& problems) {
   ArrowRecordBatch out;
   out.rows = batch.scalar<std::int64_t>(0, 0);
-  if (batch.table(3) != nullptr) {
-    throw problems.unsupported(
-        "its record batches are compressed (LZ4 or ZSTD); write it without compression "
-        "(pyarrow's default)");
+  if (const flatbuffers::Table* compression = batch.table(3)) {  // BodyCompression: codec, method
+    const VerifiedTable body(compression, verifier, problems);
+    const auto codec = body.scalar<std::int8_t>(0, 0);
+    if (body.scalar<std::int8_t>(1, 0) != 0 || (codec != arrow::kLz4Frame && codec != arrow::kZstd)) {
+      throw problems.unsupported(
+          fmt::format("its record batches are compressed in a way this reader does not know "
+                      "(codec {}, method {})",
+                      codec, body.scalar<std::int8_t>(1, 0)));
+    }
+    out.codec = codec == arrow::kLz4Frame ? BlockCodec::lz4_frame : BlockCodec::zstd;
   }
   const auto* nodes = batch.vector<const TwoLongs*>(1);
   const auto* buffers = batch.vector<const TwoLongs*>(2);
@@ -266,13 +275,16 @@ ArrowRecordBatch read_record_batch(const VerifiedTable& batch, const ArrowColumn
   const TwoLongs* node = nodes->Get(static_cast<flatbuffers::uoffset_t>(column.node));
   out.column_rows = node->first;
   out.column_nulls = node->second;
-  const auto span = [&](std::uint64_t index) {
-    const TwoLongs* b = buffers->Get(static_cast<flatbuffers::uoffset_t>(index));
-    return ArrowBufferSpan{b->first, b->second};
-  };
-  out.validity = span(first_buffer);
-  out.offsets = span(first_buffer + 1);
-  out.data = span(first_buffer + 2);
+  // Validity and offsets, then one buffer of bytes; or validity and views, then the view column's own count of
+  // data buffers (it is the next view field).
+  const std::uint64_t column_buffers = column.layout == ArrowColumn::Layout::utf8_view
+                                           ? 2 + static_cast<std::uint64_t>(variadic->Get(
+                                                     static_cast<flatbuffers::uoffset_t>(column.view_fields_before)))
+                                           : 3;
+  for (std::uint64_t i = first_buffer; i < first_buffer + column_buffers; ++i) {
+    const TwoLongs* b = buffers->Get(static_cast<flatbuffers::uoffset_t>(i));
+    out.buffers.push_back({b->first, b->second});
+  }
   return out;
 }
 
@@ -349,7 +361,7 @@ ArrowMessage parse_arrow_message(std::string_view metadata, const ArrowColumn* s
     out.kind = ArrowMessage::Kind::dictionary_batch;  // another column's dictionary: not read
   } else if (kind == arrow::kRecordBatch) {
     out.kind = ArrowMessage::Kind::record_batch;
-    out.batch = read_record_batch(header, *schema, problems);
+    out.batch = read_record_batch(header, *schema, verifier, problems);
   } else {
     throw problems.unsupported("it holds tensors, not a table");
   }

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "loco/data/block_decompress.h"
 #include "loco/data/table_file.h"
 
 namespace loco::data {
@@ -20,7 +22,9 @@ struct ArrowColumn {
   std::size_t first_buffer = 0;              // index of its validity buffer, with no view columns before it
   std::size_t view_fields_before = 0;        // string or binary view fields before it: each adds its record batch's
                                              // count of data buffers (variadicBufferCounts) to first_buffer
-  bool large_offsets = false;                // LargeUtf8: 64-bit offsets; Utf8: 32-bit
+  // How its rows are held: Utf8 (32-bit offsets into one buffer of bytes), LargeUtf8 (64-bit offsets),
+  // Utf8View (16 bytes a row: a short text itself, or where a longer one lies in one of several buffers).
+  enum class Layout { utf8, large_utf8, utf8_view } layout = Layout::utf8;
   std::size_t nodes = 0, fixed_buffers = 0;  // of the whole schema (buffers without the variadic ones)
   std::size_t view_fields = 0;               // in the whole schema
 };
@@ -32,7 +36,10 @@ struct ArrowBufferSpan {
 struct ArrowRecordBatch {
   std::int64_t rows = 0;
   std::int64_t column_rows = 0, column_nulls = 0;  // of the text column's field node
-  ArrowBufferSpan validity, offsets, data;         // the text column's buffers
+  // The text column's buffers: validity bits, offsets (or views), then its bytes (one buffer, or a view
+  // column's data buffers).
+  std::vector<ArrowBufferSpan> buffers;
+  std::optional<BlockCodec> codec;  // each buffer compressed alone (LZ4 frames or zstd), or none
 };
 
 // One message's metadata: which kind, how long its body is, and what loco needs of it.
@@ -45,9 +52,9 @@ struct ArrowMessage {
 
 // Parses one message's metadata (the FlatBuffers bytes after its length). `schema` is the file's schema, for
 // a record batch (nullptr for the first message, which must be the schema). Errors (`problems`): metadata
-// that does not verify or is not a message of Arrow 1.0 or later (damaged); the column missing (naming the
-// file's columns), not a string column, or dictionary-encoded; big-endian data, compressed bodies, tensors
-// (unsupported); a record batch whose fields or buffers do not match the schema (damaged).
+// that does not verify or is not a message of Arrow 0.15 or later (damaged); the column missing (naming the
+// file's columns), not a string column, or dictionary-encoded; big-endian data, tensors (unsupported); a
+// record batch whose fields or buffers do not match the schema (damaged).
 ArrowMessage parse_arrow_message(std::string_view metadata, const ArrowColumn* schema,
                                  const TableFileProblems& problems);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "loco/data/arrow_metadata.h"
+#include "loco/data/block_decompress.h"
 #include "loco/data/packed_integers.h"
 
 namespace loco::data {
@@ -49,7 +50,9 @@ struct ArrowTextReader::Impl {
   ArrowColumn column;
   std::uint64_t row = 0;
   // The record batch at hand: its text column's buffers and the next of its rows.
-  std::string validity, offsets, data;
+  std::string validity;
+  std::string offsets;            // or a view column's views
+  std::vector<std::string> data;  // the bytes: one buffer, or a view column's data buffers
   std::uint64_t batch_rows = 0, batch_next = 0;
 
   DataError damaged(const std::string& what) const { return problems.damaged(what); }
@@ -110,12 +113,40 @@ struct ArrowTextReader::Impl {
     return message;
   }
 
-  // The buffer `span` of the message body at body_offset, which is `body_length` bytes.
-  std::string read_buffer(const ArrowBufferSpan& span, std::int64_t body_length, const char* what) {
+  // The buffer `span` of the message body at body_offset, which is `body_length` bytes; decompressed with
+  // `codec` where the record batch is compressed, each buffer alone: its decompressed length (8 bytes,
+  // little-endian; -1: the bytes that follow are not compressed), then the compressed bytes. Its decompressed
+  // size is taken from `budget`.
+  std::string read_buffer(const ArrowBufferSpan& span, std::int64_t body_length, const std::optional<BlockCodec>& codec,
+                          std::uint64_t& budget) {
     if (span.offset < 0 || span.length < 0 || span.offset > body_length || span.length > body_length - span.offset) {
-      throw damaged(fmt::format("the {} of column '{}' lie outside their record batch", what, problems.column));
+      throw damaged(fmt::format("a buffer of column '{}' lies outside its record batch", problems.column));
     }
-    return file.read_at(body_offset + static_cast<std::uint64_t>(span.offset), static_cast<std::uint64_t>(span.length));
+    std::string raw =
+        file.read_at(body_offset + static_cast<std::uint64_t>(span.offset), static_cast<std::uint64_t>(span.length));
+    if (codec && !raw.empty()) {
+      if (raw.size() < 8)
+        throw damaged(fmt::format("a compressed buffer of column '{}' has no length", problems.column));
+      const std::int64_t length = read_le64(raw);
+      if (length == -1) {
+        raw.erase(0, 8);
+      } else if (length < 0 || static_cast<std::uint64_t>(length) > budget) {
+        throw too_large(static_cast<std::uint64_t>(length));
+      } else {
+        raw = decompress_block(*codec, std::string_view(raw).substr(8), static_cast<std::uint64_t>(length), "a buffer",
+                               problems);
+      }
+    }
+    if (raw.size() > budget) throw too_large(raw.size());
+    budget -= raw.size();
+    return raw;
+  }
+
+  DataError too_large(std::uint64_t bytes) const {
+    return damaged(
+        fmt::format("a record batch's column '{}' needs more than the {} MiB loco reads at once ({} "
+                    "bytes in one buffer; write smaller record batches: pyarrow's max_chunksize)",
+                    problems.column, kMaxArrowColumnBytes >> 20, bytes));
   }
 
   // Makes the record batch `message` the one at hand.
@@ -127,44 +158,62 @@ struct ArrowTextReader::Impl {
                                 batch.column_rows, problems.column, batch.column_nulls));
     }
     const auto rows = static_cast<std::uint64_t>(batch.rows);
-    const std::uint64_t width = column.large_offsets ? 8 : 4;
-    if (rows >= kMaxArrowColumnBytes / width) {  // more rows than offsets fit in what loco reads
-      throw damaged(fmt::format("a record batch claims {} rows, more than {} MiB of offsets hold", rows,
-                                kMaxArrowColumnBytes >> 20));
+    const bool views = column.layout == ArrowColumn::Layout::utf8_view;
+    const std::uint64_t width = views ? 16 : column.layout == ArrowColumn::Layout::large_utf8 ? 8 : 4;
+    if (rows >= kMaxArrowColumnBytes / width) {  // more rows than offsets or views fit in what loco reads
+      throw damaged(fmt::format("a record batch claims {} rows, more than {} MiB of {} hold", rows,
+                                kMaxArrowColumnBytes >> 20, views ? "views" : "offsets"));
     }
     const std::uint64_t validity_bytes = batch.column_nulls > 0 ? (rows + 7) / 8 : 0;
-    const std::uint64_t offset_bytes = rows > 0 ? (rows + 1) * width : 0;
-    const auto claimed = static_cast<std::uint64_t>(batch.validity.length) +
-                         static_cast<std::uint64_t>(batch.offsets.length) +
-                         static_cast<std::uint64_t>(batch.data.length);
-    if (batch.validity.length < 0 || batch.offsets.length < 0 || batch.data.length < 0 ||
-        claimed > kMaxArrowColumnBytes) {
-      throw damaged(
-          fmt::format("a record batch's column '{}' claims {} bytes, more than the {} MiB loco reads at "
-                      "once (write smaller record batches: pyarrow's max_chunksize)",
-                      problems.column, claimed, kMaxArrowColumnBytes >> 20));
-    }
-    validity = validity_bytes > 0 ? read_buffer(batch.validity, message.body_length, "validity bits") : std::string();
-    offsets = read_buffer(batch.offsets, message.body_length, "offsets");
-    data = read_buffer(batch.data, message.body_length, "bytes");
+    const std::uint64_t offset_bytes = rows > 0 ? (rows + (views ? 0 : 1)) * width : 0;
+    std::uint64_t budget = kMaxArrowColumnBytes;
+    const std::vector<ArrowBufferSpan>& spans = batch.buffers;
+    validity = validity_bytes > 0 ? read_buffer(spans[0], message.body_length, batch.codec, budget) : std::string();
+    offsets = read_buffer(spans[1], message.body_length, batch.codec, budget);
+    data.clear();
+    for (std::size_t b = 2; b < spans.size(); ++b)
+      data.push_back(read_buffer(spans[b], message.body_length, batch.codec, budget));
     if (validity.size() < validity_bytes || offsets.size() < offset_bytes) {
-      throw damaged(
-          fmt::format("a record batch of {} rows has {} bytes of validity bits and {} of offsets in "
-                      "column '{}'",
-                      rows, validity.size(), offsets.size(), problems.column));
+      throw damaged(fmt::format("a record batch of {} rows has {} bytes of validity bits and {} of {} in column '{}'",
+                                rows, validity.size(), offsets.size(), views ? "views" : "offsets", problems.column));
     }
     batch_rows = rows;
     batch_next = 0;
   }
 
   std::uint64_t offset_at(std::uint64_t index) const {
-    const std::int64_t value =
-        column.large_offsets ? read_le64(std::string_view(offsets).substr(index * 8, 8))
-                             : static_cast<std::int32_t>(*read_le32(std::string_view(offsets).substr(index * 4, 4)));
-    if (value < 0 || static_cast<std::uint64_t>(value) > data.size()) {
+    const std::string_view all = offsets;
+    const std::int64_t value = column.layout == ArrowColumn::Layout::large_utf8
+                                   ? read_le64(all.substr(index * 8, 8))
+                                   : static_cast<std::int32_t>(*read_le32(all.substr(index * 4, 4)));
+    if (value < 0 || static_cast<std::uint64_t>(value) > data[0].size()) {
       throw damaged(fmt::format("an offset of column '{}' lies outside its bytes", problems.column));
     }
     return static_cast<std::uint64_t>(value);
+  }
+
+  // Row `i`'s text: between its offset and the next, or where its view says (in the view itself when it is at
+  // most 12 bytes; else at an offset in one of the data buffers).
+  void text_of(std::uint64_t i, std::string& text) const {
+    if (column.layout != ArrowColumn::Layout::utf8_view) {
+      const std::uint64_t begin = offset_at(i), stop = offset_at(i + 1);
+      if (stop < begin) throw damaged(fmt::format("the offsets of column '{}' decrease", problems.column));
+      text.assign(data[0], static_cast<std::size_t>(begin), static_cast<std::size_t>(stop - begin));
+      return;
+    }
+    const std::string_view view = std::string_view(offsets).substr(i * 16, 16);
+    const auto field = [&](std::size_t at) { return static_cast<std::int32_t>(*read_le32(view.substr(at, 4))); };
+    const std::int32_t length = field(0);
+    if (length >= 0 && length <= 12) {
+      text.assign(view.data() + 4, static_cast<std::size_t>(length));
+      return;
+    }
+    const std::int32_t buffer = field(8), offset = field(12);
+    if (length < 0 || buffer < 0 || static_cast<std::size_t>(buffer) >= data.size() || offset < 0 ||
+        static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(length) > data[buffer].size()) {
+      throw damaged(fmt::format("a view of column '{}' lies outside its buffers", problems.column));
+    }
+    text.assign(data[buffer], static_cast<std::size_t>(offset), static_cast<std::size_t>(length));
   }
 
   // The next message that may be a record batch: the file format's next by its footer, the stream's next.
@@ -199,9 +248,7 @@ struct ArrowTextReader::Impl {
       const std::uint64_t i = batch_next++;
       ++row;
       if (!validity.empty() && ((static_cast<unsigned char>(validity[i / 8]) >> (i % 8)) & 1) == 0) continue;
-      const std::uint64_t begin = offset_at(i), stop = offset_at(i + 1);
-      if (stop < begin) throw damaged(fmt::format("the offsets of column '{}' decrease", problems.column));
-      text.assign(data, static_cast<std::size_t>(begin), static_cast<std::size_t>(stop - begin));
+      text_of(i, text);
       row_number = row;
       return true;
     }

@@ -1,15 +1,10 @@
 #include "loco/data/parquet_metadata.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <optional>
 
-#if LOCO_HAVE_SNAPPY
-#include <snappy-c.h>
-#endif
-
+#include "loco/data/block_decompress.h"
 #include "loco/data/thrift_compact.h"
 
 namespace loco::data {
@@ -148,8 +143,6 @@ const char* codec_name(std::int64_t codec) {
       return "BROTLI";
     case 5:
       return "LZ4 (Hadoop framing)";
-    case 7:
-      return "LZ4_RAW";
     default:
       return "an unknown codec";
   }
@@ -238,42 +231,18 @@ std::string decompress_page(std::string compressed, std::int64_t codec, std::uin
     if (compressed.size() != size) throw problems.damaged("an uncompressed page's two sizes differ");
     return compressed;
   }
-  std::string out(static_cast<std::size_t>(size), '\0');
-  if (codec == kZstd) {
-    const std::size_t got = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
-    if (ZSTD_isError(got) || got != out.size()) throw problems.damaged("a zstd page does not decompress to its size");
-    return out;
+  const std::optional<BlockCodec> block_codec = codec == kSnappy   ? std::optional(BlockCodec::snappy)
+                                                : codec == kGzip   ? std::optional(BlockCodec::gzip)
+                                                : codec == kZstd   ? std::optional(BlockCodec::zstd)
+                                                : codec == kLz4Raw ? std::optional(BlockCodec::lz4_block)
+                                                                   : std::nullopt;
+  if (!block_codec) {
+    throw problems.unsupported(
+        fmt::format("its pages are compressed with {}, which loco does not read (it reads "
+                    "snappy, gzip, zstd, LZ4_RAW and uncompressed pages)",
+                    codec_name(codec)));
   }
-  if (codec == kGzip) {
-    z_stream stream{};
-    if (inflateInit2(&stream, 15 + 32) != Z_OK) throw IoError("zlib could not start a decoder (out of memory?).");
-    stream.next_in = reinterpret_cast<Bytef*>(compressed.data());
-    stream.avail_in = static_cast<uInt>(compressed.size());
-    stream.next_out = reinterpret_cast<Bytef*>(out.data());
-    stream.avail_out = static_cast<uInt>(out.size());
-    const int result = inflate(&stream, Z_FINISH);
-    const bool whole = result == Z_STREAM_END && stream.total_out == out.size();
-    inflateEnd(&stream);
-    if (!whole) throw problems.damaged("a gzip page does not decompress to its size");
-    return out;
-  }
-  if (codec == kSnappy) {
-#if LOCO_HAVE_SNAPPY
-    std::size_t length = 0;
-    if (snappy_uncompressed_length(compressed.data(), compressed.size(), &length) != SNAPPY_OK ||
-        length != out.size() ||
-        snappy_uncompress(compressed.data(), compressed.size(), out.data(), &length) != SNAPPY_OK) {
-      throw problems.damaged("a snappy page does not decompress to its size");
-    }
-    return out;
-#else
-    throw problems.unsupported("its pages are compressed with snappy, and this build of loco has no libsnappy");
-#endif
-  }
-  throw problems.unsupported(
-      fmt::format("its pages are compressed with {}, which loco does not read (it reads "
-                  "snappy, gzip, zstd and uncompressed pages)",
-                  codec_name(codec)));
+  return decompress_block(*block_codec, compressed, size, "a page", problems);
 }
 
 }  // namespace loco::data

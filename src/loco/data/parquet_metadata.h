@@ -21,7 +21,7 @@ inline constexpr int kOptional = 1, kRepeated = 2;                         // Fi
 inline constexpr int kDataPage = 0, kDictionaryPage = 2, kDataPageV2 = 3;  // PageType
 inline constexpr int kPlain = 0, kPlainDictionary = 2, kDeltaLengthByteArray = 6, kDeltaByteArray = 7,
                      kRleDictionary = 8;                                    // Encoding
-inline constexpr int kUncompressed = 0, kSnappy = 1, kGzip = 2, kZstd = 6;  // CompressionCodec
+inline constexpr int kUncompressed = 0, kSnappy = 1, kGzip = 2, kZstd = 6, kLz4Raw = 7;  // CompressionCodec
 }  // namespace parquet
 
 // A page (compressed or not) or dictionary larger than this is refused: no writer makes one (parquet-rs and

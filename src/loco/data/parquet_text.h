@@ -6,9 +6,9 @@
 //     compact protocol: thrift_compact.h); the column is a top-level string (BYTE_ARRAY) column, required or
 //     optional;
 //   - a chunk's pages are read one at a time (this file): an optional dictionary page, then data pages (v1 or
-//     v2), each uncompressed or compressed with snappy, gzip or zstd; values PLAIN, dictionary indices,
-//     DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (parquet_encodings.h); definition levels tell the null rows,
-//     which hold no document.
+//     v2), each uncompressed or compressed with snappy, gzip, zstd or LZ4_RAW (block_decompress.h); values PLAIN,
+//     dictionary indices, DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY (parquet_encodings.h); definition levels tell the
+//     null rows, which hold no document.
 //
 // Memory is one page and the chunk's dictionary (each at most kMaxParquetPageBytes), whatever the file's size.
 // Anything else (a nested or repeated column, another encoding or codec, a page or footer that does not add
