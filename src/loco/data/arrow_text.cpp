@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -23,12 +22,6 @@ namespace {
 constexpr std::uint64_t kMaxMetadataBytes = std::uint64_t{64} << 20;
 constexpr std::string_view kFileMagic("ARROW1", 6);
 constexpr std::uint32_t kContinuation = 0xFFFFFFFF;
-
-std::int64_t read_le64(std::string_view bytes) {
-  std::int64_t value = 0;
-  std::memcpy(&value, bytes.data(), sizeof value);  // Arrow IPC is little-endian, as are loco's machines
-  return value;
-}
 
 }  // namespace
 
@@ -127,7 +120,7 @@ struct ArrowTextReader::Impl {
     if (codec && !raw.empty()) {
       if (raw.size() < 8)
         throw damaged(fmt::format("a compressed buffer of column '{}' has no length", problems.column));
-      const std::int64_t length = read_le64(raw);
+      const auto length = static_cast<std::int64_t>(*read_le64(raw));
       if (length == -1) {
         raw.erase(0, 8);
       } else if (length < 0 || static_cast<std::uint64_t>(length) > budget) {
@@ -184,7 +177,7 @@ struct ArrowTextReader::Impl {
   std::uint64_t offset_at(std::uint64_t index) const {
     const std::string_view all = offsets;
     const std::int64_t value = column.layout == ArrowColumn::Layout::large_utf8
-                                   ? read_le64(all.substr(index * 8, 8))
+                                   ? static_cast<std::int64_t>(*read_le64(all.substr(index * 8, 8)))
                                    : static_cast<std::int32_t>(*read_le32(all.substr(index * 4, 4)));
     if (value < 0 || static_cast<std::uint64_t>(value) > data[0].size()) {
       throw damaged(fmt::format("an offset of column '{}' lies outside its bytes", problems.column));

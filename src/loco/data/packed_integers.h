@@ -1,5 +1,5 @@
-// The integer encodings that Thrift's compact protocol and Parquet share (thrift_compact.h,
-// parquet_encodings.h): LEB128 varints, zigzag signs, little-endian 32-bit lengths and bit-packing, each
+// The integer encodings that Thrift's compact protocol, Parquet and Arrow share (thrift_compact.h,
+// parquet_encodings.h, arrow_text.h): LEB128 varints, zigzag signs, little-endian integers and bit-packing, each
 // read from bytes a stranger may have written, so that none reads past them.
 #pragma once
 
@@ -28,12 +28,21 @@ inline std::int64_t zigzag_decode(std::uint64_t raw) {
   return static_cast<std::int64_t>(raw >> 1) ^ -static_cast<std::int64_t>(raw & 1);
 }
 
-// The little-endian 32-bit integer at the start of `bytes`; nullopt when they hold fewer than 4.
-inline std::optional<std::uint32_t> read_le32(std::string_view bytes) {
-  if (bytes.size() < 4) return std::nullopt;
-  std::uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[i])) << (8 * i);
+// The little-endian integer of N bytes at the start of `bytes`; nullopt when they hold fewer.
+template <typename Unsigned>
+std::optional<Unsigned> read_little_endian(std::string_view bytes) {
+  if (bytes.size() < sizeof(Unsigned)) return std::nullopt;
+  Unsigned value = 0;
+  for (std::size_t i = 0; i < sizeof(Unsigned); ++i) {
+    value |= static_cast<Unsigned>(static_cast<std::uint8_t>(bytes[i])) << (8 * i);
+  }
   return value;
+}
+inline std::optional<std::uint32_t> read_le32(std::string_view bytes) {
+  return read_little_endian<std::uint32_t>(bytes);
+}
+inline std::optional<std::uint64_t> read_le64(std::string_view bytes) {
+  return read_little_endian<std::uint64_t>(bytes);
 }
 
 // `width` bits from bit `bit` of `data` on, the lowest first (Parquet's bit packing); the caller has checked
