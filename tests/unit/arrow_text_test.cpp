@@ -391,5 +391,29 @@ TEST(ArrowText, AnArrowFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
             std::string::npos);
 }
 
+// A Hugging Face dataset repository as downloaded: its dataset card (README.md) at the top, the tables in
+// data/. The card is skipped and said; a README.md among text files is text like any other.
+TEST(ArrowText, ADatasetCardIsSkippedOnlyAtTheTopOfADirectoryOfTables) {
+  ScratchDir scratch;
+  write_text(scratch / "repo/README.md", "---\nlicense: cc-by-4.0\n---\n# A dataset\n");
+  fs::create_directories(scratch / "repo/data");
+  fs::copy_file(kArrow / "stream_utf8.arrow", scratch / "repo/data/train-00000-of-00001.arrow");
+  write_text(scratch / "texts/README.md", "a text like the others\n");
+  write_text(scratch / "texts/a.txt", "a text\n");
+  for (const std::string input : {"repo", "repo/"}) {
+    std::vector<SkippedInput> skipped;
+    const std::vector<CorpusFile> files = list_corpus_files({scratch / input}, scratch / "out", &skipped);
+    ASSERT_EQ(files.size(), 1u) << input;
+    EXPECT_EQ(files[0].path.filename(), "train-00000-of-00001.arrow");
+    ASSERT_EQ(skipped.size(), 1u) << input;
+    EXPECT_EQ(skipped[0].path.filename(), "README.md");
+    EXPECT_EQ(skipped[0].reason,
+              "it is the dataset card of the tables under it (name it in --input to read it as text)");
+  }
+  std::vector<SkippedInput> skipped;
+  EXPECT_EQ(list_corpus_files({scratch / "texts"}, scratch / "out", &skipped).size(), 2u);
+  EXPECT_TRUE(skipped.empty());
+}
+
 }  // namespace
 }  // namespace loco::data

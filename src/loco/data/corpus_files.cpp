@@ -70,20 +70,36 @@ CorpusFormat format_of(const fs::path& path) {
       path.string(), shown));
 }
 
-// The files `datasets`' save_to_disk writes to describe a table, whose rows are in the .arrow files beside them
-// (state.json, dataset_info.json), or in its splits' directories below (dataset_dict.json).
-bool describes_a_saved_dataset(const fs::path& file, const std::vector<fs::path>& files) {
+bool is_table_file(const fs::path& path) {
+  const fs::path extension = path.extension();
+  return extension == ".parquet" || extension == ".arrow" || extension == ".arrows" || extension == ".feather";
+}
+
+// Why `file`, listed under `dir` with `files`, describes tables rather than holding documents; nullptr when
+// it does not:
+//   - the files `datasets`' save_to_disk writes beside its .arrow files (state.json, dataset_info.json), or
+//     above its splits' directories (dataset_dict.json);
+//   - the dataset card (README.md) at the top of a directory of tables, as a Hugging Face dataset repository
+//     is downloaded.
+const char* why_not_corpus(const fs::path& file, const fs::path& dir, const std::vector<fs::path>& files) {
   const std::string name = file.filename().string();
   const bool beside = name == "state.json" || name == "dataset_info.json";
-  if (!beside && name != "dataset_dict.json") return false;
-  return std::any_of(files.begin(), files.end(), [&](const fs::path& other) {
-    return other.extension() == ".arrow" && (beside ? other.parent_path() == file.parent_path()
-                                                    : other.parent_path().parent_path() == file.parent_path());
-  });
+  if (beside || name == "dataset_dict.json") {
+    const bool saved = std::any_of(files.begin(), files.end(), [&](const fs::path& other) {
+      return other.extension() == ".arrow" && (beside ? other.parent_path() == file.parent_path()
+                                                      : other.parent_path().parent_path() == file.parent_path());
+    });
+    return saved ? "it describes the `datasets` table saved with it (the .arrow files hold its rows)" : nullptr;
+  }
+  const bool at_top = file.parent_path() == (dir / "x").parent_path();  // "x": whether or not `dir` ends in '/'
+  if (name == "README.md" && at_top && std::any_of(files.begin(), files.end(), is_table_file)) {
+    return "it is the dataset card of the tables under it (name it in --input to read it as text)";
+  }
+  return nullptr;
 }
 
 // The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude`, any
-// directory loco made or a saved dataset's description (added to `skipped`). Symbolic links to files are read;
+// directory loco made or what describes tables (why_not_corpus) (added to `skipped`). Symbolic links to files are read;
 // links to directories are not followed (they could loop).
 std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude, std::vector<SkippedInput>& skipped) {
   std::vector<fs::path> files;
@@ -105,8 +121,8 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   std::sort(files.begin(), files.end());
   std::vector<fs::path> corpus;
   for (fs::path& file : files) {
-    if (describes_a_saved_dataset(file, files)) {
-      skipped.push_back({file, "it describes the `datasets` table saved with it (the .arrow files hold its rows)"});
+    if (const char* why = why_not_corpus(file, dir, files)) {
+      skipped.push_back({file, why});
     } else {
       corpus.push_back(std::move(file));
     }

@@ -37,8 +37,9 @@ inline bool holds_json_records(const CorpusFile& file) {
 }
 
 // What a listed directory holds but is not corpus: a directory loco made as its own output (loco_made.h),
-// whose shards or weights are never read as text, or the description files (state.json, dataset_info.json,
-// dataset_dict.json) that `datasets`' save_to_disk writes beside its .arrow files.
+// whose shards or weights are never read as text, the description files (state.json, dataset_info.json,
+// dataset_dict.json) that `datasets`' save_to_disk writes beside its .arrow files, or the dataset card
+// (README.md) at the top of a directory of Parquet or Arrow files (a Hugging Face dataset repository).
 struct SkippedInput {
   fs::path path;
   std::string reason;  // why, as "it is ..."
