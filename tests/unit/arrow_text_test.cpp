@@ -20,6 +20,7 @@
 #include "loco/data/dataset_meta.h"
 #include "loco/data/prepare.h"
 #include "loco/util/error.h"
+#include "support/table_fixtures.h"
 #include "support/test_support.h"
 
 namespace loco::data {
@@ -36,15 +37,7 @@ const char* const kLayouts[] = {"stream_utf8.arrow",     "stream_large_utf8.arro
                                 "file_large_utf8.arrow", "legacy_stream_utf8.arrow", "polars_view_lz4.arrow",
                                 "polars_zstd.arrows"};
 
-// The fixtures' text column: a text per row, null where the row has none.
-std::vector<std::optional<std::string>> fixture_texts() {
-  std::ifstream in(kArrow / "texts.json");
-  std::vector<std::optional<std::string>> texts;
-  for (const auto& value : nlohmann::json::parse(in)) {
-    texts.push_back(value.is_null() ? std::nullopt : std::optional<std::string>(value.get<std::string>()));
-  }
-  return texts;
-}
+std::vector<std::optional<std::string>> fixture_texts() { return test::table_fixture_texts(kArrow); }
 
 std::vector<std::pair<std::uint64_t, std::string>> read_all(ColumnTextReader& reader) {
   std::vector<std::pair<std::uint64_t, std::string>> read;
@@ -66,9 +59,9 @@ TEST(ArrowText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
     if (texts[i]) expected.emplace_back(i + 1, *texts[i]);
   }
   for (const char* name : kLayouts) {
-    ArrowTextReader reader(kArrow / name, "text");
-    EXPECT_EQ(read_all(reader), expected) << name;
-    EXPECT_EQ(reader.file_bytes_read(), fs::file_size(kArrow / name)) << name;
+    const auto reader = open_arrow_text(kArrow / name, "text");
+    EXPECT_EQ(read_all(*reader), expected) << name;
+    EXPECT_EQ(reader->file_bytes_read(), fs::file_size(kArrow / name)) << name;
   }
 }
 
@@ -76,18 +69,18 @@ TEST(ArrowText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
 // the option that helps.
 TEST(ArrowText, AColumnThatIsMissingOrNotTextIsNamed) {
   const fs::path file = kArrow / "stream_utf8.arrow";
-  EXPECT_NE(error_message([&] { ArrowTextReader(file, "content"); })
+  EXPECT_NE(error_message([&] { open_arrow_text(file, "content"); })
                 .find("stream_utf8.arrow has no column 'content'; its columns are id, tags, meta, lang, nothing, "
                       "text, score. Name the one that holds the text with --text-field"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ArrowTextReader(file, "id"); })
+  EXPECT_NE(error_message([&] { open_arrow_text(file, "id"); })
                 .find("stream_utf8.arrow: column 'id' holds integers, not text (Utf8); name the column that holds "
                       "the text with --text-field"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ArrowTextReader(file, "meta"); }).find("column 'meta' holds a struct, not text"),
+  EXPECT_NE(error_message([&] { open_arrow_text(file, "meta"); }).find("column 'meta' holds a struct, not text"),
             std::string::npos);
   EXPECT_NE(error_message([&] {
-              ArrowTextReader(file, "lang");
+              open_arrow_text(file, "lang");
             }).find("column 'lang' is dictionary-encoded, which loco does not read"),
             std::string::npos);
 }
@@ -222,8 +215,8 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
   write_text(scratch / "large.arrow", large.bytes);
   const std::vector<std::pair<std::uint64_t, std::string>> expected{{1, "a"}, {3, "bc"}};
   for (const char* name : {"utf8.arrow", "large.arrow"}) {
-    ArrowTextReader reader(scratch / name, "text");
-    EXPECT_EQ(read_all(reader), expected) << name;
+    const auto reader = open_arrow_text(scratch / name, "text");
+    EXPECT_EQ(read_all(*reader), expected) << name;
   }
 
   // The same rows compressed, each buffer alone: its decompressed length (8 bytes), then an LZ4 frame or a
@@ -249,8 +242,8 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
     stream.record_batch(3, 1, spans, body, codec);
     write_text(scratch / "compressed.arrow", stream.bytes);
     return error_message([&] {
-      ArrowTextReader reader(scratch / "compressed.arrow", "text");
-      EXPECT_EQ(read_all(reader), expected) << int{codec};
+      const auto reader = open_arrow_text(scratch / "compressed.arrow", "text");
+      EXPECT_EQ(read_all(*reader), expected) << int{codec};
     });
   };
   EXPECT_EQ(compressed_stream(0, 16), "");
@@ -266,15 +259,15 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
   unknown.record_batch(3, 1, {{0, 1}, {8, 16}, {24, 3}}, std::string(32, '\0'), 2);
   write_text(scratch / "unknown.arrow", unknown.bytes);
   EXPECT_NE(error_message([&] {
-              ArrowTextReader reader(scratch / "unknown.arrow", "text");
-              read_all(reader);
+              const auto reader = open_arrow_text(scratch / "unknown.arrow", "text");
+              read_all(*reader);
             }).find("unknown.arrow: its record batches are compressed in a way this reader does not know (codec 2"),
             std::string::npos);
   HandBuiltStream big_endian;
   big_endian.schema(5, true);
   write_text(scratch / "big.arrow", big_endian.bytes);
   EXPECT_NE(error_message([&] {
-              ArrowTextReader(scratch / "big.arrow", "text");
+              open_arrow_text(scratch / "big.arrow", "text");
             }).find("big.arrow: its values are big-endian"),
             std::string::npos);
 
@@ -285,8 +278,8 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
     stream.record_batch(3, 1, buffers, body);
     write_text(scratch / "damaged.arrow", stream.bytes);
     return error_message([&] {
-      ArrowTextReader reader(scratch / "damaged.arrow", "text");
-      read_all(reader);
+      const auto reader = open_arrow_text(scratch / "damaged.arrow", "text");
+      read_all(*reader);
     });
   };
   const std::string bytes = "abc" + std::string(5, '\0');
@@ -310,8 +303,8 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
   many_rows.record_batch(std::int64_t{1} << 61, 0, {{0, 0}, {0, 32}, {32, 0}}, std::string(32, '\0'));
   write_text(scratch / "rows.arrow", many_rows.bytes);
   EXPECT_NE(error_message([&] {
-              ArrowTextReader reader(scratch / "rows.arrow", "text");
-              read_all(reader);
+              const auto reader = open_arrow_text(scratch / "rows.arrow", "text");
+              read_all(*reader);
             }).find("a record batch claims 2305843009213693952 rows"),
             std::string::npos);
 
@@ -323,13 +316,13 @@ TEST(ArrowText, AStreamBuiltByHandGivesItsRows) {
   two_batches.record_batch(3, 1, {{0, 1}, {8, 16}, {24, 3}}, body);
   two_batches.record_batch(3, 1, {{0, 1}, {8, 16}, {24, 3}}, body);
   write_text(scratch / "file.arrow", two_batches.file_format({1, 2}));
-  ArrowTextReader file(scratch / "file.arrow", "text");
-  EXPECT_EQ(read_all(file),
+  const auto file = open_arrow_text(scratch / "file.arrow", "text");
+  EXPECT_EQ(read_all(*file),
             (std::vector<std::pair<std::uint64_t, std::string>>{{1, "a"}, {3, "bc"}, {4, "a"}, {6, "bc"}}));
   write_text(scratch / "again.arrow", two_batches.file_format({1, 2, 1}));
   EXPECT_NE(error_message([&] {
-              ArrowTextReader reader(scratch / "again.arrow", "text");
-              read_all(reader);
+              const auto reader = open_arrow_text(scratch / "again.arrow", "text");
+              read_all(*reader);
             }).find("again.arrow: its footer places a record batch at offset"),
             std::string::npos);
 }
@@ -353,8 +346,8 @@ TEST(ArrowText, ADamagedFileGivesItsRowsOrADataErrorNamingIt) {
     for (const std::string& variant : variants) {
       write_text(scratch / "damaged.arrow", variant);
       try {
-        ArrowTextReader reader(scratch / "damaged.arrow", "text");
-        read_all(reader);
+        const auto reader = open_arrow_text(scratch / "damaged.arrow", "text");
+        read_all(*reader);
       } catch (const DataError& e) {
         ++errors;
         EXPECT_NE(std::string(e.what()).find("damaged.arrow"), std::string::npos) << e.what();
@@ -364,26 +357,29 @@ TEST(ArrowText, ADamagedFileGivesItsRowsOrADataErrorNamingIt) {
   }
 }
 
-// An Arrow file is read through the corpus stream like any other: the same rows as JSON Lines (a blank line
-// where a row is null) prepare to the same shards and tokenizer; a compressed Arrow file is refused by name.
-TEST(ArrowText, AnArrowFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
+// An Arrow file is read through the corpus stream like any other: a directory as `datasets`' save_to_disk
+// writes it (a split's .arrow file with its state.json and dataset_info.json, dataset_dict.json above) is its
+// rows, the description files skipped and said; the same rows as JSON Lines (a blank line where a row is null)
+// prepare to the same shards and tokenizer. A compressed Arrow file is refused by name.
+TEST(ArrowText, ASavedDatasetAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   ScratchDir scratch;
-  std::string jsonl;
-  for (const auto& text : fixture_texts()) jsonl += (text ? nlohmann::json{{"text", *text}}.dump() : "") + "\n";
-  write_text(scratch / "lines/docs.jsonl", jsonl);
-  fs::create_directories(scratch / "arrow");
-  fs::copy_file(kArrow / "stream_large_utf8.arrow", scratch / "arrow/data-00000-of-00001.arrow");
-  PrepareOptions options;
-  options.tokenizer = "bpe";
-  options.vocab_size = 300;
-  options.val_fraction = 0.1;
-  for (const char* kind : {"lines", "arrow"}) {
-    options.inputs = {scratch / kind};
-    options.out_dir = scratch / fmt::format("from-{}", kind);
-    prepare_dataset(options);
-  }
-  EXPECT_EQ(read_dataset_meta(scratch / "from-lines").checksums, read_dataset_meta(scratch / "from-arrow").checksums);
-  EXPECT_EQ(read_text(scratch / "from-lines/tokenizer.model"), read_text(scratch / "from-arrow/tokenizer.model"));
+  fs::create_directories(scratch / "arrow/train");
+  fs::copy_file(kArrow / "stream_large_utf8.arrow", scratch / "arrow/train/data-00000-of-00001.arrow");
+  write_text(scratch / "arrow/train/state.json", R"({"_data_files": [{"filename": "data-00000-of-00001.arrow"}]})");
+  write_text(scratch / "arrow/train/dataset_info.json", "{\n  \"citation\": \"\"\n}");
+  write_text(scratch / "arrow/dataset_dict.json", R"({"splits": ["train"]})");
+  write_text(scratch / "elsewhere/state.json", "{\"text\": \"no table beside it: a JSON corpus\"}\n");
+  std::vector<SkippedInput> skipped;
+  const std::vector<CorpusFile> files =
+      list_corpus_files({scratch / "arrow", scratch / "elsewhere"}, scratch / "out", &skipped);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].format, CorpusFormat::arrow);
+  EXPECT_EQ(files[1].path, scratch / "elsewhere/state.json");
+  std::vector<std::string> skipped_names;
+  for (const SkippedInput& input : skipped) skipped_names.push_back(input.path.filename().string());
+  EXPECT_EQ(skipped_names, (std::vector<std::string>{"dataset_dict.json", "dataset_info.json", "state.json"}));
+  EXPECT_EQ(skipped[0].reason, "it describes the `datasets` table saved with it (the .arrow files hold its rows)");
+  test::expect_prepared_like_json_lines(scratch.path(), fixture_texts(), scratch / "arrow");
   write_text(scratch / "gz/docs.arrow.gz", "x");
   EXPECT_NE(error_message([&] {
               list_corpus_files({scratch / "gz"}, scratch / "out");

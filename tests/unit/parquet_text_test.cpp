@@ -20,6 +20,7 @@
 #include "loco/data/prepare.h"
 #include "loco/data/thrift_compact.h"
 #include "loco/util/error.h"
+#include "support/table_fixtures.h"
 #include "support/test_support.h"
 
 namespace loco::data {
@@ -32,15 +33,7 @@ using test::write_text;
 
 const fs::path kParquet = fs::path(LOCO_FIXTURE_DIR) / "parquet";
 
-// The fixtures' column: a text per row, null where the row has none.
-std::vector<std::optional<std::string>> fixture_texts() {
-  std::ifstream in(kParquet / "texts.json");
-  std::vector<std::optional<std::string>> texts;
-  for (const auto& value : nlohmann::json::parse(in)) {
-    texts.push_back(value.is_null() ? std::nullopt : std::optional<std::string>(value.get<std::string>()));
-  }
-  return texts;
-}
+std::vector<std::optional<std::string>> fixture_texts() { return test::table_fixture_texts(kParquet); }
 
 // Every layout parquet-rs writes a string column in: data pages v1 and v2; PLAIN, dictionary,
 // DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY values; snappy, zstd, gzip, LZ4_RAW or no compression; an optional
@@ -53,27 +46,27 @@ TEST(ParquetText, EveryLayoutGivesTheColumnsTextsWithTheirRows) {
        {"snappy_v1_dictionary", "zstd_v2_delta_byte_array", "gzip_v1_plain", "uncompressed_v2_dictionary",
         "snappy_v1_delta_length", "snappy_v1_required", "lz4raw_v2_plain"}) {
     const bool required = std::string(name) == "snappy_v1_required";  // nulls written as ""
-    ParquetTextReader reader(kParquet / fmt::format("{}.parquet", name), "text");
+    const auto reader = open_parquet_text(kParquet / fmt::format("{}.parquet", name), "text");
     std::vector<std::pair<std::uint64_t, std::string>> read, expected;
     std::string text;
-    for (std::uint64_t row = 0; reader.next(text, row);) read.emplace_back(row, text);
+    for (std::uint64_t row = 0; reader->next(text, row);) read.emplace_back(row, text);
     for (std::size_t i = 0; i < texts.size(); ++i) {
       if (texts[i] || required) expected.emplace_back(i + 1, texts[i].value_or(""));
     }
     EXPECT_EQ(read, expected) << name;
-    EXPECT_EQ(reader.file_bytes_read(), fs::file_size(kParquet / fmt::format("{}.parquet", name))) << name;
+    EXPECT_EQ(reader->file_bytes_read(), fs::file_size(kParquet / fmt::format("{}.parquet", name))) << name;
   }
 }
 
 // A column that is not there, or holds no text, is named with the file's columns and the option that helps.
 TEST(ParquetText, AColumnThatIsMissingOrNotTextIsNamed) {
   const fs::path file = kParquet / "gzip_v1_plain.parquet";
-  EXPECT_NE(error_message([&] { ParquetTextReader(file, "content"); })
+  EXPECT_NE(error_message([&] { open_parquet_text(file, "content"); })
                 .find("gzip_v1_plain.parquet has no column 'content'; its columns are id, text. Name the one that "
                       "holds the text with --text-field"),
             std::string::npos);
   EXPECT_NE(
-      error_message([&] { ParquetTextReader(file, "id"); })
+      error_message([&] { open_parquet_text(file, "id"); })
           .find("gzip_v1_plain.parquet: column 'id' holds numbers or other values (Parquet type 2), not text; name "
                 "the column that holds the text with --text-field"),
       std::string::npos);
@@ -86,22 +79,22 @@ TEST(ParquetText, ADamagedFileIsRefusedByName) {
   const std::string whole = read_text(kParquet / "snappy_v1_dictionary.parquet");
   write_text(scratch / "cut.parquet", whole.substr(0, whole.size() / 2));
   EXPECT_NE(error_message([&] {
-              ParquetTextReader(scratch / "cut.parquet", "text");
+              open_parquet_text(scratch / "cut.parquet", "text");
             }).find("cut.parquet: it does not begin and end with Parquet's mark PAR1; the Parquet file is damaged"),
             std::string::npos);
   std::string footer = whole;
   footer[footer.size() - 5] = '\x7F';  // the footer's length, little-endian, before the final PAR1
   write_text(scratch / "footer.parquet", footer);
-  EXPECT_NE(error_message([&] { ParquetTextReader(scratch / "footer.parquet", "text"); }).find("its footer claims"),
+  EXPECT_NE(error_message([&] { open_parquet_text(scratch / "footer.parquet", "text"); }).find("its footer claims"),
             std::string::npos);
   // The pages' bytes zeroed: the footer is whole, a page header is not.
   std::string pages = whole;
   std::fill(pages.begin() + 4, pages.begin() + static_cast<std::ptrdiff_t>(pages.size() / 2), '\0');
   write_text(scratch / "pages.parquet", pages);
   const std::string error = error_message([&] {
-    ParquetTextReader reader(scratch / "pages.parquet", "text");
+    const auto reader = open_parquet_text(scratch / "pages.parquet", "text");
     std::string text;
-    for (std::uint64_t row = 0; reader.next(text, row);) {
+    for (std::uint64_t row = 0; reader->next(text, row);) {
     }
   });
   EXPECT_NE(error.find("pages.parquet: "), std::string::npos) << error;
@@ -113,25 +106,14 @@ TEST(ParquetText, ADamagedFileIsRefusedByName) {
 // shards and tokenizer.
 TEST(ParquetText, AParquetFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   ScratchDir scratch;
-  std::string jsonl;
-  for (const auto& text : fixture_texts()) jsonl += (text ? nlohmann::json{{"text", *text}}.dump() : "") + "\n";
-  write_text(scratch / "lines/docs.jsonl", jsonl);
   fs::create_directories(scratch / "parquet");
   fs::copy_file(kParquet / "zstd_v2_delta_byte_array.parquet", scratch / "parquet/docs.parquet");
-  PrepareOptions options;
-  options.tokenizer = "bpe";
-  options.vocab_size = 300;
-  options.val_fraction = 0.1;
-  for (const char* kind : {"lines", "parquet"}) {
-    options.inputs = {scratch / kind};
-    options.out_dir = scratch / fmt::format("from-{}", kind);
-    prepare_dataset(options);
-  }
-  const DatasetMeta from_lines = read_dataset_meta(scratch / "from-lines");
+  const DatasetMeta from_lines =
+      read_dataset_meta(test::expect_prepared_like_json_lines(scratch.path(), fixture_texts(), scratch / "parquet"));
   EXPECT_EQ(from_lines.train.documents + from_lines.val.documents, 563u);  // the non-blank texts
   EXPECT_GT(from_lines.val.documents, 0u);
-  EXPECT_EQ(from_lines.checksums, read_dataset_meta(scratch / "from-parquet").checksums);
-  EXPECT_EQ(read_text(scratch / "from-lines/tokenizer.model"), read_text(scratch / "from-parquet/tokenizer.model"));
+  PrepareOptions options;
+  options.inputs = {scratch / "parquet"};
   // --text-field names the column, and a compressed .parquet is refused when the corpus is listed.
   options.text_field = "body";
   options.out_dir = scratch / "no-column";

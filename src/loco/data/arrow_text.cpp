@@ -23,11 +23,35 @@ constexpr std::uint64_t kMaxMetadataBytes = std::uint64_t{64} << 20;
 constexpr std::string_view kFileMagic("ARROW1", 6);
 constexpr std::uint32_t kContinuation = 0xFFFFFFFF;
 
-}  // namespace
+// The reader of arrow_text.h.
+class ArrowTextReader final : public ColumnTextReader {
+ public:
+  ArrowTextReader(const fs::path& path, const std::string& name) : problems{path, name, "Arrow"}, file(problems) {
+    open();
+  }
 
-struct ArrowTextReader::Impl {
-  explicit Impl(TableFileProblems given) : problems(std::move(given)), file(problems) {}
+  bool next(std::string& text, std::uint64_t& row_number) override {
+    for (;;) {
+      while (batch_next == batch_rows) {
+        const std::optional<ArrowMessage> message = finished ? std::nullopt : next_batch_message();
+        if (!message) {
+          finished = true;
+          return false;
+        }
+        if (message->kind == ArrowMessage::Kind::record_batch) start_batch(*message);
+      }
+      const std::uint64_t i = batch_next++;
+      ++row;
+      if (!validity.empty() && ((static_cast<unsigned char>(validity[i / 8]) >> (i % 8)) & 1) == 0) continue;
+      text_of(i, text);
+      row_number = row;
+      return true;
+    }
+  }
 
+  std::uint64_t file_bytes_read() const override { return finished ? file.size() : passed; }
+
+ private:
   const TableFileProblems problems;
   const PositionalFile file;
   std::uint64_t position = 0;     // of the next message
@@ -227,36 +251,12 @@ struct ArrowTextReader::Impl {
     }
     return message;
   }
-
-  bool next(std::string& text, std::uint64_t& row_number) {
-    for (;;) {
-      while (batch_next == batch_rows) {
-        const std::optional<ArrowMessage> message = finished ? std::nullopt : next_batch_message();
-        if (!message) {
-          finished = true;
-          return false;
-        }
-        if (message->kind == ArrowMessage::Kind::record_batch) start_batch(*message);
-      }
-      const std::uint64_t i = batch_next++;
-      ++row;
-      if (!validity.empty() && ((static_cast<unsigned char>(validity[i / 8]) >> (i % 8)) & 1) == 0) continue;
-      text_of(i, text);
-      row_number = row;
-      return true;
-    }
-  }
 };
 
-ArrowTextReader::ArrowTextReader(const fs::path& path, const std::string& column)
-    : impl_(std::make_unique<Impl>(TableFileProblems{path, column, "Arrow"})) {
-  impl_->open();
+}  // namespace
+
+std::unique_ptr<ColumnTextReader> open_arrow_text(const fs::path& path, const std::string& column) {
+  return std::make_unique<ArrowTextReader>(path, column);
 }
-
-ArrowTextReader::~ArrowTextReader() = default;
-
-bool ArrowTextReader::next(std::string& text, std::uint64_t& row) { return impl_->next(text, row); }
-
-std::uint64_t ArrowTextReader::file_bytes_read() const { return impl_->finished ? impl_->file.size() : impl_->passed; }
 
 }  // namespace loco::data

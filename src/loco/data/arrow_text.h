@@ -33,21 +33,8 @@ namespace loco::data {
 // stranger's metadata could otherwise ask for any size.
 inline constexpr std::uint64_t kMaxArrowColumnBytes = std::uint64_t{512} << 20;
 
-class ArrowTextReader : public ColumnTextReader {
- public:
-  // Opens `path` and reads its schema: DataError naming the file's columns when it has no `column`.
-  ArrowTextReader(const std::filesystem::path& path, const std::string& column);
-  ~ArrowTextReader() override;
-  ArrowTextReader(const ArrowTextReader&) = delete;
-  ArrowTextReader& operator=(const ArrowTextReader&) = delete;
-
-  bool next(std::string& text, std::uint64_t& row) override;
-  // The messages passed so far; the whole file once the last row is read.
-  std::uint64_t file_bytes_read() const override;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
+// Opens `path` and reads its schema: DataError naming the file's columns when it has no `column`. Its
+// file_bytes_read() counts the messages passed: the whole file once the last row is read.
+std::unique_ptr<ColumnTextReader> open_arrow_text(const std::filesystem::path& path, const std::string& column);
 
 }  // namespace loco::data

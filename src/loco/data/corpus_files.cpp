@@ -120,11 +120,11 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   }
   std::sort(files.begin(), files.end());
   std::vector<fs::path> corpus;
-  for (fs::path& file : files) {
+  for (const fs::path& file : files) {  // `files` whole throughout: each file is judged by all the others
     if (const char* why = why_not_corpus(file, dir, files)) {
       skipped.push_back({file, why});
     } else {
-      corpus.push_back(std::move(file));
+      corpus.push_back(file);
     }
   }
   return corpus;

@@ -62,11 +62,11 @@ bool CorpusStream::open_next_file() {
   const CorpusFile& file = files_[next_file_++];
   const fs::path& path = file.path;
   if (file.format == CorpusFormat::parquet) {
-    table_ = std::make_unique<ParquetTextReader>(path, text_field_);
+    table_ = open_parquet_text(path, text_field_);
     return true;
   }
   if (file.format == CorpusFormat::arrow) {
-    table_ = std::make_unique<ArrowTextReader>(path, text_field_);
+    table_ = open_arrow_text(path, text_field_);
     return true;
   }
   stream_ = std::make_unique<ByteStream>(path);

@@ -41,11 +41,41 @@ std::optional<std::string_view> next_plain(std::string_view& values) {
   return value;
 }
 
-}  // namespace
+// The reader of parquet_text.h.
+class ParquetTextReader final : public ColumnTextReader {
+ public:
+  ParquetTextReader(const fs::path& path, const std::string& name)
+      : problems{path, name, "Parquet"}, file(problems), file_size(file.size()) {
+    open();
+  }
 
-struct ParquetTextReader::Impl {
-  explicit Impl(TableFileProblems given) : problems(std::move(given)), file(problems), file_size(file.size()) {}
+  bool next(std::string& text, std::uint64_t& row_number) override {
+    for (;;) {
+      if (page_values_left == 0 && !next_data_page()) {
+        finished = true;
+        return false;
+      }
+      --page_values_left;
+      ++row;
+      if (definitions) {
+        std::uint32_t level = 0;
+        if (!definitions->next(level)) throw damaged("a page holds fewer definition levels than values");
+        if (level != static_cast<std::uint32_t>(column.max_definition)) {  // a null row, maybe the first of a run
+          const std::uint64_t more = definitions->skip_repeats(page_values_left);
+          page_values_left -= more;
+          row += more;
+          continue;
+        }
+      }
+      next_value(text);
+      row_number = row;
+      return true;
+    }
+  }
 
+  std::uint64_t file_bytes_read() const override { return finished ? file_size : std::min(consumed, file_size); }
+
+ private:
   const TableFileProblems problems;
   const PositionalFile file;
   const std::uint64_t file_size;
@@ -272,43 +302,12 @@ struct ParquetTextReader::Impl {
       }
     }
   }
-
-  bool next(std::string& text, std::uint64_t& row_number) {
-    for (;;) {
-      if (page_values_left == 0 && !next_data_page()) {
-        finished = true;
-        return false;
-      }
-      --page_values_left;
-      ++row;
-      if (definitions) {
-        std::uint32_t level = 0;
-        if (!definitions->next(level)) throw damaged("a page holds fewer definition levels than values");
-        if (level != static_cast<std::uint32_t>(column.max_definition)) {  // a null row, maybe the first of a run
-          const std::uint64_t more = definitions->skip_repeats(page_values_left);
-          page_values_left -= more;
-          row += more;
-          continue;
-        }
-      }
-      next_value(text);
-      row_number = row;
-      return true;
-    }
-  }
 };
 
-ParquetTextReader::ParquetTextReader(const fs::path& path, const std::string& column)
-    : impl_(std::make_unique<Impl>(TableFileProblems{path, column, "Parquet"})) {
-  impl_->open();
-}
+}  // namespace
 
-ParquetTextReader::~ParquetTextReader() = default;
-
-bool ParquetTextReader::next(std::string& text, std::uint64_t& row) { return impl_->next(text, row); }
-
-std::uint64_t ParquetTextReader::file_bytes_read() const {
-  return impl_->finished ? impl_->file_size : std::min(impl_->consumed, impl_->file_size);
+std::unique_ptr<ColumnTextReader> open_parquet_text(const fs::path& path, const std::string& column) {
+  return std::make_unique<ParquetTextReader>(path, column);
 }
 
 }  // namespace loco::data

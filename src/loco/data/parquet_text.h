@@ -25,21 +25,8 @@
 
 namespace loco::data {
 
-class ParquetTextReader : public ColumnTextReader {
- public:
-  // Opens `path` and finds `column` in its schema (DataError naming the columns there when it has none such).
-  ParquetTextReader(const std::filesystem::path& path, const std::string& column);
-  ~ParquetTextReader() override;
-  ParquetTextReader(const ParquetTextReader&) = delete;
-  ParquetTextReader& operator=(const ParquetTextReader&) = delete;
-
-  bool next(std::string& text, std::uint64_t& row) override;
-  // Its footer and the column's pages; the whole file once the last row is read.
-  std::uint64_t file_bytes_read() const override;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
+// Opens `path` and finds `column` in its schema (DataError naming the columns there when it has none such). Its
+// file_bytes_read() counts its footer and the column's pages: the whole file once the last row is read.
+std::unique_ptr<ColumnTextReader> open_parquet_text(const std::filesystem::path& path, const std::string& column);
 
 }  // namespace loco::data
