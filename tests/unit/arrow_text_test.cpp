@@ -360,7 +360,7 @@ TEST(ArrowText, ADamagedFileGivesItsRowsOrADataErrorNamingIt) {
 // An Arrow file is read through the corpus stream like any other: a directory as `datasets`' save_to_disk
 // writes it (a split's .arrow file with its state.json and dataset_info.json, dataset_dict.json above) is its
 // rows, the description files skipped and said; the same rows as JSON Lines (a blank line where a row is null)
-// prepare to the same shards and tokenizer. A compressed Arrow file is refused by name.
+// prepare to the same shards and tokenizer. A compressed Arrow or Parquet file is refused by name.
 TEST(ArrowText, ASavedDatasetAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   ScratchDir scratch;
   fs::create_directories(scratch / "arrow/train");
@@ -380,11 +380,15 @@ TEST(ArrowText, ASavedDatasetAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   EXPECT_EQ(skipped_names, (std::vector<std::string>{"dataset_dict.json", "dataset_info.json", "state.json"}));
   EXPECT_EQ(skipped[0].reason, "it describes the `datasets` table saved with it (the .arrow files hold its rows)");
   test::expect_prepared_like_json_lines(scratch.path(), fixture_texts(), scratch / "arrow");
-  write_text(scratch / "gz/docs.arrow.gz", "x");
-  EXPECT_NE(error_message([&] {
-              list_corpus_files({scratch / "gz"}, scratch / "out");
-            }).find("docs.arrow.gz is a compressed Arrow file: decompress it and give the .arrow file"),
-            std::string::npos);
+  for (const char* kind : {"arrow", "parquet"}) {
+    const std::string name = fmt::format("docs.{}.gz", kind);
+    write_text(scratch / "gz" / name, "x");
+    EXPECT_NE(error_message([&] { list_corpus_files({scratch / "gz" / name}, scratch / "out"); })
+                  .find(fmt::format("{} is a compressed {} file: decompress it and give the .{} file", name,
+                                    kind == std::string("arrow") ? "Arrow" : "Parquet", kind)),
+              std::string::npos)
+        << kind;
+  }
 }
 
 // A Hugging Face dataset repository as downloaded: its dataset card (README.md) at the top, the tables in

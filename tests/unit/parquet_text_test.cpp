@@ -114,15 +114,10 @@ TEST(ParquetText, AParquetFileAndJsonLinesOfTheSameRowsPrepareTheSameShards) {
   EXPECT_GT(from_lines.val.documents, 0u);
   PrepareOptions options;
   options.inputs = {scratch / "parquet"};
-  // --text-field names the column, and a compressed .parquet is refused when the corpus is listed.
+  // --text-field names the column (a compressed .parquet is refused: ArrowText.ASavedDataset…).
   options.text_field = "body";
   options.out_dir = scratch / "no-column";
   EXPECT_NE(error_message([&] { prepare_dataset(options); }).find("has no column 'body'"), std::string::npos);
-  write_text(scratch / "gz/docs.parquet.gz", "x");
-  EXPECT_NE(error_message([&] {
-              list_corpus_files({scratch / "gz"}, scratch / "out");
-            }).find("docs.parquet.gz is a compressed Parquet file"),
-            std::string::npos);
 }
 
 // The RLE / bit-packing hybrid by hand, width 1: a run of 3 repeats of 1 (header 3 << 1, value 0x01), then
