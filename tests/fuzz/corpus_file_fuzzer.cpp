@@ -1,7 +1,7 @@
 // Fuzz target: a corpus file as `loco prepare` reads it (data/byte_stream.h, data/corpus_stream.h): the
 // first byte picks the file's kind (.jsonl, .jsonl.gz, .jsonl.zst, .txt.gz, .txt.zst, .txt, .json, .json.gz,
-// .txt.xz, .jsonl.bz2, .parquet, .arrow), the rest is its content, decompressed, cut into lines or array
-// elements and parsed as JSON, or read as Parquet or Arrow IPC. Corpora come from anywhere: a damaged
+// .txt.xz, .jsonl.bz2, .parquet, .arrow, .csv, .tsv.gz), the rest is its content, decompressed, cut into lines
+// or array elements and parsed as JSON, or read as Parquet, Arrow IPC or CSV. Corpora come from anywhere: a damaged
 // download must end in DataError naming the file, never in a crash or an endless loop.
 #include <array>
 #include <string>
@@ -14,9 +14,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using loco::fuzz::fuzz_require;
-  static const std::array<const char*, 12> kNames{"fuzz.jsonl",   "fuzz.jsonl.gz",  "fuzz.jsonl.zst", "fuzz.txt.gz",
-                                                  "fuzz.txt.zst", "fuzz.txt",       "fuzz.json",      "fuzz.json.gz",
-                                                  "fuzz.txt.xz",  "fuzz.jsonl.bz2", "fuzz.parquet",   "fuzz.arrow"};
+  static const std::array<const char*, 14> kNames{
+      "fuzz.jsonl",   "fuzz.jsonl.gz", "fuzz.jsonl.zst", "fuzz.txt.gz",  "fuzz.txt.zst", "fuzz.txt", "fuzz.json",
+      "fuzz.json.gz", "fuzz.txt.xz",   "fuzz.jsonl.bz2", "fuzz.parquet", "fuzz.arrow",   "fuzz.csv", "fuzz.tsv.gz"};
   if (size == 0) return 0;
   const std::string name = kNames[data[0] % kNames.size()];
   const auto path = loco::fuzz::write_scratch_file(name, loco::fuzz::as_text(data + 1, size - 1));

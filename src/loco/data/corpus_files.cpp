@@ -55,6 +55,8 @@ CorpusFormat format_of(const fs::path& path) {
     }
     return parquet ? CorpusFormat::parquet : CorpusFormat::arrow;
   }
+  if (extension == ".csv") return CorpusFormat::csv;
+  if (extension == ".tsv") return CorpusFormat::tsv;
   const bool json_lines = extension == ".jsonl" || extension == ".ndjson";
   if (!json_lines && extension != ".json") return CorpusFormat::text;
   const std::optional<char> first = first_significant_byte(path);

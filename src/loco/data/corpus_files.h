@@ -15,14 +15,16 @@ namespace fs = std::filesystem;
 // How a corpus file holds its documents. By the name without its compression extension and the first byte of
 // its content (after a byte-order mark and whitespace): a .json, .jsonl or .ndjson file that begins with '[' is a
 // JSON array; a .json file that begins with '{' (`datasets`' to_json and C4's files write JSON Lines as .json),
-// and any .jsonl or .ndjson file, is JSON Lines; a .parquet file is Parquet; a .arrow, .arrows or .feather file
-// is Arrow IPC; any other name is text.
+// and any .jsonl or .ndjson file, is JSON Lines; a .csv file is comma-separated and a .tsv file tab-separated
+// values; a .parquet file is Parquet; a .arrow, .arrows or .feather file is Arrow IPC; any other name is text.
 enum class CorpusFormat {
   text,        // the file is one document (or parts of a long one: corpus_stream.h)
   json_lines,  // one JSON object per line, its text field a document
   json_array,  // one JSON array of objects, each element's text field a document
   parquet,     // a Parquet file (.parquet), each row's text column a document (parquet_text.h)
   arrow,       // an Arrow IPC file (.arrow, .arrows, .feather), each row's text column a document (arrow_text.h)
+  csv,         // comma-separated values (.csv), each row's text column a document (csv_text.h)
+  tsv,         // tab-separated values (.tsv), as csv
 };
 
 struct CorpusFile {

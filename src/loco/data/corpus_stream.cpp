@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "loco/data/arrow_text.h"
+#include "loco/data/csv_text.h"
 #include "loco/data/parquet_text.h"
 #include "loco/data/text.h"
 #include "loco/data/utf8_text_check.h"
@@ -67,6 +68,10 @@ bool CorpusStream::open_next_file() {
   }
   if (file.format == CorpusFormat::arrow) {
     table_ = open_arrow_text(path, text_field_);
+    return true;
+  }
+  if (file.format == CorpusFormat::csv || file.format == CorpusFormat::tsv) {
+    table_ = open_csv_text(path, text_field_, file.format == CorpusFormat::csv ? ',' : '\t');
     return true;
   }
   stream_ = std::make_unique<ByteStream>(path);
@@ -242,6 +247,8 @@ bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uin
   switch (files_[file].format) {
     case CorpusFormat::parquet:
     case CorpusFormat::arrow:
+    case CorpusFormat::csv:
+    case CorpusFormat::tsv:
       return table_->next(bytes, position);
     case CorpusFormat::text:
       if (!next_text_part(bytes)) return false;

@@ -1,6 +1,6 @@
 // The documents of a corpus in one pass, in the order of its files (corpus_files.h): each non-blank
-// line of a JSON Lines file, each element of a JSON array file, each non-blank text of a Parquet or Arrow
-// file's text column, each non-blank text file, or part of a long one. Memory is one read buffer plus
+// line of a JSON Lines file, each element of a JSON array file, each non-blank text of a Parquet, Arrow, CSV
+// or TSV file's text column, each non-blank text file, or part of a long one. Memory is one read buffer plus
 // the document at hand, whatever the size of the corpus (of a text file's size too); compressed files are
 // decoded on the way (byte_stream.h).
 //

@@ -1,0 +1,178 @@
+#include "loco/data/csv_text.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "loco/data/byte_stream.h"
+#include "loco/data/utf8_text_check.h"
+
+namespace loco::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kReadBuffer = 256 << 10;
+
+// The reader of csv_text.h.
+class CsvTextReader final : public ColumnTextReader {
+ public:
+  CsvTextReader(const fs::path& path, const std::string& column, char delimiter)
+      : problems_{path, column, delimiter == '\t' ? "TSV" : "CSV"},
+        delimiter_(delimiter),
+        stream_(path),
+        buffer_(kReadBuffer) {
+    refill();
+    refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
+    if (std::string_view(buffer_.data(), end_).substr(0, 3) == "\xEF\xBB\xBF") begin_ = 3;
+    if (!next_record())
+      throw DataError(
+          fmt::format("{} is empty: a {} corpus file begins with a header that names "
+                      "its columns",
+                      path.string(), problems_.format));
+    const auto found = std::find(fields_.begin(), fields_.end(), column);
+    if (found == fields_.end()) {
+      fields_.resize(std::min<std::size_t>(fields_.size(), 20));
+      throw problems_.missing_column(fields_);
+    }
+    header_fields_ = fields_.size();
+    text_index_ = static_cast<std::size_t>(found - fields_.begin());
+  }
+
+  bool next(std::string& text, std::uint64_t& row) override {
+    while (next_record()) {
+      ++row_;
+      if (fields_.size() > header_fields_) {
+        throw DataError(fmt::format(
+            "{} line {}: row {} has {} fields where the header names {}: a field that holds the delimiter ({}) "
+            "must be quoted. Fix the file (or give the right extension: .csv is comma-separated, .tsv tab-"
+            "separated), or leave it out of --input",
+            problems_.path.string(), record_line_, row_, fields_.size(), header_fields_,
+            delimiter_ == '\t' ? "a tab" : "','"));
+      }
+      if (text_index_ < fields_.size()) {
+        text = std::move(fields_[text_index_]);
+        row = row_;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::uint64_t file_bytes_read() const override { return stream_.file_bytes_read(); }
+
+ private:
+  // Makes unread bytes available; false at the file's end.
+  bool refill() {
+    if (begin_ < end_) return true;
+    if (end_of_file_) return false;
+    begin_ = 0;
+    end_ = stream_.read(buffer_.data(), buffer_.size());
+    end_of_file_ = end_ == 0;
+    return !end_of_file_;
+  }
+
+  // Consumes a line end that begins with `c` ('\n', or '\r' and a '\n' after it).
+  void end_line(char c) {
+    if (c == '\r' && refill() && buffer_[begin_] == '\n') ++begin_;
+    ++line_;
+  }
+
+  void grow(std::string& field, const char* from, std::size_t count) {
+    record_bytes_ += count;
+    if (record_bytes_ > kLongestCsvRecord) {
+      throw DataError(
+          fmt::format("{} line {}: a record longer than {} MiB, more than any document loco reads (a "
+                      "quote that never closes?). Fix the file, or leave it out of --input",
+                      problems_.path.string(), record_line_, kLongestCsvRecord >> 20));
+    }
+    field.append(from, count);
+  }
+
+  // The next record's fields into fields_; false at the file's end. Blank lines are skipped.
+  bool next_record() {
+    for (;;) {
+      if (!refill()) return false;
+      record_line_ = line_ + 1;
+      record_bytes_ = 0;
+      if (buffer_[begin_] == '\n' || buffer_[begin_] == '\r') {  // a blank line
+        end_line(buffer_[begin_++]);
+        continue;
+      }
+      fields_.clear();
+      for (;;) {
+        fields_.emplace_back();
+        if (!read_field(fields_.back())) return true;  // the record ended with this field
+      }
+    }
+  }
+
+  // Reads one field into `field`; true when a delimiter followed it (another field comes), false when the
+  // record ended (a line end, or the file's end).
+  bool read_field(std::string& field) {
+    bool quoted = refill() && buffer_[begin_] == '"';
+    if (quoted) ++begin_;
+    for (;;) {
+      if (!refill()) {
+        if (quoted) {
+          throw DataError(
+              fmt::format("{} line {}: a quoted field opened in the record of line {} never closes: "
+                          "the file was cut short, or a '\"' in a field is not doubled. Fix the "
+                          "file, or leave it out of --input",
+                          problems_.path.string(), line_ + 1, record_line_));
+        }
+        return false;
+      }
+      const char* start = buffer_.data() + begin_;
+      const std::size_t count = end_ - begin_;
+      if (quoted) {
+        const std::size_t run = static_cast<std::size_t>(std::find(start, start + count, '"') - start);
+        line_ += static_cast<std::uint64_t>(std::count(start, start + run, '\n'));
+        grow(field, start, run);
+        begin_ += run;
+        if (run == count) continue;
+        ++begin_;  // the quote: a doubled one stands for '"'; else the field's quoting ends
+        if (refill() && buffer_[begin_] == '"') {
+          grow(field, start + run, 1);
+          ++begin_;
+        } else {
+          quoted = false;  // what follows, to the delimiter, is kept as it is
+        }
+        continue;
+      }
+      std::size_t run = 0;
+      while (run < count && start[run] != delimiter_ && start[run] != '\n' && start[run] != '\r') ++run;
+      grow(field, start, run);
+      begin_ += run;
+      if (run == count) continue;
+      const char stop = buffer_[begin_++];
+      if (stop == delimiter_) return true;
+      end_line(stop);
+      return false;
+    }
+  }
+
+  const TableFileProblems problems_;
+  const char delimiter_;
+  ByteStream stream_;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;  // unread bytes of buffer_
+  bool end_of_file_ = false;
+  std::uint64_t line_ = 0;         // line ends read so far
+  std::uint64_t record_line_ = 0;  // the line the record at hand began on
+  std::size_t record_bytes_ = 0;
+  std::vector<std::string> fields_;
+  std::size_t header_fields_ = 0, text_index_ = 0;
+  std::uint64_t row_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ColumnTextReader> open_csv_text(const fs::path& path, const std::string& column, char delimiter) {
+  return std::make_unique<CsvTextReader>(path, column, delimiter);
+}
+
+}  // namespace loco::data
