@@ -101,6 +101,12 @@ TEST(CsvText, WhatDoesNotLineUpIsRefusedNamingTheLine) {
             std::string::npos);
   EXPECT_NE(error("d.csv", "\xEF\xBB\xBF").find("d.csv is empty: a CSV corpus file begins with a header"),
             std::string::npos);
+  // A record of commas is not read to its end: a header of too many columns, a row of one field too many.
+  EXPECT_NE(error("wide.csv", "text" + std::string(100000, ',') + "\n")
+                .find("wide.csv: its header names 65536 columns or more"),
+            std::string::npos);
+  EXPECT_NE(error("row.csv", "id,text\n1" + std::string(50'000'000, ',')).find("row.csv line 2: row 1 has 3 fields"),
+            std::string::npos);
   // A .csv of tabs is one column: the header names "id\ttext", not "text".
   EXPECT_NE(error("e.csv", "id\ttext\n1\tx\n").find("has no column 'text'"), std::string::npos);
   // Listed in a corpus, .csv and .tsv (compressed too) are read as tables.

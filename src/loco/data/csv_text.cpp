@@ -16,6 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kReadBuffer = 256 << 10;
+// A header of more columns than this is refused before its names fill memory (a record of commas is
+// millions of empty fields); Excel's sheets end at 16,384 columns.
+constexpr std::size_t kMaxCsvColumns = 1 << 16;
 
 // The reader of csv_text.h.
 class CsvTextReader final : public ColumnTextReader {
@@ -28,11 +31,16 @@ class CsvTextReader final : public ColumnTextReader {
     refill();
     refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
     if (std::string_view(buffer_.data(), end_).substr(0, 3) == "\xEF\xBB\xBF") begin_ = 3;
-    if (!next_record())
+    if (!next_record(kMaxCsvColumns)) {
+      throw DataError(fmt::format("{} is empty: a {} corpus file begins with a header that names its columns",
+                                  path.string(), problems_.format));
+    }
+    if (fields_.size() == kMaxCsvColumns) {
       throw DataError(
-          fmt::format("{} is empty: a {} corpus file begins with a header that names "
-                      "its columns",
-                      path.string(), problems_.format));
+          fmt::format("{}: its header names {} columns or more, more than any table loco reads (not {}, "
+                      "or the wrong delimiter?). Fix the file, or leave it out of --input",
+                      path.string(), kMaxCsvColumns, problems_.format));
+    }
     const auto found = std::find(fields_.begin(), fields_.end(), column);
     if (found == fields_.end()) {
       fields_.resize(std::min<std::size_t>(fields_.size(), 20));
@@ -43,7 +51,8 @@ class CsvTextReader final : public ColumnTextReader {
   }
 
   bool next(std::string& text, std::uint64_t& row) override {
-    while (next_record()) {
+    // Reading stops at one field more than the header's: the row is refused then.
+    while (next_record(header_fields_ + 1)) {
       ++row_;
       if (fields_.size() > header_fields_) {
         throw DataError(fmt::format(
@@ -92,8 +101,9 @@ class CsvTextReader final : public ColumnTextReader {
     field.append(from, count);
   }
 
-  // The next record's fields into fields_; false at the file's end. Blank lines are skipped.
-  bool next_record() {
+  // The next record's fields into fields_, at most `most` of them (the rest of a longer record is left
+  // unread); false at the file's end. Blank lines are skipped.
+  bool next_record(std::size_t most) {
     for (;;) {
       if (!refill()) return false;
       record_line_ = line_ + 1;
@@ -103,10 +113,10 @@ class CsvTextReader final : public ColumnTextReader {
         continue;
       }
       fields_.clear();
-      for (;;) {
+      do {
         fields_.emplace_back();
-        if (!read_field(fields_.back())) return true;  // the record ended with this field
-      }
+      } while (read_field(fields_.back()) && fields_.size() < most);  // until the record's end, or `most`
+      return true;
     }
   }
 
