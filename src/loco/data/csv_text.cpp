@@ -56,11 +56,10 @@ class CsvTextReader final : public ColumnTextReader {
       ++row_;
       if (fields_.size() > header_fields_) {
         throw DataError(fmt::format(
-            "{} line {}: row {} has {} fields where the header names {}: a field that holds the delimiter ({}) "
+            "{} line {}: row {} has more fields than the {} its header names: a field that holds the delimiter ({}) "
             "must be quoted. Fix the file (or give the right extension: .csv is comma-separated, .tsv tab-"
             "separated), or leave it out of --input",
-            problems_.path.string(), record_line_, row_, fields_.size(), header_fields_,
-            delimiter_ == '\t' ? "a tab" : "','"));
+            problems_.path.string(), record_line_, row_, header_fields_, delimiter_ == '\t' ? "a tab" : "','"));
       }
       if (text_index_ < fields_.size()) {
         text = std::move(fields_[text_index_]);
