@@ -25,10 +25,16 @@ DataError TableFileProblems::wrong_column(const std::string& what) const {
 }
 
 DataError TableFileProblems::missing_column(const std::vector<std::string>& columns) const {
+  if (columns.empty()) {
+    return DataError(
+        fmt::format("{} has no columns, so no column '{}' to read: a {} file of documents needs one "
+                    "that holds the text. Fix the file, or leave it out of --input",
+                    path.string(), column, format));
+  }
   return DataError(
       fmt::format("{} has no column '{}'; its columns are {}. Name the one that holds the text with "
                   "--text-field",
-                  path.string(), column, columns.empty() ? "none" : fmt::format("{}", fmt::join(columns, ", "))));
+                  path.string(), column, fmt::join(columns, ", ")));
 }
 
 DataError TableFileProblems::damaged(const std::string& what) const {
