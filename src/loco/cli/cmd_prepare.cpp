@@ -121,7 +121,9 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("--seed", args->options.seed, "seed of the train/val split and of the tokenizer's sample")
       ->check(whole_number_at_least(0))
       ->capture_default_str();
-  cmd->add_option("--text-field", args->options.text_field, "the field of each JSON line or array element, or the Parquet column, that holds the text")
+  cmd->add_option("--text-field", args->options.text_field,
+                  "the field of each JSON line or array element, or the column of a CSV, TSV, Parquet or Arrow file, "
+                  "that holds the text")
       ->capture_default_str();
   cmd->callback([args] { run_prepare(*args); });
 }

@@ -46,7 +46,9 @@ void check_options(const PrepareOptions& options) {
     throw ConfigError(fmt::format("--val-fraction must be at least 0 and below 1, got {}.", options.val_fraction));
   }
   if (options.text_field.empty()) {
-    throw ConfigError("--text-field is empty; name the field of each JSONL line that holds its text (default: text).");
+    throw ConfigError(
+        "--text-field is empty; name the field of each JSON record, or the column of a CSV, Parquet or Arrow file, "
+        "that holds its text (default: text).");
   }
   // Threads beyond the cores do not encode faster; a number in the thousands only exhausts the process's
   // threads and memory.
