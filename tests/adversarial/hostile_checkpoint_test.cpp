@@ -31,21 +31,14 @@ class HostileCheckpoint : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
     test::prepare_tiny_byte_data(dir_->path());
-    write_text(*dir_ / "run.toml", fmt::format(R"([model]
-hidden_size = 32
-num_hidden_layers = 2
-num_attention_heads = 4
-[data]
-dir = "{}"
-seq_len = 16
-[train]
+    write_text(*dir_ / "run.toml", test::tiny_model_toml(data().string()) + fmt::format(R"([train]
 steps = 4
 batch_size = 4
 eval_every = 0
 log_every = 1
 out_dir = "{}"
 )",
-                                               data().string(), (*dir_ / "run").string()));
+                                                                                        (*dir_ / "run").string()));
     const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string()});
     ASSERT_EQ(trained.exit_code, 0) << trained.output;
   }

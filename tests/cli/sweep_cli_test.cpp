@@ -23,14 +23,7 @@ class SweepCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
     test::prepare_tiny_byte_data(dir_->path());
-    write_text(*dir_ / "base.toml", fmt::format(R"([model]
-hidden_size = 32
-num_hidden_layers = 2
-num_attention_heads = 4
-[data]
-dir = "{}"
-seq_len = 16
-[optim]
+    write_text(*dir_ / "base.toml", test::tiny_model_toml((*dir_ / "data").string()) + R"([optim]
 lr = 3e-3
 warmup_steps = 2
 [train]
@@ -39,8 +32,7 @@ batch_size = 4
 eval_every = 0
 eval_batches = 2
 log_every = 4
-)",
-                                                (*dir_ / "data").string()));
+)");
   }
   static void TearDownTestSuite() { delete dir_; }
 

@@ -30,14 +30,7 @@ class TrainCli : public ::testing::Test {
 
   fs::path config(const std::string& run, const std::string& extra = "") {
     const fs::path path = *dir_ / (run + ".toml");
-    write_text(path, fmt::format(R"([model]
-hidden_size = 32
-num_hidden_layers = 2
-num_attention_heads = 4
-[data]
-dir = "{}"
-seq_len = 16
-[optim]
+    write_text(path, test::tiny_model_toml((*dir_ / "data").string()) + fmt::format(R"([optim]
 lr = 3e-3
 warmup_steps = 2
 [train]
@@ -50,7 +43,7 @@ threads = 1
 out_dir = "{}"
 {}
 )",
-                                 (*dir_ / "data").string(), (*dir_ / run).string(), extra));
+                                                                                    (*dir_ / run).string(), extra));
     return path;
   }
 

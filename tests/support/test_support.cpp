@@ -172,4 +172,11 @@ void prepare_tiny_byte_data(const std::filesystem::path& dir) {
   if (r.exit_code != 0) throw std::runtime_error("loco prepare failed:\n" + r.output);
 }
 
+std::string tiny_model_toml(const std::string& data_dir) {
+  return fmt::format(
+      "[model]\nhidden_size = 32\nnum_hidden_layers = 2\nnum_attention_heads = 4\n[data]\ndir = \"{}\"\n"
+      "seq_len = 16\n",
+      data_dir);
+}
+
 }  // namespace loco::test

@@ -71,4 +71,8 @@ std::string use_test_run_secret();
 // command-line tests that train.
 void prepare_tiny_byte_data(const std::filesystem::path& dir);
 
+// The [model] and [data] sections of a run config of the tests' tiny model (hidden size 32, two layers, four
+// heads) on the data in `data_dir`, 16 tokens a window; a test adds the other sections.
+std::string tiny_model_toml(const std::string& data_dir);
+
 }  // namespace loco::test

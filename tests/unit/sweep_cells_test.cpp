@@ -15,18 +15,7 @@ using test::write_text;
 // Two cells (hidden 32 and 64) of two learning rates each; the best of each cell is repeated with seeds
 // 1 and 2.
 SweepPlan two_cells(const ScratchDir& dir) {
-  write_text(dir / "base.toml", R"(
-[model]
-hidden_size = 32
-num_hidden_layers = 2
-num_attention_heads = 4
-[data]
-dir = "data/x"
-seq_len = 16
-[train]
-steps = 10
-batch_size = 2
-)");
+  write_text(dir / "base.toml", test::tiny_model_toml("data/x") + "[train]\nsteps = 10\nbatch_size = 2\n");
   write_text(dir / "sweep.toml", R"(
 base = "base.toml"
 out_dir = "o"

@@ -11,18 +11,7 @@ namespace {
 using test::ScratchDir;
 using test::write_text;
 
-const char* kBase = R"(
-[model]
-hidden_size = 32
-num_hidden_layers = 2
-num_attention_heads = 4
-[data]
-dir = "data/x"
-seq_len = 16
-[train]
-steps = 10
-batch_size = 2
-)";
+const std::string kBase = test::tiny_model_toml("data/x") + "[train]\nsteps = 10\nbatch_size = 2\n";
 
 SweepPlan plan_of(const ScratchDir& dir, const std::string& sweep) {
   write_text(dir / "base.toml", kBase);
