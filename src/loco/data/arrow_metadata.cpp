@@ -136,8 +136,9 @@ struct LayoutCounter {
   bool union_validity;  // V4 metadata: a union has a validity buffer as well (none since V5)
   std::size_t nodes = 0, buffers = 0, view_fields = 0;
 
-  void count(const flatbuffers::Table* field_table) {
-    const VerifiedTable field(field_table, verifier, problems);
+  void count(const flatbuffers::Table* field_table) { count(VerifiedTable(field_table, verifier, problems)); }
+
+  void count(const VerifiedTable& field) {
     ++nodes;
     const auto type = field.scalar<std::uint8_t>(kTypeType, 0);
     if (field.table(kDictionary) != nullptr) {  // the indices stand for the field: validity and integers
@@ -214,7 +215,7 @@ ArrowColumn read_schema(const VerifiedTable& schema, std::int16_t version, flatb
                         : type == arrow::kLargeUtf8 ? ArrowColumn::Layout::large_utf8
                                                     : ArrowColumn::Layout::utf8_view;
       }
-      counter.count(fields->Get(i));
+      counter.count(field);
     }
   }
   if (!found) throw problems.missing_column(names);

@@ -103,23 +103,24 @@ class ArrowTextReader final : public ColumnTextReader {
   // Reads the message at `position` and moves past it (its body unread); nullopt at the stream's end.
   std::optional<ArrowMessage> next_message(const ArrowColumn* schema) {
     if (position == end) return std::nullopt;
-    if (end - position < 4) throw damaged("it ends inside a message's length");
-    std::uint64_t length = *read_le32(file.read_at(position, 4));
+    // One read for the length and the continuation marker that may come before it.
+    const std::string head = file.read_at(position, std::min<std::uint64_t>(8, end - position));
     std::uint64_t prefix = 4;
+    std::optional<std::uint32_t> length = read_le32(head);
     if (length == kContinuation) {
-      if (end - position < 8) throw damaged("it ends inside a message's length");
-      length = *read_le32(file.read_at(position + 4, 4));
+      length = read_le32(std::string_view(head).substr(4));
       prefix = 8;
     }
-    if (length == 0) {  // the end-of-stream marker
+    if (!length) throw damaged("it ends inside a message's length");
+    if (*length == 0) {  // the end-of-stream marker
       position = end;
       return std::nullopt;
     }
-    if (length > end - position - prefix || length > kMaxMetadataBytes) {
-      throw damaged(fmt::format("a message at offset {} claims {} bytes of metadata", position, length));
+    if (*length > end - position - prefix || *length > kMaxMetadataBytes) {
+      throw damaged(fmt::format("a message at offset {} claims {} bytes of metadata", position, *length));
     }
-    ArrowMessage message = parse_arrow_message(file.read_at(position + prefix, length), schema, problems);
-    const std::uint64_t body = position + prefix + length;
+    ArrowMessage message = parse_arrow_message(file.read_at(position + prefix, *length), schema, problems);
+    const std::uint64_t body = position + prefix + *length;
     if (static_cast<std::uint64_t>(message.body_length) > end - body) {
       throw damaged(
           fmt::format("a message at offset {} claims a body of {} bytes, past the end", position, message.body_length));

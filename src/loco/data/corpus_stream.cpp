@@ -47,6 +47,22 @@ std::size_t text_part_end(const std::string& part, const char* next, std::size_t
   return std::string::npos;
 }
 
+// The reader of a table file's text column `column`; nullptr for a file read as a stream of bytes.
+std::unique_ptr<ColumnTextReader> open_table(const CorpusFile& file, const std::string& column) {
+  switch (file.format) {
+    case CorpusFormat::parquet:
+      return open_parquet_text(file.path, column);
+    case CorpusFormat::arrow:
+      return open_arrow_text(file.path, column);
+    case CorpusFormat::csv:
+      return open_csv_text(file.path, column, ',');
+    case CorpusFormat::tsv:
+      return open_csv_text(file.path, column, '\t');
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 CorpusStream::CorpusStream(const std::vector<CorpusFile>& files, std::string text_field)
@@ -62,18 +78,8 @@ bool CorpusStream::open_next_file() {
   if (next_file_ == files_.size()) return false;
   const CorpusFile& file = files_[next_file_++];
   const fs::path& path = file.path;
-  if (file.format == CorpusFormat::parquet) {
-    table_ = open_parquet_text(path, text_field_);
-    return true;
-  }
-  if (file.format == CorpusFormat::arrow) {
-    table_ = open_arrow_text(path, text_field_);
-    return true;
-  }
-  if (file.format == CorpusFormat::csv || file.format == CorpusFormat::tsv) {
-    table_ = open_csv_text(path, text_field_, file.format == CorpusFormat::csv ? ',' : '\t');
-    return true;
-  }
+  table_ = open_table(file, text_field_);
+  if (table_) return true;
   stream_ = std::make_unique<ByteStream>(path);
   begin_ = 0;
   end_ = stream_->read(buffer_.data(), buffer_.size());
@@ -244,12 +250,8 @@ bool CorpusStream::next_array_element(std::string& element) {
 }
 
 bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uint64_t& position) {
+  if (table_) return table_->next(bytes, position);
   switch (files_[file].format) {
-    case CorpusFormat::parquet:
-    case CorpusFormat::arrow:
-    case CorpusFormat::csv:
-    case CorpusFormat::tsv:
-      return table_->next(bytes, position);
     case CorpusFormat::text:
       if (!next_text_part(bytes)) return false;
       position = line_++;  // a text file counts its parts where a JSON Lines file counts lines
@@ -262,8 +264,9 @@ bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uin
       if (!next_array_element(bytes)) return false;
       position = line_;  // counted by next_array_element
       return true;
+    default:  // a table file: read by table_ above
+      return false;
   }
-  return false;
 }
 
 bool CorpusStream::next(RawDocument& document) {
