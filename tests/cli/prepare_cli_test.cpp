@@ -42,6 +42,9 @@ TEST(PrepareCli, ADirectoryAnotherProcessIsWritingIsRefused) {
                       "--val-fraction", "0.5"})
                 .exit_code,
             0);
+  // The same lock keeps a training run out (without the marker: a directory of an unfinished prepare is
+  // refused as such before its lock is tried).
+  std::filesystem::remove(dir / "busy" / ".loco-prepare-incomplete");
   write_text(dir / "busy" / "metrics.jsonl", "{\"step\": 1}\n");
   result = run_loco({"train", "--config", std::string(LOCO_SOURCE_DIR) + "/configs/tiny.toml", "--set",
                      "data.dir=" + (dir / "data").string(), "--set", "data.seq_len=2", "--set", "train.batch_size=1",

@@ -464,7 +464,6 @@ TEST(DataPrepare, ARefusedRunTakesBackWhatItWroteAndAKilledRunIsClearedByTheNext
   write_text(scratch / "out/train_000.bin", "a shard of the killed run");
   write_text(scratch / "out/train_999.bin", "a shard of an earlier, longer run");
   write_text(scratch / "out/.val_003.bin.tmp-4242", "a temporary file of a killed run");
-  write_text(scratch / "out/notes.txt", "the user's own file");
 
   write_text(scratch / "docs.jsonl", generated_jsonl(300));
   prepare_dataset(options, tiny);
@@ -473,8 +472,73 @@ TEST(DataPrepare, ARefusedRunTakesBackWhatItWroteAndAKilledRunIsClearedByTheNext
   EXPECT_EQ(read_dataset_meta(scratch / "out").checksums, read_dataset_meta(scratch / "fresh").checksums);
   EXPECT_FALSE(fs::exists(scratch / "out/train_999.bin"));
   EXPECT_FALSE(fs::exists(scratch / "out/.val_003.bin.tmp-4242"));
-  EXPECT_TRUE(fs::exists(scratch / "out/notes.txt"));
   EXPECT_FALSE(fs::exists(scratch / "out" / kPrepareMarkerFileName));
+}
+
+// --out is a new or empty directory (or an interrupted run's): prepare's files beside another's could be taken
+// for part of it, or another's for part of the dataset; as root, `--out /` wrote shards into /. The directory
+// is refused with nothing touched, as is an --out that is also an input (it used to say "no text found").
+TEST(DataPrepare, OnlyANewOrEmptyDirectoryIsWrittenInto) {
+  ScratchDir scratch;
+  write_text(scratch / "docs.jsonl", generated_jsonl(20));
+  write_text(scratch / "other/notes.md", "the user's own file");
+  std::string error = prepare_error(byte_options({scratch / "docs.jsonl"}, scratch / "other"));
+  EXPECT_NE(error.find("other is not empty: it holds notes.md, which `loco prepare` did not write. Nothing was "
+                       "touched; choose a new or empty --out directory"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(test::read_text(scratch / "other/notes.md"), "the user's own file");
+  EXPECT_EQ(std::distance(fs::directory_iterator(scratch / "other"), fs::directory_iterator()), 1);
+  // An interrupted run's directory with something else in it.
+  write_text(scratch / "killed" / kPrepareMarkerFileName, "");
+  write_text(scratch / "killed/train_000.bin", "a shard of the killed run");
+  write_text(scratch / "killed/notes.md", "put there later");
+  error = prepare_error(byte_options({scratch / "docs.jsonl"}, scratch / "killed"));
+  EXPECT_NE(error.find("it holds notes.md"), std::string::npos) << error;
+  EXPECT_TRUE(fs::exists(scratch / "killed/train_000.bin"));
+
+  write_text(scratch / "corpus/a.txt", "some text\n");
+  error = prepare_error(byte_options({scratch / "corpus"}, scratch / "corpus"));
+  EXPECT_NE(error.find("corpus is also the --out directory: give the corpus and the prepared data different "
+                       "directories"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(fs::exists(scratch / "corpus" / kPrepareMarkerFileName));
+}
+
+// A corpus whose every file was skipped says so, pointing at the reasons printed, instead of "no text found".
+TEST(DataPrepare, ACorpusOfSkippedFilesOnlySaysSo) {
+  ScratchDir scratch;
+  write_text(scratch / "corpus/.a.txt", "hidden text\n");
+  write_text(scratch / "corpus/.b.txt", "hidden text\n");
+  const std::string error = prepare_error(byte_options({scratch / "corpus"}, scratch / "out"));
+  EXPECT_NE(error.find("no corpus files in " + (scratch / "corpus").string() +
+                       ": all it holds was skipped, for the reasons said above"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(fs::exists(scratch / "out"));
+}
+
+// BPE vocabularies outside what sentencepiece can train are refused before the corpus is read: below 259 it
+// failed inside sentencepiece after the sampling pass ("trainer_interface.cc(754) [insert_id(...)]"), above
+// 2^31 with "cannot parse as int".
+TEST(DataPrepare, ABpeVocabularyOutsideWhatCanBeTrainedIsRefusedFirst) {
+  ScratchDir scratch;
+  PrepareOptions options = byte_options({scratch / "absent.txt"}, scratch / "out");
+  options.tokenizer = "bpe";
+  for (const std::uint64_t size : {std::uint64_t{1}, std::uint64_t{258}}) {
+    options.vocab_size = size;
+    const std::string error = prepare_error(options);
+    EXPECT_NE(error.find(fmt::format("--vocab-size {} is too small for a BPE vocabulary: its 256 byte tokens and 3 "
+                                     "special tokens alone are 259",
+                                     size)),
+              std::string::npos)
+        << error;
+  }
+  options.vocab_size = (std::uint64_t{1} << 24) + 1;
+  EXPECT_NE(prepare_error(options).find("--vocab-size 16777217 is more tokens than loco trains"), std::string::npos);
+  options.vocab_size = std::uint64_t{1} << 32;
+  EXPECT_THROW(prepare_dataset(options), ConfigError);
 }
 
 // Tokenizer files or shards without the marker of an interrupted prepare belong to something else
@@ -515,9 +579,19 @@ TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {
 
   options.out_dir = scratch / "c";
   options.tokenizer_from = scratch / "absent";
-  const std::string error = prepare_error(options);
+  std::string error = prepare_error(options);
   EXPECT_NE(error.find("absent"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(scratch / "c/meta.json"));
+  // A damaged tokenizer is named where it is, not in --out (which is taken back, and which it was named in).
+  fs::create_directories(scratch / "broken");
+  fs::copy_file(scratch / "a/tokenizer.json", scratch / "broken/tokenizer.json");
+  write_text(scratch / "broken/tokenizer.model", read_file(scratch / "a/tokenizer.model").substr(0, 1000));
+  options.tokenizer_from = scratch / "broken";
+  error = prepare_error(options);
+  EXPECT_NE(error.find((scratch / "broken/tokenizer.model").string() + " is not a valid sentencepiece model"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(fs::exists(scratch / "c"));
 }
 
 }  // namespace

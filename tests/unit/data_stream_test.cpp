@@ -1,6 +1,7 @@
 // The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
 // split and the tokenizer's sample.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <bzlib.h>
 #include <gtest/gtest.h>
 #include <lzma.h>
@@ -166,14 +167,14 @@ TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
   write_text(scratch / "cut.jsonl.zst", zst.substr(0, zst.size() / 2));
   write_text(scratch / "cut.jsonl.xz", x.substr(0, x.size() / 2));
   write_text(scratch / "cut.jsonl.bz2", bz.substr(0, bz.size() / 2));
-  write_text(scratch / "bad.jsonl.xz", "not xz at all");
+  write_text(scratch / "bad.jsonl.xz", std::string("\xFD" "7zXZ\0 not xz after its mark", 26));
   write_text(scratch / "bad.jsonl.bz2", "BZh9 not bzip2 either");
   write_text(scratch / "empty.jsonl.xz", "");
   write_text(scratch / "empty.jsonl.bz2", "");
   std::string bad = gz;
   bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
   write_text(scratch / "bad.jsonl.gz", bad);
-  write_text(scratch / "bad.jsonl.zst", "not zstd at all");
+  write_text(scratch / "bad.jsonl.zst", "\x28\xB5\x2F\xFD not zstd after its mark");
   write_text(scratch / "empty.jsonl.gz", "");  // what a failed download leaves; even empty content has a header
   write_text(scratch / "empty.jsonl.zst", "");
   for (const char* name : {"cut.jsonl.gz", "cut.jsonl.zst", "cut.jsonl.xz", "cut.jsonl.bz2", "bad.jsonl.gz",
@@ -191,6 +192,27 @@ TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
   // An empty plain file is an empty document, not an error.
   write_text(scratch / "empty.txt", "");
   EXPECT_EQ(read_stream(scratch / "empty.txt"), "");
+}
+
+// A file whose first bytes are not its compression's is not taken for a damaged download: plain text named
+// .gz is said to be so (before: "not valid gzip data (incorrect header check) … fetch it again"). A zstd file
+// may begin with a skippable frame (pzstd writes one first).
+TEST(DataByteStream, AFileThatDoesNotBeginAsItsCompressionIsSaidSo) {
+  ScratchDir scratch;
+  for (const auto& [name, format] : std::map<std::string, std::string>{
+           {"plain.txt.gz", "gzip"}, {"plain.txt.zst", "zstd"}, {"plain.txt.xz", "xz"}, {"plain.txt.bz2", "bzip2"}}) {
+    write_text(scratch / name, "just text, not compressed\n");
+    const std::string error = error_of(scratch / name);
+    const std::string extension = fs::path(name).extension().string();
+    EXPECT_NE(error.find(fmt::format("{} is named {} but does not hold {} data", name, extension, format)),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find(fmt::format("if it is plain text, rename it without {}", extension)), std::string::npos)
+        << error;
+  }
+  const std::string skippable = std::string("\x50\x2A\x4D\x18\x04\0\0\0abcd", 12);
+  write_text(scratch / "pzstd.txt.zst", skippable + zstd_frame("after a skippable frame\n"));
+  EXPECT_EQ(read_stream(scratch / "pzstd.txt.zst"), "after a skippable frame\n");
 }
 
 TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
@@ -241,6 +263,8 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
   write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "model.safetensors", "weights");
   write_text(scratch / "corpus" / "run" / "notes.txt", "a run's own notes are text\n");
   write_text(scratch / "corpus" / "meta.json", "{}");  // one marker alone is no loco output
+  write_text(scratch / "corpus" / "killed" / ".loco-prepare-incomplete", "");  // a `loco prepare` killed half-way
+  write_text(scratch / "corpus" / "killed" / "train_000.bin", std::string("\x01\0", 2));
   std::vector<SkippedInput> skipped;
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "corpus"}, scratch / "out", &skipped);
   std::vector<std::string> names;
@@ -251,20 +275,87 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
     skipped_names.push_back(input.path.lexically_relative(scratch / "corpus").string() + ": " + input.reason);
   }
   std::sort(skipped_names.begin(), skipped_names.end());  // a directory's entries come in no set order
-  EXPECT_EQ(skipped_names, (std::vector<std::string>{
-                               "data: it is a prepared data directory (loco's own output is not read as text)",
-                               "run/checkpoints/step_8: it is a checkpoint (loco's own output is not read as text)"}));
+  EXPECT_EQ(skipped_names,
+            (std::vector<std::string>{
+                "data: it is a prepared data directory (loco's own output is not read as text)",
+                "killed: it is the directory of a `loco prepare` that did not finish (loco's own output is not read "
+                "as text)",
+                "run/checkpoints/step_8: it is a checkpoint (loco's own output is not read as text)"}));
   try {
     list_corpus_files({scratch / "corpus" / "data"}, scratch / "out");
     ADD_FAILURE() << "a prepared data directory was taken as a corpus";
   } catch (const DataError& e) {
     EXPECT_NE(
-        std::string(e.what()).find("is a prepared data directory that loco wrote, not a corpus: its files are "
-                                   "token shards, not text. Give the text it was prepared from (--tokenizer-from"),
+        std::string(e.what()).find("is a prepared data directory, which loco wrote, not a corpus: its files are "
+                                   "a tokenizer and token shards, not text. Give the text it was prepared from "
+                                   "(--tokenizer-from"),
         std::string::npos)
         << e.what();
   }
   EXPECT_THROW(list_corpus_files({scratch / "corpus" / "run" / "checkpoints" / "step_8"}, scratch / "out"), DataError);
+  EXPECT_THROW(list_corpus_files({scratch / "corpus" / "killed"}, scratch / "out"), DataError);
+}
+
+// The skipped entries of one listing as "path relative to `root`: reason", sorted.
+std::vector<std::string> skipped_relative(const std::vector<SkippedInput>& skipped, const fs::path& root) {
+  std::vector<std::string> out;
+  for (const SkippedInput& input : skipped) {
+    out.push_back(input.path.lexically_relative(root).string() + ": " + input.reason);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A file read twice would be trained on twice and could land in both splits: given twice, given and inside a
+// directory given, or reached again through a link, it is read at its first name and the others are said.
+TEST(DataCorpusStream, AFileNamedTwiceIsReadOnce) {
+  ScratchDir scratch;
+  write_text(scratch / "corpus" / "a.txt", "a\n");
+  write_text(scratch / "corpus" / "b.txt", "b\n");
+  fs::create_symlink("a.txt", scratch / "corpus" / "z-link-to-a.txt");
+  fs::create_directory_symlink("corpus", scratch / "alias");
+  std::vector<SkippedInput> skipped;
+  const std::vector<CorpusFile> files = list_corpus_files(
+      {scratch / "corpus", scratch / "corpus" / "b.txt", scratch / "alias" / "a.txt"}, scratch / "out", &skipped);
+  std::vector<std::string> names;
+  for (const CorpusFile& file : files) names.push_back(file.path.lexically_relative(scratch / "corpus").string());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.txt", "b.txt"}));
+  const std::string a = (scratch / "corpus" / "a.txt").string(), b = (scratch / "corpus" / "b.txt").string();
+  EXPECT_EQ(skipped_relative(skipped, scratch / "corpus"),
+            (std::vector<std::string>{"../alias/a.txt: it is the same file as " + a + ", which is read once",
+                                      "b.txt: it is the same file as " + b + ", which is read once",
+                                      "z-link-to-a.txt: it is the same file as " + a + ", which is read once"}));
+}
+
+// What a directory holds that is no file to read is named with the reason, not passed over in silence (a link
+// to a missing mount made part of a corpus vanish) nor stopping the run (a link to itself did):
+// links that lead nowhere or loop, links to directories (not followed: they can loop), FIFOs (reading one may
+// never end). Hidden entries are skipped and marked, for prepare to say in one line.
+TEST(DataCorpusStream, WhatADirectoryHoldsThatIsNoFileIsNamedWithTheReason) {
+  ScratchDir scratch;
+  const fs::path corpus = scratch / "corpus";
+  write_text(corpus / "a.txt", "a\n");
+  write_text(corpus / "sub" / "b.txt", "b\n");
+  write_text(corpus / ".hidden" / "c.txt", "c\n");
+  write_text(corpus / ".d.txt", "d\n");
+  fs::create_symlink("missing.txt", corpus / "dangling.txt");
+  fs::create_symlink("self", corpus / "self");
+  fs::create_symlink("sub", corpus / "sub-link");
+  ASSERT_EQ(::mkfifo((corpus / "pipe").c_str(), 0600), 0);
+  std::vector<SkippedInput> skipped;
+  const std::vector<CorpusFile> files = list_corpus_files({corpus}, scratch / "out", &skipped);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[1].path, corpus / "sub" / "b.txt");
+  EXPECT_EQ(skipped_relative(skipped, corpus),
+            (std::vector<std::string>{
+                ".d.txt: its name begins with '.' (name it in --input to read it)",
+                ".hidden: its name begins with '.' (name it in --input to read it)",
+                "dangling.txt: it is a symbolic link to missing.txt that cannot be followed: No such file or directory",
+                "pipe: it is not a regular file (a FIFO, socket or device: reading one may never end)",
+                "self: it is a symbolic link to self that cannot be followed: Too many levels of symbolic links",
+                "sub-link: it is a symbolic link to a directory, which loco does not follow (links can loop): give "
+                "the directory itself in --input to read it"}));
+  EXPECT_EQ(std::count_if(skipped.begin(), skipped.end(), [](const SkippedInput& s) { return s.hidden; }), 2);
 }
 
 // A corpus is UTF-8 text: a UTF-16 or UTF-32 file, or a binary one (a NUL byte in its first 8000 bytes,
@@ -300,6 +391,16 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_NE(refusal("image.txt.gz", gzip(image)).find("image.txt.gz holds a NUL byte at offset 108"),
             std::string::npos);
   EXPECT_EQ(refusal("bom8.txt", "\xEF\xBB\xBFtext"), "read: \xEF\xBB\xBFtext");
+  // The conversion keeps the name's format (.txt would make JSON Lines text) and decompresses first (iconv of
+  // gzip bytes is garbage).
+  EXPECT_NE(refusal("u16.jsonl", "\xFF\xFE" + hello16).find("`iconv -f UTF-16 -t UTF-8 " +
+                                                             (scratch / "u16.jsonl").string() + " > " +
+                                                             (scratch / "u16.utf8.jsonl").string() + "`"),
+            std::string::npos);
+  EXPECT_NE(refusal("u16.csv.gz", gzip("\xFF\xFE" + hello16))
+                .find("`zcat " + (scratch / "u16.csv.gz").string() + " | iconv -f UTF-16 -t UTF-8 > " +
+                      (scratch / "u16.utf8.csv").string() + "`"),
+            std::string::npos);
 
   // Formats a corpus often comes in are named with the step that makes them text: compressed data without its
   // extension, archives (a .tar.gz is decompressed, then found to be a tar archive), Parquet, Arrow.
@@ -327,6 +428,13 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_NE(refusal("data.ipc", test::read_text(fs::path(LOCO_FIXTURE_DIR) / "arrow/file_utf8.feather"))
                 .find("data.ipc is an Arrow file, which loco does not read as text: name it with .arrow at the end"),
             std::string::npos);
+  // Compressed twice: the fix decompresses once and keeps the inner compression's extension.
+  EXPECT_NE(refusal("twice.txt.gz", gzip(gzip(text)))
+                .find("twice.txt.gz is compressed twice: decompressed as .gz, it is gzip-compressed data again, "
+                      "which loco does not read as text. Decompress it once (`zcat " +
+                      (scratch / "twice.txt.gz").string() + " > " + (scratch / "twice.once.txt.gz").string() + "`)"),
+            std::string::npos);
+  EXPECT_NE(refusal("twice.jsonl.zst", zstd_frame(xz(text))).find("`zstdcat"), std::string::npos);
   // Text that holds a format's mark, without a NUL byte, is text.
   std::string gustar = std::string(254, 'a') + " gustar";
   EXPECT_EQ(refusal("es.txt", gustar), "read: " + gustar);

@@ -78,8 +78,9 @@ void add_prepare_command(CLI::App& app) {
   set_example(cmd, "loco prepare --input corpus/ more.jsonl --out data/mine --vocab-size 8192");
   cmd->add_option("--input", args->inputs,
                   "text files, directories of them (recursively), JSON Lines files (.jsonl, .ndjson, or .json: one "
-                  "document per line), JSON array files (.json beginning with '['), any of them compressed as .gz, "
-                  ".zst, .xz or .bz2; Parquet files (.parquet: one document per row)")
+                  "document per line), JSON array files (.json beginning with '['), CSV and TSV files (.csv, .tsv: "
+                  "one document per row), any of them compressed as .gz, .zst, .xz or .bz2; Parquet and Arrow "
+                  "files (.parquet, .arrow, .arrows, .feather: one document per row)")
       ->required()
       ->check(path_given());
   cmd->add_option("--out", args->options.out_dir, "new directory for the tokenizer, shards and meta.json")
@@ -95,7 +96,8 @@ void add_prepare_command(CLI::App& app) {
       ->check(CLI::IsMember({"bpe", "byte"}));
   cmd->add_option("--tokenizer-from", args->options.tokenizer_from,
                   "encode with the tokenizer of this prepared data directory or checkpoint, to share one "
-                  "vocabulary across corpora");
+                  "vocabulary across corpora")
+      ->check(path_given());
   cmd->add_option_function<double>(
          "--tokenizer-sample-mb",
          [args](double megabytes) {
@@ -103,10 +105,10 @@ void add_prepare_command(CLI::App& app) {
            args->sample_given = true;
          },
          "MB of text (a seeded sample of the train documents) the BPE tokenizer is trained on (default 32)")
-      ->check(CLI::Range(0.001, 1e6));
-  cmd->add_option_function<std::uint32_t>(
+      ->check(number_in(0.001, 1e6));
+  cmd->add_option_function<std::uint64_t>(
          "--vocab-size",
-         [args](std::uint32_t size) {
+         [args](std::uint64_t size) {
            args->options.vocab_size = size;
            args->vocab_size_given = true;
          },

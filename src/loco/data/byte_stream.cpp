@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "loco/util/error.h"
@@ -60,7 +61,13 @@ class FileReader {
 
 class ByteStream::Decoder {
  public:
-  explicit Decoder(const fs::path& path) : file_(path) {}
+  // What a file of the decoder's format begins with: a test of its first bytes and the format's name.
+  struct Mark {
+    bool (*begins_right)(std::string_view start);
+    const char* format;
+  };
+
+  explicit Decoder(const fs::path& path, Mark mark = {nullptr, nullptr}) : file_(path), mark_(mark) {}
   virtual ~Decoder() = default;
   virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
   std::uint64_t file_bytes_read() const { return file_.consumed(); }
@@ -74,15 +81,45 @@ class ByteStream::Decoder {
     input_.resize(file_.read(input_.data(), input_.size()));
     input_position_ = 0;
     if (input_.empty() && file_.consumed() == 0) throw corrupt(file_.path(), "the file is empty");
+    if (file_.consumed() == input_.size() && !input_.empty()) refuse_another_format();
     return !input_.empty();
   }
 
   FileReader file_;
   std::vector<char> input_;
   std::size_t input_position_ = 0;
+
+ private:
+  // A file named for compression whose first bytes are not the format's: plain text named .gz is said so, not
+  // taken for a damaged download.
+  void refuse_another_format() const {
+    if (mark_.begins_right == nullptr || mark_.begins_right(std::string_view(input_.data(), input_.size()))) return;
+    const std::string extension = file_.path().extension().string();
+    throw DataError(fmt::format("{} is named {} but does not hold {} data (it does not begin as {} data does): if "
+                                "it is plain text, rename it without {}; otherwise it is damaged: fetch or compress "
+                                "it again, or leave it out of --input.",
+                                file_.path().string(), extension, mark_.format, mark_.format, extension));
+  }
+
+  Mark mark_;
 };
 
 namespace {
+
+// The first bytes of each compressed format (a file shorter than its mark is judged by what it has: the
+// decoder then says it was cut short).
+bool begins_with(std::string_view start, std::string_view mark) {
+  return start.substr(0, mark.size()) == mark.substr(0, start.size());
+}
+bool begins_as_gzip(std::string_view start) { return begins_with(start, "\x1F\x8B"); }
+bool begins_as_zstd(std::string_view start) {
+  // A zstd frame, or a skippable frame (magic 0x184D2A5?, little-endian) as pzstd writes first.
+  const bool skippable = !start.empty() && (static_cast<unsigned char>(start[0]) & 0xF0) == 0x50 &&
+                         begins_with(start.substr(1), "\x2A\x4D\x18");
+  return skippable || begins_with(start, "\x28\xB5\x2F\xFD");
+}
+bool begins_as_xz(std::string_view start) { return begins_with(start, std::string_view("\xFD" "7zXZ\0", 6)); }
+bool begins_as_bzip2(std::string_view start) { return begins_with(start, "BZh"); }
 
 class PlainDecoder final : public ByteStream::Decoder {
  public:
@@ -94,7 +131,7 @@ class PlainDecoder final : public ByteStream::Decoder {
 // members one after another (what `cat a.gz b.gz` and pigz make), each is decoded in turn.
 class GzipDecoder final : public ByteStream::Decoder {
  public:
-  explicit GzipDecoder(const fs::path& path) : Decoder(path) {
+  explicit GzipDecoder(const fs::path& path) : Decoder(path, {&begins_as_gzip, "gzip"}) {
     std::memset(&stream_, 0, sizeof(stream_));
     if (inflateInit2(&stream_, 15 + 16) != Z_OK) throw IoError("zlib could not start a gzip decoder (out of memory?).");
   }
@@ -135,7 +172,7 @@ class GzipDecoder final : public ByteStream::Decoder {
 // zstd through libzstd's streaming decoder; consecutive frames are decoded in turn.
 class ZstdDecoder final : public ByteStream::Decoder {
  public:
-  explicit ZstdDecoder(const fs::path& path) : Decoder(path), context_(ZSTD_createDStream()) {
+  explicit ZstdDecoder(const fs::path& path) : Decoder(path, {&begins_as_zstd, "zstd"}), context_(ZSTD_createDStream()) {
     if (context_ == nullptr) throw IoError("libzstd could not start a decoder (out of memory?).");
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(context_); }
@@ -167,7 +204,7 @@ class ZstdDecoder final : public ByteStream::Decoder {
 // `cat a.xz b.xz` and parallel compressors make).
 class XzDecoder final : public ByteStream::Decoder {
  public:
-  explicit XzDecoder(const fs::path& path) : Decoder(path) {
+  explicit XzDecoder(const fs::path& path) : Decoder(path, {&begins_as_xz, "xz"}) {
     if (lzma_stream_decoder(&stream_, kXzMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
       throw IoError("liblzma could not start an xz decoder (out of memory?).");
     }
@@ -213,7 +250,7 @@ class XzDecoder final : public ByteStream::Decoder {
 // decoded in turn.
 class Bzip2Decoder final : public ByteStream::Decoder {
  public:
-  explicit Bzip2Decoder(const fs::path& path) : Decoder(path) { start(); }
+  explicit Bzip2Decoder(const fs::path& path) : Decoder(path, {&begins_as_bzip2, "bzip2"}) { start(); }
   ~Bzip2Decoder() override { BZ2_bzDecompressEnd(&stream_); }
 
   std::size_t read(char* buffer, std::size_t capacity) override {

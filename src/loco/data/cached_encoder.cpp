@@ -36,10 +36,12 @@ CachedEncoder::CachedEncoder(const Tokenizer& tokenizer, bool by_words, std::siz
 
 void CachedEncoder::encode(std::string_view text, std::vector<std::uint32_t>& ids) {
   if (!by_words_) {
-    std::vector<std::uint32_t> encoded = tokenizer_.encode(text);
-    ids.insert(ids.end(), encoded.begin(), encoded.end());
+    tokenizer_.encode_into(text, ids);
     return;
   }
+  // BPE gives about one id per 4 bytes of text (3 on code): grown past this by doubling, which a long
+  // document seldom needs.
+  ids.reserve(ids.size() + text.size() / 3 + 2);
   std::size_t begin = 0;
   for (std::size_t i = 1; i < text.size(); ++i) {
     if (starts_word(text, i)) {

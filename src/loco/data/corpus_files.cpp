@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -100,24 +103,55 @@ const char* why_not_corpus(const fs::path& file, const fs::path& dir, const std:
   return nullptr;
 }
 
+// Why an entry of a listed directory that is not a directory is not read; nullptr for a regular file (or a
+// link to one), which is.
+std::optional<std::string> why_not_read(const fs::directory_entry& entry) {
+  std::error_code error;
+  const fs::file_status status = entry.status(error);  // through a symbolic link
+  if (error) {
+    std::error_code unreadable;
+    return fmt::format("it is a symbolic link to {} that cannot be followed: {}",
+                       fs::read_symlink(entry.path(), unreadable).string(), error.message());
+  }
+  if (fs::is_regular_file(status)) return std::nullopt;
+  if (fs::is_directory(status)) {
+    return std::string("it is a symbolic link to a directory, which loco does not follow (links can loop): give "
+                       "the directory itself in --input to read it");
+  }
+  return std::string("it is not a regular file (a FIFO, socket or device: reading one may never end)");
+}
+
 // The regular files under `dir`, sorted by path, without hidden entries, anything under `exclude`, any
-// directory loco made or what describes tables (why_not_corpus) (added to `skipped`). Symbolic links to files are read;
-// links to directories are not followed (they could loop).
+// directory loco made, what describes tables (why_not_corpus), links that lead nowhere or to directories and
+// what is not a file (all added to `skipped`). Symbolic links to files are read; links to directories are not
+// followed (they could loop).
 std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclude, std::vector<SkippedInput>& skipped) {
   std::vector<fs::path> files;
   fs::path excluded = fs::weakly_canonical(exclude);
   if (fs::weakly_canonical(dir) == excluded) return files;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    const bool directory = it->is_directory();
-    const bool hidden = is_hidden(it->path());
-    const char* made = directory && !hidden ? loco_made(it->path()) : nullptr;
-    if (made != nullptr) {
-      skipped.push_back({it->path(), fmt::format("it is {} (loco's own output is not read as text)", made)});
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();) {
+    const fs::path path = it->path();
+    const bool directory = it->is_directory(error) && !it->is_symlink(error);
+    const char* made = directory ? loco_made(path) : nullptr;
+    if (is_hidden(path)) {
+      skipped.push_back({path, "its name begins with '.' (name it in --input to read it)", true});
+    } else if (made != nullptr) {
+      skipped.push_back({path, fmt::format("it is {} (loco's own output is not read as text)", made)});
+    } else if (!directory) {
+      if (std::optional<std::string> why = why_not_read(*it)) {
+        skipped.push_back({path, std::move(*why)});
+      } else {
+        files.push_back(path);
+      }
     }
-    if (hidden || made != nullptr || (directory && fs::weakly_canonical(it->path()) == excluded)) {
-      it.disable_recursion_pending();
-    } else if (it->is_regular_file()) {
-      files.push_back(it->path());
+    const bool enter = directory && !is_hidden(path) && made == nullptr && fs::weakly_canonical(path) != excluded;
+    if (!enter) it.disable_recursion_pending();
+    it.increment(error);
+    if (error) {
+      // Listing the directory just entered failed, or reading the next entry of the one at hand.
+      throw IoError(fmt::format("cannot list {}: {}. Check the path and its permissions.",
+                                (enter ? path : path.parent_path()).string(), error.message()));
     }
   }
   std::sort(files.begin(), files.end());
@@ -132,6 +166,25 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   return corpus;
 }
 
+// `paths` without the second and later names of one file (the same file given twice, or reached through a
+// link): a file read twice puts its documents into training twice, and into both splits (added to `skipped`).
+std::vector<fs::path> without_repeated_files(std::vector<fs::path> paths, std::vector<SkippedInput>& skipped) {
+  std::map<std::pair<dev_t, ino_t>, fs::path> first_names;
+  std::vector<fs::path> once;
+  for (fs::path& path : paths) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0) {
+      const auto [first, added] = first_names.try_emplace({status.st_dev, status.st_ino}, path);
+      if (!added) {
+        skipped.push_back({path, fmt::format("it is the same file as {}, which is read once", first->second.string())});
+        continue;
+      }
+    }
+    once.push_back(std::move(path));
+  }
+  return once;
+}
+
 }  // namespace
 
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
@@ -142,13 +195,20 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
   std::vector<fs::path> paths;
   for (const auto& input : inputs) {
     if (const char* made = fs::is_directory(input) ? loco_made(input) : nullptr) {
-      const bool data = std::string_view(made) == kPreparedDataDirectory;
-      throw DataError(fmt::format("input {} is {} that loco wrote, not a corpus: its files are {}, not text. {}",
-                                  input.string(), made, data ? "token shards" : "a model's weights",
-                                  data ? fmt::format("Give the text it was prepared from (--tokenizer-from {} "
-                                                     "reuses its tokenizer).",
-                                                     input.string())
-                                       : std::string("Give files or directories of text.")));
+      const std::string_view kind = made;
+      const bool data = kind == kPreparedDataDirectory, unfinished = kind == kInterruptedPreparation;
+      throw DataError(fmt::format(
+          "input {} is {}, which loco wrote, not a corpus: its files are {}, not text. {}", input.string(), made,
+          data || unfinished ? "a tokenizer and token shards" : "a model's weights",
+          data         ? fmt::format("Give the text it was prepared from (--tokenizer-from {} reuses its tokenizer).",
+                                     input.string())
+          : unfinished ? std::string("Give the text it was being prepared from.")
+                       : std::string("Give files or directories of text.")));
+    }
+    if (fs::is_directory(input) && fs::weakly_canonical(input) == fs::weakly_canonical(exclude)) {
+      throw DataError(fmt::format("input {} is also the --out directory: give the corpus and the prepared data "
+                                  "different directories",
+                                  input.string()));
     }
     if (fs::is_directory(input)) {
       try {
@@ -166,7 +226,7 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, c
     }
   }
   std::vector<CorpusFile> files;
-  for (auto& path : paths) {
+  for (auto& path : without_repeated_files(std::move(paths), skipped_into)) {
     std::error_code error;
     const std::uint64_t bytes = fs::file_size(path, error);
     if (error) throw IoError(fmt::format("cannot read the size of {}: {}.", path.string(), error.message()));

@@ -38,18 +38,22 @@ inline bool holds_json_records(const CorpusFile& file) {
   return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array;
 }
 
-// What a listed directory holds but is not corpus: a directory loco made as its own output (loco_made.h),
-// whose shards or weights are never read as text, the description files (state.json, dataset_info.json,
-// dataset_dict.json) that `datasets`' save_to_disk writes beside its .arrow files, or the dataset card
-// (README.md) at the top of a directory of Parquet or Arrow files (a Hugging Face dataset repository).
+// What the inputs hold but is not read: under a listed directory, a hidden entry, a directory loco made as its
+// own output (loco_made.h), whose shards or weights are never read as text, the description files (state.json,
+// dataset_info.json, dataset_dict.json) that `datasets`' save_to_disk writes beside its .arrow files, the dataset
+// card (README.md) at the top of a directory of Parquet or Arrow files (a Hugging Face dataset repository), a
+// symbolic link that leads nowhere or to a directory, what is not a regular file (a FIFO); and a file named twice
+// (given twice, or reached again through a link), whose second name is not read.
 struct SkippedInput {
   fs::path path;
-  std::string reason;  // why, as "it is ..."
+  std::string reason;   // why, as "it is ..."
+  bool hidden = false;  // its name begins with '.' (said together, not one line each: a corpus may hold many)
 };
 
 // DataError for an input that does not exist, is neither a file nor a directory, is itself a directory loco
-// made, or is a .json file that begins with neither '{' nor '['; IoError when a directory cannot be listed. What
-// directories hold but is not corpus (SkippedInput) is added to `skipped` when given.
+// made or the excluded directory, or is a .json file that begins with neither '{' nor '['; IoError when a
+// directory cannot be listed. What the inputs hold but is not corpus (SkippedInput) is added to `skipped` when
+// given.
 std::vector<CorpusFile> list_corpus_files(const std::vector<fs::path>& inputs, const fs::path& exclude,
                                           std::vector<SkippedInput>* skipped = nullptr);
 

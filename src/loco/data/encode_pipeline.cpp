@@ -90,7 +90,6 @@ std::vector<EncodedDocument> EncodePipeline::encode_batch(std::vector<RawDocumen
     document.bytes = {};
     if (is_blank(text)) continue;
     EncodedDocument out{document.file, document.line, {}};
-    out.tokens.reserve(text.size() / 3 + 2);
     out.tokens.push_back(tokenizer_.bos_id());
     encoder.encode(text, out.tokens);
     out.tokens.push_back(tokenizer_.eos_id());

@@ -14,6 +14,7 @@ const char* loco_made(const std::filesystem::path& dir) {
   };
   if (has(kMetaFileName) && has(kTokenizerFileName)) return kPreparedDataDirectory;
   if (has("state.json") && has("model.safetensors")) return kCheckpointDirectory;
+  if (has(kPrepareMarkerFileName)) return kInterruptedPreparation;
   return nullptr;
 }
 

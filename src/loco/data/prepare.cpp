@@ -1,9 +1,11 @@
 #include "loco/data/prepare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <utility>
@@ -56,6 +58,18 @@ void check_options(const PrepareOptions& options) {
     throw ConfigError(fmt::format("--threads {} is more encoding threads than any machine has cores; give at most {} "
                                   "(or leave it out: one per core)", options.threads, kMostPrepareThreads));
   }
+  if (options.tokenizer == "bpe" && options.tokenizer_from.empty() && options.vocab_size < kFewestBpeTokens) {
+    throw ConfigError(fmt::format(
+        "--vocab-size {} is too small for a BPE vocabulary: its 256 byte tokens and 3 special tokens alone are {}, "
+        "and each character of the corpus needs one more. Pass a --vocab-size well above {} (the default is 8192) "
+        "or use --tokenizer byte.",
+        options.vocab_size, kFewestBpeTokens, kFewestBpeTokens));
+  }
+  if (options.tokenizer == "bpe" && options.tokenizer_from.empty() && options.vocab_size > kMostBpeTokens) {
+    throw ConfigError(fmt::format("--vocab-size {} is more tokens than loco trains a BPE vocabulary of (at most {}; "
+                                  "vocabularies in use have 32k to 256k). Pass a smaller --vocab-size.",
+                                  options.vocab_size, kMostBpeTokens));
+  }
   if (options.tokenizer_sample_bytes == 0) {
     throw ConfigError("--tokenizer-sample-mb must be above 0: the BPE tokenizer needs text to train on.");
   }
@@ -89,6 +103,16 @@ std::vector<fs::path> prepare_outputs_in(const fs::path& out_dir) {
   return found;
 }
 
+// The first entry of out_dir that `loco prepare` does not write (its outputs and the marker); nullopt when none.
+std::optional<fs::path> foreign_entry(const fs::path& out_dir, const std::vector<fs::path>& outputs) {
+  for (const auto& entry : fs::directory_iterator(out_dir)) {
+    const bool ours = entry.path().filename() == kPrepareMarkerFileName ||
+                      std::find(outputs.begin(), outputs.end(), entry.path()) != outputs.end();
+    if (!ours) return entry.path();
+  }
+  return std::nullopt;
+}
+
 void clear_interrupted_run(const fs::path& out_dir) {
   try {
     const std::vector<fs::path> found = prepare_outputs_in(out_dir);
@@ -97,6 +121,13 @@ void clear_interrupted_run(const fs::path& out_dir) {
           "{} holds {} but was not written by an interrupted `loco prepare` (it has no {}): it may be a checkpoint "
           "or another tool's output. Nothing was touched; choose a new or empty --out directory.",
           out_dir.string(), found.front().filename().string(), kPrepareMarkerFileName));
+    }
+    // Only into a new or empty directory: prepare's files beside another's could be taken for part of it, or
+    // another's for part of the dataset (as root, `--out /` had written shards into /).
+    if (const std::optional<fs::path> other = foreign_entry(out_dir, found)) {
+      throw DataError(fmt::format("{} is not empty: it holds {}, which `loco prepare` did not write. Nothing was "
+                                  "touched; choose a new or empty --out directory.",
+                                  out_dir.string(), other->filename().string()));
     }
     if (!found.empty()) progress("removing {} files an interrupted run left in {}", found.size(), out_dir.string());
     for (const auto& path : found) fs::remove(path);
@@ -192,6 +223,7 @@ std::vector<std::string> sample_train_documents(const PrepareOptions& options, c
 std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const std::vector<CorpusFile>& files,
                                            const DocumentSplit& split) {
   if (!options.tokenizer_from.empty()) {
+    load_tokenizer(options.tokenizer_from);  // checked where it is: a broken one is named there, not in --out
     copy_tokenizer_files(options.tokenizer_from, options.out_dir);
     progress("using the tokenizer of {} ({})", options.tokenizer_from.string(), tokenizer_hash(options.out_dir));
   } else if (options.tokenizer == "byte") {
@@ -206,7 +238,7 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
       text = std::move(texts[next++]);
       return true;
     };
-    train_sentencepiece_bpe(source, options.vocab_size, options.out_dir);
+    train_sentencepiece_bpe(source, static_cast<std::uint32_t>(options.vocab_size), options.out_dir);  // checked
     progress("trained the tokenizer in {:.1f} s", seconds_since(start));
   }
   return load_tokenizer(options.out_dir);
@@ -252,6 +284,25 @@ DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::ve
   return writer.finish();
 }
 
+// Says what the inputs hold but is not read: one line each, the hidden entries together.
+void report_skipped(const std::vector<SkippedInput>& skipped) {
+  std::vector<std::string> hidden;
+  for (const SkippedInput& input : skipped) {
+    if (input.hidden) {
+      hidden.push_back(input.path.string());
+    } else {
+      progress("skipped {}: {}", input.path.string(), input.reason);
+    }
+  }
+  if (hidden.empty()) return;
+  constexpr std::size_t kNamed = 3;
+  const std::size_t count = hidden.size();
+  const std::string more = count > kNamed ? fmt::format(" and {} more", count - kNamed) : "";
+  hidden.resize(std::min(count, kNamed));
+  progress("skipped {} hidden {} (names beginning with '.'; name one in --input to read it): {}{}", count,
+           count == 1 ? "entry" : "entries", fmt::join(hidden, ", "), more);
+}
+
 // The tokenizer, the encoding pass and meta.json, into a directory cleared for them.
 PrepareSummary prepare_into(const PrepareOptions& options, const PrepareLimits& limits,
                             const std::vector<CorpusFile>& files) {
@@ -289,8 +340,11 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   refuse_prepared_directory(options.out_dir);
   std::vector<SkippedInput> skipped;
   const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir, &skipped);  // before writing
-  for (const SkippedInput& input : skipped) {
-    progress("skipped {}: {}", input.path.string(), input.reason);
+  report_skipped(skipped);
+  if (files.empty()) {
+    throw DataError(fmt::format("no corpus files in {}{}; pass files or directories that contain text.",
+                                describe_inputs(options.inputs),
+                                skipped.empty() ? "" : ": all it holds was skipped, for the reasons said above"));
   }
   const std::vector<fs::path> created = missing_directories(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");

@@ -16,18 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "loco/data/loco_made.h"  // kPrepareMarkerFileName
+
 namespace loco::data {
 
 namespace fs = std::filesystem;
 
-// Written into --out before anything else and removed after meta.json: a directory with it and
-// without meta.json is an interrupted run, whose files the next run may clear.
-inline constexpr const char* kPrepareMarkerFileName = ".loco-prepare-incomplete";
+// A BPE vocabulary holds the 256 byte tokens (byte fallback) and <unk>, <s>, </s> at least, and the corpus's
+// characters besides; one of 2^24 tokens is far beyond any in use (32k to 256k).
+inline constexpr std::uint64_t kFewestBpeTokens = 259;
+inline constexpr std::uint64_t kMostBpeTokens = std::uint64_t{1} << 24;
 
 struct PrepareOptions {
   std::vector<fs::path> inputs;
   fs::path out_dir;
-  std::uint32_t vocab_size = 8192;
+  std::uint64_t vocab_size = 8192;  // of a BPE tokenizer: kFewestBpeTokens to kMostBpeTokens
   std::string tokenizer = "bpe";  // "bpe" | "byte"
   fs::path tokenizer_from;        // a prepared directory or checkpoint whose tokenizer to use; empty: none
   double val_fraction = 0.01;

@@ -82,10 +82,21 @@ void copy_tokenizer_files(const fs::path& from_dir, const fs::path& to_dir) {
   }
 }
 
+void Tokenizer::encode_into(std::string_view text, std::vector<std::uint32_t>& ids) const {
+  const std::vector<std::uint32_t> encoded = encode(text);
+  ids.reserve(ids.size() + encoded.size() + 1);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+}
+
 std::vector<std::uint32_t> ByteTokenizer::encode(std::string_view text) const {
-  std::vector<std::uint32_t> ids(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
+  std::vector<std::uint32_t> ids;
+  encode_into(text, ids);
   return ids;
+}
+
+void ByteTokenizer::encode_into(std::string_view text, std::vector<std::uint32_t>& ids) const {
+  ids.reserve(ids.size() + text.size() + 1);
+  for (const char byte : text) ids.push_back(static_cast<unsigned char>(byte));
 }
 
 std::string ByteTokenizer::decode(const std::vector<std::uint32_t>& ids) const {

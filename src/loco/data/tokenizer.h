@@ -21,6 +21,9 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   virtual std::vector<std::uint32_t> encode(std::string_view text) const = 0;   // no BOS/EOS added
+  // Appends encode(text) to `ids`, growing it once, with room for one id more (the EOS that ends a document):
+  // grown by doubling, the ids of a document of 200 MB held 1.6 GB at once.
+  virtual void encode_into(std::string_view text, std::vector<std::uint32_t>& ids) const;
   virtual std::string decode(const std::vector<std::uint32_t>& ids) const = 0;  // skips BOS/EOS
   virtual std::uint32_t vocab_size() const = 0;
   virtual std::uint32_t bos_id() const = 0;
@@ -72,6 +75,7 @@ class ByteTokenizer final : public Tokenizer {
   static constexpr std::uint32_t kVocabSize = 258;
 
   std::vector<std::uint32_t> encode(std::string_view text) const override;
+  void encode_into(std::string_view text, std::vector<std::uint32_t>& ids) const override;  // with no copy
   std::string decode(const std::vector<std::uint32_t>& ids) const override;
   std::uint32_t vocab_size() const override { return kVocabSize; }
   std::uint32_t bos_id() const override { return kBos; }

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "loco/data/byte_stream.h"
 #include "loco/util/error.h"
 
 namespace loco::data {
@@ -17,18 +18,19 @@ struct KnownBinaryFormat {
   std::size_t offset;
   const char* what;
   const char* fix;
+  const char* extension = nullptr;  // of a compression format, by which loco decompresses a file
 };
 constexpr std::array<KnownBinaryFormat, 10> kKnownBinaryFormats{{
     {std::string_view("\x1F\x8B", 2), 0, "gzip-compressed data",
-     "name it with .gz at the end, and loco decompresses it"},
+     "name it with .gz at the end, and loco decompresses it", ".gz"},
     {std::string_view("\x28\xB5\x2F\xFD", 4), 0, "zstd-compressed data",
-     "name it with .zst at the end, and loco decompresses it"},
+     "name it with .zst at the end, and loco decompresses it", ".zst"},
     {std::string_view("\xFD"
                       "7zXZ\0",
                       6),
-     0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it"},
+     0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it", ".xz"},
     {std::string_view("1AY&SY", 6), 4, "bzip2-compressed data",
-     "name it with .bz2 at the end, and loco decompresses it"},
+     "name it with .bz2 at the end, and loco decompresses it", ".bz2"},
     {std::string_view("PK\x03\x04", 4), 0, "a zip archive", "unpack it (unzip) and give its files or directory"},
     {std::string_view("ustar", 5), 257, "a tar archive", "unpack it (tar xf) and give its files or directory"},
     {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive",
@@ -42,6 +44,23 @@ constexpr std::array<KnownBinaryFormat, 10> kKnownBinaryFormats{{
      "name it with .arrow at the end, and loco reads its text column"},
 }};
 
+// The command that writes a file of `compression` decompressed to standard output; nullptr for none.
+const char* decompressor_of(Compression compression) {
+  switch (compression) {
+    case Compression::gzip:
+      return "zcat";
+    case Compression::zstd:
+      return "zstdcat";
+    case Compression::xz:
+      return "xzcat";
+    case Compression::bzip2:
+      return "bzcat";
+    case Compression::none:
+      break;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
@@ -51,10 +70,19 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
                          : begins("\xFF\xFE") || begins("\xFE\xFF") ? "UTF-16"
                                                                     : nullptr;
   if (encoding != nullptr) {
-    throw DataError(
-        fmt::format("{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, "
-                    "e.g. `iconv -f {} -t UTF-8 {} > {}.utf8.txt`, and give that instead",
-                    path.string(), encoding, encoding, path.string(), path.stem().string()));
+    // The converted file keeps the name's format extension (u16.jsonl -> u16.utf8.jsonl): .txt would make JSON
+    // Lines text. A compressed file is decompressed on the way: iconv of compressed bytes is garbage.
+    const fs::path plain = without_compression_extension(path);
+    const fs::path converted = fs::path(plain).replace_extension(".utf8" + plain.extension().string());
+    const char* decompress = decompressor_of(compression_of(path));
+    const std::string command =
+        decompress == nullptr
+            ? fmt::format("iconv -f {} -t UTF-8 {} > {}", encoding, path.string(), converted.string())
+            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", decompress, path.string(), encoding, converted.string());
+    throw DataError(fmt::format(
+        "{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, e.g. `{}`, and give "
+        "that instead",
+        path.string(), encoding, command));
   }
   const std::size_t nul = start.substr(0, kBinaryTestBytes).find('\0');
   if (nul != std::string_view::npos) {
@@ -62,6 +90,16 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
     // happens to hold a format's mark ("gustar" where a tar file has "ustar") is never refused for it.
     for (const KnownBinaryFormat& format : kKnownBinaryFormats) {
       if (start.size() >= format.offset && start.substr(format.offset, format.magic.size()) == format.magic) {
+        if (format.extension != nullptr && compression_of(path) != Compression::none) {
+          const fs::path plain = without_compression_extension(path);  // a.txt.gz -> a.once.txt.gz
+          const std::string once = fs::path(plain).replace_extension(".once" + plain.extension().string()).string() +
+                                   format.extension;
+          throw DataError(fmt::format(
+              "{} is compressed twice: decompressed as {}, it is {} again, which loco does not read as text. "
+              "Decompress it once (`{} {} > {}`) and give the result",
+              path.string(), path.extension().string(), format.what, decompressor_of(compression_of(path)),
+              path.string(), once));
+        }
         throw DataError(fmt::format("{} is {}, which loco does not read as text: {}", path.string(), format.what,
                                     format.fix));
       }
