@@ -3,13 +3,16 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "support/test_support.h"
 
@@ -43,6 +46,7 @@ class ListeningSocket {
   }
   ~ListeningSocket() { ::close(fd_); }
   int port() const { return port_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_;
@@ -158,6 +162,29 @@ TEST(RendezvousCli, PortInUseIsReportedAtOnce) {
   EXPECT_NE(result.output.find("already in use"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("MASTER_PORT"), std::string::npos) << result.output;
   EXPECT_LT(seconds_since(start), 15.0);
+}
+
+// A store that closes every connection it accepts (a store front whose connections are all taken does): the
+// store's calls fail with libtorch's own error, which is a CommError naming the rendezvous (retried by elastic
+// members), not "unexpected error: Broken pipe".
+TEST(RendezvousCli, AStoreThatClosesTheConnectionIsACommError) {
+  ListeningSocket store;
+  std::atomic<bool> done{false};
+  std::thread closer([&] {
+    while (!done) {
+      pollfd waiting{store.fd(), POLLIN, 0};
+      if (::poll(&waiting, 1, 100) <= 0) continue;
+      const int client = ::accept(store.fd(), nullptr, nullptr);
+      if (client >= 0) ::close(client);
+    }
+  });
+  RankEnvironment environment(1, 2, store.port());
+  const auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "5", "--sizes", "1KiB"});
+  done = true;
+  closer.join();
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(result.output.find("unexpected error"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("127.0.0.1:" + std::to_string(store.port())), std::string::npos) << result.output;
 }
 
 TEST(RendezvousCli, UnreachableMasterTimesOutWithinTheTimeout) {

@@ -224,12 +224,14 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
         options.backend));
   }
   auto store = connect_store(options);
-  announce_world_size(*store, options);
-  require_same_world_size(*store, options);  // those that came before this rank
-  if (options.group.abandoned) await_every_rank(*store, options);
   const std::string context = fmt::format("rendezvous of rank {} of {} at {}:{}", options.rank, options.world_size,
                                           options.master_addr, options.master_port);
   try {
+    // The store's own calls fail as libtorch's errors too (a store that closes the connection: "Broken pipe"),
+    // which must reach the caller as a CommError, to be retried, like a failed handshake.
+    announce_world_size(*store, options);
+    require_same_world_size(*store, options);  // those that came before this rank
+    if (options.group.abandoned) await_every_rank(*store, options);
 #ifdef USE_C10D_NCCL
     if (options.backend == "nccl") {
       const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
@@ -242,7 +244,13 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    require_same_world_size(*store, options);  // those that came after, if the store is still there
+    try {
+      require_same_world_size(*store, options);  // those that came after, if the store is still there
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception&) {
+      // The store is gone too: the first failure says what happened.
+    }
     throw_typed(e, context, /*group_is_up=*/false);
   }
   throw CommError(fmt::format("{}: no backend named '{}'", context, options.backend));
