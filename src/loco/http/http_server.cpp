@@ -140,7 +140,8 @@ std::string response_bytes(const HttpResponse& response) {
 HttpResponse refusal_response(int status, const std::string& what, const char* refusal = "malformed") {
   HttpResponse response;
   response.status = status;
-  response.body = nlohmann::json{{"error", what}, {"refusal", refusal}}.dump();
+  response.body =
+      nlohmann::json{{"error", what}, {"refusal", refusal}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return response;
 }
 
@@ -261,7 +262,7 @@ struct HttpServer::Impl {
     try {
       route->second(request, response);
     } catch (const std::exception& e) {  // a bug, not the request: answered, never the end of the server
-      response = refusal_response(500, e.what());
+      response = refusal_response(500, fmt::format("the server could not answer: {}", e.what()), "internal");
     }
   }
 

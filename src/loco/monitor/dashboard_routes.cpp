@@ -24,6 +24,16 @@ std::optional<std::uint64_t> history_position(const http::HttpRequest& request) 
 
 }  // namespace
 
+namespace {
+
+// Names and paths come from run directories as the file system has them, which need not be UTF-8 (a Latin-1
+// directory name): shown with U+FFFD for what is not, where a plain dump refused, failing every request.
+std::string as_text(const nlohmann::json& json, int indent = -1) {
+  return json.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
   const auto shared = std::make_shared<const DashboardSource>(std::move(source));
   for (const WebAsset& asset : dashboard_assets()) {
@@ -36,7 +46,7 @@ void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
   }
   server.route("GET", "/status", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
     res.headers = dashboard_headers();
-    res.body = shared->status(req).dump(2) + "\n";
+    res.body = as_text(shared->status(req), 2) + "\n";
   });
   server.route("GET", "/history", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
     res.headers = dashboard_headers();
@@ -52,7 +62,7 @@ void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
       res.body = nlohmann::json{{"error", "?after= must be a whole number: the last \"seq\" seen, 0 for all"}}.dump();
       return;
     }
-    res.body = shared->history(*after).dump();
+    res.body = as_text(shared->history(*after));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +120,32 @@ TEST(DashboardCli, ServesARunDirectoryAsItGrowsAndStopsOnSigterm) {
   dashboard.signal(SIGTERM);
   EXPECT_EQ(dashboard.wait(10), 0) << dashboard.output();
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(run.path()), std::filesystem::directory_iterator()), 1);
+}
+
+// Directory names are bytes, not always UTF-8 (a Latin-1 name): the dashboard shows them with U+FFFD where a
+// plain JSON dump refused them, and every /status and /history failed with HTTP 500 until it was restarted.
+TEST(DashboardCli, ADirectoryNameThatIsNotUtf8IsShownNotFatal) {
+  test::ScratchDir run;
+  test::write_text(run / "metrics.jsonl", R"({"step": 10, "loss": 7.5, "elapsed_s": 1.0})" "\n");
+  test::write_text(run / "members" / "bad\xff-1" / "metrics.jsonl", R"({"step": 5, "loss": 8.0, "elapsed_s": 1.0})" "\n");
+  test::ChildProcess dashboard({LOCO_BINARY, "dashboard", run.path().string(), "--port", "0"});
+  const auto banner = dashboard.wait_for(std::regex("at http://127.0.0.1:([0-9]+)/"), 30);
+  ASSERT_TRUE(banner) << dashboard.output();
+  httplib::Client client("127.0.0.1", std::stoi((*banner)[1]));
+  const auto status = client.Get("/status");
+  ASSERT_TRUE(status);
+  ASSERT_EQ(status->status, 200) << status->body;
+  const auto members = nlohmann::json::parse(status->body).at("members");
+  ASSERT_EQ(members.size(), 2u);
+  const std::string shown = (run / "members" / "bad\uFFFD-1").string();
+  EXPECT_TRUE(std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.at("name") == shown; }))
+      << members.dump(2);
+  const auto history = client.Get("/history?after=0");
+  ASSERT_TRUE(history);
+  EXPECT_EQ(history->status, 200) << history->body;
+  EXPECT_EQ(nlohmann::json::parse(history->body).at("series").size(), 2u);
+  dashboard.signal(SIGTERM);
+  EXPECT_EQ(dashboard.wait(10), 0) << dashboard.output();
 }
 
 TEST(DashboardCli, AMissingDirectoryAndATakenPortAreClearErrors) {
