@@ -79,6 +79,11 @@ std::string random_run_id() {
 }
 
 void run_coordinator(const CoordinatorArgs& args) {
+  if (args.port != 0 && args.port == args.store_port) {
+    throw ConfigError(fmt::format("--port and --store-port are both {}: the coordinator and the run's store each "
+                                  "need a port of their own. Give two different ports (or 0 for any free one)",
+                                  args.port));
+  }
   membership::ServerOptions options;
   options.host = args.host;
   options.port = args.port;

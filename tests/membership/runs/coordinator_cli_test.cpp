@@ -88,6 +88,10 @@ TEST(CoordinatorCli, ATakenPortAndBadOptionsAreClearErrors) {
   const auto bad = test::run_loco({"coordinator", "--heartbeat-timeout-s", "0"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--heartbeat-timeout-s"), std::string::npos) << bad.output;
+  // One port for both: it was "cannot listen … (in use …)", the store having taken it first.
+  const auto same = test::run_loco({"coordinator", "--host", "127.0.0.1", "--port", "29399", "--store-port", "29399"});
+  EXPECT_EQ(same.exit_code, 2) << same.output;
+  EXPECT_NE(same.output.find("--port and --store-port are both 29399"), std::string::npos) << same.output;
   test::ChildProcess fault({"/usr/bin/env", "LOCO_COORDINATOR_FAULT=abort:STOP", LOCO_BINARY, "coordinator", "--host",
                             "127.0.0.1", "--port", "0"});
   EXPECT_EQ(fault.wait(30), 2) << fault.output();
