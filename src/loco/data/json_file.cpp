@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loco/util/fs.h"
+#include "loco/util/json_problem.h"
 
 namespace loco::data {
 
@@ -34,7 +35,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path, std::string_vie
   try {
     return nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
-    throw malformed_json_file(path, e.what(), fix);
+    throw malformed_json_file(path, json_problem(e), fix);
   }
 }
 

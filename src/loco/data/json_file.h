@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "loco/util/error.h"
+#include "loco/util/json_problem.h"
 
 namespace loco::data {
 
@@ -24,7 +25,7 @@ auto read_json_fields(const std::filesystem::path& path, std::string_view fix, R
   try {
     return read();
   } catch (const nlohmann::json::exception& e) {
-    throw malformed_json_file(path, e.what(), fix);
+    throw malformed_json_file(path, json_problem(e), fix);
   }
 }
 

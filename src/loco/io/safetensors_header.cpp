@@ -2,13 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
 #include "loco/util/error.h"
 #include "loco/util/json_integer.h"
+#include "loco/util/json_problem.h"
 
 namespace loco {
 
@@ -79,7 +80,7 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* buffer, std::size
   try {
     header = nlohmann::json::parse(buffer + 8, buffer + 8 + header_length, note_repeated_names);
   } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("header is not JSON: ") + e.what());
+    throw corrupt(std::string("header is not JSON: ") + json_problem(e));
   }
   if (!header.is_object()) throw corrupt("header is not a JSON object");
   if (repeated) throw corrupt(fmt::format("the header names '{}' twice", *repeated));
@@ -112,7 +113,7 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* buffer, std::size
       out.tensors.push_back({name, *dtype, std::move(shape), offsets[0], offsets[1]});
     }
   } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("malformed header entry: ") + e.what());
+    throw corrupt(std::string("malformed header entry: ") + json_problem(e));
   }
   // Each tensor's bytes are its own: two that share bytes would change together once loaded as views.
   std::vector<const SafetensorsEntry*> by_start;

@@ -9,6 +9,7 @@
 #include "loco/membership/membership_error.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
+#include "loco/util/json_problem.h"
 
 namespace loco::membership {
 
@@ -83,7 +84,7 @@ RunProgress run_progress(const CoordinatorAddress& at, double timeout_s) {
   } catch (const nlohmann::json::exception& e) {
     throw MembershipError(Refusal::malformed, fmt::format("the coordinator at {}:{} sent a status without the run's "
                                                           "progress ({})",
-                                                          at.host, at.port, e.what()));
+                                                          at.host, at.port, json_problem(e)));
   }
 }
 
@@ -110,7 +111,7 @@ std::string format_status(const nlohmann::json& status, std::size_t events) {
     throw MembershipError(Refusal::malformed,
                           fmt::format("the coordinator sent a status loco cannot read ({}); is a loco coordinator of "
                                       "this version answering at that address?",
-                                      loggable(e.what())));
+                                      loggable(json_problem(e))));
   }
 }
 

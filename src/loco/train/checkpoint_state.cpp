@@ -8,6 +8,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_integer.h"
+#include "loco/util/json_problem.h"
 
 namespace loco {
 
@@ -205,9 +206,10 @@ CheckpointManifest read_checkpoint_manifest(const fs::path& dir, CheckpointUse u
     verify_files(dir, doc.at("files"), use);
     return {saved_config(dir, doc.at("config")), checkpoint_state_from_json(doc)};
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
-                                      "by another version. Resume from another checkpoint",
-                                      (dir / "state.json").string(), e.what()));
+    throw CheckpointError(
+        fmt::format("{} lacks a field or has one of the wrong type ({}); it was edited or written "
+                    "by another version. Resume from another checkpoint",
+                    (dir / "state.json").string(), json_problem(e)));
   }
 }
 
@@ -217,7 +219,7 @@ RunConfig read_checkpoint_config(const fs::path& dir) {
     return saved_config(dir, doc.at("config"));
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{}/state.json has no usable config ({}). Resume from another checkpoint",
-                                      dir.string(), e.what()));
+                                      dir.string(), json_problem(e)));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loco/util/error.h"
+#include "loco/util/json_problem.h"
 
 namespace loco {
 
@@ -33,7 +34,8 @@ LoadedCheckpoint decode_replica_snapshot(const std::string& bytes, const std::st
   try {
     out.state = checkpoint_state_from_json(nlohmann::json::parse(state->second));
   } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(fmt::format("the state received from {} has a malformed state ({})", source, e.what()));
+    throw CheckpointError(
+        fmt::format("the state received from {} has a malformed state ({})", source, json_problem(e)));
   }
   SafetensorsContent* parts[] = {&out.model, &out.optimizer, &out.strategy};
   for (std::size_t i = 0; i < 3; ++i) parts[i]->source = source;

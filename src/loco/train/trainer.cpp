@@ -35,6 +35,7 @@
 #include "loco/train/step_profiler.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/json_problem.h"
 #include "loco/util/seconds_since.h"
 #include "loco/util/stop_requested.h"
 #include "loco/util/torch_compat.h"
@@ -448,9 +449,10 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
   try {
     s.strategy->load_state(checkpoint.strategy, checkpoint.state.strategy);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type or missing
-    throw CheckpointError(fmt::format("{}/state.json holds a strategy state that does not read as one ({}); it was "
-                                      "edited or corrupted. Resume from another checkpoint",
-                                      checkpoint.dir.string(), e.what()));
+    throw CheckpointError(
+        fmt::format("{}/state.json holds a strategy state that does not read as one ({}); it was "
+                    "edited or corrupted. Resume from another checkpoint",
+                    checkpoint.dir.string(), json_problem(e)));
   }
   s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
   s.step = checkpoint.state.step;
