@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loco/data/token_dataset.h"
+#include "loco/io/safetensors.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
 #include "loco/train/progress.h"
@@ -105,6 +106,35 @@ TEST(Trainer, RefusesToTrainOverAnotherRunsCheckpoints) {
   ASSERT_TRUE(remove_tree(dir / "run" / "checkpoints", ec)) << ec.message();
   EXPECT_THROW(train(config), ConfigError);
   EXPECT_GT(fs::file_size(dir / "run" / "metrics.jsonl"), 0u);
+}
+
+// A run whose last update left weights that are not finite (its loss, taken before the update, still was) ended
+// with exit 0 and a checkpoint that eval, generate, export and --resume all refuse; mid-run, the later loss error
+// then pointed at that checkpoint. Now the run stops before writing it, and the earlier checkpoints stand.
+TEST(Trainer, WeightsThatAreNoLongerFiniteAreNeverCheckpointed) {
+  ScratchDir dir;
+  RunConfig config = test::tiny_run_config(dir.path(), "run", 4);
+  config.train.checkpoint_every = 1;
+  config.optim.warmup_steps = 0;
+  config.optim.lr = 1e30;
+  try {
+    train(config);
+    ADD_FAILURE() << "a diverged run ended without an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("the weights are no longer finite after step") != std::string::npos ||
+                what.find("the loss became") != std::string::npos)
+        << what;
+    EXPECT_NE(what.find("Lower optim.lr (now 1e+30)"), std::string::npos) << what;
+  }
+  const fs::path checkpoints = dir / "run" / "checkpoints";
+  std::error_code none;
+  for (auto it = fs::directory_iterator(checkpoints, none); !none && it != fs::directory_iterator(); ++it) {
+    const SafetensorsContent weights = load_safetensors(it->path() / "model.safetensors");
+    for (const auto& [name, tensor] : weights.tensors) {
+      EXPECT_TRUE(tensor.isfinite().all().item<bool>()) << it->path() << " " << name;
+    }
+  }
 }
 
 TEST(Trainer, VocabularyMismatchIsAConfigError) {

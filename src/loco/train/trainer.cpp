@@ -19,6 +19,7 @@
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
 #include "loco/train/cuda_graph.h"
+#include "loco/train/divergence.h"
 #include "loco/train/emulated_clock.h"
 #include "loco/train/evaluate.h"
 #include "loco/train/fault_injection.h"
@@ -600,17 +601,9 @@ Trainer::StepResult Trainer::train_step() {
   s.optimizer->zero_grad();
   result.loss = s.stage_runner ? forward_backward_stage() : forward_backward();
   if (!std::isfinite(result.loss)) {
-    const fs::path checkpoints = s.out_dir / "checkpoints";
-    std::error_code unreadable;
-    const bool checkpointed = fs::is_directory(checkpoints, unreadable) && !fs::is_empty(checkpoints, unreadable);
-    const std::string restart =
-        checkpointed        ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
-        : s.options.resume_from ? fmt::format("resume from {} again", s.options.resume_from->string())
-                            : std::string("start the run again (it wrote no checkpoint yet)");
-    throw Error(fmt::format("the loss became {} at step {}{}. Lower optim.lr (now {}) or raise optim.warmup_steps; "
-                            "{}",
-                            result.loss, s.step + 1, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            config.optim.lr, restart));
+    throw Error(fmt::format("the loss became {} at step {}{}. {}", result.loss, s.step + 1,
+                            s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
+                            divergence_advice(config.optim.lr, s.out_dir, s.options.resume_from)));
   }
   try {
     s.strategy->after_backward();  // elastic data parallel's synchronisation, with its wait for a quorum
@@ -741,6 +734,13 @@ void Trainer::save() {
   State& s = *state_;
   EmulatedClock::Pause pause(*s.clock);
   const auto [state, tensors] = snapshot();
+  // The loss of the step that diverged was finite (it is taken before the update): the weights say.
+  if (const std::optional<std::string> tensor = first_non_finite(tensors.model)) {
+    throw Error(fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
+                            "no checkpoint of them was written. {}",
+                            s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
+                            divergence_advice(s.config.optim.lr, s.out_dir, s.options.resume_from)));
+  }
   s.summary.last_checkpoint =
       write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
   s.saved_step = s.step;

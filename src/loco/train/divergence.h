@@ -1,0 +1,22 @@
+// A run that diverged: its loss, or its weights after an update, no longer finite. It stops, writing no
+// checkpoint of what it has (loco eval, generate, export and --resume refuse weights that are not finite, so
+// such a checkpoint would stand in for the last good one), and says what to change and where to start again.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "loco/io/safetensors.h"
+
+namespace loco {
+
+// "Lower optim.lr (now LR) or raise optim.warmup_steps; " and where to start again: the last checkpoint in
+// OUT_DIR/checkpoints when there is one, else the checkpoint the run resumed from, else the start.
+std::string divergence_advice(double lr, const std::filesystem::path& out_dir,
+                              const std::optional<std::filesystem::path>& resumed_from);
+
+// The name of the first tensor of `tensors` holding a NaN or an infinite value; nullopt when none does.
+std::optional<std::string> first_non_finite(const NamedTensors& tensors);
+
+}  // namespace loco
