@@ -129,6 +129,12 @@ TEST(Config, NumbersBeyondFloat32AreRejectedByName) {
     }
   }
   EXPECT_EQ(config_error(dir, kValidConfig, {"model.rope_theta=3e38"}), "") << "float32's largest values stay valid";
+  // optim.weight_decay is text ("1/T" or a number) whose number is checked the same: 1e39 was taken, and diverged.
+  std::string message = config_error(dir, kValidConfig, {"optim.weight_decay=1e39"});
+  EXPECT_NE(message.find("optim.weight_decay = 1e+39 is beyond the range of float32"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"optim.weight_decay=1e-50"});
+  EXPECT_NE(message.find("optim.weight_decay = 1e-50 is below the smallest float32 number"), std::string::npos)
+      << message;
   // Below float32's least normal number a value is 0 there, or keeps no precision: optim.lr = 1e-50 trained
   // nothing, silently; rope_theta = 1e-300 ended in a NaN loss blamed on the lr.
   for (const std::string setting : {"optim.lr=1e-50", "model.rope_theta=1e-300", "optim.eps=1e-45"}) {

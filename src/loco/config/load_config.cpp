@@ -277,24 +277,27 @@ void validate_choices(const RunConfig& c) {
 // checkpoint's state.json): rates, clips and thetas become float32 tensors, where a larger value overflows
 // (libtorch's error names no key), and a smaller one than its least normal number becomes 0 or loses its
 // precision (optim.lr = 1e-50 trained nothing, silently). No setting means anything that large or small.
+void validate_float32(const std::string& dotted, double number) {
+  if (!std::isfinite(number)) reject(fmt::format("{} = {} is not a finite number; give a finite value", dotted, number));
+  if (std::abs(number) > std::numeric_limits<float>::max()) {
+    reject(fmt::format("{} = {} is beyond the range of float32 (±{:.3g}), in which loco computes; give a smaller "
+                       "value",
+                       dotted, number, std::numeric_limits<float>::max()));
+  }
+  if (number != 0 && std::abs(number) < std::numeric_limits<float>::min()) {
+    reject(fmt::format("{} = {:g} is below the smallest float32 number ({:.3g}), in which loco computes: there "
+                       "it is 0 or keeps no precision; give a larger value (or 0, where the key allows it)",
+                       dotted, number, std::numeric_limits<float>::min()));
+  }
+}
+
 void validate_finite(const RunConfig& c) {
   for (const auto& key : config_keys()) {
     const ConfigValue value = key.get(c);
-    const auto* number = std::get_if<double>(&value);
-    if (number != nullptr && !std::isfinite(*number)) {
-      reject(fmt::format("{} = {} is not a finite number; give a finite value", key.dotted(), *number));
-    }
-    if (number != nullptr && std::abs(*number) > std::numeric_limits<float>::max()) {
-      reject(fmt::format("{} = {} is beyond the range of float32 (±{:.3g}), in which loco computes; give a smaller "
-                         "value", key.dotted(), *number, std::numeric_limits<float>::max()));
-    }
-    if (number != nullptr && *number != 0 && std::abs(*number) < std::numeric_limits<float>::min()) {
-      reject(
-          fmt::format("{} = {:g} is below the smallest float32 number ({:.3g}), in which loco computes: there "
-                      "it is 0 or keeps no precision; give a larger value (or 0, where the key allows it)",
-                      key.dotted(), *number, std::numeric_limits<float>::min()));
-    }
+    if (const auto* number = std::get_if<double>(&value)) validate_float32(key.dotted(), *number);
   }
+  // A key given as text ("1/T" or a number), whose number is the resolved one.
+  validate_float32("optim.weight_decay", c.optim.resolved_weight_decay);
 }
 
 // optim.weight_decay as written: a number, or "1/T", one over the optimizer steps, as the DiLoCo
