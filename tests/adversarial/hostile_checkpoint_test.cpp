@@ -501,6 +501,13 @@ TEST_F(HostileCheckpoint, ARunIsNotWrittenIntoDataOrACheckpoint) {
   EXPECT_EQ(beside.exit_code, 2) << beside.output;
   EXPECT_NE(beside.output.find("is in the checkpoints directory of the run in"), std::string::npos) << beside.output;
   EXPECT_FALSE(fs::exists(later));
+  // Nor a training run into that checkpoints directory itself (it was taken: its config.toml, metrics.jsonl
+  // and checkpoints/ landed among the other run's checkpoints).
+  const auto into = run_loco_within(kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set",
+                                             "train.out_dir=" + original().parent_path().string()});
+  EXPECT_EQ(into.exit_code, 2) << into.output;
+  EXPECT_NE(into.output.find("is the checkpoints directory of the run in"), std::string::npos) << into.output;
+  EXPECT_FALSE(fs::exists(original().parent_path() / "config.toml"));
   EXPECT_EQ(listing(data()), data_before);
   EXPECT_EQ(listing(original()), checkpoint_before);
 }

@@ -62,7 +62,13 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
                                     what, dir.string(), at == start ? "" : "inside ", kind, at.string()));
     }
     // A run's checkpoints/ holds its checkpoints only: a directory put there (an export named step_N) would
-    // be taken for one when the run is resumed.
+    // be taken for one when the run is resumed, and files written into it (a run's own config.toml and
+    // metrics.jsonl) are no checkpoint's.
+    if (at == start && at.filename() == "checkpoints" && fs::exists(at.parent_path() / "config.toml", unresolved)) {
+      throw ConfigError(fmt::format("{} '{}' is the checkpoints directory of the run in {}, where loco keeps that "
+                                    "run's checkpoints only. Choose a directory outside it",
+                                    what, dir.string(), at.parent_path().string()));
+    }
     const fs::path holder = at.parent_path();
     if (holder.filename() == "checkpoints" && fs::exists(holder.parent_path() / "config.toml", unresolved)) {
       throw ConfigError(fmt::format("{} '{}' is {} the checkpoints directory of the run in {}, where loco keeps that "
