@@ -512,6 +512,54 @@ TEST_F(HostileCheckpoint, ARunIsNotWrittenIntoDataOrACheckpoint) {
   EXPECT_EQ(listing(original()), checkpoint_before);
 }
 
+// A directory named like a checkpoint without its state.json (a copy cut short) passed for one: a resume from
+// an earlier checkpoint was told to resume from it, and a fresh run was pointed at it. A replica's part of a
+// checkpoint whose other parts are missing (a run killed while its replicas wrote their first) sent a fresh
+// run to resume from a checkpoint that does not exist; named as a --resume, it was mapped to its replica twice.
+TEST_F(HostileCheckpoint, CheckpointsThatAreNotWholeAreNamedWithAFixThatWorks) {
+  const fs::path run = *dir_ / "cases" / "cut-copy";
+  fs::create_directories(run / "checkpoints");
+  fs::copy(original().parent_path().parent_path() / "config.toml", run / "config.toml");
+  fs::copy(original(), run / "checkpoints" / "step_4", fs::copy_options::recursive);
+  fs::create_directories(run / "checkpoints" / "step_6");
+  const std::vector<std::string> longer = {"--set", "train.steps=8", "--set", "train.out_dir=" + run.string()};
+  std::vector<std::string> resume = {"train", "--resume", (run / "checkpoints" / "step_4").string()};
+  resume.insert(resume.end(), longer.begin(), longer.end());
+  auto r = run_loco_within(kBound, resume);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find((run / "checkpoints" / "step_6").string() +
+                          " is named like a checkpoint but holds no state.json"),
+            std::string::npos)
+      << r.output;
+  fs::remove(run / "checkpoints" / "step_6");
+  r = run_loco_within(kBound, resume);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // Replica 1's part of step 2 alone, beside a first replica that has no checkpoint.
+  const fs::path parts = *dir_ / "cases" / "one-part";
+  fs::create_directories(parts / "replica_1" / "checkpoints");
+  fs::copy(original(), parts / "replica_1" / "checkpoints" / "step_2", fs::copy_options::recursive);
+  const std::vector<std::string> two = {"--set", "dist.replicas=2",      "--set", "dist.algorithm=diloco",
+                                        "--set", "dist.batch=per_replica", "--set", "diloco.sync_every=2",
+                                        "--set", "train.out_dir=" + parts.string()};
+  std::vector<std::string> fresh = {"train", "--config", (*dir_ / "run.toml").string()};
+  fresh.insert(fresh.end(), two.begin(), two.end());
+  r = run_loco_within(kBound, fresh);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("a part of a checkpoint whose other parts are missing"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Remove " + (parts / "replica_1" / "checkpoints").string()), std::string::npos) << r.output;
+  write_text(parts / "config.toml", "");
+  std::vector<std::string> part_resume = {"train", "--resume",
+                                          (parts / "replica_1" / "checkpoints" / "step_2").string()};
+  part_resume.insert(part_resume.end(), two.begin(), two.end());
+  r = run_loco_within(kBound, part_resume);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is the part of one replica or stage (replica_1) of a checkpoint; --resume names the run's "
+                          "own, " + (parts / "checkpoints" / "step_2").string()),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(HostileCheckpoint, PathsTheSystemRefusesAreNamedNotThrown) {
   fs::create_symlink("loop_b", *dir_ / "loop_a");
   fs::create_symlink("loop_a", *dir_ / "loop_b");

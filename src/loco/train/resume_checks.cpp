@@ -135,6 +135,18 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
 }
 
 void require_part_for(const RunConfig& run, const fs::path& checkpoint, int rank, int stage) {
+  // --resume names the run's checkpoint, which each replica and stage maps to its own part; a part named
+  // instead was mapped once more (OUT/replica_1/replica_1/checkpoints/step_N).
+  const fs::path holder = checkpoint.parent_path().parent_path();
+  const std::string holder_name = holder.filename().string();
+  std::error_code no_config;
+  if ((holder_name.rfind("replica_", 0) == 0 || holder_name.rfind("stage_", 0) == 0) &&
+      fs::exists(holder.parent_path() / "config.toml", no_config)) {
+    throw ConfigError(fmt::format("{} is the part of one replica or stage ({}) of a checkpoint; --resume names the "
+                                  "run's own, {}, and each replica and stage reads its part of it",
+                                  checkpoint.string(), holder_name,
+                                  (holder.parent_path() / "checkpoints" / checkpoint.filename()).string()));
+  }
   const auto part_of = [&](const fs::path& whole) { return stage_checkpoint(replica_checkpoint(whole, rank), stage); };
   const fs::path part = part_of(checkpoint);
   if (fs::exists(part / "state.json") || !fs::exists(checkpoint / "state.json")) return;  // read_checkpoint names it

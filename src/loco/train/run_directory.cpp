@@ -80,26 +80,56 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
   }
 }
 
+namespace {
+
+// A directory named like a checkpoint without its state.json (a copy cut short) would pass for one: a resume
+// counted it as the run's latest, and a fresh run named it as the one to resume.
+void refuse_incomplete_checkpoints(const fs::path& checkpoints_dir) {
+  for (const auto& [step, path] : list_checkpoints(checkpoints_dir)) {
+    if (!fs::exists(path / "state.json")) {
+      throw ConfigError(fmt::format("{} is named like a checkpoint but holds no state.json (a copy or move cut "
+                                    "short?); loco takes it for none. Remove it, or copy the checkpoint again whole",
+                                    path.string()));
+    }
+  }
+}
+
+}  // namespace
+
 DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resuming) {
   refuse_data_and_checkpoint_directories(dir, "train.out_dir");
   ensure_writable_directory(dir, "train.out_dir");
   DirectoryLock writing(dir, "train.out_dir");  // before its files are judged: a live run's are no stopped run's
+  refuse_incomplete_checkpoints(dir / "checkpoints");
   if (resuming) return writing;
-  const fs::path metrics = dir / "metrics.jsonl";
-  const bool has_metrics = fs::exists(metrics) && fs::file_size(metrics) > 0;
   const auto checkpoints = list_checkpoints(dir / "checkpoints");
-  const bool has_checkpoints = !checkpoints.empty();
-  if (has_metrics && !has_checkpoints) {
+  if (!checkpoints.empty()) {
+    // A replica's or stage's own directory (replica_r, stage_s) names the run's checkpoint, which --resume takes:
+    // the first replica's, when it has this one. A run killed while its replicas wrote their first checkpoint
+    // left one replica's only: nothing of it can be resumed.
+    const fs::path latest = checkpoints.back().second;
+    const fs::path run_checkpoint = out_dir / "checkpoints" / latest.filename();
+    const std::string name = dir.filename().string();
+    const bool part = name.rfind("replica_", 0) == 0 || name.rfind(kStagePrefix, 0) == 0;
+    std::error_code unreadable;
+    if (part && !fs::exists(run_checkpoint / "state.json", unreadable)) {
+      throw ConfigError(fmt::format(
+          "train.out_dir '{}' holds {}, a part of a checkpoint whose other parts are missing ({} is not there): the "
+          "run stopped while writing it, and it cannot be resumed. Remove {} to start again there, or choose "
+          "another train.out_dir",
+          out_dir.string(), latest.string(), run_checkpoint.string(), (dir / "checkpoints").string()));
+    }
+    throw ConfigError(fmt::format(
+        "train.out_dir '{}' already holds another run's checkpoints; loco does not overwrite them. Pass --resume "
+        "{} to continue that run, or choose another train.out_dir",
+        out_dir.string(), run_checkpoint.string()));
+  }
+  const fs::path metrics = dir / "metrics.jsonl";
+  if (fs::exists(metrics) && fs::file_size(metrics) > 0) {
     throw ConfigError(fmt::format(
         "train.out_dir '{}' holds the metrics of a run that stopped before its first checkpoint: nothing of it can "
         "be resumed. Remove {} to start again there, or choose another train.out_dir",
         out_dir.string(), metrics.string()));
-  }
-  if (has_checkpoints) {
-    throw ConfigError(fmt::format(
-        "train.out_dir '{}' already holds another run's checkpoints; loco does not overwrite them. Pass --resume "
-        "{} to continue that run, or choose another train.out_dir",
-        out_dir.string(), (out_dir / "checkpoints" / checkpoints.back().second.filename()).string()));
   }
   return writing;
 }
