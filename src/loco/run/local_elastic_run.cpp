@@ -17,6 +17,7 @@
 #include "loco/run/served_coordinator.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/run_on_threads.h"
 
 namespace loco::run {
 namespace {
@@ -157,18 +158,19 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   Progress progress(replicas);
   std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < replicas; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        summaries[static_cast<std::size_t>(r)] =
-            run_replica(r, options, churn_events_of(schedule, r), coordinator, progress);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  run_on_threads(
+      replicas,
+      [&](int r) {
+        try {
+          summaries[static_cast<std::size_t>(r)] =
+              run_replica(r, options, churn_events_of(schedule, r), coordinator, progress);
+        } catch (...) {
+          errors[static_cast<std::size_t>(r)] = std::current_exception();
+        }
+      },
+      // The replicas running would go on without those that never started: without their coordinator they
+      // stop within comm.timeout_s instead.
+      [&](int) { server.stop(); }, "dist.replicas");
   server.stop();
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);

@@ -10,6 +10,7 @@
 
 #include "loco/comm/local/local_world.h"
 #include "loco/util/error.h"
+#include "loco/util/run_on_threads.h"
 
 namespace loco::comm {
 
@@ -218,7 +219,11 @@ std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const Grou
   auto world = std::make_shared<LocalWorld>(world_size);
   std::vector<std::unique_ptr<Group>> groups;
   for (int rank = 0; rank < world_size; ++rank) {
-    groups.push_back(std::make_unique<LocalGroup>(world, rank, world_size, options));
+    try {
+      groups.push_back(std::make_unique<LocalGroup>(world, rank, world_size, options));  // starts a thread
+    } catch (const std::system_error& e) {
+      throw threads_refused(rank + 1, world_size, "dist.replicas (× dist.stages)", e);
+    }
   }
   return groups;
 }
@@ -231,19 +236,18 @@ namespace {
 void run_threads(int count, const std::function<void(int)>& body, const std::function<void(int)>& leave) {
   std::mutex mutex;
   std::exception_ptr first_error;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < count; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!first_error) first_error = std::current_exception();
-        leave(i);
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  run_on_threads(
+      count,
+      [&](int i) {
+        try {
+          body(i);
+        } catch (...) {
+          std::lock_guard lock(mutex);
+          if (!first_error) first_error = std::current_exception();
+          leave(i);
+        }
+      },
+      leave, "dist.replicas (× dist.stages)");
   if (first_error) std::rethrow_exception(first_error);
 }
 
