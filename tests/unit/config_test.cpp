@@ -712,6 +712,11 @@ TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
   EXPECT_NE(error("3@40:leave").find("names replica 3, but dist.replicas is 3"), std::string::npos);
   EXPECT_NE(error("1@0:leave").find("steps count from 1"), std::string::npos);
   EXPECT_NE(error("1@5:stall=0").find("positive number of seconds"), std::string::npos);
+  // Bounded as comm.timeout_s: 10^11 s overflowed the pause's nanoseconds (the run hung), 400 digits were
+  // "unexpected error: stod".
+  EXPECT_NE(error("1@5:stall=99999999999").find("at most 1e+06 (11.6 days)"), std::string::npos);
+  EXPECT_NE(error("1@5:stall=" + std::string(400, '9')).find("at most 1e+06"), std::string::npos);
+  EXPECT_EQ(parse_churn_schedule("1@5:stall=1000000", 3, 100).size(), 1u);
   EXPECT_NE(error("1@60:stall-until=60").find("until a step after 60 and at most the run's 100"), std::string::npos);
   EXPECT_NE(error("1@60:stall-until=101").find("at most the run's 100 (train.steps)"), std::string::npos);
   EXPECT_NE(error("1@50:return").find("replica 1 at step 50 returns, but it has not left"), std::string::npos);

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
 
 #include "loco/util/error.h"
 #include "loco/util/portable_random.h"
+#include "loco/util/seconds_since.h"
 
 namespace loco {
 namespace {
@@ -114,7 +116,7 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
     const std::string kind = m[3];
     e.kind = kind == "leave" ? ChurnEvent::Kind::leave : kind == "return" ? ChurnEvent::Kind::rejoin
                                                                            : ChurnEvent::Kind::stall;
-    if (m[4].matched) e.seconds = std::stod(m[4]);
+    if (m[4].matched) e.seconds = std::strtod(m[4].str().c_str(), nullptr);  // beyond a double: HUGE_VAL, refused
     if (m[6].matched) e.until_step = std::stoll(m[6]);
     if (e.replica >= replicas) {
       throw ConfigError(fmt::format(
@@ -122,8 +124,11 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
           replicas));
     }
     if (e.step < 1) throw ConfigError(fmt::format("dist.churn: '{}': steps count from 1", item));
-    if (m[4].matched && !(e.seconds > 0)) {
-      throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts a positive number of seconds", item));
+    // Bounded as comm.timeout_s: a stall of 10^11 s overflowed the heartbeat pause's nanoseconds (never paused).
+    if (m[4].matched && !(e.seconds > 0 && e.seconds <= kLongestWaitSeconds)) {
+      throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts a positive number of seconds, at most {:g} "
+                                    "(11.6 days)",
+                                    item, kLongestWaitSeconds));
     }
     if (m[6].matched && (e.until_step <= e.step || e.until_step > steps)) {
       throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts until a step after {} and at most the run's "
