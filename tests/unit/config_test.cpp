@@ -363,6 +363,10 @@ TEST(Config, TomlAndJsonRoundTrip) {
   RunConfig again = load_text(dir, to_toml(c));
   EXPECT_EQ(to_json(again), to_json(c));
   EXPECT_EQ(to_json(from_json(to_json(c))), to_json(c));
+  // Control characters are escaped: a newline given to train.out_dir made the run's config.toml unreadable.
+  c.train.out_dir = "runs/a\nb\tc\x01" "d\x7F";
+  again = load_text(dir, to_toml(c));
+  EXPECT_EQ(again.train.out_dir, c.train.out_dir);
 }
 
 TEST(Config, EveryKeyIsDescribed) {

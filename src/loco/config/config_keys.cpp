@@ -285,10 +285,23 @@ std::string format_config_value(const ConfigValue& value) {
       [](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::string>) {
+          // A TOML basic string: '"' and '\\' escaped, and the control characters, which it may not hold as
+          // they are (a newline in train.out_dir made the run's config.toml unreadable).
           std::string quoted = "\"";
-          for (char c : v) {
-            if (c == '"' || c == '\\') quoted += '\\';
-            quoted += c;
+          for (const char c : v) {
+            const auto byte = static_cast<unsigned char>(c);
+            if (c == '"' || c == '\\') {
+              quoted += '\\';
+              quoted += c;
+            } else if (c == '\n') {
+              quoted += "\\n";
+            } else if (c == '\t') {
+              quoted += "\\t";
+            } else if (byte < 0x20 || byte == 0x7F) {
+              quoted += fmt::format("\\u{:04X}", byte);
+            } else {
+              quoted += c;
+            }
           }
           return quoted + "\"";
         } else if constexpr (std::is_same_v<V, bool>) {
