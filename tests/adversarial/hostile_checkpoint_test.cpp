@@ -532,6 +532,16 @@ TEST_F(HostileCheckpoint, CheckpointsThatAreNotWholeAreNamedWithAFixThatWorks) {
             std::string::npos)
       << r.output;
   fs::remove(run / "checkpoints" / "step_6");
+  // A checkpoint's temporary directory named as one: a run resumed from it removed it as a stopped write's.
+  const fs::path partial = run / "checkpoints" / ".step_4.partial-99999";
+  fs::copy(run / "checkpoints" / "step_4", partial, fs::copy_options::recursive);
+  std::vector<std::string> from_partial = {"train", "--resume", partial.string()};
+  from_partial.insert(from_partial.end(), longer.begin(), longer.end());
+  r = run_loco_within(kBound, from_partial);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is a checkpoint being written, or left by a write that was stopped"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(partial / "state.json"));
   r = run_loco_within(kBound, resume);
   EXPECT_EQ(r.exit_code, 0) << r.output;
 

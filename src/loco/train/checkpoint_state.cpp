@@ -90,6 +90,17 @@ void verify_files(const fs::path& dir, const nlohmann::json& files, CheckpointUs
 
 // state.json, checked to be a loco checkpoint of this format version.
 nlohmann::json read_state_file(const fs::path& dir) {
+  // A checkpoint still being written, or left by a write that was stopped (util/fs.h partial_path): the next
+  // run in its directory removes it, which a run resumed from it did.
+  fs::path normal = dir.lexically_normal();
+  if (!normal.has_filename()) normal = normal.parent_path();  // "…/step_6/"
+  const std::string name = normal.filename().string();
+  if (name.rfind('.', 0) == 0 && name.find(".partial-") != std::string::npos) {
+    throw CheckpointError(fmt::format("{} is a checkpoint being written, or left by a write that was stopped before "
+                                      "it finished: it is no checkpoint, and the next run in that directory removes "
+                                      "it. Pass a finished one (OUT_DIR/checkpoints/step_N)",
+                                      dir.string()));
+  }
   const fs::path state_path = dir / "state.json";
   if (!fs::is_directory(dir) || !fs::exists(state_path)) {
     throw CheckpointError(fmt::format("{} is not a loco checkpoint (no state.json). Checkpoints live in "
