@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
@@ -100,6 +104,31 @@ TEST(RemoveTree, ReportsWhatCannotBeRemoved) {
 
 // One claim on a directory at a time, also within one process; the claim ends with its holder (or its
 // process), and goes with a move.
+// What a stopped writer left is removed; what a writer at work has (two exports to one --out at once) is not:
+// the later export removed the earlier one's directory under it.
+TEST(RemoveInterruptedWrites, RemovesWhatStoppedWritersLeftOnly) {
+  test::ScratchDir dir;
+  const pid_t stopped = ::fork();
+  if (stopped == 0) ::_exit(0);
+  ASSERT_GT(stopped, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(stopped, &status, 0), stopped);
+  const std::string at_work = ".out.partial-" + std::to_string(::getppid());
+  const std::string left = ".out.partial-" + std::to_string(stopped);
+  const std::string mine = ".out.partial-" + std::to_string(::getpid());
+  for (const std::string& name : {at_work, left, mine, std::string(".other.partial-1")}) {
+    test::write_text(dir / name / "model.safetensors", "weights");
+  }
+  std::vector<std::string> removed =
+      remove_interrupted_writes(dir.path(), [](const std::string& name) { return name == "out"; });
+  std::sort(removed.begin(), removed.end());
+  std::vector<std::string> expected{left, mine};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(removed, expected);
+  EXPECT_TRUE(fs::exists(dir / at_work / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / ".other.partial-1"));
+}
+
 TEST(DirectoryLock, ADirectoryIsClaimedByOneHolderAtATime) {
   test::ScratchDir scratch;
   std::optional<DirectoryLock> first(std::in_place, scratch.path(), "--out directory");

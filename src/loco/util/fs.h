@@ -77,8 +77,9 @@ void make_fresh_directory(const fs::path& dir);
 // place (a checkpoint, an export).
 fs::path partial_path(const fs::path& dir, const std::string& name);
 // Removes what writers of `dir` that were stopped before their rename left: the ".NAME.partial-PID" entries
-// whose NAME `belongs` (a killed run's checkpoint can be a gigabyte, and every preemption leaves one).
-// Returns their names. Only for a directory one process writes at a time.
+// whose NAME `belongs` (a killed run's checkpoint can be a gigabyte, and every preemption leaves one) and whose
+// PID is no live process of this host (another writer's, still at work) other than this one. Returns their
+// names.
 std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
                                                    const std::function<bool(const std::string& name)>& belongs);
 
