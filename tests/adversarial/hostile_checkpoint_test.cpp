@@ -570,6 +570,29 @@ TEST_F(HostileCheckpoint, CheckpointsThatAreNotWholeAreNamedWithAFixThatWorks) {
       << r.output;
 }
 
+// Resuming one run's checkpoint into the directory of another that has checkpoints mixed the two (its
+// config.toml replaced, its metrics continued with the other's, a later checkpoint of the other run among its
+// own) and neither could be resumed again: refused, nothing written.
+TEST_F(HostileCheckpoint, AResumeIntoAnotherRunsDirectoryIsRefused) {
+  const fs::path other = *dir_ / "cases" / "other-run";
+  auto r = run_loco_within(kBound, {"train", "--config", (*dir_ / "run.toml").string(), "--set", "train.steps=2",
+                                    "--set", "train.seed=7", "--set", "train.out_dir=" + other.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string config_before = test::read_text(other / "config.toml");
+  const std::string metrics_before = test::read_text(other / "metrics.jsonl");
+  r = run_loco_within(kBound, {"train", "--resume", original().string(), "--set", "train.steps=8", "--set",
+                               "train.out_dir=" + other.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("holds the checkpoints of another run (the latest " +
+                          (other / "checkpoints" / "step_2").string() + "), and " + original().string() +
+                          " is not one of them"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(test::read_text(other / "config.toml"), config_before);
+  EXPECT_EQ(test::read_text(other / "metrics.jsonl"), metrics_before);
+  EXPECT_FALSE(fs::exists(other / "checkpoints" / "step_8"));
+}
+
 TEST_F(HostileCheckpoint, PathsTheSystemRefusesAreNamedNotThrown) {
   fs::create_symlink("loop_b", *dir_ / "loop_a");
   fs::create_symlink("loop_a", *dir_ / "loop_b");

@@ -1,8 +1,10 @@
 // The dashboard's data (src/loco/monitor): a metrics line's point, a member's report checked, the bounded
 // history that thins evenly, and run directories read as they grow.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -246,6 +248,25 @@ TEST_F(RunFilesTest, EventsAreKeptCutSoAStatusAnswerStaysSmall) {
   EXPECT_EQ(status["events"].back()["kind"].get<std::string>().size(), RunFiles::kMaxEventKindBytes);
   EXPECT_NE(status["events"].back()["detail"].get<std::string>().find("at step 299: \u00e9ddd"), std::string::npos);
   EXPECT_LT(status.dump().size(), 250'000u);
+}
+
+// A /status lists the kMaxStatusMembers files written last and counts the others: 5,000 members made it 1.1 MB.
+TEST_F(RunFilesTest, AStatusListsTheMembersWrittenLastAndCountsTheRest) {
+  const std::size_t members = RunFiles::kMaxStatusMembers + 44;
+  for (std::size_t i = 0; i < members; ++i) {
+    const fs::path path = dir_ / "members" / fmt::format("m{:04}-1", i) / "metrics.jsonl";
+    append(path, R"({"step": 5, "loss": 6.0})" "\n");
+    // The first 44 were written an hour ago.
+    if (i < 44) fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  }
+  RunFiles files({dir_});
+  MetricsHistory history;
+  files.poll(history);
+  const nlohmann::json status = files.status(history);
+  ASSERT_EQ(status["members"].size(), RunFiles::kMaxStatusMembers);
+  EXPECT_EQ(status["members_not_shown"], 44);
+  EXPECT_EQ(status["members"].front()["name"], (dir_ / "members" / "m0044-1").string());
+  EXPECT_LT(status.dump().size(), 100'000u);
 }
 
 TEST_F(RunFilesTest, ADirectoryThatIsNotThereIsAConfigError) {

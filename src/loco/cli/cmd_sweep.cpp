@@ -83,7 +83,7 @@ void add_sweep_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run a grid of training runs from one file, evaluate each, repeat each cell's best with other seeds, and "
       "tabulate them for loco fit (docs/sweep.md)");
-  set_example(cmd, "loco sweep sweeps/brown-eta.toml --jobs 2");
+  set_example(cmd, "loco sweep bench/sweeps/outer-lr-brown.toml --jobs 2");
   cmd->add_option("file", args->file, "The sweep file (TOML: base, out_dir, [set], [axes]; docs/sweep.md)")
       ->required()
       ->check(path_given());

@@ -7,6 +7,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_integer.h"
+#include "loco/data/loco_made.h"
 
 namespace loco::data {
 
@@ -49,10 +50,18 @@ nlohmann::json DatasetMeta::to_json() const {
 
 DatasetMeta read_dataset_meta(const fs::path& data_dir) {
   fs::path path = data_dir / kMetaFileName;
-  std::string fix = fmt::format(
-      "{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
-      "(into a new or emptied directory) and point data at it.",
-      data_dir.string(), data_dir.string());
+  std::error_code unreadable;
+  // The fix `loco prepare --out DATA_DIR` is no fix where prepare refuses that --out: a checkpoint, a file.
+  const std::string fix =
+      loco_made(data_dir) == kCheckpointDirectory
+          ? fmt::format("{} is a checkpoint, not a prepared data directory: give the directory `loco prepare` wrote "
+                        "(the checkpoint's config.toml names it as data.dir).",
+                        data_dir.string())
+      : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
+          ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
+          : fmt::format("{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
+                        "(into a new or emptied directory) and point data at it.",
+                        data_dir.string(), data_dir.string());
   nlohmann::json j = read_json_file(path, fix);
   return read_json_fields(path, fix, [&] {
     if (j.at("format") != kFormat || j.at("version") != kVersion) {

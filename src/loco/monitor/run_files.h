@@ -29,6 +29,7 @@ class RunFiles {
   static constexpr std::size_t kMaxReadPerPoll = 4 << 20;
   static constexpr std::size_t kMaxLineBytes = 1 << 20;
   static constexpr std::size_t kMaxEvents = 200;
+  static constexpr std::size_t kMaxStatusMembers = 256;  // rows of a /status answer: the files written last
   static constexpr std::size_t kMaxEventKindBytes = 32;
   static constexpr std::size_t kMaxEventDetailBytes = 1024;
 

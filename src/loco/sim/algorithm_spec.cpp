@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "loco/util/error.h"
@@ -111,7 +112,7 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
       if (fragment_layers < 1) {
         throw ConfigError(fmt::format("fragment_layers must be at least 1 in '{}'.", text));
       }
-      fragments = (layers + fragment_layers - 1) / fragment_layers;
+      fragments = static_cast<int>((std::int64_t{layers} + fragment_layers - 1) / fragment_layers);  // no int overflow
     }
     spec.fragments = fragments;
   } else if (fragments > 1) {

@@ -202,7 +202,9 @@ std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, Param
       std::sort(runs.begin(), runs.end());
       for (const auto& run : runs) points.push_back(load_run_directory(run, convention));
     } else {
-      throw IoError(fmt::format("{} does not exist; give results CSV files or run directories.", input));
+      throw IoError(fmt::format("{} {}; give results CSV files or run directories.", input,
+                                fs::exists(path) ? "is neither a file nor a directory (a FIFO or a device)"
+                                                 : "does not exist"));
     }
   }
   return points;

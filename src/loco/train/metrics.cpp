@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 
 #include "loco/util/error.h"
@@ -11,7 +13,7 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
-MetricsWriter::MetricsWriter(const fs::path& out_dir, std::int64_t keep_through_step) {
+MetricsWriter::MetricsWriter(const fs::path& out_dir, std::int64_t keep_through_step) : out_dir_(out_dir) {
   const fs::path path = out_dir / "metrics.jsonl";
   std::string kept;
   if (keep_through_step >= 0 && fs::exists(path)) {
@@ -37,7 +39,16 @@ MetricsWriter::~MetricsWriter() {
 void MetricsWriter::write(const nlohmann::json& record) {
   std::string line = record.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    throw IoError("cannot append to metrics.jsonl (disk full?). Free space and resume from the last checkpoint");
+    const std::string why = std::strerror(errno);
+    const fs::path checkpoints = out_dir_ / "checkpoints";
+    std::error_code unreadable;
+    const bool checkpointed = fs::is_directory(checkpoints, unreadable) && !fs::is_empty(checkpoints, unreadable);
+    throw IoError(fmt::format("cannot append to {}: {}. Free space, then {}", (out_dir_ / "metrics.jsonl").string(),
+                              why,
+                              checkpointed ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
+                                           : fmt::format("start the run again: it wrote no checkpoint yet (remove {} "
+                                                         "first)",
+                                                         out_dir_.string())));
   }
 }
 

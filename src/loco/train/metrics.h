@@ -22,6 +22,7 @@ class MetricsWriter {
   void write(const nlohmann::json& record);
 
  private:
+  std::filesystem::path out_dir_;
   std::FILE* file_ = nullptr;
 };
 

@@ -96,12 +96,28 @@ void refuse_incomplete_checkpoints(const fs::path& checkpoints_dir) {
 
 }  // namespace
 
-DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir, bool resuming) {
+DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir,
+                                  const std::optional<fs::path>& resumed_from) {
   refuse_data_and_checkpoint_directories(dir, "train.out_dir");
   ensure_writable_directory(dir, "train.out_dir");
   DirectoryLock writing(dir, "train.out_dir");  // before its files are judged: a live run's are no stopped run's
   refuse_incomplete_checkpoints(dir / "checkpoints");
-  if (resuming) return writing;
+  if (resumed_from) {
+    // Resumed into the directory of another run that has checkpoints, the two runs' checkpoints, config.toml
+    // and metrics.jsonl were mixed, and neither could be resumed again.
+    const auto theirs = list_checkpoints(out_dir / "checkpoints");
+    std::error_code unrelated;
+    const fs::path from = resumed_from->lexically_normal().has_filename() ? *resumed_from
+                                                                           : resumed_from->lexically_normal().parent_path();
+    if (!theirs.empty() && !fs::equivalent(from.parent_path(), out_dir / "checkpoints", unrelated)) {
+      throw ConfigError(fmt::format(
+          "train.out_dir '{}' holds the checkpoints of another run (the latest {}), and {} is not one of them: "
+          "resumed there, the two runs would be mixed. Pass a new train.out_dir (--set train.out_dir=…), or resume "
+          "from a checkpoint of that run",
+          out_dir.string(), theirs.back().second.string(), resumed_from->string()));
+    }
+    return writing;
+  }
   const auto checkpoints = list_checkpoints(dir / "checkpoints");
   if (!checkpoints.empty()) {
     // A replica's or stage's own directory (replica_r, stage_s) names the run's checkpoint, which --resume takes:

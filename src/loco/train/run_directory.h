@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "loco/util/directory_lock.h"
@@ -31,9 +32,10 @@ void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, st
 
 // Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write, and claims it for
 // this process while the returned lock lives: a run that writes it right now is refused, by name. A fresh
-// run (not `resuming`) refuses a directory that holds another run's checkpoints or metrics: loco never
-// writes over a run. Throws ConfigError naming the fix.
+// run (no `resumed_from`) refuses a directory that holds another run's checkpoints or metrics, and a resumed
+// one a train.out_dir whose checkpoints are not those of the checkpoint it resumes (replica 0's,
+// `resumed_from`): loco never writes over a run, nor mixes two. Throws ConfigError naming the fix.
 [[nodiscard]] DirectoryLock claim_run_directory(const std::filesystem::path& dir, const std::filesystem::path& out_dir,
-                                                bool resuming);
+                                                const std::optional<std::filesystem::path>& resumed_from);
 
 }  // namespace loco

@@ -117,8 +117,12 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_
   tmp_ = dir / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) {
-    throw IoError(fmt::format("cannot create {}: {}. Check that the directory exists and is writable.", tmp_.string(),
-                              errno_text()));
+    // Out of file descriptors the directory is not to blame (dist.replicas = 10000 ran out of them).
+    const bool descriptors = errno == EMFILE || errno == ENFILE;
+    throw IoError(fmt::format("cannot create {}: {}. {}", tmp_.string(), errno_text(),
+                              descriptors ? "The process or the system has no file descriptors left (ulimit -n): "
+                                            "raise the limit, or run fewer replicas or threads in one process"
+                                          : "Check that the directory exists and is writable."));
   }
 }
 
