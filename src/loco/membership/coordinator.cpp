@@ -526,6 +526,12 @@ double Coordinator::tick(double now) {
   return next;
 }
 
+void Coordinator::excuse_stall(double now, double stalled_s) {
+  for (auto& [id, m] : members_) m.last_heartbeat = std::min(now, m.last_heartbeat + stalled_s);
+  record(now, "stall",
+         fmt::format("the coordinator did not run for {:.1f} s: every member's heartbeat window starts again", stalled_s));
+}
+
 std::string Coordinator::waiting_for(double now) const {
   return decide(now).waiting_for;
 }

@@ -113,7 +113,7 @@ struct CoordinatorOptions {
   // A member whose pseudo-gradient a majority of a synchronisation's members rejected (NaN or Inf) in this
   // many synchronisations is removed from the run and its name barred (0: never).
   int max_rejections = 3;
-  // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort, expel), for the log.
+  // Told of every event as it is recorded (join, leave, expire, quorum, commit, abort, expel, stall), for the log.
   std::function<void(const std::string& kind, const std::string& detail)> on_event;
   // The run's train.steps, where whoever starts the coordinator knows them (`loco coordinator --steps`, the
   // replicas of an elastic run as threads): a member claiming a later step is refused. 0: unknown, and
@@ -171,6 +171,11 @@ class Coordinator {
   // Expires silent members and forms a quorum when the rules allow. Returns the time the state changes
   // next without a message (a join window's end, a heartbeat's expiry), so a server knows when to wake.
   double tick(double now);
+
+  // The coordinator itself did not run for `stalled_s` seconds until `now` (its process was stopped, its
+  // machine paused): the members' heartbeats of that time wait unread in its sockets, so each member's last
+  // heartbeat moves on by the stall, and none expires for the coordinator's own silence. Said as an event.
+  void excuse_stall(double now, double stalled_s);
   // Why the member still waits, in words ("a majority: 1 of 3 healthy members wait").
   std::string waiting_for(double now) const;
 
@@ -196,7 +201,7 @@ class Coordinator {
   };
   struct Event {
     double time;
-    std::string kind;  // join | leave | expire | quorum | commit | abort | expel
+    std::string kind;  // join | leave | expire | quorum | commit | abort | expel | stall
     std::string detail;
   };
 

@@ -138,6 +138,20 @@ struct CoordinatorServer::Impl {
 
   double now() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
 
+  // The coordinator's time for a tick, under the lock. Ticks come at least every kTickInterval (tick_until_stopped):
+  // a longer gap means the coordinator itself did not run (SIGSTOP, a paused VM), and the members' heartbeats of
+  // that time are still unread, so the gap is excused (Coordinator::excuse_stall) before anyone is expired for it:
+  // before, a healthy member was expelled on waking, whichever heartbeat was read first.
+  double tick_time() {
+    const double at = now();
+    if (last_tick >= 0 && at - last_tick > kStallSeconds) coordinator.excuse_stall(at, at - last_tick);
+    last_tick = at;
+    return at;
+  }
+  static constexpr std::chrono::milliseconds kTickInterval{50};
+  static constexpr double kStallSeconds = 1.0;  // 20 ticks missed: no busy machine delays one that long
+  double last_tick = -1;
+
   // What a handler works with: the lock on the coordinator, the answer's status, and the session key that
   // signs the answer (authentication.h).
   struct Context {
@@ -235,7 +249,7 @@ struct CoordinatorServer::Impl {
         const auto deadline =
             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
         while (true) {
-          coordinator.tick(now());
+          coordinator.tick(tick_time());
           if (auto formed = coordinator.take_quorum(who)) return to_json(*formed);
           if (stopping || Clock::now() >= deadline) break;
           changed.wait_until(context.lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
@@ -271,7 +285,7 @@ struct CoordinatorServer::Impl {
         const auto deadline =
             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
         while (true) {
-          coordinator.tick(now());
+          coordinator.tick(tick_time());
           if (auto decided = coordinator.take_decision(who, quorum_id, step)) return to_json(*decided);
           if (stopping || Clock::now() >= deadline) break;
           changed.wait_until(context.lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
@@ -312,9 +326,9 @@ struct CoordinatorServer::Impl {
   void tick_until_stopped() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
-      coordinator.tick(now());
+      coordinator.tick(tick_time());
       changed.notify_all();
-      changed.wait_for(lock, std::chrono::milliseconds(50));
+      changed.wait_for(lock, kTickInterval);
     }
   }
 };

@@ -195,6 +195,26 @@ TEST(Coordinator, ALostReplyIsNotServedAgainAtAnotherStepOrOnceItsQuorumBrokeOrA
   EXPECT_FALSE(e.take_quorum(u));
 }
 
+// The coordinator's own stall (its process stopped for 8 s) is no member's silence: each member's window moves on
+// by the stall, so none expires on waking (before, one was expelled, whichever heartbeat was read first); a
+// member silent beyond that still expires.
+TEST(Coordinator, ItsOwnStallExpiresNoMember) {
+  Coordinator c = make();
+  const auto members = quorum_of_two(c);
+  const Credentials &a = members.first, &b = members.second;
+  c.heartbeat(a, 2);
+  c.heartbeat(b, 2);
+  c.excuse_stall(10, 8);  // ticks at 2, then at 10
+  c.tick(10);
+  EXPECT_FALSE(c.heartbeat(a, 10).quorum_broken);
+  EXPECT_EQ(c.status(10).at("members").size(), 2u);
+  EXPECT_EQ(c.status(10).at("events").back().at("kind"), "stall");
+  c.heartbeat(a, 12);
+  c.tick(13.5);  // b silent for 3.5 s of the coordinator's running time
+  EXPECT_TRUE(c.heartbeat(a, 13.5).quorum_broken);
+  expect_refusal([&] { c.heartbeat(b, 13.6); }, Refusal::unknown_member, "rejoin");
+}
+
 TEST(Coordinator, ASilentMemberExpiresAndBreaksItsQuorum) {
   Coordinator c = make();
   const auto members = quorum_of_two(c);
