@@ -545,20 +545,24 @@ TEST_F(HostileCheckpoint, CheckpointsThatAreNotWholeAreNamedWithAFixThatWorks) {
   r = run_loco_within(kBound, resume);
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
-  // Replica 1's part of step 2 alone, beside a first replica that has no checkpoint.
+  // Replica 1's part of step 2 alone, beside a first replica that has no checkpoint: what a two-replica run
+  // killed while its replicas wrote their first checkpoint leaves.
   const fs::path parts = *dir_ / "cases" / "one-part";
-  fs::create_directories(parts / "replica_1" / "checkpoints");
-  fs::copy(original(), parts / "replica_1" / "checkpoints" / "step_2", fs::copy_options::recursive);
   const std::vector<std::string> two = {"--set", "dist.replicas=2",      "--set", "dist.algorithm=diloco",
                                         "--set", "dist.batch=per_replica", "--set", "diloco.sync_every=2",
                                         "--set", "train.out_dir=" + parts.string()};
-  std::vector<std::string> fresh = {"train", "--config", (*dir_ / "run.toml").string()};
+  std::vector<std::string> fresh = {"train", "--config", (*dir_ / "run.toml").string(), "--set", "train.steps=2"};
   fresh.insert(fresh.end(), two.begin(), two.end());
+  r = run_loco_within(kBound, fresh);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::error_code ignored;
+  remove_tree(parts / "checkpoints", ignored);
+  fs::remove(parts / "metrics.jsonl");
+  fs::remove(parts / "replica_1" / "metrics.jsonl");
   r = run_loco_within(kBound, fresh);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("a part of a checkpoint whose other parts are missing"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Remove " + (parts / "replica_1" / "checkpoints").string()), std::string::npos) << r.output;
-  write_text(parts / "config.toml", "");
   std::vector<std::string> part_resume = {"train", "--resume",
                                           (parts / "replica_1" / "checkpoints" / "step_2").string()};
   part_resume.insert(part_resume.end(), two.begin(), two.end());

@@ -397,6 +397,10 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
                                                              (scratch / "u16.jsonl").string() + " > " +
                                                              (scratch / "u16.utf8.jsonl").string() + "`"),
             std::string::npos);
+  EXPECT_NE(refusal("my u16.txt", "\xFF\xFE" + hello16)
+                .find("`iconv -f UTF-16 -t UTF-8 '" + (scratch / "my u16.txt").string() + "' > '" +
+                      (scratch / "my u16.utf8.txt").string() + "'`"),
+            std::string::npos);
   EXPECT_NE(refusal("u16.csv.gz", gzip("\xFF\xFE" + hello16))
                 .find("`zcat " + (scratch / "u16.csv.gz").string() + " | iconv -f UTF-16 -t UTF-8 > " +
                       (scratch / "u16.utf8.csv").string() + "`"),

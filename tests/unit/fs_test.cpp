@@ -3,6 +3,7 @@
 #include "loco/util/fs.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,20 +114,31 @@ TEST(RemoveInterruptedWrites, RemovesWhatStoppedWritersLeftOnly) {
   ASSERT_GT(stopped, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(stopped, &status, 0), stopped);
-  const std::string at_work = ".out.partial-" + std::to_string(::getppid());
+  const pid_t working = ::fork();  // another writer, alive until the test ends
+  if (working == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(working, 0);
+  const std::string at_work = ".out.partial-" + std::to_string(working);
   const std::string left = ".out.partial-" + std::to_string(stopped);
   const std::string mine = ".out.partial-" + std::to_string(::getpid());
   for (const std::string& name : {at_work, left, mine, std::string(".other.partial-1")}) {
     test::write_text(dir / name / "model.safetensors", "weights");
   }
-  std::vector<std::string> removed =
-      remove_interrupted_writes(dir.path(), [](const std::string& name) { return name == "out"; });
+  std::vector<std::string> removed = remove_interrupted_writes(
+      dir.path(), [](const std::string& name) { return name == "out"; }, /*others_may_write=*/true);
+  ::kill(working, SIGKILL);
+  ::waitpid(working, &status, 0);
   std::sort(removed.begin(), removed.end());
   std::vector<std::string> expected{left, mine};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(removed, expected);
   EXPECT_TRUE(fs::exists(dir / at_work / "model.safetensors"));
   EXPECT_TRUE(fs::exists(dir / ".other.partial-1"));
+  // Where one process writes at a time (a run's checkpoints, under its lock), every stopped write's goes.
+  EXPECT_EQ(remove_interrupted_writes(dir.path(), [](const std::string& name) { return name == "out"; }),
+            std::vector<std::string>{at_work});
 }
 
 TEST(DirectoryLock, ADirectoryIsClaimedByOneHolderAtATime) {

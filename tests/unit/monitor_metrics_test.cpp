@@ -14,6 +14,7 @@
 #include "loco/monitor/metrics_history.h"
 #include "loco/monitor/run_files.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 #include "support/test_support.h"
 
 namespace loco::monitor {
@@ -267,6 +268,12 @@ TEST_F(RunFilesTest, AStatusListsTheMembersWrittenLastAndCountsTheRest) {
   EXPECT_EQ(status["members_not_shown"], 44);
   EXPECT_EQ(status["members"].front()["name"], (dir_ / "members" / "m0044-1").string());
   EXPECT_LT(status.dump().size(), 100'000u);
+  // A member whose file is gone has no age: it comes last, and the answer is still given.
+  std::error_code ignored;
+  remove_tree(dir_ / "members" / "m0299-1", ignored);
+  const nlohmann::json later = files.status(history);
+  EXPECT_EQ(later["members"].size(), RunFiles::kMaxStatusMembers);
+  EXPECT_EQ(later["members"].back()["name"], (dir_ / "members" / "m0298-1").string());
 }
 
 TEST_F(RunFilesTest, ADirectoryThatIsNotThereIsAConfigError) {

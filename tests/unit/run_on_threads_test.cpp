@@ -44,7 +44,11 @@ TEST(RunOnThreads, AThreadTheSystemRefusesIsAnErrorAfterTheOthersAreTold) {
           64,
           [&](int) {
             ++ran;
-            while (!told) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            // Held until a refusal is told (or 10 s: every thread fit, and the child says so below).
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (!told && std::chrono::steady_clock::now() < give_up) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
           },
           [&](int) {
             ++refused;

@@ -93,7 +93,8 @@ void refuse_prepared_directory(const fs::path& out_dir) {
 // shards and their temporary files.
 std::vector<fs::path> prepare_outputs_in(const fs::path& out_dir) {
   static const std::regex output(
-      R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+)");
+      R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+|)"
+      R"(\.\.loco-prepare-incomplete\.tmp-[0-9]+)");  // the marker's own temporary file, of a run killed writing it
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(out_dir)) {
     if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), output)) {
@@ -116,7 +117,12 @@ std::optional<fs::path> foreign_entry(const fs::path& out_dir, const std::vector
 void clear_interrupted_run(const fs::path& out_dir) {
   try {
     const std::vector<fs::path> found = prepare_outputs_in(out_dir);
-    if (!found.empty() && !fs::exists(out_dir / kPrepareMarkerFileName)) {
+    // The marker, or its temporary file: a run killed while it wrote the marker wrote nothing else.
+    const bool interrupted = fs::exists(out_dir / kPrepareMarkerFileName) ||
+                             std::any_of(found.begin(), found.end(), [](const fs::path& path) {
+                               return path.filename().string().rfind(std::string(".") + kPrepareMarkerFileName, 0) == 0;
+                             });
+    if (!found.empty() && !interrupted) {
       throw DataError(fmt::format(
           "{} holds {} but was not written by an interrupted `loco prepare` (it has no {}): it may be a checkpoint "
           "or another tool's output. Nothing was touched; choose a new or empty --out directory.",

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <string>
+#include <string_view>
 
 #include "loco/data/byte_stream.h"
 #include "loco/util/error.h"
@@ -44,6 +46,17 @@ constexpr std::array<KnownBinaryFormat, 10> kKnownBinaryFormats{{
      "name it with .arrow at the end, and loco reads its text column"},
 }};
 
+// `path` as one shell word, for a command to copy: as it is when it holds only characters no shell reads
+// specially, else in single quotes.
+std::string shell_word(const fs::path& path) {
+  const std::string text = path.string();
+  constexpr std::string_view kPlain = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+-=,:@%";
+  if (!text.empty() && text.find_first_not_of(kPlain) == std::string::npos) return text;
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // The command that writes a file of `compression` decompressed to standard output; nullptr for none.
 const char* decompressor_of(Compression compression) {
   switch (compression) {
@@ -77,8 +90,9 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
     const char* decompress = decompressor_of(compression_of(path));
     const std::string command =
         decompress == nullptr
-            ? fmt::format("iconv -f {} -t UTF-8 {} > {}", encoding, path.string(), converted.string())
-            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", decompress, path.string(), encoding, converted.string());
+            ? fmt::format("iconv -f {} -t UTF-8 {} > {}", encoding, shell_word(path), shell_word(converted))
+            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", decompress, shell_word(path), encoding,
+                          shell_word(converted));
     throw DataError(fmt::format(
         "{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, e.g. `{}`, and give "
         "that instead",
@@ -92,13 +106,13 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
       if (start.size() >= format.offset && start.substr(format.offset, format.magic.size()) == format.magic) {
         if (format.extension != nullptr && compression_of(path) != Compression::none) {
           const fs::path plain = without_compression_extension(path);  // a.txt.gz -> a.once.txt.gz
-          const std::string once = fs::path(plain).replace_extension(".once" + plain.extension().string()).string() +
-                                   format.extension;
+          const fs::path once = fs::path(plain).replace_extension(".once" + plain.extension().string()).string() +
+                                format.extension;
           throw DataError(fmt::format(
               "{} is compressed twice: decompressed as {}, it is {} again, which loco does not read as text. "
               "Decompress it once (`{} {} > {}`) and give the result",
               path.string(), path.extension().string(), format.what, decompressor_of(compression_of(path)),
-              path.string(), once));
+              shell_word(path), shell_word(once)));
         }
         throw DataError(fmt::format("{} is {}, which loco does not read as text: {}", path.string(), format.what,
                                     format.fix));

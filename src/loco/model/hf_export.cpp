@@ -83,7 +83,8 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
   ensure_writable_directory(parent, "export parent directory");
   const std::string name = out_dir.filename().string();
   // What an export to this name that was stopped left (a model's size, hidden).
-  remove_interrupted_writes(parent, [&](const std::string& written) { return written == name; });
+  remove_interrupted_writes(
+      parent, [&](const std::string& written) { return written == name; }, /*others_may_write=*/true);
   const fs::path tmp = partial_path(parent, name);
   make_fresh_directory(tmp);
   try {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <system_error>
 
 #include "loco/util/error.h"
@@ -127,10 +128,15 @@ void RunFiles::take_line(const std::string& line, File& file, MetricsHistory& hi
 nlohmann::json RunFiles::status(const MetricsHistory& history) const {
   // The kMaxStatusMembers files written last, in path order: a directory of 5,000 members made a /status of
   // 1.1 MB, past the bound a slow reader may hold.
-  std::vector<std::pair<double, const fs::path*>> by_age;
+  std::vector<std::pair<nlohmann::json, const fs::path*>> by_age;  // age null: the file is gone, shown last
   for (const auto& [path, file] : files_) by_age.emplace_back(seconds_since_written(path), &path);
+  const auto sooner = [](const auto& a, const auto& b) {
+    const double inf = std::numeric_limits<double>::infinity();
+    return (a.first.is_null() ? inf : a.first.template get<double>()) <
+           (b.first.is_null() ? inf : b.first.template get<double>());
+  };
   const std::size_t shown = std::min(by_age.size(), kMaxStatusMembers);
-  std::partial_sort(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(shown), by_age.end());
+  std::partial_sort(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(shown), by_age.end(), sooner);
   by_age.resize(shown);
   std::sort(by_age.begin(), by_age.end(), [](const auto& a, const auto& b) { return *a.second < *b.second; });
   nlohmann::json members = nlohmann::json::array();

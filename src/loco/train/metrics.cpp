@@ -46,9 +46,8 @@ void MetricsWriter::write(const nlohmann::json& record) {
     throw IoError(fmt::format("cannot append to {}: {}. Free space, then {}", (out_dir_ / "metrics.jsonl").string(),
                               why,
                               checkpointed ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
-                                           : fmt::format("start the run again: it wrote no checkpoint yet (remove {} "
-                                                         "first)",
-                                                         out_dir_.string())));
+                                           : std::string("start the run again: it wrote no checkpoint yet (remove "
+                                                         "what it wrote, or choose another train.out_dir)")));
   }
 }
 

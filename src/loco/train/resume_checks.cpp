@@ -140,8 +140,13 @@ void require_part_for(const RunConfig& run, const fs::path& checkpoint, int rank
   const fs::path holder = checkpoint.parent_path().parent_path();
   const std::string holder_name = holder.filename().string();
   std::error_code no_config;
+  const auto of_several = [&] {  // a run of its own named stage_2 is no part
+    const RunConfig saved = read_checkpoint_config(checkpoint);
+    return saved.dist.replicas > 1 || saved.dist.stages > 1;
+  };
   if ((holder_name.rfind("replica_", 0) == 0 || holder_name.rfind("stage_", 0) == 0) &&
-      fs::exists(holder.parent_path() / "config.toml", no_config)) {
+      fs::exists(holder.parent_path() / "config.toml", no_config) && fs::exists(checkpoint / "state.json", no_config) &&
+      of_several()) {
     throw ConfigError(fmt::format("{} is the part of one replica or stage ({}) of a checkpoint; --resume names the "
                                   "run's own, {}, and each replica and stage reads its part of it",
                                   checkpoint.string(), holder_name,

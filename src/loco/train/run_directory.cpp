@@ -64,7 +64,8 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
     // A run's checkpoints/ holds its checkpoints only: a directory put there (an export named step_N) would
     // be taken for one when the run is resumed, and files written into it (a run's own config.toml and
     // metrics.jsonl) are no checkpoint's.
-    if (at == start && at.filename() == "checkpoints" && fs::exists(at.parent_path() / "config.toml", unresolved)) {
+    if (at == start && at.filename() == "checkpoints" && fs::exists(at.parent_path() / "config.toml", unresolved) &&
+        fs::exists(at.parent_path() / "metrics.jsonl", unresolved)) {
       throw ConfigError(fmt::format("{} '{}' is the checkpoints directory of the run in {}, where loco keeps that "
                                     "run's checkpoints only. Choose a directory outside it",
                                     what, dir.string(), at.parent_path().string()));
@@ -106,10 +107,10 @@ DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir,
     // Resumed into the directory of another run that has checkpoints, the two runs' checkpoints, config.toml
     // and metrics.jsonl were mixed, and neither could be resumed again.
     const auto theirs = list_checkpoints(out_dir / "checkpoints");
-    std::error_code unrelated;
-    const fs::path from = resumed_from->lexically_normal().has_filename() ? *resumed_from
-                                                                           : resumed_from->lexically_normal().parent_path();
-    if (!theirs.empty() && !fs::equivalent(from.parent_path(), out_dir / "checkpoints", unrelated)) {
+    std::error_code unresolved;
+    // Resolved first: `--resume step_6` inside checkpoints/, or a link to a checkpoint, name it differently.
+    const fs::path from = fs::weakly_canonical(fs::absolute(*resumed_from), unresolved);
+    if (!theirs.empty() && !unresolved && !fs::equivalent(from.parent_path(), out_dir / "checkpoints", unresolved)) {
       throw ConfigError(fmt::format(
           "train.out_dir '{}' holds the checkpoints of another run (the latest {}), and {} is not one of them: "
           "resumed there, the two runs would be mixed. Pass a new train.out_dir (--set train.out_dir=…), or resume "

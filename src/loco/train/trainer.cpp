@@ -147,6 +147,11 @@ struct Trainer::State {
   // A stopped run's checkpoint holds its last step, unless this process has one of it already or trained no
   // step (its state is then the checkpoint it resumed, or the initial one).
   bool checkpoint_before_stopping() const { return saved_step != step && !step_losses.empty(); }
+  // Where the checkpoints a resume names are: the run's train.out_dir (replica 0's and stage 0's, which
+  // --resume takes), or an elastic member's own directory.
+  fs::path resumable_dir() const {
+    return config.dist.elastic ? membership->directory(config.train.out_dir) : fs::path(config.train.out_dir);
+  }
 };
 
 // The replica's state as strategies see it (note "elastic-heal").
@@ -604,7 +609,7 @@ Trainer::StepResult Trainer::train_step() {
   if (!std::isfinite(result.loss)) {
     throw Error(fmt::format("the loss became {} at step {}{}. {}", result.loss, s.step + 1,
                             s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            divergence_advice(config.optim.lr, s.out_dir, s.options.resume_from)));
+                            divergence_advice(config.optim.lr, s.resumable_dir(), s.options.resume_from)));
   }
   try {
     s.strategy->after_backward();  // elastic data parallel's synchronisation, with its wait for a quorum
@@ -740,7 +745,7 @@ void Trainer::save() {
     throw Error(fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
                             "no checkpoint of them was written. {}",
                             s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
-                            divergence_advice(s.config.optim.lr, s.out_dir, s.options.resume_from)));
+                            divergence_advice(s.config.optim.lr, s.resumable_dir(), s.options.resume_from)));
   }
   s.summary.last_checkpoint =
       write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);

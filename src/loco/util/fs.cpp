@@ -194,7 +194,8 @@ fs::path partial_path(const fs::path& dir, const std::string& name) {
 }
 
 std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
-                                                   const std::function<bool(const std::string& name)>& belongs) {
+                                                   const std::function<bool(const std::string& name)>& belongs,
+                                                   bool others_may_write) {
   std::vector<std::string> removed;
   std::error_code unreadable;
   if (!fs::is_directory(dir, unreadable)) return removed;
@@ -203,12 +204,12 @@ std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
     const auto marker = file.rfind(".partial-");
     if (file.size() < 2 || file[0] != '.' || marker == std::string::npos || marker < 2) continue;
     if (!belongs(file.substr(1, marker - 1))) continue;
-    // A writer still at work (two exports to one --out at once): its entry is its own, not a stopped write's.
+    // A writer still at work (two exports to one parent at once): its entry is its own, not a stopped write's.
     const std::string pid_text = file.substr(marker + std::string_view(".partial-").size());
     pid_t pid = 0;
     const auto [end, error] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
     const bool parsed = error == std::errc() && end == pid_text.data() + pid_text.size() && pid > 0;
-    if (parsed && pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;
+    if (others_may_write && parsed && pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;
     std::error_code ignored;
     if (remove_tree(entry.path(), ignored)) removed.push_back(file);
   }

@@ -77,11 +77,13 @@ void make_fresh_directory(const fs::path& dir);
 // place (a checkpoint, an export).
 fs::path partial_path(const fs::path& dir, const std::string& name);
 // Removes what writers of `dir` that were stopped before their rename left: the ".NAME.partial-PID" entries
-// whose NAME `belongs` (a killed run's checkpoint can be a gigabyte, and every preemption leaves one) and whose
-// PID is no live process of this host (another writer's, still at work) other than this one. Returns their
-// names.
+// whose NAME `belongs` (a killed run's checkpoint can be a gigabyte, and every preemption leaves one). Where
+// several processes may write `dir` at once (exports to one parent directory), `others_may_write` keeps the
+// entries of live processes of this host other than this one: theirs, still at work. (A process id is reused in
+// time; a directory one process writes at a time, under its lock, needs no such guess.) Returns their names.
 std::vector<std::string> remove_interrupted_writes(const fs::path& dir,
-                                                   const std::function<bool(const std::string& name)>& belongs);
+                                                   const std::function<bool(const std::string& name)>& belongs,
+                                                   bool others_may_write = false);
 
 // fsync on a file or directory path; throws IoError on failure.
 void fsync_path(const fs::path& path);

@@ -14,13 +14,13 @@ void run_on_threads(int count, const std::function<void(int)>& body, const std::
                     const char* what) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(count));
-  std::optional<std::system_error> refused;
+  std::optional<std::string> refused;
   int started = 0;
   for (; started < count; ++started) {
     try {
       threads.emplace_back([&body, started] { body(started); });
-    } catch (const std::system_error& e) {
-      refused = e;
+    } catch (const std::exception& e) {  // system_error (no thread), or bad_alloc (no memory for its state)
+      refused = e.what();
       break;
     }
   }
@@ -29,10 +29,10 @@ void run_on_threads(int count, const std::function<void(int)>& body, const std::
   if (refused) throw threads_refused(started + 1, count, what, *refused);
 }
 
-Error threads_refused(int number, int count, const char* what, const std::system_error& refusal) {
+Error threads_refused(int number, int count, const char* what, const std::string& reason) {
   return Error(fmt::format("the system refused thread {} of the {} that {} asks for ({}): its limit on threads or "
                            "memory is lower (ulimit -u, ulimit -v). Ask for fewer, or raise the limit",
-                           number, count, what, refusal.what()));
+                           number, count, what, reason));
 }
 
 }  // namespace loco

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <functional>
-#include <system_error>
+#include <string>
 
 #include "loco/util/error.h"
 
@@ -17,7 +17,7 @@ namespace loco {
 void run_on_threads(int count, const std::function<void(int)>& body, const std::function<void(int)>& not_started,
                     const char* what);
 
-// The Error of a thread the system refused: the `number`th of `count` that `what` asks for.
-Error threads_refused(int number, int count, const char* what, const std::system_error& refusal);
+// The Error of a thread the system refused: the `number`th of `count` that `what` asks for, for `reason`.
+Error threads_refused(int number, int count, const char* what, const std::string& reason);
 
 }  // namespace loco

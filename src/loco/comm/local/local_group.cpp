@@ -222,7 +222,7 @@ std::vector<std::unique_ptr<Group>> make_local_groups(int world_size, const Grou
     try {
       groups.push_back(std::make_unique<LocalGroup>(world, rank, world_size, options));  // starts a thread
     } catch (const std::system_error& e) {
-      throw threads_refused(rank + 1, world_size, "dist.replicas (× dist.stages)", e);
+      throw threads_refused(rank + 1, world_size, "dist.replicas (× dist.stages)", e.what());
     }
   }
   return groups;
