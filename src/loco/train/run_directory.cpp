@@ -136,10 +136,12 @@ DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir,
           "another train.out_dir",
           out_dir.string(), latest.string(), run_checkpoint.string(), (dir / "checkpoints").string()));
     }
+    // Elsewhere (an elastic member's own directory) the checkpoint is the member's.
+    const bool of_run = part || dir.lexically_normal() == out_dir.lexically_normal();
     throw ConfigError(fmt::format(
         "train.out_dir '{}' already holds another run's checkpoints; loco does not overwrite them. Pass --resume "
         "{} to continue that run, or choose another train.out_dir",
-        out_dir.string(), run_checkpoint.string()));
+        out_dir.string(), (of_run ? run_checkpoint : latest).string()));
   }
   const fs::path metrics = dir / "metrics.jsonl";
   if (fs::exists(metrics) && fs::file_size(metrics) > 0) {
