@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -61,13 +62,9 @@ class FileReader {
 
 class ByteStream::Decoder {
  public:
-  // What a file of the decoder's format begins with: a test of its first bytes and the format's name.
-  struct Mark {
-    bool (*begins_right)(std::string_view start);
-    const char* format;
-  };
-
-  explicit Decoder(const fs::path& path, Mark mark = {nullptr, nullptr}) : file_(path), mark_(mark) {}
+  // `compression`: the format the file's name says, whose first bytes it must have.
+  explicit Decoder(const fs::path& path, Compression compression = Compression::none)
+      : file_(path), format_(compression_format(compression)) {}
   virtual ~Decoder() = default;
   virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
   std::uint64_t file_bytes_read() const { return file_.consumed(); }
@@ -93,33 +90,23 @@ class ByteStream::Decoder {
   // A file named for compression whose first bytes are not the format's: plain text named .gz is said so, not
   // taken for a damaged download.
   void refuse_another_format() const {
-    if (mark_.begins_right == nullptr || mark_.begins_right(std::string_view(input_.data(), input_.size()))) return;
-    const std::string extension = file_.path().extension().string();
+    // A file shorter than any mark is left to the decoder, which says it was cut short.
+    constexpr std::size_t kLongestMark = 6;
+    if (format_ == nullptr || input_.size() < kLongestMark ||
+        format_->begins_as(std::string_view(input_.data(), input_.size()))) {
+      return;
+    }
     throw DataError(fmt::format("{} is named {} but does not hold {} data (it does not begin as {} data does): if "
                                 "it is plain text, rename it without {}; otherwise it is damaged: fetch or compress "
                                 "it again, or leave it out of --input.",
-                                file_.path().string(), extension, mark_.format, mark_.format, extension));
+                                file_.path().string(), format_->extension, format_->name, format_->name,
+                                format_->extension));
   }
 
-  Mark mark_;
+  const CompressionFormat* format_;
 };
 
 namespace {
-
-// The first bytes of each compressed format (a file shorter than its mark is judged by what it has: the
-// decoder then says it was cut short).
-bool begins_with(std::string_view start, std::string_view mark) {
-  return start.substr(0, mark.size()) == mark.substr(0, start.size());
-}
-bool begins_as_gzip(std::string_view start) { return begins_with(start, "\x1F\x8B"); }
-bool begins_as_zstd(std::string_view start) {
-  // A zstd frame, or a skippable frame (magic 0x184D2A5?, little-endian) as pzstd writes first.
-  const bool skippable = !start.empty() && (static_cast<unsigned char>(start[0]) & 0xF0) == 0x50 &&
-                         begins_with(start.substr(1), "\x2A\x4D\x18");
-  return skippable || begins_with(start, "\x28\xB5\x2F\xFD");
-}
-bool begins_as_xz(std::string_view start) { return begins_with(start, std::string_view("\xFD" "7zXZ\0", 6)); }
-bool begins_as_bzip2(std::string_view start) { return begins_with(start, "BZh"); }
 
 class PlainDecoder final : public ByteStream::Decoder {
  public:
@@ -131,7 +118,7 @@ class PlainDecoder final : public ByteStream::Decoder {
 // members one after another (what `cat a.gz b.gz` and pigz make), each is decoded in turn.
 class GzipDecoder final : public ByteStream::Decoder {
  public:
-  explicit GzipDecoder(const fs::path& path) : Decoder(path, {&begins_as_gzip, "gzip"}) {
+  explicit GzipDecoder(const fs::path& path) : Decoder(path, Compression::gzip) {
     std::memset(&stream_, 0, sizeof(stream_));
     if (inflateInit2(&stream_, 15 + 16) != Z_OK) throw IoError("zlib could not start a gzip decoder (out of memory?).");
   }
@@ -172,7 +159,7 @@ class GzipDecoder final : public ByteStream::Decoder {
 // zstd through libzstd's streaming decoder; consecutive frames are decoded in turn.
 class ZstdDecoder final : public ByteStream::Decoder {
  public:
-  explicit ZstdDecoder(const fs::path& path) : Decoder(path, {&begins_as_zstd, "zstd"}), context_(ZSTD_createDStream()) {
+  explicit ZstdDecoder(const fs::path& path) : Decoder(path, Compression::zstd), context_(ZSTD_createDStream()) {
     if (context_ == nullptr) throw IoError("libzstd could not start a decoder (out of memory?).");
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(context_); }
@@ -204,7 +191,7 @@ class ZstdDecoder final : public ByteStream::Decoder {
 // `cat a.xz b.xz` and parallel compressors make).
 class XzDecoder final : public ByteStream::Decoder {
  public:
-  explicit XzDecoder(const fs::path& path) : Decoder(path, {&begins_as_xz, "xz"}) {
+  explicit XzDecoder(const fs::path& path) : Decoder(path, Compression::xz) {
     if (lzma_stream_decoder(&stream_, kXzMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
       throw IoError("liblzma could not start an xz decoder (out of memory?).");
     }
@@ -250,7 +237,7 @@ class XzDecoder final : public ByteStream::Decoder {
 // decoded in turn.
 class Bzip2Decoder final : public ByteStream::Decoder {
  public:
-  explicit Bzip2Decoder(const fs::path& path) : Decoder(path, {&begins_as_bzip2, "bzip2"}) { start(); }
+  explicit Bzip2Decoder(const fs::path& path) : Decoder(path, Compression::bzip2) { start(); }
   ~Bzip2Decoder() override { BZ2_bzDecompressEnd(&stream_); }
 
   std::size_t read(char* buffer, std::size_t capacity) override {
@@ -292,12 +279,48 @@ class Bzip2Decoder final : public ByteStream::Decoder {
 
 }  // namespace
 
+namespace {
+
+// The first bytes of each format's files.
+bool begins_with(std::string_view start, std::string_view mark) { return start.substr(0, mark.size()) == mark; }
+bool begins_as_gzip(std::string_view start) { return begins_with(start, "\x1F\x8B"); }
+bool begins_as_zstd(std::string_view start) {
+  // A zstd frame, or a skippable frame (magic 0x184D2A5?, little-endian) as pzstd writes first.
+  const bool skippable = !start.empty() && (static_cast<unsigned char>(start[0]) & 0xF0) == 0x50 &&
+                         begins_with(start.substr(1), "\x2A\x4D\x18");
+  return skippable || begins_with(start, "\x28\xB5\x2F\xFD");
+}
+bool begins_as_xz(std::string_view start) { return begins_with(start, std::string_view("\xFD" "7zXZ\0", 6)); }
+bool begins_as_bzip2(std::string_view start) { return begins_with(start, "BZh"); }
+
+constexpr std::array<CompressionFormat, 4> kCompressionFormats{{
+    {Compression::gzip, ".gz", "gzip", "zcat", &begins_as_gzip},
+    {Compression::zstd, ".zst", "zstd", "zstdcat", &begins_as_zstd},
+    {Compression::xz, ".xz", "xz", "xzcat", &begins_as_xz},
+    {Compression::bzip2, ".bz2", "bzip2", "bzcat", &begins_as_bzip2},
+}};
+
+}  // namespace
+
+const CompressionFormat* compression_format(Compression compression) {
+  for (const CompressionFormat& format : kCompressionFormats) {
+    if (format.kind == compression) return &format;
+  }
+  return nullptr;
+}
+
+const CompressionFormat* compression_marked(std::string_view start) {
+  for (const CompressionFormat& format : kCompressionFormats) {
+    if (format.begins_as(start)) return &format;
+  }
+  return nullptr;
+}
+
 Compression compression_of(const fs::path& path) {
   const fs::path extension = path.extension();
-  if (extension == ".gz") return Compression::gzip;
-  if (extension == ".zst") return Compression::zstd;
-  if (extension == ".xz") return Compression::xz;
-  if (extension == ".bz2") return Compression::bzip2;
+  for (const CompressionFormat& format : kCompressionFormats) {
+    if (extension == format.extension) return format.kind;
+  }
   return Compression::none;
 }
 

@@ -9,12 +9,29 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace loco::data {
 
 namespace fs = std::filesystem;
 
 enum class Compression { none, gzip, zstd, xz, bzip2 };
+
+// What loco knows of a compression format: the extension it reads it by, its name, the command that writes a file
+// of it decompressed to standard output (for fixes loco suggests), and whether bytes begin as its files do.
+struct CompressionFormat {
+  Compression kind;
+  const char* extension;     // ".gz"
+  const char* name;          // "gzip"
+  const char* decompressor;  // "zcat"
+  bool (*begins_as)(std::string_view start);
+};
+
+// The format of `compression`; nullptr for none.
+const CompressionFormat* compression_format(Compression compression);
+
+// The format whose files begin as `start` (a file's first bytes) does; nullptr for none.
+const CompressionFormat* compression_marked(std::string_view start);
 
 // By the last extension: .gz -> gzip, .zst -> zstd, .xz -> xz, .bz2 -> bzip2, anything else -> none.
 Compression compression_of(const fs::path& path);

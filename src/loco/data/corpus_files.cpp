@@ -133,8 +133,9 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();) {
     const fs::path path = it->path();
     const bool directory = it->is_directory(error) && !it->is_symlink(error);
-    const char* made = directory ? loco_made(path) : nullptr;
-    if (is_hidden(path)) {
+    const bool hidden = is_hidden(path);
+    const char* made = directory && !hidden ? loco_made(path) : nullptr;
+    if (hidden) {
       skipped.push_back({path, "its name begins with '.' (name it in --input to read it)", true});
     } else if (made != nullptr) {
       skipped.push_back({path, fmt::format("it is {} (loco's own output is not read as text)", made)});
@@ -145,7 +146,7 @@ std::vector<fs::path> list_directory(const fs::path& dir, const fs::path& exclud
         files.push_back(path);
       }
     }
-    const bool enter = directory && !is_hidden(path) && made == nullptr && fs::weakly_canonical(path) != excluded;
+    const bool enter = directory && !hidden && made == nullptr && fs::weakly_canonical(path) != excluded;
     if (!enter) it.disable_recursion_pending();
     it.increment(error);
     if (error) {

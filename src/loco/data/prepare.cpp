@@ -58,14 +58,15 @@ void check_options(const PrepareOptions& options) {
     throw ConfigError(fmt::format("--threads {} is more encoding threads than any machine has cores; give at most {} "
                                   "(or leave it out: one per core)", options.threads, kMostPrepareThreads));
   }
-  if (options.tokenizer == "bpe" && options.tokenizer_from.empty() && options.vocab_size < kFewestBpeTokens) {
+  const bool trains_bpe = options.tokenizer == "bpe" && options.tokenizer_from.empty();
+  if (trains_bpe && options.vocab_size < kFewestBpeTokens) {
     throw ConfigError(fmt::format(
         "--vocab-size {} is too small for a BPE vocabulary: its 256 byte tokens and 3 special tokens alone are {}, "
         "and each character of the corpus needs one more. Pass a --vocab-size well above {} (the default is 8192) "
         "or use --tokenizer byte.",
         options.vocab_size, kFewestBpeTokens, kFewestBpeTokens));
   }
-  if (options.tokenizer == "bpe" && options.tokenizer_from.empty() && options.vocab_size > kMostBpeTokens) {
+  if (trains_bpe && options.vocab_size > kMostBpeTokens) {
     throw ConfigError(fmt::format("--vocab-size {} is more tokens than loco trains a BPE vocabulary of (at most {}; "
                                   "vocabularies in use have 32k to 256k). Pass a smaller --vocab-size.",
                                   options.vocab_size, kMostBpeTokens));

@@ -20,19 +20,9 @@ struct KnownBinaryFormat {
   std::size_t offset;
   const char* what;
   const char* fix;
-  const char* extension = nullptr;  // of a compression format, by which loco decompresses a file
 };
-constexpr std::array<KnownBinaryFormat, 10> kKnownBinaryFormats{{
-    {std::string_view("\x1F\x8B", 2), 0, "gzip-compressed data",
-     "name it with .gz at the end, and loco decompresses it", ".gz"},
-    {std::string_view("\x28\xB5\x2F\xFD", 4), 0, "zstd-compressed data",
-     "name it with .zst at the end, and loco decompresses it", ".zst"},
-    {std::string_view("\xFD"
-                      "7zXZ\0",
-                      6),
-     0, "xz-compressed data", "name it with .xz at the end, and loco decompresses it", ".xz"},
-    {std::string_view("1AY&SY", 6), 4, "bzip2-compressed data",
-     "name it with .bz2 at the end, and loco decompresses it", ".bz2"},
+// The compression formats loco decompresses are told by byte_stream.h's compression_marked.
+constexpr std::array<KnownBinaryFormat, 6> kKnownBinaryFormats{{
     {std::string_view("PK\x03\x04", 4), 0, "a zip archive", "unpack it (unzip) and give its files or directory"},
     {std::string_view("ustar", 5), 257, "a tar archive", "unpack it (tar xf) and give its files or directory"},
     {std::string_view("7z\xBC\xAF\x27\x1C", 6), 0, "a 7-Zip archive",
@@ -57,23 +47,6 @@ std::string shell_word(const fs::path& path) {
   return quoted + "'";
 }
 
-// The command that writes a file of `compression` decompressed to standard output; nullptr for none.
-const char* decompressor_of(Compression compression) {
-  switch (compression) {
-    case Compression::gzip:
-      return "zcat";
-    case Compression::zstd:
-      return "zstdcat";
-    case Compression::xz:
-      return "xzcat";
-    case Compression::bzip2:
-      return "bzcat";
-    case Compression::none:
-      break;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
@@ -87,11 +60,11 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
     // Lines text. A compressed file is decompressed on the way: iconv of compressed bytes is garbage.
     const fs::path plain = without_compression_extension(path);
     const fs::path converted = fs::path(plain).replace_extension(".utf8" + plain.extension().string());
-    const char* decompress = decompressor_of(compression_of(path));
+    const CompressionFormat* compressed = compression_format(compression_of(path));
     const std::string command =
-        decompress == nullptr
+        compressed == nullptr
             ? fmt::format("iconv -f {} -t UTF-8 {} > {}", encoding, shell_word(path), shell_word(converted))
-            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", decompress, shell_word(path), encoding,
+            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", compressed->decompressor, shell_word(path), encoding,
                           shell_word(converted));
     throw DataError(fmt::format(
         "{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, e.g. `{}`, and give "
@@ -102,18 +75,23 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
   if (nul != std::string_view::npos) {
     // Named only in a file with a NUL byte (each of these formats has some early on), so that text that
     // happens to hold a format's mark ("gustar" where a tar file has "ustar") is never refused for it.
+    if (const CompressionFormat* inner = compression_marked(start)) {
+      const CompressionFormat* outer = compression_format(compression_of(path));
+      if (outer == nullptr) {
+        throw DataError(fmt::format("{} is {}-compressed data, which loco does not read as text: name it with {} at "
+                                    "the end, and loco decompresses it",
+                                    path.string(), inner->name, inner->extension));
+      }
+      const fs::path plain = without_compression_extension(path);  // a.txt.gz -> a.once.txt.gz
+      const fs::path once =
+          fs::path(plain).replace_extension(".once" + plain.extension().string()).string() + inner->extension;
+      throw DataError(fmt::format(
+          "{} is compressed twice: decompressed as {}, it is {}-compressed data again, which loco does not read as "
+          "text. Decompress it once (`{} {} > {}`) and give the result",
+          path.string(), outer->extension, inner->name, outer->decompressor, shell_word(path), shell_word(once)));
+    }
     for (const KnownBinaryFormat& format : kKnownBinaryFormats) {
       if (start.size() >= format.offset && start.substr(format.offset, format.magic.size()) == format.magic) {
-        if (format.extension != nullptr && compression_of(path) != Compression::none) {
-          const fs::path plain = without_compression_extension(path);  // a.txt.gz -> a.once.txt.gz
-          const fs::path once = fs::path(plain).replace_extension(".once" + plain.extension().string()).string() +
-                                format.extension;
-          throw DataError(fmt::format(
-              "{} is compressed twice: decompressed as {}, it is {} again, which loco does not read as text. "
-              "Decompress it once (`{} {} > {}`) and give the result",
-              path.string(), path.extension().string(), format.what, decompressor_of(compression_of(path)),
-              shell_word(path), shell_word(once)));
-        }
         throw DataError(fmt::format("{} is {}, which loco does not read as text: {}", path.string(), format.what,
                                     format.fix));
       }

@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <system_error>
-
 #include "loco/model/weights.h"
+#include "loco/train/checkpoint.h"
 
 namespace loco {
 
@@ -12,8 +11,7 @@ namespace fs = std::filesystem;
 
 std::string divergence_advice(double lr, const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
   const fs::path checkpoints = out_dir / "checkpoints";
-  std::error_code unreadable;
-  const bool checkpointed = fs::is_directory(checkpoints, unreadable) && !fs::is_empty(checkpoints, unreadable);
+  const bool checkpointed = !list_checkpoints(checkpoints).empty();
   const std::string restart = checkpointed   ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
                               : resumed_from ? fmt::format("resume from {} again", resumed_from->string())
                                              : std::string("start the run again (it wrote no checkpoint yet)");

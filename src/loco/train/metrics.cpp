@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "loco/train/checkpoint.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 
@@ -41,8 +42,7 @@ void MetricsWriter::write(const nlohmann::json& record) {
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     const std::string why = std::strerror(errno);
     const fs::path checkpoints = out_dir_ / "checkpoints";
-    std::error_code unreadable;
-    const bool checkpointed = fs::is_directory(checkpoints, unreadable) && !fs::is_empty(checkpoints, unreadable);
+    const bool checkpointed = !list_checkpoints(checkpoints).empty();
     throw IoError(fmt::format("cannot append to {}: {}. Free space, then {}", (out_dir_ / "metrics.jsonl").string(),
                               why,
                               checkpointed ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())

@@ -336,8 +336,7 @@ void Trainer::set_up() {
   }
   s.out_dir = stage_directory(s.membership->directory(tc.out_dir), s.stage);
   s.made_out_dir = !fs::exists(s.out_dir);
-  s.out_dir_lock = claim_run_directory(s.out_dir, tc.out_dir,
-                                      s.resumed ? s.options.resume_from : std::optional<fs::path>());
+  s.out_dir_lock = claim_run_directory(s.out_dir, tc.out_dir, s.options.resume_from);
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
     fmt::print(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
