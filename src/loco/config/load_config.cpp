@@ -12,6 +12,8 @@
 #include <map>
 #include <set>
 #include <toml.hpp>
+#include <utility>
+#include <vector>
 
 #include "loco/config/adversary.h"
 #include "loco/config/algorithms.h"
@@ -458,6 +460,16 @@ nlohmann::json shared_settings_json(const RunConfig& config) {
     if (kRankLocal.count(fmt::format("{}.{}", key.section, key.name)) > 0) continue;
     std::visit([&](const auto& v) { out[key.section][key.name] = v; }, key.get(config));
   }
+  return out;
+}
+
+nlohmann::json member_settings_json(const RunConfig& config) {
+  static const std::vector<std::pair<const char*, const char*>> kMemberLocal = {
+      {"train", "eval_every"},       {"train", "eval_batches"}, {"train", "checkpoint_every"},
+      {"train", "stop_check_every"}, {"train", "log_every"},    {"train", "micro_batch_size"},
+      {"train", "autocast"},         {"train", "cuda_graphs"},  {"comm", "timeout_s"}};
+  nlohmann::json out = shared_settings_json(config);
+  for (const auto& [section, name] : kMemberLocal) out.at(section).erase(name);
   return out;
 }
 

@@ -51,6 +51,11 @@ nlohmann::json to_json(const RunConfig& config);
 // train.threads, train.device: other paths on other hosts): what every rank of a run and every part of one
 // checkpoint shares (note "same-config").
 nlohmann::json shared_settings_json(const RunConfig& config);
+// shared_settings_json without the keys that say only when or how one member of an elastic run evaluates,
+// checkpoints, logs or computes (train.eval_every, …, train.micro_batch_size, train.autocast, comm.timeout_s):
+// what every member of an elastic run shares (note "member-settings", membership/run_settings.h). A member
+// meets the others only at synchronisations, so these may differ with its hardware or its user.
+nlohmann::json member_settings_json(const RunConfig& config);
 // Inverse of to_json (for checkpoints); unknown keys are errors, missing keys keep defaults.
 RunConfig from_json(const nlohmann::json& json);
 

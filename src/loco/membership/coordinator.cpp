@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "loco/membership/membership_error.h"
+#include "loco/membership/run_settings.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/util/error.h"
 #include "loco/util/utf8.h"
@@ -61,8 +62,8 @@ void Coordinator::require_run(const std::string& run_id) const {
   }
 }
 
-JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now,
-                             const PipelinePlace& place) {
+JoinReply Coordinator::join(const std::string& run_id, const std::string& name, double now, const PipelinePlace& place,
+                            const nlohmann::json& settings) {
   require_run(run_id);
   const bool unit_barred = place.stages > 1 && barred_units_.count(place.unit) > 0;
   if (barred_names_.count(name) > 0 || unit_barred) {
@@ -86,6 +87,16 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
                                                           "coordinator",
                                                           kMaxMemberNames));
   }
+  if (!members_.empty()) {
+    if (const auto difference = settings_difference(settings, settings_)) {
+      throw MembershipError(Refusal::malformed,
+                            fmt::format("member '{}' has {}: every member of a run must be given the same config (the "
+                                        "same file and --set, and the same --nproc to loco launch where dist.replicas "
+                                        "is not set), but for where it reads, writes, logs and computes",
+                                        name, *difference));
+    }
+  }
+  settings_ = settings;               // the same as the members', or the first member's
   if (members_.empty()) stages_ = 0;  // the run's shape is its members': a mistaken first one does not stay
   if (stages_ != 0 && place.stages != stages_) {
     throw MembershipError(Refusal::malformed, fmt::format("member '{}' has {} stages, but this run's members have {}: "

@@ -135,7 +135,11 @@ class Coordinator {
   // `place`: the member's stage of a pipeline replica (note "pipeline-units"); every member of a run must
   // claim the same number of stages (MembershipError(malformed) otherwise). A member that claims a stage
   // another member holds replaces it (the stage's process was started again): the replica is broken.
-  JoinReply join(const std::string& run_id, const std::string& name, double now, const PipelinePlace& place = {});
+  // `settings`: what every member of the run must share (run_settings.h); a member whose settings differ
+  // from the run's members' is refused (MembershipError(malformed), naming the first key that differs). A run
+  // without members takes the joiner's: a mistaken first member does not stay the run's reference.
+  JoinReply join(const std::string& run_id, const std::string& name, double now, const PipelinePlace& place = {},
+                 const nlohmann::json& settings = nlohmann::json::object());
   // The member's pipeline replica once one member holds each stage; nullopt while a stage is missing.
   std::optional<PipelineReply> take_pipeline(const Credentials& who) const;
   // MembershipError(stale_incarnation) unless `who` joined this incarnation (which anyone may read on the
@@ -236,6 +240,7 @@ class Coordinator {
   Quorum quorum_;                                     // with stages: of pipeline replicas' names
   std::vector<std::vector<std::string>> quorum_stages_;  // its members by stage (one list without stages)
   int stages_ = 0;                                    // claimed by the first join (0: none yet)
+  nlohmann::json settings_ = nlohmann::json::object();    // the run's members' (run_settings.h)
   std::map<std::string, std::int64_t> unit_generations_;  // a pipeline replica's: its members changed
   bool quorum_broken_ = false;
   bool renew_quorum_ = false;  // a synchronisation aborted: the next quorum takes a new id

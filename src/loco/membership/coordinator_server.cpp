@@ -11,6 +11,7 @@
 #include "loco/http/http_server.h"
 #include "loco/membership/authentication.h"
 #include "loco/membership/membership_error.h"
+#include "loco/membership/run_settings.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/dashboard_routes.h"
@@ -221,9 +222,10 @@ struct CoordinatorServer::Impl {
         coordinator.require_run(run_id);  // another run's member is told so, and stops trying
         const auto name = field<std::string>(body, "name"), nonce = field<std::string>(body, "nonce");
         const PipelinePlace place = pipeline_place(body);
-        authenticator.admit(signed_join_name(name, place), nonce, field<std::int64_t>(body, "timestamp"),
-                            field<std::string>(body, "mac"), wall_now(), now());
-        const JoinReply joined = coordinator.join(run_id, name, now(), place);
+        const nlohmann::json settings = join_settings(body);
+        authenticator.admit(signed_join_name(name, place, settings_digest(settings)), nonce,
+                            field<std::int64_t>(body, "timestamp"), field<std::string>(body, "mac"), wall_now(), now());
+        const JoinReply joined = coordinator.join(run_id, name, now(), place, settings);
         for (const std::string& gone : coordinator.former_members(authenticator.members())) {
           authenticator.close_session(gone);
         }

@@ -10,6 +10,7 @@
 
 #include "loco/membership/authentication.h"
 #include "loco/membership/bounded_request.h"
+#include "loco/membership/run_settings.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/metric_point.h"
 #include "loco/util/parse_number.h"
@@ -156,13 +157,14 @@ double MemberClient::join() {
   const std::string nonce = field<std::string>(challenge.body, "nonce");
   const auto timestamp = static_cast<std::int64_t>(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  const std::string signed_name = signed_join_name(options_.name, options_.place);
+  const std::string signed_name = signed_join_name(options_.name, options_.place, settings_digest(options_.settings));
   nlohmann::json request = {{"run_id", options_.run_id},
                             {"name", options_.name},
                             {"nonce", nonce},
                             {"timestamp", timestamp},
                             {"mac", join_mac(options_.secret, options_.run_id, signed_name, nonce, timestamp)}};
   if (options_.place.stages > 1) request["pipeline"] = to_json(options_.place);
+  if (!options_.settings.empty()) request["settings"] = options_.settings;
   const Answer joined = post(options_.coordinator, "/v1/join", request.dump(), "", options_.request_timeout_s);
   const Credentials credentials = membership::credentials(joined.body);
   const std::string key = session_key(options_.secret, credentials.member_id, credentials.incarnation, nonce);

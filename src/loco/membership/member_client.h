@@ -58,6 +58,9 @@ struct MemberOptions {
   // no longer knows does not rejoin by itself: its replica was broken, and the stage is fenced (fenced())
   // for its process to start again with the replica's other stages. It rejoins a replacement coordinator.
   PipelinePlace place;
+  // What every member of the run must share (run_settings.h): the run layer's config keys that must agree.
+  // The coordinator refuses a join whose settings differ from its members'. Empty: none compared.
+  nlohmann::json settings = nlohmann::json::object();
   // A stop asked of the member (the signal's number; 0: none; note "graceful-stop"), looked at between the
   // polls of the waits that can last until a timeout: for its coordinator to answer a join, for a quorum, for
   // its pipeline's other stages. Such a wait then ends with StopRequested (util/stop_requested.h) within one

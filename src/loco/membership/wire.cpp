@@ -143,9 +143,11 @@ nlohmann::json to_json(const PipelinePlace& place) {
   return {{"replica", place.unit}, {"stage", place.stage}, {"stages", place.stages}};
 }
 
-std::string signed_join_name(const std::string& name, const PipelinePlace& place) {
-  if (place.stages <= 1) return name;
-  return fmt::format("{}|{}|{}|{}", name, place.unit, place.stage, place.stages);
+std::string signed_join_name(const std::string& name, const PipelinePlace& place, const std::string& settings_digest) {
+  std::string signed_name = name;
+  if (place.stages > 1) signed_name += fmt::format("|{}|{}|{}", place.unit, place.stage, place.stages);
+  if (!settings_digest.empty()) signed_name += "|settings:" + settings_digest;
+  return signed_name;
 }
 
 nlohmann::json to_json(const PipelineReply& reply) {

@@ -32,9 +32,11 @@ std::vector<monitor::MetricPoint> reported_points(const nlohmann::json& heartbea
 // coordinator (Coordinator::join).
 PipelinePlace pipeline_place(const nlohmann::json& join);
 nlohmann::json to_json(const PipelinePlace& place);
-// What a join's MAC covers as the member's name: the name, and a pipeline stage's place with it (a place
-// changed on the way is refused like a forged name).
-std::string signed_join_name(const std::string& name, const PipelinePlace& place);
+// What a join's MAC covers as the member's name: the name, a pipeline stage's place and the digest of the
+// member's settings (run_settings.h) with it (a place or settings changed on the way are refused like a
+// forged name).
+std::string signed_join_name(const std::string& name, const PipelinePlace& place,
+                             const std::string& settings_digest = "");
 
 nlohmann::json to_json(const PipelineReply& reply);
 PipelineReply pipeline_reply(const nlohmann::json& message);

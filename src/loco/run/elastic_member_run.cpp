@@ -14,6 +14,7 @@
 #include "loco/comm/comm_error.h"
 #include "loco/config/algorithms.h"
 #include "loco/config/churn_schedule.h"
+#include "loco/config/load_config.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
@@ -295,6 +296,7 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   member_options.run_id = run_id;
   member_options.name = member_name();
   member_options.place = pipeline_place(options.config);
+  member_options.settings = member_settings_json(options.config);
   // Members may start long before their coordinator (or before its host name resolves): the first join waits
   // as long as any other exchange, saying so every 30 s.
   member_options.join_timeout_s = options.config.comm.timeout_s;

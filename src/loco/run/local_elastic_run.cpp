@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loco/config/churn_schedule.h"
+#include "loco/config/load_config.h"
 #include "loco/membership/run_secret.h"
 #include "loco/run/churn_player.h"
 #include "loco/run/elastic_member_run.h"
@@ -153,6 +154,7 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   coordinator.coordinator = {"127.0.0.1", server.port()};
   coordinator.run_id = server_options.coordinator.run_id;
   coordinator.secret = server_options.secret;
+  coordinator.settings = member_settings_json(config);
 
   if (replicas > 1) limit_blas_threads(config.train.threads);  // note "blas-pool"
   Progress progress(replicas);
