@@ -30,29 +30,6 @@ std::vector<nlohmann::json> json_lines(const std::string& output) {
   return rows;
 }
 
-// A TCP socket listening on a free loopback port; closed when the object dies.
-class ListeningSocket {
- public:
-  ListeningSocket() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd_, 1) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error("cannot listen on a loopback port");
-    }
-    port_ = ntohs(address.sin_port);
-  }
-  ~ListeningSocket() { ::close(fd_); }
-  int port() const { return port_; }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-  int port_ = 0;
-};
-
 // Makes the loco processes this test starts one rank of a run; undone when the test ends.
 class RankEnvironment {
  public:
@@ -143,7 +120,9 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
       // 2^64 bytes became a negative tensor size ("unexpected error"); 1000 GB per rank, beyond this machine,
       // would grow until the kernel killed the process.
       {{"--sizes", "18446744073709551615"}, "is more than 1 TiB per rank"},
-      {{"--sizes", "1MB,1000GB"}, "--sizes 1MB,1000GB: 2 rank(s) in this process hold at least 7450.6 GiB"}};
+      {{"--sizes", "1MB,1000GB"}, "--sizes 1MB,1000GB: 2 rank(s) in this process hold at least 7450.6 GiB"},
+      // No float32 value: the bench reported a time for 0 bytes.
+      {{"--sizes", "1MB,1B"}, "size '1B' in '1MB,1B' is less than one float32 value (4 bytes)"}};
   for (const auto& [options, says] : unbounded) {
     std::vector<std::string> args = {"bench", "allreduce", "--backend", "local", "--nproc", "2"};
     args.insert(args.end(), options.begin(), options.end());

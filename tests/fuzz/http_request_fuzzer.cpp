@@ -1,6 +1,7 @@
 // Fuzz target: a request's head as the coordinator's HTTP server reads it (http/http_request.h), from
-// anyone who reaches its port. It is accepted or refused with HttpRefusal and one of the statuses the header
-// lists, nothing else; an accepted head announces a body within the limit, and its query reads.
+// anyone who reaches its port. Where its end is found it lies within the bytes, the body after it. The head
+// is accepted or refused with HttpRefusal and one of the statuses the header lists, nothing else; an
+// accepted head announces a body within the limit, and its query reads.
 #include <set>
 
 #include "fuzz/fuzz_support.h"
@@ -8,7 +9,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   constexpr std::size_t kLimit = 64 * 1024;
-  const std::string head = loco::fuzz::as_text(data, size);
+  std::string head = loco::fuzz::as_text(data, size);
+  if (const auto end = loco::http::find_head_end(head)) {
+    loco::fuzz::fuzz_require(end->head_size < end->body_start && end->body_start <= head.size(),
+                             "the head ends before its body begins, within the bytes read");
+    head.resize(end->head_size);
+  }
   try {
     const loco::http::HttpRequest request = loco::http::parse_request_head(head, kLimit);
     loco::fuzz::fuzz_require(request.content_length <= kLimit, "an accepted body is within the limit");

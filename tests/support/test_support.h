@@ -27,6 +27,21 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
+// A TCP socket listening on a free loopback port; closed when the object dies.
+class ListeningSocket {
+ public:
+  ListeningSocket();
+  ~ListeningSocket();
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+  int port() const { return port_; }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

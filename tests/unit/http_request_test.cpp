@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <utility>
 
 namespace loco::http {
 namespace {
@@ -62,8 +63,33 @@ TEST(HttpRequest, AHeadThatIsNotPlainHttpIsRefused) {
   expect_refused("GET nowhere HTTP/1.1\r\n", 400, "not a path");
   expect_refused("GET / HTTP/1.1\r\n folded: line\r\n", 400, "NAME: VALUE");
   expect_refused(std::string("GET / HTTP/1.1\r\nX: a\0b\r\n", 24), 400, "control character");
-  expect_refused("GET / HTTP/1.1\nX: 1\n", 400, "CRLF");
+  expect_refused("GET / HTTP/1.1\r\nX: a\rb\r\n", 400, "control character");  // a bare CR inside a line
+  expect_refused("GET / HTTP/1.1\r\nX: 1", 400, "CRLF");
   expect_refused("", 400, "no request line");
+}
+
+// Lines may end with a bare LF, as typed at nc or telnet (before: no answer, the server waiting for CRLF
+// CRLF until its deadline).
+TEST(HttpRequest, LinesEndedByLfAloneAreRead) {
+  const HttpRequest get = parse_request_head("GET /status HTTP/1.1\nHost: x\r\nX-A: 1\n", kLimit);
+  EXPECT_EQ(get.path, "/status");
+  EXPECT_EQ(get.header("host"), "x");
+  EXPECT_EQ(get.header("x-a"), "1");
+}
+
+TEST(HttpRequest, TheHeadEndsAtTheFirstEmptyLine) {
+  const auto end = [](std::string_view bytes) {
+    const auto found = find_head_end(bytes);
+    return found ? std::make_pair(found->head_size, found->body_start) : std::make_pair(std::size_t{0}, std::size_t{0});
+  };
+  using Ends = std::pair<std::size_t, std::size_t>;
+  EXPECT_EQ(end("GET / HTTP/1.1\r\nA: 1\r\n\r\nbody"), Ends(22, 24));
+  EXPECT_EQ(end("GET / HTTP/1.1\n\nbody"), Ends(15, 16));
+  EXPECT_EQ(end("GET / HTTP/1.1\r\n\nbody"), Ends(16, 17));
+  EXPECT_EQ(end("GET / HTTP/1.1\n\r\nbody\n\n"), Ends(15, 17));
+  EXPECT_FALSE(find_head_end("GET / HTTP/1.1\r\nA: 1\r\n"));
+  EXPECT_FALSE(find_head_end("GET / HTTP/1.1\r\n\r"));
+  EXPECT_FALSE(find_head_end(""));
 }
 
 }  // namespace

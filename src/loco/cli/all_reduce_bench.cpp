@@ -98,6 +98,12 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
                       "give sizes such as 4MB or 1GiB.",
                       item, text));
     }
+    // The message is float32 values: below 4 bytes it held none, and the bench timed nothing.
+    if (bytes < 4) {
+      throw ConfigError(fmt::format(
+          "size '{}' in '{}' is less than one float32 value (4 bytes): give sizes of 4 bytes or more, e.g. 4KB", item,
+          text));
+    }
     sizes.push_back(static_cast<std::int64_t>(bytes));
   }
   if (sizes.empty()) throw ConfigError("--sizes is empty: give one or more sizes, e.g. --sizes 1MB,4MB,64MB");

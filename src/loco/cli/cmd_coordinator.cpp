@@ -36,17 +36,21 @@ struct CoordinatorArgs {
   std::int64_t run_steps = 0;
 };
 
-// --secret-file (created with a new secret when it does not exist), else LOCO_RUN_SECRET_FILE or
-// LOCO_RUN_SECRET; a run without a secret is refused, naming the ways to give one.
-std::string coordinator_secret(const std::string& secret_file) {
+// The run's secret and, when it is new, the --secret-file to write it to. The file is written only once the
+// coordinator listens, so a coordinator that cannot start (a bad --host, a port in use) leaves none behind.
+struct CoordinatorSecret {
+  std::string secret;
+  std::string file_to_create;
+};
+
+// --secret-file (a new secret when it does not exist), else LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET; a run
+// without a secret is refused, naming the ways to give one.
+CoordinatorSecret coordinator_secret(const std::string& secret_file) {
   if (!secret_file.empty()) {
-    if (std::filesystem::exists(secret_file)) return membership::read_secret_file(secret_file, "--secret-file");
-    const std::string secret = membership::create_secret_file(secret_file);
-    fmt::print(stderr, "loco coordinator: wrote a new run secret to {} (readable by you only); give it to the "
-                       "members: LOCO_RUN_SECRET_FILE={}\n", secret_file, secret_file);
-    return secret;
+    if (std::filesystem::exists(secret_file)) return {membership::read_secret_file(secret_file, "--secret-file"), ""};
+    return {membership::new_run_secret(), secret_file};
   }
-  if (auto secret = membership::run_secret_from_environment()) return *secret;
+  if (auto secret = membership::run_secret_from_environment()) return {*secret, ""};
   throw ConfigError("loco coordinator needs the run's secret, which members must prove to join: --secret-file FILE "
                     "(a new secret is written there if FILE does not exist), or LOCO_RUN_SECRET_FILE / "
                     "LOCO_RUN_SECRET (docs/security.md)");
@@ -94,8 +98,16 @@ void run_coordinator(const CoordinatorArgs& args) {
   options.coordinator.max_rejections = args.max_rejections;
   options.coordinator.run_steps = args.run_steps;
   kill_on_abort_if_asked(options.coordinator);
-  options.secret = coordinator_secret(args.secret_file);
+  const CoordinatorSecret secret = coordinator_secret(args.secret_file);
+  options.secret = secret.secret;
   run::ServedCoordinator coordinator(options, args.store_port);
+  if (!secret.file_to_create.empty()) {
+    membership::create_secret_file(secret.file_to_create, secret.secret);
+    fmt::print(stderr,
+               "loco coordinator: wrote a new run secret to {} (readable by you only); give it to the "
+               "members: LOCO_RUN_SECRET_FILE={}\n",
+               secret.file_to_create, secret.file_to_create);
+  }
   membership::CoordinatorServer& server = coordinator.server();
 
   const StopOnSignal stop_on_signal([&server](int) { server.stop(); });

@@ -44,6 +44,8 @@ void run_launch(LaunchArgs args, const std::vector<std::string>& command, const 
   }
   int status = 0;
   if (args.elastic) {
+    // The ranks reach the store through the coordinator, which serves it on --master-port where given.
+    if (cmd.count("--master-port") > 0) args.elastic_options.store_port = options.master_port;
 #ifdef LOCO_HAVE_MEMBERSHIP
     status = launch_elastic(options, args.elastic_options);
 #else

@@ -14,8 +14,15 @@ namespace loco::cli {
 
 int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& elastic) {
   options.max_restarts = elastic.max_restarts;
+  launch::validate_launch_options(options);
   const char* coordinator = std::getenv("LOCO_COORDINATOR");
   if (coordinator != nullptr && *coordinator != '\0') {
+    if (elastic.store_port != 0) {
+      throw ConfigError(fmt::format(
+          "--master-port {} has no use here: LOCO_COORDINATOR={} names the run's coordinator, whose store the "
+          "ranks use (its --store-port). Leave out --master-port",
+          elastic.store_port, coordinator));
+    }
     // Several hosts: the ranks find the run's own coordinator through the inherited environment.
     fmt::print(stderr, "loco launch: elastic ranks of the run at coordinator {}\n", coordinator);
     return launch::launch(options);
@@ -43,7 +50,7 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   // (docs/security.md).
   const std::optional<std::string> given_secret = membership::run_secret_from_environment();
   server_options.secret = given_secret ? *given_secret : membership::new_run_secret();
-  run::ServedCoordinator served(server_options, 0);
+  run::ServedCoordinator served(server_options, elastic.store_port);
   membership::CoordinatorServer& server = served.server();
   server.start();
   fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{}\n", run_id, server.port());

@@ -14,6 +14,7 @@ struct ElasticLaunchOptions {
   int max_restarts = 3;
   membership::QuorumRules rules;  // the first quorum also waits for every rank started (start_members = --nproc)
   int max_rejections = membership::CoordinatorOptions{}.max_rejections;
+  int store_port = 0;  // --master-port where given: the port of the run's store; 0: a free one
 };
 
 // Runs the ranks as launch::launch does; returns the launcher's status.

@@ -147,6 +147,15 @@ std::optional<std::string> HttpRequest::query_parameter(std::string_view name) c
   return std::nullopt;
 }
 
+std::optional<HeadEnd> find_head_end(std::string_view bytes) {
+  for (std::size_t lf = bytes.find('\n'); lf != std::string_view::npos; lf = bytes.find('\n', lf + 1)) {
+    const std::string_view next = bytes.substr(lf + 1);
+    if (next.substr(0, 1) == "\n") return HeadEnd{lf + 1, lf + 2};
+    if (next.substr(0, 2) == "\r\n") return HeadEnd{lf + 1, lf + 3};
+  }
+  return std::nullopt;
+}
+
 HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes) {
   if (head.size() > kMaxHeadBytes) {
     throw HttpRefusal(
@@ -155,10 +164,11 @@ HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes
   HttpRequest request;
   bool first = true;
   while (!head.empty()) {
-    const auto end = head.find("\r\n");
+    const auto end = head.find('\n');
     if (end == std::string_view::npos) throw malformed("a line of the request's head does not end with CRLF");
-    const std::string_view line = head.substr(0, end);
-    head.remove_prefix(end + 2);
+    std::string_view line = head.substr(0, end);
+    head.remove_prefix(end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (first) {
       parse_request_line(line, request);
       first = false;

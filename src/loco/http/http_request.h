@@ -43,8 +43,18 @@ struct HttpRequest {
   std::optional<std::string> query_parameter(std::string_view name) const;
 };
 
-// Parses `head` (the request line and the header lines, each ended by CRLF, without the empty line that
-// ends them) of a request whose body may hold at most `max_body_bytes`. HttpRefusal: 400 (not HTTP/1.x, a
+// Where a request's head ends in `bytes`, its first bytes read: `head_size` bytes of request line and header
+// lines, then the empty line, and the body from `body_start`. Lines end with CRLF, or with a bare LF, which
+// RFC 9112 section 2.2 lets a server accept (people typing at nc or telnet send it). nullopt while the empty
+// line has not come.
+struct HeadEnd {
+  std::size_t head_size;
+  std::size_t body_start;
+};
+std::optional<HeadEnd> find_head_end(std::string_view bytes);
+
+// Parses `head` (the request line and the header lines, each ended by CRLF or LF, without the empty line
+// that ends them) of a request whose body may hold at most `max_body_bytes`. HttpRefusal: 400 (not HTTP/1.x, a
 // malformed line, two Content-Lengths), 405 (a method other than GET or POST), 411 (a chunked body, or a
 // POST without Content-Length), 413 (a Content-Length over the limit), 415 (a Content-Encoding), 431 (more
 // than kMaxHeaders headers).

@@ -226,16 +226,17 @@ struct HttpServer::Impl {
   // The request on `fd`, whole, within the deadline. HttpRefusal for one refused from its head.
   HttpRequest read_request(int fd, Clock::time_point deadline) {
     std::string bytes;
-    std::size_t head_end = std::string::npos;
-    while ((head_end = bytes.find("\r\n\r\n")) == std::string::npos) {
+    std::optional<HeadEnd> head_end;
+    while (!(head_end = find_head_end(bytes))) {
       if (bytes.size() > kMaxHeadBytes + 4) {
         throw HttpRefusal(
             431, fmt::format("the request's head is over {} bytes; loco's members send a few hundred", kMaxHeadBytes));
       }
       bytes += receive(fd, kMaxHeadBytes + 4 - bytes.size() + 1, deadline);
     }
-    HttpRequest request = parse_request_head(std::string_view(bytes).substr(0, head_end + 2), limits.max_body_bytes);
-    request.body = bytes.substr(head_end + 4);
+    HttpRequest request =
+        parse_request_head(std::string_view(bytes).substr(0, head_end->head_size), limits.max_body_bytes);
+    request.body = bytes.substr(head_end->body_start);
     if (request.body.size() > request.content_length) {
       throw HttpRefusal(400, "the request holds more bytes than its Content-Length; send one request per connection");
     }

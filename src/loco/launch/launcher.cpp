@@ -64,52 +64,6 @@ void say(std::string_view line) { write_all(STDERR_FILENO, fmt::format("loco lau
   throw IoError(fmt::format("loco launch: cannot {}: {}.", what, std::strerror(errno)));
 }
 
-void validate(const LaunchOptions& o) {
-  if (o.nproc < 1) {
-    throw ConfigError(
-        fmt::format("--nproc {} must be at least 1: the number of ranks to start on this node (for "
-                    "example --nproc 4 for four GPUs).",
-                    o.nproc));
-  }
-  // Each rank is a process with pipes of its own: thousands on one node exhaust its descriptors first.
-  constexpr int kMostRanksPerNode = 1024;
-  if (o.nproc > kMostRanksPerNode) {
-    throw ConfigError(fmt::format("--nproc {} is more ranks than one node runs (at most {}); spread them over "
-                                  "nodes with --nnodes",
-                                  o.nproc, kMostRanksPerNode));
-  }
-  if (o.nnodes < 1) {
-    throw ConfigError(
-        fmt::format("--nnodes {} must be at least 1: the number of nodes, each running loco launch.", o.nnodes));
-  }
-  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
-    throw ConfigError(
-        fmt::format("--node-rank {} must be 0 to {} for --nnodes {}: number the nodes from 0, node 0 "
-                    "being the one at --master-addr.",
-                    o.node_rank, o.nnodes - 1, o.nnodes));
-  }
-  if (o.master_addr.empty()) throw ConfigError("--master-addr is empty: give the host or IP of node 0.");
-  if (o.master_port < 0 || o.master_port > 65535) {
-    throw ConfigError(fmt::format("--master-port {} must be 1 to 65535, or 0 to pick a free port.", o.master_port));
-  }
-  if (o.master_port == 0 && o.nnodes > 1) {
-    throw ConfigError(
-        "--master-port 0 picks a free port on this host, which the other nodes cannot know: give every "
-        "node the same fixed --master-port.");
-  }
-  // A longer grace overflowed its deadline, and the ranks were killed at once, without their stop checkpoint.
-  if (!(o.grace_s >= 0 && o.grace_s <= kLongestWaitSeconds)) {
-    throw ConfigError(fmt::format("--grace-s {} must be 0 or more seconds, at most {:.0f}.", o.grace_s,
-                                  kLongestWaitSeconds));
-  }
-  if (o.max_restarts < -1) throw ConfigError(fmt::format("--max-restarts {} must be 0 or more.", o.max_restarts));
-  if (o.argv.empty() || o.program.empty()) {
-    throw ConfigError(
-        "no command to launch: give it after '--', for example loco launch --nproc 2 -- train --config "
-        "run.toml.");
-  }
-}
-
 // A port that is free on `addr` now: bind port 0 and read back what the kernel chose. Rank 0 binds
 // it again moments later; like torchrun, this accepts that another process could take it first.
 int free_port(const std::string& addr) {
@@ -588,8 +542,55 @@ class Supervisor {
 
 }  // namespace
 
+void validate_launch_options(const LaunchOptions& o) {
+  if (o.nproc < 1) {
+    throw ConfigError(
+        fmt::format("--nproc {} must be at least 1: the number of ranks to start on this node (for "
+                    "example --nproc 4 for four GPUs).",
+                    o.nproc));
+  }
+  // Each rank is a process with pipes of its own: thousands on one node exhaust its descriptors first.
+  constexpr int kMostRanksPerNode = 1024;
+  if (o.nproc > kMostRanksPerNode) {
+    throw ConfigError(
+        fmt::format("--nproc {} is more ranks than one node runs (at most {}); spread them over "
+                    "nodes with --nnodes",
+                    o.nproc, kMostRanksPerNode));
+  }
+  if (o.nnodes < 1) {
+    throw ConfigError(
+        fmt::format("--nnodes {} must be at least 1: the number of nodes, each running loco launch.", o.nnodes));
+  }
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    throw ConfigError(
+        fmt::format("--node-rank {} must be 0 to {} for --nnodes {}: number the nodes from 0, node 0 "
+                    "being the one at --master-addr.",
+                    o.node_rank, o.nnodes - 1, o.nnodes));
+  }
+  if (o.master_addr.empty()) throw ConfigError("--master-addr is empty: give the host or IP of node 0.");
+  if (o.master_port < 0 || o.master_port > 65535) {
+    throw ConfigError(fmt::format("--master-port {} must be 1 to 65535, or 0 to pick a free port.", o.master_port));
+  }
+  if (o.master_port == 0 && o.nnodes > 1) {
+    throw ConfigError(
+        "--master-port 0 picks a free port on this host, which the other nodes cannot know: give every "
+        "node the same fixed --master-port.");
+  }
+  // A longer grace overflowed its deadline, and the ranks were killed at once, without their stop checkpoint.
+  if (!(o.grace_s >= 0 && o.grace_s <= kLongestWaitSeconds)) {
+    throw ConfigError(
+        fmt::format("--grace-s {} must be 0 or more seconds, at most {:.0f}.", o.grace_s, kLongestWaitSeconds));
+  }
+  if (o.max_restarts < -1) throw ConfigError(fmt::format("--max-restarts {} must be 0 or more.", o.max_restarts));
+  if (o.argv.empty() || o.program.empty()) {
+    throw ConfigError(
+        "no command to launch: give it after '--', for example loco launch --nproc 2 -- train --config "
+        "run.toml.");
+  }
+}
+
 int launch(const LaunchOptions& options) {
-  validate(options);
+  validate_launch_options(options);
   int port = options.master_port != 0 ? options.master_port : free_port(options.master_addr);
   int first = options.node_rank * options.nproc, last = first + options.nproc - 1;
   say(fmt::format("starting {} of {} (node {} of {}), master {}:{}: {}",

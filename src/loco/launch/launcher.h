@@ -49,6 +49,10 @@ struct LaunchOptions {
   std::function<void(int rank, int start, const std::string& how)> on_rank_failed;
 };
 
+// ConfigError naming the command-line option where `options` cannot be launched (launch checks this first;
+// an elastic launcher checks it before it serves the run's coordinator).
+void validate_launch_options(const LaunchOptions& options);
+
 // Starts options.nproc ranks, relays their output and waits for them. Returns 0 when every rank
 // exited 0, the first failing rank's status otherwise (elastic: 0 when every rank's last process
 // exited 0, or at least one did and the others failed with no restarts left), and 128 + signal number

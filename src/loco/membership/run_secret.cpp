@@ -63,12 +63,11 @@ std::optional<std::string> run_secret_from_environment() {
 
 std::string new_run_secret() { return random_hex(32); }
 
-std::string create_secret_file(const std::filesystem::path& file) {
+void create_secret_file(const std::filesystem::path& file, const std::string& secret) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     throw IoError(fmt::format("cannot create the secret file {} ({})", file.string(), std::strerror(errno)));
   }
-  const std::string secret = new_run_secret();
   const std::string line = secret + "\n";
   const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
   ::close(fd);
@@ -76,7 +75,6 @@ std::string create_secret_file(const std::filesystem::path& file) {
     std::filesystem::remove(file);
     throw IoError(fmt::format("cannot write the secret file {}", file.string()));
   }
-  return secret;
 }
 
 }  // namespace loco::membership

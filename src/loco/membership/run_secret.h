@@ -26,8 +26,8 @@ std::string read_secret_file(const std::filesystem::path& file, const std::strin
 // A fresh secret.
 std::string new_run_secret();
 
-// Writes a fresh secret to `file`, readable by its owner only, and returns it; IoError when it cannot.
-// The file is created, never overwritten.
-std::string create_secret_file(const std::filesystem::path& file);
+// Writes `secret` to `file`, readable by its owner only; IoError when it cannot. The file is created,
+// never overwritten.
+void create_secret_file(const std::filesystem::path& file, const std::string& secret);
 
 }  // namespace loco::membership

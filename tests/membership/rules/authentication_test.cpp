@@ -118,13 +118,14 @@ TEST(Authentication, TheStatusTokenComesFromTheSecret) {
 TEST(RunSecret, AFileOnlyItsOwnerReadsHoldsTheSecret) {
   test::ScratchDir dir;
   const auto file = dir / "run.secret";
-  const std::string secret = create_secret_file(file);
+  const std::string secret = new_run_secret();
   EXPECT_EQ(secret.size(), 64u);
+  create_secret_file(file, secret);
   struct stat info {};
   ASSERT_EQ(::stat(file.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   EXPECT_EQ(read_secret_file(file, "--secret-file"), secret);
-  EXPECT_THROW(create_secret_file(file), IoError);  // never overwritten
+  EXPECT_THROW(create_secret_file(file, new_run_secret()), IoError);  // never overwritten
   EXPECT_EQ(read_secret_file(file, "--secret-file"), secret);
   std::filesystem::permissions(file, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
   try {

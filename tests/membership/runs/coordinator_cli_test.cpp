@@ -85,6 +85,13 @@ TEST(CoordinatorCli, ATakenPortAndBadOptionsAreClearErrors) {
   const auto taken = test::run_loco({"coordinator", "--host", "127.0.0.1", "--port", port});
   EXPECT_EQ(taken.exit_code, 1) << taken.output;
   EXPECT_NE(taken.output.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << taken.output;
+  // A coordinator that cannot start writes no new secret file (it was written before the port was tried).
+  test::ScratchDir dir;
+  const auto unwritten = dir / "run.secret";
+  const auto taken_new_secret =
+      test::run_loco({"coordinator", "--host", "127.0.0.1", "--port", port, "--secret-file", unwritten.string()});
+  EXPECT_EQ(taken_new_secret.exit_code, 1) << taken_new_secret.output;
+  EXPECT_FALSE(std::filesystem::exists(unwritten)) << taken_new_secret.output;
   const auto bad = test::run_loco({"coordinator", "--heartbeat-timeout-s", "0"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--heartbeat-timeout-s"), std::string::npos) << bad.output;

@@ -48,5 +48,35 @@ TEST(LaunchElastic, MoreMinReplicasThanRanksIsRefused) {
   EXPECT_EQ(r.output.find("coordinator of elastic run"), std::string::npos) << r.output;  // nothing started
 }
 
+// --master-port is where the launcher's coordinator serves the run's store (before: ignored, the store on any
+// free port): a port already taken is refused by name before any rank starts.
+TEST(LaunchElastic, MasterPortIsTheStorePort) {
+  const test::ListeningSocket taken;
+  const std::string port = std::to_string(taken.port());
+  const auto r =
+      test::run_loco_within(60, {"launch", "--elastic", "--nproc", "2", "--master-port", port, "--", "true"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(port), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[rank 0]"), std::string::npos) << r.output;  // no rank started
+}
+
+// Under a coordinator of its own the store is that coordinator's: --master-port could only mislead.
+TEST(LaunchElastic, MasterPortUnderAnotherCoordinatorIsRefused) {
+  ::setenv("LOCO_COORDINATOR", "127.0.0.1:9", 1);
+  const auto r = test::run_loco({"launch", "--elastic", "--nproc", "2", "--master-port", "29555", "--", "true"});
+  ::unsetenv("LOCO_COORDINATOR");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--master-port 29555 has no use here: LOCO_COORDINATOR=127.0.0.1:9"), std::string::npos)
+      << r.output;
+}
+
+// The launch options are checked before the launcher serves a coordinator.
+TEST(LaunchElastic, BadLaunchOptionsAreRefusedBeforeTheCoordinatorStarts) {
+  const auto r = test::run_loco({"launch", "--elastic", "--nproc", "0", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--nproc 0 must be at least 1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("coordinator of elastic run"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace loco
