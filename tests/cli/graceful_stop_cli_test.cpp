@@ -162,14 +162,15 @@ TEST_F(GracefulStopCli, OverlappedExchangesLandBeforeTheReplicasStop) {
   EXPECT_EQ(step % 4, 1) << output("overlapped");
 }
 
-// Ranks started by `loco launch`: the launcher passes SIGTERM on to each, and they agree over their group on
-// the synchronisation to stop after.
+// Ranks started by `loco launch`: the launcher passes the signal on to each, and they agree over their group on
+// the synchronisation to stop after. SIGHUP (the terminal or ssh session that started the run went away) stops
+// them as SIGTERM does (before: it killed every rank at once, without a checkpoint).
 TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
   std::vector<std::string> args{"launch", "--nproc", "2", "--master-port", "0", "--", LOCO_BINARY};
   const auto train = train_args("ranks", {"dist.algorithm=diloco", "dist.backend=gloo", "diloco.sync_every=4",
                                           "train.stop_check_every=0"});
   args.insert(args.end(), train.begin(), train.end());
-  const std::int64_t step = stop_two_replicas("ranks", args, SIGTERM, "SIGTERM");
+  const std::int64_t step = stop_two_replicas("ranks", args, SIGHUP, "SIGHUP");
   EXPECT_GE(step, 4) << output("ranks");
   EXPECT_EQ(step % 4, 0) << output("ranks");
   EXPECT_EQ(read_metrics(*dir_ / "ranks" / "replica_1").back().at("step"), step) << output("ranks");

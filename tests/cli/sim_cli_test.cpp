@@ -2,7 +2,9 @@
 // errors with exit code 2 for bad options and 1 for unusable inputs.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -25,6 +27,23 @@ bool is_png(const std::filesystem::path& path) {
   char magic[4] = {};
   in.read(magic, 4);
   return in && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G';
+}
+
+// Output that cannot be written (a full disk behind stdout) is an error: the table or the help is what the
+// command ran for (before: exit 0, the output lost).
+TEST(SimCli, OutputThatCannotBeWrittenIsAnError) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  ScratchDir dir;
+  for (const std::string args : {"simulate --params 1e9 --layers 24 --step-time 0.1", "simulate --help"}) {
+    const std::string command =
+        "'" + std::string(LOCO_BINARY) + "' " + args + " > /dev/full 2> '" + (dir / "err").string() + "'";
+    const int status = std::system(command.c_str());
+    const std::string said = read_text(dir / "err");
+    ASSERT_TRUE(WIFEXITED(status)) << args;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << args << ": " << said;
+    EXPECT_NE(said.find("cannot write the output to standard output"), std::string::npos) << args << ": " << said;
+    EXPECT_EQ(said.find("unexpected error"), std::string::npos) << said;
+  }
 }
 
 TEST(SimCli, CalibrationReproducesThePublishedTable) {

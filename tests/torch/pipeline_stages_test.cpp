@@ -324,6 +324,17 @@ TEST(PipelineStages, EvalGenerateAndExportReadTheStagesCheckpointsAsOneModel) {
   // Named by any stage's checkpoint, the same model.
   const LoadedCheckpoint from_last = read_checkpoint(stage_checkpoint(first, 2), CheckpointUse::inference);
   for (const auto& [name, tensor] : joined.model.tensors) EXPECT_TRUE(torch::equal(tensor, from_last.model.at(name)));
+  // Named with a trailing '/', through '.', or by a link beside the checkpoints, the same model (before: the other
+  // stages' parts were looked for inside step_3/ or beside the link's name, and the whole run called incomplete).
+  fs::create_directory_symlink("step_3", dir / "run" / "checkpoints" / "latest");
+  for (const fs::path& named :
+       {fs::path(first.string() + "/"), first / ".", dir / "run" / "checkpoints" / "." / "step_3",
+        dir / "run" / "checkpoints" / "latest", fs::path(stage_checkpoint(first, 2).string() + "/")}) {
+    const LoadedCheckpoint same = read_checkpoint(named, CheckpointUse::inference);
+    for (const auto& [name, tensor] : joined.model.tensors)
+      EXPECT_TRUE(torch::equal(tensor, same.model.at(name))) << named;
+  }
+  fs::remove(dir / "run" / "checkpoints" / "latest");
   // The whole model's loss on the evaluation windows is the one the stages computed together.
   const auto val = data::TokenDataset::open(c.data.dir, "val");
   const EvalResult eval = evaluate(model, val, c.train.eval_batches, c.train.batch_size, c.data.seq_len, torch::kCPU);

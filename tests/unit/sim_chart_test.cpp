@@ -51,5 +51,34 @@ TEST(SimChart, DrawsAPngAndKeepsTheScript) {
   EXPECT_FALSE(std::filesystem::exists(dir / "broken.png"));
 }
 
+// gnuplot exits 0 when its write fails (a full disk) and leaves the image cut short: here a stand-in gnuplot
+// that writes half a PNG. Refused, naming the disk, and nothing left (before: "wrote chart.png", exit 0).
+TEST(SimChart, AnImageCutShortIsRefused) {
+  test::ScratchDir dir;
+  const auto programs = dir / "bin";
+  std::filesystem::create_directory(programs);
+  {
+    std::ofstream fake(programs / "gnuplot");
+    fake << "#!/bin/sh\n"
+            "# called as: gnuplot -e 'output = \"FILE\"' SCRIPT\n"
+            "out=$(printf '%s' \"$2\" | sed 's/^output = \"\\(.*\\)\"$/\\1/')\n"
+            "printf '\\211PNG\\r\\n\\032\\nhalf an image' > \"$out\"\n";
+  }
+  std::filesystem::permissions(programs / "gnuplot", std::filesystem::perms::owner_all);
+  const std::string path = programs.string() + ":/usr/bin:/bin";
+  ScopedPath fake_only(path.c_str());
+  try {
+    draw_chart(kScript, dir / "chart.png");
+    FAIL() << "a cut image was accepted";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("could not write all of"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is the disk full?"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "chart.png"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".chart.png", 0), std::string::npos) << entry.path();
+  }
+}
+
 }  // namespace
 }  // namespace loco::sim

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -74,10 +76,33 @@ int report_out_of_memory(std::string_view detail, const CLI::App& app) {
   return report("error: ", fmt::format("out of memory ({}). {}", without_backtrace(detail), what_to_lower(app)), 1);
 }
 
+// Output lost on the way (a full disk behind stdout; a reader gone while SIGPIPE is ignored): the output is
+// what eval, generate, fit and simulate ran for, so the command failed whatever else it did. `error`: errno
+// of the failed flush, 0 where an earlier write failed.
+int report_lost_output(int error) {
+  return report("error: ",
+                fmt::format("cannot write the output to standard output{}: is the disk behind it full, or "
+                            "did its reader stop reading? Send it somewhere else and run the command again",
+                            error != 0 ? fmt::format(" ({})", std::strerror(error)) : ""),
+                1);
+}
+
+// main()'s work, but for the check that its output reached stdout.
+int run(CLI::App& app, int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"loco: train language models on replicas that communicate rarely and over slow links"};
+  const int status = run(app, argc, argv);
+  if (std::ferror(stdout)) return status != 0 ? status : report_lost_output(0);
+  if (std::fflush(stdout) != 0) return status != 0 ? status : report_lost_output(errno);
+  return status;
+}
+
+namespace {
+
+int run(CLI::App& app, int argc, char** argv) {
   app.require_subcommand(1);
   loco::cli::set_example(&app, "loco train --config configs/tiny.toml");
   app.fallthrough(false);
@@ -116,9 +141,13 @@ int main(int argc, char** argv) {
     return report("error: ",
                   fmt::format("cannot use '{}': {}. Check the path.", e.path1().string(), e.code().message()), 1);
   } catch (const std::exception& e) {
+    // fmt's failed write to stdout ("cannot write to file"): said as what it is.
+    if (std::ferror(stdout)) return report_lost_output(0);
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
     if (is_out_of_memory(e.what())) return report_out_of_memory(e.what(), app);
     return report("unexpected error: ", without_backtrace(e.what()), 1);
   }
   return 0;
 }
+
+}  // namespace

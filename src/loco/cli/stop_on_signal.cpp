@@ -15,7 +15,7 @@ namespace {
 
 int stop_pipe_write = -1;  // one StopOnSignal per process
 std::atomic<int> received{0};
-constexpr int kHandled[] = {SIGINT, SIGTERM};
+constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP};  // SIGHUP: the terminal or ssh session went away
 constexpr std::size_t kCount = std::size(kHandled);
 struct sigaction previous[kCount] = {};
 bool installed[kCount] = {};

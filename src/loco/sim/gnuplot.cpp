@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "loco/util/error.h"
@@ -31,6 +34,19 @@ fs::path find_gnuplot() {
 int run_gnuplot(const fs::path& program, const fs::path& output, const fs::path& script, const fs::path& log) {
   return run_program({program.string(), "-e", "output = " + gnuplot_quote(output.string()), script.string()},
                      {log, log, false});
+}
+
+// Whether `png` ends with the PNG's last chunk (IEND): gnuplot exits 0 when its write fails (a full disk), and
+// leaves the image cut short.
+bool png_is_whole(const fs::path& png) {
+  static constexpr unsigned char kEnd[] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  std::ifstream in(png, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  if (!in || in.tellg() < static_cast<std::streamoff>(sizeof kEnd)) return false;
+  in.seekg(-static_cast<std::streamoff>(sizeof kEnd), std::ios::end);
+  unsigned char tail[sizeof kEnd] = {};
+  in.read(reinterpret_cast<char*>(tail), sizeof tail);
+  return in && std::equal(std::begin(tail), std::end(tail), std::begin(kEnd));
 }
 
 }  // namespace
@@ -74,6 +90,17 @@ void draw_chart(const std::string& script, const fs::path& png) {
                             status, messages.empty() ? "no message" : messages, script_path.string()));
   }
   fs::remove(log, ignored);
+  if (!png_is_whole(temporary_png)) {
+    const auto written = fs::file_size(temporary_png, ignored);
+    fs::remove(temporary_png, ignored);
+    const fs::space_info space = fs::space(dir, ignored);
+    throw IoError(
+        fmt::format("gnuplot could not write all of {} ({} bytes written, without the image's end; {} has "
+                    "{} bytes free): is the disk full? Free some space and run it again",
+                    png.string(), written == static_cast<std::uintmax_t>(-1) ? 0 : written, dir.string(),
+                    ignored ? 0 : space.available));
+  }
+  fsync_path(temporary_png);
   fs::rename(temporary_png, png);
 }
 

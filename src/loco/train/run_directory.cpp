@@ -18,11 +18,28 @@ namespace {
 
 constexpr std::string_view kStagePrefix = "stage_";
 
+// The path a checkpoint's counterparts are found from. "step_6/" and "step_6/." have no name of their own
+// (their parent is step_6 itself), and a link (checkpoints/latest → step_6) is not named after its step and
+// sits beside the run's checkpoints only by name: the path is normalised, and a link to a checkpoint
+// resolved (before: the run's other parts were looked for in made-up places, and a whole run was called
+// incomplete).
+fs::path checkpoint_location(const fs::path& checkpoint) {
+  fs::path at = checkpoint.lexically_normal();
+  if (!at.has_filename()) at = at.parent_path();
+  std::error_code unresolved;
+  if (fs::is_symlink(at, unresolved)) {
+    fs::path target = fs::canonical(at, unresolved);
+    if (!unresolved) return target;
+  }
+  return at;
+}
+
 // A checkpoint's counterpart in the directory that `mapped` makes of the directory holding its checkpoints/:
 // DIR/checkpoints/step_N → mapped(DIR)/checkpoints/step_N.
 fs::path counterpart(const fs::path& checkpoint, const std::function<fs::path(const fs::path&)>& mapped) {
-  const fs::path checkpoints = checkpoint.parent_path();
-  return mapped(checkpoints.parent_path()) / checkpoints.filename() / checkpoint.filename();
+  const fs::path at = checkpoint_location(checkpoint);
+  const fs::path checkpoints = at.parent_path();
+  return mapped(checkpoints.parent_path()) / checkpoints.filename() / at.filename();
 }
 
 }  // namespace
@@ -46,7 +63,7 @@ fs::path stage_checkpoint(const fs::path& checkpoint, int stage) {
 }
 
 fs::path first_stage_checkpoint(const fs::path& checkpoint) {
-  const std::string holder = checkpoint.parent_path().parent_path().filename().string();
+  const std::string holder = checkpoint_location(checkpoint).parent_path().parent_path().filename().string();
   if (holder.rfind(kStagePrefix, 0) != 0) return checkpoint;
   return counterpart(checkpoint, [](const fs::path& stage_dir) { return stage_dir.parent_path(); });
 }
