@@ -619,6 +619,23 @@ TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
   EXPECT_EQ(read[7], (Document{1, "nd"}));
   EXPECT_EQ(read[8], (Document{1, "an array under a JSON Lines name"}));
 
+  // Extensions in upper case name the same formats (before: G.JSONL was read as plain text, JSON syntax and all,
+  // and B.JSONL.GZ refused as gzip data to be named .gz).
+  write_text(scratch / "G.JSONL", "{\"text\": \"upper\"}\n");
+  write_text(scratch / "B.JSONL.GZ", gzip("{\"text\": \"upper, compressed\"}\n"));
+  write_text(scratch / "E.Csv", "text\ncsv upper\n");
+  const std::vector<CorpusFile> upper =
+      list_corpus_files({scratch / "G.JSONL", scratch / "B.JSONL.GZ", scratch / "E.Csv"}, scratch / "out");
+  ASSERT_EQ(upper.size(), 3u);
+  EXPECT_EQ(upper[0].format, CorpusFormat::json_lines);
+  EXPECT_EQ(upper[1].format, CorpusFormat::json_lines);
+  EXPECT_EQ(upper[2].format, CorpusFormat::csv);
+  const auto upper_read = documents_of(upper);
+  ASSERT_EQ(upper_read.size(), 3u);
+  EXPECT_EQ(upper_read[0].second, "upper");
+  EXPECT_EQ(upper_read[1].second, "upper, compressed");
+  EXPECT_EQ(upper_read[2].second, "csv upper");
+
   // A .json file that is neither is refused when the corpus is listed, before anything is read.
   write_text(scratch / "string.json", "\"a string\"");
   try {

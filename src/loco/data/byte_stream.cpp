@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -316,8 +317,15 @@ const CompressionFormat* compression_marked(std::string_view start) {
   return nullptr;
 }
 
+std::string file_extension(const fs::path& path) {
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension;
+}
+
 Compression compression_of(const fs::path& path) {
-  const fs::path extension = path.extension();
+  const std::string extension = file_extension(path);
   for (const CompressionFormat& format : kCompressionFormats) {
     if (extension == format.extension) return format.kind;
   }

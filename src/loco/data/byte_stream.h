@@ -33,7 +33,12 @@ const CompressionFormat* compression_format(Compression compression);
 // The format whose files begin as `start` (a file's first bytes) does; nullptr for none.
 const CompressionFormat* compression_marked(std::string_view start);
 
-// By the last extension: .gz -> gzip, .zst -> zstd, .xz -> xz, .bz2 -> bzip2, anything else -> none.
+// A file's last extension in lower case, by which loco knows its format: "G.JSONL" is JSON Lines and
+// "b.txt.GZ" gzip, as their lower-case names are (before: read as plain text, syntax and all, or refused as
+// misnamed).
+std::string file_extension(const fs::path& path);
+
+// By the last extension (any case): .gz -> gzip, .zst -> zstd, .xz -> xz, .bz2 -> bzip2, anything else -> none.
 Compression compression_of(const fs::path& path);
 
 // The name without a compression extension: "a.jsonl.zst" -> "a.jsonl".

@@ -47,14 +47,14 @@ std::optional<char> first_significant_byte(const fs::path& path) {
 }
 
 CorpusFormat format_of(const fs::path& path) {
-  const fs::path extension = without_compression_extension(path).extension();
+  const std::string extension = file_extension(without_compression_extension(path));
   const bool parquet = extension == ".parquet";
   if (parquet || extension == ".arrow" || extension == ".arrows" || extension == ".feather") {
     if (compression_of(path) != Compression::none) {
       throw DataError(
           fmt::format("{} is a compressed {} file: decompress it and give the {} file (loco reads "
                       "these tables at any offset, which a compressed stream does not allow)",
-                      path.string(), parquet ? "Parquet" : "Arrow", extension.string()));
+                      path.string(), parquet ? "Parquet" : "Arrow", extension));
     }
     return parquet ? CorpusFormat::parquet : CorpusFormat::arrow;
   }
@@ -76,7 +76,7 @@ CorpusFormat format_of(const fs::path& path) {
 }
 
 bool is_table_file(const fs::path& path) {
-  const fs::path extension = path.extension();
+  const std::string extension = file_extension(path);
   return extension == ".parquet" || extension == ".arrow" || extension == ".arrows" || extension == ".feather";
 }
 
@@ -91,8 +91,8 @@ const char* why_not_corpus(const fs::path& file, const fs::path& dir, const std:
   const bool beside = name == "state.json" || name == "dataset_info.json";
   if (beside || name == "dataset_dict.json") {
     const bool saved = std::any_of(files.begin(), files.end(), [&](const fs::path& other) {
-      return other.extension() == ".arrow" && (beside ? other.parent_path() == file.parent_path()
-                                                      : other.parent_path().parent_path() == file.parent_path());
+      return file_extension(other) == ".arrow" && (beside ? other.parent_path() == file.parent_path()
+                                                          : other.parent_path().parent_path() == file.parent_path());
     });
     return saved ? "it describes the `datasets` table saved with it (the .arrow files hold its rows)" : nullptr;
   }
