@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "support/test_support.h"
 
@@ -174,6 +175,39 @@ TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
   EXPECT_GE(step, 4) << output("ranks");
   EXPECT_EQ(step % 4, 0) << output("ranks");
   EXPECT_EQ(read_metrics(*dir_ / "ranks" / "replica_1").back().at("step"), step) << output("ranks");
+}
+
+// A rank that waits for its run's other ranks to come (rank 0 for rank 1, rank 1 for rank 0's store) stops at
+// once, having trained and written nothing (before: it went on waiting until comm.timeout_s, then failed).
+TEST_F(GracefulStopCli, ARankWaitingForTheOthersToComeStopsAtOnce) {
+  const test::ListeningSocket probe;
+  const std::string port = std::to_string(probe.port() + 1);  // nobody listens there
+  for (const std::string rank : {"0", "1"}) {
+    const std::string run = "alone-" + rank;
+    for (const auto& [name, value] : std::vector<std::pair<const char*, std::string>>{
+             {"RANK", rank}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}}) {
+      ::setenv(name, value.c_str(), 1);
+    }
+    const pid_t pid =
+        test::start_loco(train_args(run, {"dist.algorithm=diloco", "dist.backend=gloo", "comm.timeout_s=120"}),
+                         *dir_ / (run + ".out"), *dir_ / (run + ".err"));
+    for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+    // Rank 0 says its config before it meets the others; rank 1 says nothing until then.
+    if (rank == "0") {
+      EXPECT_TRUE(test::eventually([&] { return output(run).find("resolved config") != std::string::npos; },
+                                   std::chrono::seconds(60)));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // into the rendezvous
+    const auto signalled = std::chrono::steady_clock::now();
+    ::kill(pid, SIGTERM);
+    EXPECT_EQ(test::wait_exit(pid, std::chrono::seconds(30)), 128 + SIGTERM) << output(run);
+    EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(15)) << output(run);
+    EXPECT_TRUE(std::regex_search(output(run), std::regex("stopped by SIGTERM while rank " + rank +
+                                                          " of 2 waited to (meet the others at the rendezvous|"
+                                                          "reach the rendezvous store)")))
+        << output(run);
+    EXPECT_FALSE(fs::exists(*dir_ / run / "checkpoints")) << output(run);
+  }
 }
 
 // The first signal waits for the next synchronisation (here far away); a second one ends the process at once,

@@ -409,9 +409,14 @@ TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
       {"train.stop_check_every=$((8 + 8 * RANK))", "rank 0 has train.stop_check_every = 8 but rank(s) 1 do not"},
       {"comm.round_kib=$((32 + 32 * RANK))", "rank 0 has comm.round_kib = \"32\" but rank(s) 1 do not"},
       {"model.hidden_size=$((32 + 32 * RANK))", "rank 0 has model.hidden_size = 32 but rank(s) 1 do not"},
-      {"train.seed=$((1 + RANK))", "rank 0 has train.seed = 1 but rank(s) 1 do not: the ranks of a run must share"}};
+      {"train.seed=$((1 + RANK))", "rank 0 has train.seed = 1 but rank(s) 1 do not: the ranks of a run must share"},
+      // Rank 1 says its own value (before: its value, as rank 0's).
+      {"train.seed=$((1 + RANK))", "rank 1 has train.seed = 2, which rank 0 does not"},
+      // Other stages: ranks met in groups of other shapes and waited until comm.timeout_s. The stages are named,
+      // not the dist.replicas that follow from them.
+      {"dist.stages=$((2 - RANK))", "rank 0 has dist.stages = 2 but rank(s) 1 do not"}};
   for (const auto& [per_rank, refusal] : cases) {
-    const std::string run = "disagree-" + per_rank.substr(0, per_rank.find('='));
+    const std::string run = "disagree-" + per_rank.substr(0, per_rank.find('=')) + "-" + refusal.substr(5, 1);
     auto train = train_args(run, {"dist.algorithm=diloco", "diloco.sync_every=4", "train.steps=8", "dist.replicas=0",
                                   "dist.backend=gloo", "comm.timeout_s=60"});
     train.insert(train.begin() + 1, {"--config", empty.string()});

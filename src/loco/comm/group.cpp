@@ -39,7 +39,7 @@ class AccountedWork final : public Work {
     double latency_s = 0;  // the latency part of emulated_s
     LinkDelay delay = LinkDelay::none;
     Clock::time_point link_done;  // LinkDelay::full: when the link has carried this operation
-    std::function<bool()> stopping;  // GroupOptions::stopping
+    std::function<int()> stopping;  // GroupOptions::stopping
   };
 
   AccountedWork(WorkHandle inner, Charge charge, std::function<void()> finish,
@@ -82,7 +82,7 @@ class AccountedWork final : public Work {
     const auto until =
         charge_.delay == LinkDelay::latency ? completed + as_duration(charge_.latency_s) : charge_.link_done;
     if (!charge_.stopping) return std::this_thread::sleep_until(until);
-    while (Clock::now() < until && !charge_.stopping()) {
+    while (Clock::now() < until && charge_.stopping() == 0) {
       std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(100)));
     }
   }

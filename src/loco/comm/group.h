@@ -61,12 +61,14 @@ struct GroupOptions {
   // Elastic runs pass "the coordinator says the quorum broke" (elastic/quorum_group.h), so that nobody
   // waits for a collective timeout after a member stopped.
   std::function<bool()> abandoned;
-  // Polled (every 100 ms) while an emulated link's time is waited out in real time (LinkDelay latency or
-  // full); when it says true the wait ends at once. The transfer is complete by then, so every result is the
-  // same, and the emulated clock (CommStats::emulated_s) still counts the link's whole time. Training passes
-  // "a stop was asked for" (note "graceful-stop"): at 1 kbit/s a DiLoCo exchange of a tiny model waited ~9000 s
-  // before SIGTERM could take effect.
-  std::function<bool()> stopping;
+  // The signal of a stop asked for (0: none; note "graceful-stop": training passes its own). Polled (every
+  // 100 ms) while an emulated link's time is waited out in real time (LinkDelay latency or full): the wait then
+  // ends at once. The transfer is complete by then, so every result is the same, and the emulated clock
+  // (CommStats::emulated_s) still counts the link's whole time (at 1 kbit/s a DiLoCo exchange of a tiny model
+  // waited ~9000 s before SIGTERM could take effect). Polled too while a C10dGroup's ranks meet (the store's
+  // connection and c10d_rendezvous.h await_every_rank): the rendezvous then ends with StopRequested (before: a
+  // rank waiting for one that never came ignored SIGTERM until comm.timeout_s).
+  std::function<int()> stopping;
 };
 
 // While one is alive, this thread's waits are not the training's: it runs exchanges in the background

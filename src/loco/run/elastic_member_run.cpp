@@ -139,7 +139,7 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   if (member_options.place.stages > 1) {
     const membership::PipelineReply replica_members = member.await_pipeline(config.comm.timeout_s);
     pipeline = groups.pipeline_group(replica_members, member_options.place.stage,
-                                     pipeline_group_options(config, stopping(options)));
+                                     pipeline_group_options(config, options.stop_requested));
     options.pipeline = pipeline.get();
     directory_member = replica_members.members.front();
     resume_from_earlier_life(options, life, member_options.name,

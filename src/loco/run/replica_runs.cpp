@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "loco/comm/c10d/connect.h"
 #include "loco/comm/local/local_group.h"
@@ -17,12 +21,7 @@ comm::Timeout comm_timeout(const CommConfig& comm) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(comm.timeout_s * 1000));
 }
 
-std::function<bool()> stopping(const TrainOptions& options) {
-  if (!options.stop_requested) return {};
-  return [stop_requested = options.stop_requested] { return stop_requested() != 0; };
-}
-
-comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::function<bool()> stopping) {
+comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::function<int()> stopping) {
   comm::GroupOptions options;
   options.stopping = std::move(stopping);
   options.timeout = comm_timeout(comm);
@@ -32,7 +31,7 @@ comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::func
   return options;
 }
 
-comm::GroupOptions pipeline_group_options(const RunConfig& config, std::function<bool()> stopping) {
+comm::GroupOptions pipeline_group_options(const RunConfig& config, std::function<int()> stopping) {
   comm::GroupOptions options;
   options.stopping = std::move(stopping);
   options.timeout = comm_timeout(config.comm);
@@ -64,7 +63,8 @@ TrainSummary train_local_pipelines(const TrainOptions& options) {
         const TrainSummary s = Trainer(mine).run();
         if (pipeline.rank() == 0 && stage.rank() == 0) summary = s;
       },
-      pipeline_group_options(config, stopping(options)), group_options(config.comm, replicas, stopping(options)));
+      pipeline_group_options(config, options.stop_requested),
+      group_options(config.comm, replicas, options.stop_requested));
   return summary;
 }
 
@@ -85,7 +85,7 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
         const TrainSummary s = Trainer(mine).run();
         if (group.rank() == 0) summary = s;
       },
-      group_options(options.config.comm, replicas, stopping(options)));
+      group_options(options.config.comm, replicas, options.stop_requested));
   return summary;
 }
 
@@ -100,15 +100,28 @@ namespace {
 void require_same_config(comm::Group& everyone, const RunConfig& config) {
   const nlohmann::json shared = shared_settings_json(config);
   if (everyone.ranks_differing_from_rank_0(std::string_view(shared.dump())).empty()) return;
-  for (const auto& [section, keys] : shared.items()) {  // every rank has every key, in the same order
-    for (const auto& [key, value] : keys.items()) {
-      const std::string text = value.dump();
-      if (const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(text)); !differing.empty()) {
-        throw ConfigError(fmt::format("rank 0 has {}.{} = {} but rank(s) {} do not: the ranks of a run must share its "
-                                      "config (the same file and --set on every host)",
-                                      section, key, text.substr(0, 200), fmt::join(differing, ", ")));
-      }
-    }
+  // Every rank has every key, in the same order. dist.stages first: where dist.replicas is not set it follows
+  // from WORLD_SIZE / dist.stages, and would be named for a difference the user made in dist.stages.
+  std::vector<std::pair<std::string, std::string>> keys = {{"dist", "stages"}};
+  for (const auto& [section, values] : shared.items()) {
+    for (const auto& [key, value] : values.items()) keys.emplace_back(section, key);
+  }
+  for (const auto& [section, key] : keys) {
+    const std::string text = shared.at(section).at(key).dump().substr(0, 200);
+    const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(text));
+    if (differing.empty()) continue;
+    // Each rank knows its own value, not rank 0's (before: other ranks showed theirs as rank 0's).
+    const int me = everyone.rank();
+    const bool mine = std::find(differing.begin(), differing.end(), me) != differing.end();
+    const std::string difference =
+        me == 0
+            ? fmt::format("rank 0 has {}.{} = {} but rank(s) {} do not", section, key, text, fmt::join(differing, ", "))
+        : mine ? fmt::format("rank {} has {}.{} = {}, which rank 0 does not", me, section, key, text)
+               : fmt::format("rank(s) {} have another {}.{} than rank 0", fmt::join(differing, ", "), section, key);
+    throw ConfigError(
+        fmt::format("{}: the ranks of a run must share its config (the same file and --set on every "
+                    "host)",
+                    difference));
   }
 }
 
@@ -134,19 +147,20 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
   if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
   const comm::Timeout timeout = comm_timeout(config.comm);
   const comm::GroupOptions replica_options =
-      group_options(config.comm, static_cast<int>(config.dist.replicas), stopping(options));
+      group_options(config.comm, static_cast<int>(config.dist.replicas), options.stop_requested);
+  // Every rank meets the others in the world group first, and checks there that they share the config: ranks of
+  // other dist.stages would otherwise wait in groups of other shapes until comm.timeout_s.
+  auto world = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
+  require_same_config(*world, config);
   if (stages > 1) {
-    const auto groups = comm::connect_pipeline_from_environment(
-        environment, config.dist.backend, static_cast<int>(stages), pipeline_group_options(config, stopping(options)),
-        replica_options, timeout);
-    require_same_config(*groups.world, config);
+    const auto groups =
+        comm::connect_pipeline_groups(std::move(world), environment, config.dist.backend, static_cast<int>(stages),
+                                      pipeline_group_options(config, options.stop_requested), replica_options, timeout);
     options.pipeline = groups.pipeline.get();
     if (algorithm_named(config.dist.algorithm) != Algorithm::none) options.group = groups.stage.get();
     return Trainer(options).run();
   }
-  const auto group = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
-  require_same_config(*group, config);
-  options.group = group.get();
+  options.group = world.get();
   return Trainer(options).run();
 }
 

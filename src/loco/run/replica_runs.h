@@ -15,13 +15,12 @@ namespace loco::run {
 
 // comm.timeout_s as a group's timeout.
 comm::Timeout comm_timeout(const CommConfig& comm);
-// TrainOptions::stop_requested as GroupOptions::stopping: a stop cuts the real-time wait of an emulated link.
-std::function<bool()> stopping(const TrainOptions& options);
-// The group options of a run's comm section for `replicas` replicas (the emulated link, pacing, timeout).
-comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::function<bool()> stopping);
+// The group options of a run's comm section for `replicas` replicas (the emulated link, pacing, timeout);
+// `stopping`: TrainOptions::stop_requested, which cuts the waits GroupOptions::stopping says.
+comm::GroupOptions group_options(const CommConfig& comm, int replicas, std::function<int()> stopping);
 // The group options of a pipeline replica's stages: comm.timeout_s, and pipeline.bandwidth_mbps /
 // pipeline.latency_ms as an emulated link that is waited out (docs/pipeline.md).
-comm::GroupOptions pipeline_group_options(const RunConfig& config, std::function<bool()> stopping);
+comm::GroupOptions pipeline_group_options(const RunConfig& config, std::function<int()> stopping);
 
 // dist.replicas replicas as threads (one, without a group, for dist.algorithm = "none"): replica 0's
 // summary.

@@ -11,6 +11,7 @@
 #include "loco/comm/c10d/c10d_rendezvous.h"
 #include "loco/comm/comm_error.h"
 #include "loco/util/error.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::comm {
 
@@ -231,7 +232,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
     // which must reach the caller as a CommError, to be retried, like a failed handshake.
     announce_world_size(*store, options);
     require_same_world_size(*store, options);  // those that came before this rank
-    if (options.group.abandoned) await_every_rank(*store, options);
+    if (options.group.abandoned || options.group.stopping) await_every_rank(*store, options);
 #ifdef USE_C10D_NCCL
     if (options.backend == "nccl") {
       const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
@@ -242,6 +243,8 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
     return std::make_unique<C10dGroup>(options, store, make_gloo(options, store), torch::Device(torch::kCPU));
 #endif
   } catch (const CommError&) {
+    throw;
+  } catch (const StopRequested&) {
     throw;
   } catch (const std::exception& e) {
     try {

@@ -6,23 +6,37 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <vector>
 
 #include "loco/comm/c10d/c10d_compat.h"
 #include "loco/comm/c10d/c10d_errors.h"
 #include "loco/comm/comm_error.h"
+#include "loco/util/signal_name.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::comm {
 
 namespace {
 
 std::string seconds(Timeout timeout) { return fmt::format("{:g} s", timeout.count() / 1000.0); }
+
+// How often a rendezvous looks whether a stop was asked for.
+constexpr Timeout kStopPollInterval{1000};
+
+// StopRequested where a stop was asked for (GroupOptions::stopping) while this rank waited to `what`.
+void stop_if_asked(const C10dOptions& options, const std::string& what) {
+  if (!options.group.stopping) return;
+  if (const int signal = options.group.stopping(); signal != 0) {
+    throw StopRequested(signal, fmt::format("stopped by {} while rank {} of {} waited to {}", signal_name(signal),
+                                            options.rank, options.world_size, what));
+  }
+}
 
 }  // namespace
 
@@ -34,10 +48,31 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   // Rank 0 does not wait for the others here: the process group's handshake does, and names who is late.
   store_options.waitWorkers = false;
   store_options.timeout = options.rendezvous_timeout;
+  // A rank that connects to another's store tries for a second at a time where a stop may be asked for
+  // (GroupOptions::stopping), so that the stop ends a wait for a rank 0 that is not up yet.
+  const bool stoppable = !store_options.isServer && options.group.stopping;
+  const auto deadline = std::chrono::steady_clock::now() + options.rendezvous_timeout;
   try {
-    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store;
+    while (!store) {
+      if (stoppable) {
+        const auto left = std::chrono::duration_cast<Timeout>(deadline - std::chrono::steady_clock::now());
+        store_options.timeout = std::clamp(left, Timeout(1), kStopPollInterval);
+      }
+      try {
+        store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+      } catch (const std::exception& e) {
+        if (!stoppable || std::chrono::steady_clock::now() >= deadline || !mentions_any(first_line(e), {"timed out"})) {
+          throw;
+        }
+        stop_if_asked(options, "reach the rendezvous store");
+      }
+    }
+    store->setTimeout(options.rendezvous_timeout);
     if (options.store_prefix.empty()) return store;
     return c10::make_intrusive<c10d::PrefixStore>(options.store_prefix, store);
+  } catch (const StopRequested&) {
+    throw;
   } catch (const std::exception& e) {
     const std::string what = first_line(e);
     const std::string where = fmt::format("{}:{}", options.master_addr, options.master_port);
@@ -104,6 +139,7 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
   for (int r = 0; r < options.world_size; ++r) keys.push_back(fmt::format("loco/arrived/{}", r));
   const auto deadline = Clock::now() + options.rendezvous_timeout;
   while (!store.check(keys)) {
+    stop_if_asked(options, "meet the others at the rendezvous");
     if (options.group.abandoned && options.group.abandoned()) {
       throw PeerLost(fmt::format("rank {} of {} gave up its rendezvous: the group was abandoned (a member of its "
                                  "quorum left before it came)",

@@ -9,13 +9,15 @@
 
 namespace loco::comm {
 
-// Rank 0 serves the store on master_port (all interfaces); the others connect to master_addr.
+// Rank 0 serves the store on master_port (all interfaces); the others connect to master_addr (StopRequested
+// when GroupOptions::stopping says so while rank 0's store is not up yet).
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
 
-// For groups that may be abandoned (GroupOptions::abandoned: elastic quorums): every rank announces
-// itself in the store and waits, polling, until all ranks have, so that Gloo's own handshake, which
-// cannot be interrupted, only ever meets live peers. PeerLost when `abandoned` says the group is given
-// up meanwhile (a member of the quorum died before it came), CommTimeout after the rendezvous timeout.
+// For groups that may be abandoned (GroupOptions::abandoned: elastic quorums) or stopped (GroupOptions::stopping:
+// training): every rank announces itself in the store and waits, polling, until all ranks have, so that Gloo's
+// own handshake, which cannot be interrupted, only ever meets live peers. PeerLost when `abandoned` says the
+// group is given up meanwhile (a member of the quorum died before it came), StopRequested when a stop is
+// asked for, CommTimeout after the rendezvous timeout.
 void await_every_rank(c10d::Store& store, const C10dOptions& options);
 
 // Ranks started with different WORLD_SIZEs meet at one store, and Gloo's handshake then fails with its own

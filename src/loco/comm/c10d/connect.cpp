@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "loco/comm/c10d/c10d_group.h"
 
@@ -35,11 +36,11 @@ std::unique_ptr<Group> connect_from_environment(const RankEnvironment& environme
   return make_c10d_group(c10d_options(environment, backend, options, rendezvous_timeout));
 }
 
-PipelineGroups connect_pipeline_from_environment(const RankEnvironment& environment, const std::string& backend,
-                                                 int stages, const GroupOptions& pipeline_options,
-                                                 const GroupOptions& stage_options, Timeout rendezvous_timeout) {
+PipelineGroups connect_pipeline_groups(std::unique_ptr<Group> world, const RankEnvironment& environment,
+                                       const std::string& backend, int stages, const GroupOptions& pipeline_options,
+                                       const GroupOptions& stage_options, Timeout rendezvous_timeout) {
   PipelineGroups groups;
-  groups.world = connect_from_environment(environment, backend, stage_options, rendezvous_timeout);
+  groups.world = std::move(world);
   const int replica = environment.rank / stages;
   const int stage = environment.rank % stages;
   C10dOptions pipeline = c10d_options(environment, backend, pipeline_options, rendezvous_timeout);
