@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
@@ -77,10 +78,12 @@ void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double wa
 }
 
 HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section,
-                                membership::ReplicasAlike alike, bool check_alike) {
+                                membership::ReplicasAlike alike, bool check_alike,
+                                const std::vector<std::int64_t>& points) {
   const membership::QuorumReply& quorum = groups_.quorum();
   const auto& steps = quorum.steps;
-  const bool in_step = std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; });
+  const bool in_step = std::all_of(steps.begin(), steps.end(), [&](std::int64_t s) { return s == quorum.step; }) &&
+                       std::adjacent_find(points.begin(), points.end(), std::not_equal_to<>()) == points.end();
   if (in_step && !check_alike) return {};
   // Every member's digest (64 hex digits), in rank order.
   const std::string mine = state_digest(compared);
@@ -92,7 +95,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
     digests.emplace_back(reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>()) + r * digest_length,
                          static_cast<std::size_t>(digest_length));
   }
-  const membership::HealPlan plan = membership::plan_heal(steps, digests, alike);
+  const membership::HealPlan plan = membership::plan_heal(steps, digests, alike, points);
   if (plan.receivers.empty()) return {};
   // Every member of the quorum reaches this point with the same plan (the digests were gathered), so the
   // transfers of a quorum are numbered alike everywhere: their subgroups' names.

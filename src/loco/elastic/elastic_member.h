@@ -56,9 +56,11 @@ class ElasticMember {
   // members behind (and, when replicas are `alike`, those unlike the canonical state) adopt the donor's
   // whole replica state after checking it (membership/heal_rules.h, note "elastic-heal"), sent to them
   // alone (QuorumGroup::subgroup): the other members return at once. CommError when the transfer or the
-  // check fails.
+  // check fails. `points`: every member's last synchronisation point, in rank order, where members at one step
+  // may differ in it (note "sync-progress", heal_rules.h); empty: only steps are compared.
   HealOutcome heal(comm::Group& group, const NamedTensors& compared, SnapshotSection section,
-                   membership::ReplicasAlike alike = membership::ReplicasAlike::yes, bool check_alike = false);
+                   membership::ReplicasAlike alike = membership::ReplicasAlike::yes, bool check_alike = false,
+                   const std::vector<std::int64_t>& points = {});
 
   // Phase one and two for this member's candidate `hash`: the decision, or nullopt when the vote was
   // refused and nothing was committed (the group is abandoned: retry with the next quorum). A pipeline

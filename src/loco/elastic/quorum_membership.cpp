@@ -61,7 +61,14 @@ void QuorumMembership::synchronise(std::int64_t, const Synchronisation& sync) {
         std::vector<int> receivers;
         if (quorum.step > 0) {  // at 0 the run starts: nobody is behind
           const auto alike = sync.alike ? membership::ReplicasAlike::yes : membership::ReplicasAlike::no;
-          const HealOutcome healed = member_->heal(group, sync.compared(), SnapshotSection::strategy, alike);
+          // Note "sync-progress" (heal_rules.h): members resumed at one step may stand on either side of its
+          // synchronisation; the one whose synchronisation is still to do adopts the state of one that did it.
+          torch::Tensor points = torch::empty({group.size()}, torch::kInt64);
+          group.all_gather(torch::full({1}, last_point_, torch::kInt64), points);
+          const std::vector<std::int64_t> each(points.data_ptr<std::int64_t>(),
+                                               points.data_ptr<std::int64_t>() + group.size());
+          const HealOutcome healed =
+              member_->heal(group, sync.compared(), SnapshotSection::strategy, alike, /*check_alike=*/false, each);
           adopted = adopted || healed.this_member;
           receivers = healed.receivers;
         }

@@ -23,7 +23,12 @@ struct HealPlan {
 enum class ReplicasAlike { yes, no };
 
 // `steps` and `hashes`: each member's step and state hash, in rank order (the same length, not empty).
+// `points` (empty, or one per member): each member's last synchronisation point. Note "sync-progress": at one
+// step a member whose synchronisation there is done is ahead of one whose synchronisation is still to do (it
+// stopped while waiting for a quorum, and another committed that synchronisation without it), so members
+// are ordered by (step, point). Ordered by step alone, both counted as up to date, and each took its own
+// branch at the synchronisation: one waited in the exchange until comm.timeout_s, the other trained on.
 HealPlan plan_heal(const std::vector<std::int64_t>& steps, const std::vector<std::string>& hashes,
-                   ReplicasAlike alike = ReplicasAlike::yes);
+                   ReplicasAlike alike = ReplicasAlike::yes, const std::vector<std::int64_t>& points = {});
 
 }  // namespace loco::membership

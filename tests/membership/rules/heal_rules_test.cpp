@@ -79,5 +79,22 @@ TEST(Sha256, UpdatesInPiecesEqualOneUpdate) {
   EXPECT_EQ(pieces.digest(), sha256(text));
 }
 
+// Note "sync-progress": at one step, the member whose synchronisation there is done is ahead of one whose
+// synchronisation is still to do; two members still to do it do not outvote the one that did it.
+TEST(HealRules, AtOneStepTheMemberWhoseSynchronisationIsDoneIsAhead) {
+  HealPlan plan = plan_heal({28, 28}, {"pending", "done"}, ReplicasAlike::yes, {24, 28});
+  EXPECT_EQ(plan.donor, 1);
+  EXPECT_EQ(plan.canonical_hash, "done");
+  EXPECT_EQ(plan.receivers, (Ranks{0}));
+  plan = plan_heal({28, 28, 28}, {"pending", "pending", "done"}, ReplicasAlike::yes, {24, 24, 28});
+  EXPECT_EQ(plan.donor, 2);
+  EXPECT_EQ(plan.receivers, (Ranks{0, 1}));
+  EXPECT_EQ(plan_heal({28, 28}, {"x", "y"}, ReplicasAlike::no, {24, 28}).receivers, (Ranks{0}));   // NoLoCo too
+  EXPECT_EQ(plan_heal({28, 29}, {"a", "b"}, ReplicasAlike::yes, {28, 28}).receivers, (Ranks{0}));  // steps first
+  // Without points, as before: the tie goes to the lowest rank.
+  EXPECT_EQ(plan_heal({28, 28}, {"pending", "done"}).donor, 0);
+  EXPECT_THROW(plan_heal({28, 28}, {"a", "b"}, ReplicasAlike::yes, {24}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace loco::membership

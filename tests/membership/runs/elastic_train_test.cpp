@@ -44,7 +44,8 @@ class ElasticTrain : public ::testing::Test {
   // ones (a replacement coordinator takes its predecessor's). `fault`: its LOCO_COORDINATOR_FAULT.
   std::unique_ptr<test::ChildProcess> coordinator(const std::string& run, int start_replicas, int port = 0,
                                                   int store_port = 0, int min_replicas = 2,
-                                                  const std::string& fault = "") {
+                                                  const std::string& fault = "",
+                                                  const std::string& heartbeat_timeout_s = "1") {
     auto c = std::make_unique<test::ChildProcess>(std::vector<std::string>{"/usr/bin/env",
                                                                            "LOCO_COORDINATOR_FAULT=" + fault,
                                                                            LOCO_BINARY,
@@ -62,7 +63,7 @@ class ElasticTrain : public ::testing::Test {
                                                                            "--start-replicas",
                                                                            std::to_string(start_replicas),
                                                                            "--heartbeat-timeout-s",
-                                                                           "1",
+                                                                           heartbeat_timeout_s,
                                                                            "--join-window-s",
                                                                            "0.5"});
     const auto banner = c->wait_for(std::regex("127.0.0.1:([0-9]+) .*store on port ([0-9]+)"), 30);
@@ -522,6 +523,67 @@ TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
   EXPECT_FALSE(ga.empty());
   EXPECT_TRUE(ga == final_global("stop", "b-1", kSteps)) << "a's and b's global parameters differ";
   EXPECT_TRUE(ga == final_global("stop", "c-1", kSteps)) << "a's and c's global parameters differ";
+}
+
+// Note "sync-progress" (membership/heal_rules.h). a stops while it waits for a quorum at step 28 (b, stopped
+// by its fault, still counts as healthy), so a's checkpoint of step 28 holds that synchronisation still to do;
+// b then synchronises step 28 alone. Resumed together from their checkpoints of step 28, a adopts b's state
+// and both take the same branch (before: a waited in the exchange until comm.timeout_s while b trained on, and
+// one of them failed).
+TEST_F(ElasticTrain, MembersResumedOnEitherSideOfASynchronisationAgree) {
+  constexpr int kSteps = 32;
+  const std::vector<std::string> settings = {"train.checkpoint_every=4", "comm.timeout_s=20"};
+  {
+    const auto c = coordinator("sides", 2, 0, 0, /*min_replicas=*/1, "", /*heartbeat_timeout_s=*/"30");
+    auto a = member("sides", "a", kSteps, "", settings);
+    auto b = member("sides", "b", kSteps, "26:STOP", settings);
+    httplib::Client status("127.0.0.1", std::stoi(address_.substr(address_.rfind(':') + 1)));
+    const auto started = std::chrono::steady_clock::now();
+    bool waiting = false;
+    std::string last_status;
+    while (!waiting && std::chrono::steady_clock::now() - started < std::chrono::seconds(60)) {
+      const auto reply =
+          status.Get("/status", {{membership::kStatusTokenHeader, membership::status_token(secret_, "sides")}});
+      if (reply) last_status = reply->body;
+      if (reply && reply->status == 200) {
+        const auto parsed = nlohmann::json::parse(reply->body);  // kept: the loop reads into it
+        for (const auto& m : parsed.at("members")) {
+          waiting = waiting || (m.at("id") == "a#1" && m.at("step") == 28 && !m.at("waiting_s").is_null());
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(waiting) << last_status.substr(0, 3000) << a->output();
+    a->signal(SIGTERM);
+    EXPECT_EQ(a->wait(60), 128 + SIGTERM) << a->output();
+    b->signal(SIGCONT);
+    EXPECT_EQ(b->wait(120), 0) << b->output();
+  }
+  const auto outer = [&](const std::string& member) {
+    const auto state = nlohmann::json::parse(
+        test::read_text(*dir_ / "sides" / "members" / member / "checkpoints" / "step_28" / "state.json"));
+    return state.at("strategy");
+  };
+  ASSERT_EQ(outer("a-1").at("last_point"), 24) << outer("a-1");  // a's synchronisation of step 28 still to do
+  ASSERT_EQ(outer("b-1").at("last_point"), 28) << outer("b-1");  // b's done
+  const auto resume = [&](const std::string& member) {
+    return std::vector<std::string>{"--resume",
+                                    (*dir_ / "sides" / "members" / member / "checkpoints" / "step_28").string(),
+                                    "--set", "train.out_dir=" + (*dir_ / "sides-resumed").string()};
+  };
+  const auto c = coordinator("sides-resumed", 2);
+  auto a = member("sides-resumed", "a", kSteps, "", settings, resume("a-1"));
+  auto b = member("sides-resumed", "b", kSteps, "", settings, resume("b-1"));
+  const auto begun = std::chrono::steady_clock::now();
+  EXPECT_EQ(a->wait(120), 0) << a->output();
+  EXPECT_EQ(b->wait(120), 0) << b->output();
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(20)) << "a member waited for a timeout";
+  EXPECT_TRUE(std::regex_search(a->output(), std::regex("healed from b#1"))) << a->output();
+  EXPECT_EQ(b->output().find("healed"), std::string::npos) << b->output();
+  EXPECT_EQ(a->output().find("failed"), std::string::npos) << a->output();
+  const std::string ga = final_global("sides-resumed", "a-1", kSteps);
+  EXPECT_FALSE(ga.empty());
+  EXPECT_TRUE(ga == final_global("sides-resumed", "b-1", kSteps)) << "a's and b's global parameters differ";
 }
 
 // The coordinator is killed mid-run and a replacement started on the same ports: the members keep
