@@ -172,6 +172,9 @@ TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
                                           "train.stop_check_every=0"});
   args.insert(args.end(), train.begin(), train.end());
   const std::int64_t step = stop_two_replicas("ranks", args, SIGHUP, "SIGHUP");
+  // The command to continue is the launch's (a rank started alone refuses it without RANK and WORLD_SIZE).
+  EXPECT_NE(output("ranks").find("continue the run with: loco launch --nproc 2 -- train --resume "), std::string::npos)
+      << output("ranks");
   EXPECT_GE(step, 4) << output("ranks");
   EXPECT_EQ(step % 4, 0) << output("ranks");
   EXPECT_EQ(read_metrics(*dir_ / "ranks" / "replica_1").back().at("step"), step) << output("ranks");
@@ -208,6 +211,35 @@ TEST_F(GracefulStopCli, ARankWaitingForTheOthersToComeStopsAtOnce) {
         << output(run);
     EXPECT_FALSE(fs::exists(*dir_ / run / "checkpoints")) << output(run);
   }
+}
+
+// A rank whose peer dies (kill -9) fails, saying where the run starts again (before: only the collective's error).
+TEST_F(GracefulStopCli, ARankWhosePeerDiesSaysWhereTheRunStartsAgain) {
+  const test::ListeningSocket probe;
+  const std::string port = std::to_string(probe.port() + 2);
+  const std::string run = "peer-dies";
+  std::vector<pid_t> ranks;
+  for (const std::string rank : {"0", "1"}) {
+    for (const auto& [name, value] :
+         std::vector<std::pair<const char*, std::string>>{{"RANK", rank},
+                                                          {"WORLD_SIZE", "2"},
+                                                          {"MASTER_ADDR", "127.0.0.1"},
+                                                          {"MASTER_PORT", port},
+                                                          {"LOCO_FAULT", rank == "1" ? "6:KILL" : ""}}) {
+      ::setenv(name, value.c_str(), 1);
+    }
+    const std::string files = rank == "0" ? run : run + "-rank1";
+    ranks.push_back(
+        test::start_loco(train_args(run, {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.backend=gloo",
+                                          "train.checkpoint_every=4", "comm.timeout_s=60"}),
+                         *dir_ / (files + ".out"), *dir_ / (files + ".err")));
+  }
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCO_FAULT"}) ::unsetenv(name);
+  EXPECT_EQ(test::wait_exit(ranks[1], std::chrono::seconds(60)), 128 + SIGKILL);
+  EXPECT_EQ(test::wait_exit(ranks[0], std::chrono::seconds(60)), 1) << output(run);
+  const std::string checkpoint = (*dir_ / run / "checkpoints" / "step_4").string();
+  EXPECT_NE(output(run).find("The run stopped; resume from the last checkpoint, " + checkpoint), std::string::npos)
+      << output(run);
 }
 
 // The first signal waits for the next synchronisation (here far away); a second one ends the process at once,

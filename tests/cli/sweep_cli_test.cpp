@@ -89,6 +89,19 @@ TEST_F(SweepCli, TrainsEvaluatesAndTabulatesTheGridThenSkipsWhatIsDone) {
   EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: done before, skipped"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("algorithm-diloco_lr-0.001: loss "), std::string::npos) << r.output;
   EXPECT_EQ(lines_of(*dir_ / "grid" / "summary.csv").size(), 5u);
+
+  // A run whose config changed since its result is trained again (before: the old result was kept, and listed
+  // as the new config's).
+  std::string changed = test::read_text(file);
+  changed.replace(changed.find("[set]\n"), 6, "[set]\n\"train.seed\" = 7\n");
+  write_text(file, changed);
+  r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: its config changed since its result (train.seed was 0, is 7): "
+                          "trained again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("done before, skipped"), std::string::npos) << r.output;
 }
 
 TEST_F(SweepCli, TheBestRunOfEachCellIsRepeatedAndTheCellsAreTabulated) {

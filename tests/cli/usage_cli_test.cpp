@@ -36,6 +36,9 @@ TEST(UsageCli, NumbersOutOfRangeNameTheOptionAndTheRule) {
   expect_usage_error({"simulate", "--params", "nan", "--layers", "24", "--step-time", "0.1"},
                      {"--params", "nan is not a finite number", "loco simulate"});
   expect_usage_error({"prepare", "--input", "x", "--out", "y", "--vocab-size", "-3"}, {"--vocab-size"});
+  // Beyond the option's type: CLI11's "Could not convert" said as what it is.
+  expect_usage_error({"simulate", "--params", "1e9", "--layers", "99999999999", "--step-time", "0.1"},
+                     {"--layers 99999999999 is not a value it takes: a number beyond the range of its type"});
   // A port beyond 65535 was once taken modulo 65536 (70000 listened on 4464 while the banner said 70000).
   expect_usage_error({"coordinator", "--port", "70000"},
                      {"--port", "70000 is not a TCP port from 0 to 65535", "loco coordinator"});

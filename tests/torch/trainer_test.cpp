@@ -145,6 +145,8 @@ TEST(Trainer, VocabularyMismatchIsAConfigError) {
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("vocabulary mismatch"), std::string::npos) << e.what();
+    // No data of 100 ids can be prepared: no --vocab-size is suggested (prepare refuses one below 259).
+    EXPECT_EQ(std::string(e.what()).find("--vocab-size"), std::string::npos) << e.what();
   }
 }
 

@@ -456,6 +456,8 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
       R"(["text", "an array"])",
       R"({"text": "unclosed")",
       R"({"meta": {"text": "only nested"}})",
+      R"({"text": null, "id": 9})",  // no document, as a null Parquet row (before: refused)
+      R"({"text": "x", "text": null})",
   };
   std::string file;
   for (const auto& line : lines) file += line + "\n";
@@ -474,7 +476,7 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
     }
   }
   EXPECT_EQ(read, (std::vector<std::string>{"top", "last", "caf\xc3\xa9 \"quoted\"", "after a deep array", "no text",
-                                            "no text", "invalid", "no text"}));
+                                            "no text", "invalid", "no text", "", ""}));
 }
 
 // Note "text-parts": a text file longer than kTextPartBytes is cut into documents at a paragraph break once a

@@ -199,6 +199,34 @@ TEST_F(DataSentencePiece, CachedEncoderGivesTheIdsOfTheWholeText) {
   EXPECT_LE(encoder.cached_words(), 1000u);
 }
 
+// Note "long-words": a word longer than a text file's longest part is encoded in pieces of at most that length,
+// cut between characters: each piece's ids are those of the piece (before: the whole word went to sentencepiece,
+// whose time and memory grow faster than its length).
+TEST_F(DataSentencePiece, ALongWordWithoutSpacesIsEncodedInPiecesCutBetweenCharacters) {
+  auto tokenizer = load_tokenizer(dir_->path());
+  CachedEncoder encoder(*tokenizer, true, 1000);
+  std::string word;
+  while (word.size() < 3 * 64 * 1024)
+    word +=
+        "\xE6\x97\xA5\xE6\x9C\xAC"
+        "river";  // 3-byte characters among ASCII
+  std::vector<std::uint32_t> ids;
+  encoder.encode(word, ids);
+  std::vector<std::uint32_t> expected;
+  std::string_view rest = word;
+  std::vector<std::size_t> cuts;
+  while (!rest.empty()) {
+    std::size_t cut = std::min<std::size_t>(rest.size(), 64 * 1024);
+    while (cut < rest.size() && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
+    for (auto id : tokenizer->encode(rest.substr(0, cut))) expected.push_back(id);
+    rest.remove_prefix(cut);
+    cuts.push_back(cut);
+  }
+  EXPECT_GE(cuts.size(), 3u);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(tokenizer->decode(ids), word);  // nothing lost at the cuts
+}
+
 TEST_F(DataSentencePiece, CopiedFilesLoadAndEncodeTheSame) {
   ScratchDir copy;
   EXPECT_EQ(tokenizer_file_names(dir_->path()), (std::vector<std::string>{"tokenizer.json", "tokenizer.model"}));

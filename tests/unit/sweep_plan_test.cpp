@@ -132,6 +132,18 @@ TEST(SweepPlan, ARunNamedOnlyWithDotsIsRefused) {
   EXPECT_EQ(plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \".a\"\n"), "no error");
 }
 
+// The sweep's own files sit beside the runs' directories (NAME.log, summary.csv, cells.jsonl): a run named like
+// one replaced it (a run 'a.log' took run a's log; 'summary.csv' failed the tables after every run trained).
+TEST(SweepPlan, ARunNamedLikeTheSweepsOwnFilesIsRefused) {
+  for (const std::string name : {"a.log", "summary.csv", "cells.jsonl"}) {
+    const std::string error = plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \"" + name + "\"\n");
+    EXPECT_NE(error.find("a run would be named '" + name + "', which ends as the sweep's own files do"),
+              std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(plan_error("base = \"base.toml\"\nout_dir = \"o\"\n[[grid]]\nname = \"a.logs\"\n"), "no error");
+}
+
 // A run's name is a directory and part of file names beside it: one too long for a file name is refused at plan
 // time (also for --dry-run), not when its directory is made after earlier runs trained (audit round 3: an abort).
 TEST(SweepPlan, ARunNameTooLongForAFileNameIsRefused) {

@@ -9,6 +9,9 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <filesystem>
+#include <optional>
+#include <string>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
@@ -58,17 +61,36 @@ RunConfig given_config(const TrainArgs& args) {
   return config;
 }
 
-void print_summary(const TrainSummary& s) {
+// How to continue a run stopped at `checkpoint`, as it was started (before: `loco train --resume` for every run,
+// which a rank of a launched run refuses without its RANK and WORLD_SIZE).
+std::string continue_command(const RunConfig& config, const std::filesystem::path& checkpoint,
+                             const std::optional<comm::RankEnvironment>& environment) {
+  const std::string resume = "train --resume " + checkpoint.string();
+  if (config.dist.elastic && config.dist.backend != "local") {
+    return fmt::format(
+        "loco {} (started as this member was: with LOCO_COORDINATOR, LOCO_RUN_ID and the run's secret, "
+        "or under `loco launch --elastic … -- {}`)",
+        resume, resume);
+  }
+  if (!environment) return "loco " + resume;
+  const std::string launch = fmt::format("loco launch --nproc {} -- {}", environment->local_world_size, resume);
+  if (environment->local_world_size == environment->world_size) return launch;
+  return fmt::format(
+      "{} on every node, with its --nnodes, --node-rank and --master-addr as before (each node "
+      "resumes its ranks' own checkpoints)",
+      launch);
+}
+
+void print_summary(const TrainSummary& s, const std::string& continue_with) {
   if (s.stopped_by != 0 && s.last_checkpoint.empty()) {  // an elastic member stopped before it trained a step
     fmt::print("stopped by {} at step {} in {}, before it trained a step: it wrote no checkpoint\n",
                signal_name(s.stopped_by), s.steps, format_duration(s.elapsed_s));
     return;
   }
   if (s.stopped_by != 0) {
-    fmt::print("stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\n"
-               "continue the run with: loco train --resume {}\n",
-               signal_name(s.stopped_by), s.steps, s.tokens, format_duration(s.elapsed_s),
-               s.last_checkpoint.string(), s.last_checkpoint.string());
+    fmt::print("stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\ncontinue the run with: {}\n",
+               signal_name(s.stopped_by), s.steps, s.tokens, format_duration(s.elapsed_s), s.last_checkpoint.string(),
+               continue_with);
     return;
   }
   fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
@@ -128,7 +150,7 @@ void run_elastic(const TrainOptions& options) {
                                                   ? run::train_local_elastic(options)
                                                   : run::train_elastic_member(options);
   if (!summary) return;
-  print_summary(*summary);
+  print_summary(*summary, continue_command(options.config, summary->last_checkpoint, std::nullopt));
   end_stopped_run(*summary);
 #else
   throw ConfigError("dist.elastic = true needs a loco built with cpp-httplib (install libcpp-httplib-dev and "
@@ -165,7 +187,7 @@ void run_train(const TrainArgs& args) {
     complete_run_config(options.config);
     advise(options.config);
     const TrainSummary summary = run::train_local_replicas(options);
-    print_summary(summary);
+    print_summary(summary, continue_command(options.config, summary.last_checkpoint, std::nullopt));
     return end_stopped_run(summary);
   }
   // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
@@ -173,7 +195,8 @@ void run_train(const TrainArgs& args) {
   complete_run_config(options.config, environment ? environment->world_size : 1);
   if (!environment || environment->rank == 0) advise(options.config);
   const TrainSummary summary = run::train_rank(options, require_launched(environment, options.config));
-  if (environment->rank == 0) print_summary(summary);
+  if (environment->rank == 0)
+    print_summary(summary, continue_command(options.config, summary.last_checkpoint, environment));
   end_stopped_run(summary);
 }
 

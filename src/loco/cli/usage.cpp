@@ -43,6 +43,14 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
   if (std::smatch m; std::regex_match(what, m, twice)) {
     what = fmt::format("{} was given {} times; it takes one value, so give it once", m[1].str(), m[2].str());
   }
+  // CLI11 says "Could not convert: --layers = 99999999999" of a number beyond the option's type.
+  static const std::regex unconverted("^Could not convert: (\\S+) = (.*)$");
+  if (std::smatch m; std::regex_match(what, m, unconverted)) {
+    what = fmt::format(
+        "{} {} is not a value it takes: a number beyond the range of its type (give a smaller one), "
+        "or not a number",
+        m[1].str(), m[2].str());
+  }
   if (app.get_subcommands().empty() && !app.remaining().empty()) {
     // CLI11 says only that a subcommand is required; name the word it did not know.
     std::vector<std::string> commands;

@@ -1,5 +1,6 @@
 #include "loco/data/cached_encoder.h"
 
+#include "loco/data/corpus_stream.h"
 #include "loco/data/sentencepiece_tokenizer.h"
 
 namespace loco::data {
@@ -8,6 +9,12 @@ namespace {
 
 // Longer "words" (URLs, tables, runs of symbols) are rare and would only fill the cache.
 constexpr std::size_t kMaxCachedWordBytes = 48;
+
+// Note "long-words": sentencepiece's BPE takes time and memory that grow faster than a word's length (a 16 MB
+// JSONL record without a space, such as Chinese text: 2.3 GB and 35 s). A word longer than a text file's
+// longest part (corpus_stream.h) is encoded in pieces of at most that length, cut between characters, as a
+// text file is cut into parts: no merge crosses a cut, which costs about one id per piece.
+constexpr std::size_t kMaxWordBytes = 4 * kTextPartBytes;
 
 // True when a word starts at text[i]: a space or the three bytes of U+2581 "▁".
 bool starts_word(std::string_view text, std::size_t i) {
@@ -53,6 +60,13 @@ void CachedEncoder::encode(std::string_view text, std::vector<std::uint32_t>& id
 }
 
 void CachedEncoder::encode_word(std::string_view word, std::vector<std::uint32_t>& ids) {
+  while (word.size() > kMaxWordBytes) {
+    std::size_t cut = kMaxWordBytes;
+    while (cut > kMaxWordBytes - 4 && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80)
+      --cut;  // not inside a character
+    tokenizer_.encode_into(word.substr(0, cut), ids);
+    word.remove_prefix(cut);
+  }
   if (word.size() > kMaxCachedWordBytes) {
     std::vector<std::uint32_t> encoded = tokenizer_.encode(word);
     ids.insert(ids.end(), encoded.begin(), encoded.end());

@@ -10,7 +10,9 @@
 // elsewhere and brought in with --tokenizer-from may differ): no piece with "▁" past its start, and
 // a probe text encoded both ways. A test compares both ways on generated text made to break it
 // (runs of spaces, tabs, newlines, "▁", invalid UTF-8); docs/results.md reports a check on all of
-// Brown. The byte tokenizer is fast already and encodes without the cache.
+// Brown. The byte tokenizer is fast already and encodes without the cache. One exception: a word longer than
+// a text file's longest part (a long text without spaces) is encoded in pieces of that length (note
+// "long-words", cached_encoder.cpp), which bounds the time and memory sentencepiece takes for it.
 #pragma once
 
 #include <cstdint>

@@ -294,7 +294,15 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit TextFieldReader(const std::string& field) : field_(field) {}
 
-  bool null() override { return value(); }
+  // A null text is no document, as a null row of a Parquet or Arrow text column is not (`datasets`' to_json
+  // writes null for such rows): an empty text, which holds no token (before: the line was refused).
+  bool null() override {
+    if (depth_ != 1 || !at_field_) return value();
+    text_.clear();
+    found_ = true;
+    at_field_ = false;
+    return true;
+  }
   bool boolean(bool) override { return value(); }
   bool number_integer(number_integer_t) override { return value(); }
   bool number_unsigned(number_unsigned_t) override { return value(); }

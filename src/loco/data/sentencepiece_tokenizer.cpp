@@ -84,8 +84,9 @@ DataError training_error(std::string message, std::uint32_t vocab_size) {
   std::smatch limit;
   if (std::regex_search(message, limit, too_high)) {
     return DataError(
-        fmt::format("the corpus is too small for a BPE vocabulary of {} tokens: it supports at most {}. Pass "
-                    "--vocab-size {} or less, add more text, or use --tokenizer byte.",
+        fmt::format("the tokenizer's sample of the corpus is too small for a BPE vocabulary of {} tokens: it "
+                    "supports at most {}. Pass --vocab-size {} or less, a larger --tokenizer-sample-mb (where the "
+                    "corpus holds more text than the sample), add more text, or use --tokenizer byte.",
                     vocab_size, limit[1].str(), limit[1].str()));
   }
   if (std::regex_search(message, limit, too_low)) {

@@ -76,6 +76,19 @@ void claim_name(std::set<std::string>& names, const std::string& name) {
                                   "give the grid a shorter name, or fewer or shorter axes' keys and values",
                                   utf8_prefix(name, 60), name.size(), kMaxRunNameBytes));
   }
+  // The sweep's own files sit beside the runs' directories: NAME.log for each run, summary and cells tables as
+  // .csv and .jsonl. A run named like one took its place (a run 'a.log' replaced run a's log).
+  for (const char* own : {".log", ".csv", ".jsonl"}) {
+    const std::string extension = own;
+    if (name.size() >= extension.size() &&
+        name.compare(name.size() - extension.size(), extension.size(), extension) == 0) {
+      throw ConfigError(
+          fmt::format("a run would be named '{}', which ends as the sweep's own files do (each run's "
+                      "log NAME.log, the summary and cells tables as .csv and .jsonl): give the grid "
+                      "another name",
+                      name));
+    }
+  }
   if (!names.insert(name).second) {
     throw ConfigError(fmt::format("two runs would share the directory '{}': make the axes' values (or the grids' "
                                   "names) differ in letters or digits",
@@ -124,6 +137,10 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
                                     config.dist.backend));
     }
     complete_run_config(config, run.launched ? config.dist.replicas : 1);
+    nlohmann::json settings = to_json(config);
+    settings.at("train").erase("out_dir");
+    settings.at("train").erase("threads");
+    run.settings = settings.dump();
     run.steps = config.train.steps;
     run.replicas = config.dist.replicas;
     run.data_dir = config.data.dir;

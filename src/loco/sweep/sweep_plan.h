@@ -25,6 +25,9 @@ struct SweepRun {
   std::string data_dir;        // data.dir, where the final evaluation reads
   std::string device = "cpu";  // train.device, where the final evaluation runs too
   std::string repeat_of;       // the run it repeats with other [best.repeat] values ("" for grid runs)
+  // Its config as planned (to_json, but train.out_dir and train.threads, which --jobs sets), as JSON text: kept
+  // with its result, so that a sweep run again after its file changed trains a run anew when its config did.
+  std::string settings;
 };
 
 struct SweepPlan {

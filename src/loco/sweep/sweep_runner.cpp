@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -104,7 +105,18 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
   for (const auto& [key, value] : run.axis_values) axes[key] = value;
   result["axes"] = axes;
   if (!run.repeat_of.empty()) result["repeat_of"] = run.repeat_of;
+  result["settings"] = nlohmann::json::parse(run.settings);
   return result;
+}
+
+// How the run's config differs from the one its result in `file` was made with; nullopt when it does not, or
+// the result says nothing of its config (written before results kept it, or damaged: the tables say so).
+std::optional<std::string> changed_since_result(const fs::path& file, const SweepRun& run) {
+  const nlohmann::json result = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
+  if (!result.is_object() || !result.contains("settings")) return std::nullopt;
+  const auto difference = config_difference(result.at("settings"), nlohmann::json::parse(run.settings));
+  if (!difference) return std::nullopt;
+  return fmt::format("{} was {}, is {}", difference->key, difference->in_a, difference->in_b);
 }
 
 class SweepProgress {
@@ -128,8 +140,13 @@ enum class RunOutcome { done, failed, stopped };
 RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, SweepProgress& progress) {
   const fs::path dir = run_dir(plan, run);
   if (fs::exists(dir / kResultFile)) {
-    progress.say(fmt::format("{}: done before, skipped", run.name));
-    return RunOutcome::done;
+    const std::optional<std::string> changed = changed_since_result(dir / kResultFile, run);
+    if (!changed) {
+      progress.say(fmt::format("{}: done before, skipped", run.name));
+      return RunOutcome::done;
+    }
+    // Before: the result of the old config was kept, and listed as this config's.
+    fmt::print("{}: its config changed since its result ({}): trained again\n", run.name, *changed);
   }
   std::error_code removed;
   if (!remove_tree(dir, removed)) {  // what an interrupted attempt left

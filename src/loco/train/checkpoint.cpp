@@ -135,15 +135,12 @@ void join_stage_parts(LoadedCheckpoint& out) {
     }
     // The stages of one run share its config (note "same-config"): a part from another run or size would
     // join layers of another model.
-    const nlohmann::json theirs = shared_settings_json(manifest.config), ours = shared_settings_json(out.config);
-    for (const auto& [section, keys] : ours.items()) {
-      for (const auto& [key, value] : keys.items()) {
-        if (theirs.at(section).at(key) == value) continue;
-        throw CheckpointError(fmt::format("{} was written with {}.{} = {}, but stage 0's checkpoint {} with {}: the "
-                                          "stages' checkpoints come from different runs. Copy the whole run directory",
-                                          dir.string(), section, key, theirs.at(section).at(key).dump(),
-                                          out.dir.string(), value.dump()));
-      }
+    if (const auto difference =
+            config_difference(shared_settings_json(manifest.config), shared_settings_json(out.config))) {
+      throw CheckpointError(
+          fmt::format("{} was written with {} = {}, but stage 0's checkpoint {} with {}: the "
+                      "stages' checkpoints come from different runs. Copy the whole run directory",
+                      dir.string(), difference->key, difference->in_a, out.dir.string(), difference->in_b));
     }
     SafetensorsContent part = load_safetensors(dir / "model.safetensors");
     for (auto& [name, tensor] : part.tensors) {

@@ -9,13 +9,17 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
-std::string divergence_advice(double lr, const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
+std::string where_to_start_again(const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
   const fs::path checkpoints = out_dir / "checkpoints";
-  const bool checkpointed = !list_checkpoints(checkpoints).empty();
-  const std::string restart = checkpointed   ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
-                              : resumed_from ? fmt::format("resume from {} again", resumed_from->string())
-                                             : std::string("start the run again (it wrote no checkpoint yet)");
-  return fmt::format("Lower optim.lr (now {}) or raise optim.warmup_steps; {}", lr, restart);
+  const auto found = list_checkpoints(checkpoints);
+  if (!found.empty()) return fmt::format("resume from the last checkpoint, {}", found.back().second.string());
+  if (resumed_from) return fmt::format("resume from {} again", resumed_from->string());
+  return "start the run again (it wrote no checkpoint yet)";
+}
+
+std::string divergence_advice(double lr, const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
+  return fmt::format("Lower optim.lr (now {}) or raise optim.warmup_steps; {}", lr,
+                     where_to_start_again(out_dir, resumed_from));
 }
 
 std::optional<std::string> first_non_finite(const NamedTensors& tensors) {

@@ -11,8 +11,12 @@
 
 namespace loco {
 
-// "Lower optim.lr (now LR) or raise optim.warmup_steps; " and where to start again: the last checkpoint in
-// OUT_DIR/checkpoints when there is one, else the checkpoint the run resumed from, else the start.
+// Where a run that stopped short starts again: "resume from the last checkpoint in OUT_DIR/checkpoints" when
+// there is one, else from the checkpoint the run resumed from, else "start the run again".
+std::string where_to_start_again(const std::filesystem::path& out_dir,
+                                 const std::optional<std::filesystem::path>& resumed_from);
+
+// "Lower optim.lr (now LR) or raise optim.warmup_steps; " and where_to_start_again.
 std::string divergence_advice(double lr, const std::filesystem::path& out_dir,
                               const std::optional<std::filesystem::path>& resumed_from);
 

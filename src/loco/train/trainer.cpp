@@ -12,6 +12,7 @@
 #include "loco/config/load_config.h"
 #include "loco/data/batch_sampler.h"
 #include "loco/data/dataset_meta.h"
+#include "loco/data/prepare.h"
 #include "loco/model/weights.h"
 #include "loco/pipeline/partition.h"
 #include "loco/pipeline/stages/measured_partition.h"
@@ -54,10 +55,17 @@ using Clock = SteadyClock;
 void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std::string& data_dir) {
   if (model.vocab_size == 0) model.vocab_size = data_vocab;
   if (model.vocab_size < static_cast<std::int64_t>(data_vocab)) {
-    throw ConfigError(fmt::format(
-        "vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
-        "model.vocab_size = 0 to take the data's vocabulary, or prepare the data with --vocab-size {}",
-        data_dir, data_vocab, model.vocab_size, model.vocab_size));
+    // The data a model of this size could read: a BPE vocabulary of its size, or bytes (258 ids), where it holds
+    // them; a BPE vocabulary has at least data::kFewestBpeTokens (before: --vocab-size 100 was suggested, which
+    // prepare refuses).
+    const std::string prepare = model.vocab_size >= static_cast<std::int64_t>(data::kFewestBpeTokens)
+                                    ? fmt::format(", or prepare the data with --vocab-size {}", model.vocab_size)
+                                : model.vocab_size >= 258 ? ", or prepare the data with --tokenizer byte"
+                                                          : "";
+    throw ConfigError(
+        fmt::format("vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
+                    "model.vocab_size = 0 to take the data's vocabulary{}",
+                    data_dir, data_vocab, model.vocab_size, prepare));
   }
 }
 
@@ -216,18 +224,28 @@ TrainSummary Trainer::run() {
   // Warm-up, capture and replay all on one side stream (note "cuda-graphs").
   std::optional<CudaSideStream> side_stream;
   if (s.micro_batch_graph) side_stream.emplace();
-  while (s.step < s.config.train.steps) {
-    const StepResult result = train_step();
-    if (fault && result.taken) fault->after_step(s.step);
-    // A member whose wait for a quorum a stop ended stops alone, as members do (agreed_stop).
-    const int stop = s.stopped_waiting != 0 ? s.stopped_waiting : agreed_stop();
-    if (result.taken && (s.log_due() || stop != 0)) log(result);
-    if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
-    if (s.options.after_step && result.taken) s.options.after_step(s.step);
-    if (stop != 0) {
-      s.summary.stopped_by = stop;
-      break;
+  try {
+    while (s.step < s.config.train.steps) {
+      const StepResult result = train_step();
+      if (fault && result.taken) fault->after_step(s.step);
+      // A member whose wait for a quorum a stop ended stops alone, as members do (agreed_stop).
+      const int stop = s.stopped_waiting != 0 ? s.stopped_waiting : agreed_stop();
+      if (result.taken && (s.log_due() || stop != 0)) log(result);
+      if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
+      if (s.options.after_step && result.taken) s.options.after_step(s.step);
+      if (stop != 0) {
+        s.summary.stopped_by = stop;
+        break;
+      }
     }
+  } catch (const comm::CommError& e) {
+    // A static run whose peer failed (killed, its host gone) ends here on every rank that is left: said with
+    // where the run starts again (an elastic member's failures are its strategy's to handle).
+    if (s.config.dist.elastic) throw;
+    throw comm::CommError(
+        fmt::format("{}. The run stopped; {}, once every rank can run again (with the command the run "
+                    "was started with, and --resume)",
+                    e.what(), where_to_start_again(s.resumable_dir(), s.options.resume_from)));
   }
   if (!s.quiet) s.progress->finish();
   return summarise();
