@@ -95,6 +95,11 @@ TEST_F(SweepCli, TrainsEvaluatesAndTabulatesTheGridThenSkipsWhatIsDone) {
   std::string changed = test::read_text(file);
   changed.replace(changed.find("[set]\n"), 6, "[set]\n\"train.seed\" = 7\n");
   write_text(file, changed);
+  r = run_loco({"sweep", file.string(), "--tables-only"});  // the old results are not this config's
+  EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: not listed: its result was made with another config (train.seed "
+                          "was 0, is 7)"),
+            std::string::npos)
+      << r.output;
   r = run_loco({"sweep", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: its config changed since its result (train.seed was 0, is 7): "

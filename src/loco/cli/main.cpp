@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
@@ -95,6 +96,13 @@ int run(CLI::App& app, int argc, char** argv);
 int main(int argc, char** argv) {
   CLI::App app{"loco: train language models on replicas that communicate rarely and over slow links"};
   const int status = run(app, argc, argv);
+  // Commands whose result is their files (a run's checkpoints) or that serve until stopped: their output is
+  // progress, and losing it fails nothing (a scheduler would run a finished training again).
+  const auto ran = app.get_subcommands();
+  const std::string command = ran.empty() ? std::string() : ran.front()->get_name();
+  for (const char* output_is_progress : {"train", "launch", "coordinator", "dashboard"}) {
+    if (command == output_is_progress) return status;
+  }
   if (std::ferror(stdout)) return status != 0 ? status : report_lost_output(0);
   if (std::fflush(stdout) != 0) return status != 0 ? status : report_lost_output(errno);
   return status;
@@ -141,8 +149,8 @@ int run(CLI::App& app, int argc, char** argv) {
     return report("error: ",
                   fmt::format("cannot use '{}': {}. Check the path.", e.path1().string(), e.code().message()), 1);
   } catch (const std::exception& e) {
-    // fmt's failed write to stdout ("cannot write to file"): said as what it is.
-    if (std::ferror(stdout)) return report_lost_output(0);
+    // fmt's failed write to stdout ("cannot write to file", a std::system_error): said as what it is.
+    if (dynamic_cast<const std::system_error*>(&e) != nullptr && std::ferror(stdout)) return report_lost_output(0);
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
     if (is_out_of_memory(e.what())) return report_out_of_memory(e.what(), app);
     return report("unexpected error: ", without_backtrace(e.what()), 1);

@@ -1,10 +1,12 @@
 #include "loco/cli/stop_on_signal.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <exception>
 #include <iterator>
 
 #include "loco/util/error.h"
@@ -34,6 +36,18 @@ void request_stop(int signal) {
   [[maybe_unused]] const auto written = ::write(stop_pipe_write, &byte, 1);
 }
 
+// SIGHUP: the terminal went away (a closed ssh session), and writing to it fails from now on (EIO), which fmt
+// reports by throwing: the stop and the checkpoint would end in an error. What was shown there goes nowhere
+// instead, as it would anyway; output sent to files or pipes stays.
+void leave_a_closed_terminal() {
+  const int nowhere = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (nowhere < 0) return;
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd)) ::dup2(nowhere, fd);
+  }
+  ::close(nowhere);
+}
+
 }  // namespace
 
 StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
@@ -57,7 +71,12 @@ StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
     const int signal = received.load();
     if (signal == 0) return;  // woken by the destructor
     restore_previous_handlers();
-    stop(signal);
+    if (signal == SIGHUP) leave_a_closed_terminal();
+    try {
+      stop(signal);
+    } catch (const std::exception&) {
+      // Saying that the run stops failed (its output is gone): it stops all the same.
+    }
   });
 }
 

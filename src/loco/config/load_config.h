@@ -56,7 +56,7 @@ nlohmann::json shared_settings_json(const RunConfig& config);
 // what every member of an elastic run shares (note "member-settings", membership/run_settings.h). A member
 // meets the others only at synchronisations, so these may differ with its hardware or its user.
 nlohmann::json member_settings_json(const RunConfig& config);
-// The first key (in the order of to_json) whose value differs between two configs given as to_json or
+// The first key (sections and keys in sorted order) whose value differs between two configs given as to_json or
 // shared_settings_json: its name, and its value in `a` and in `b` (as JSON text, "(none)" where absent);
 // nullopt when none does.
 struct ConfigDifference {

@@ -91,8 +91,7 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
     if (const auto difference = settings_difference(settings, settings_)) {
       throw MembershipError(Refusal::malformed,
                             fmt::format("member '{}' has {}: every member of a run must be given the same config (the "
-                                        "same file and --set, and the same --nproc to loco launch where dist.replicas "
-                                        "is not set), but for where it reads, writes, logs and computes",
+                                        "same file and --set), but for where it reads, writes, logs and computes",
                                         name, *difference));
     }
   }

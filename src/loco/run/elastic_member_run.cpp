@@ -15,6 +15,7 @@
 #include "loco/config/algorithms.h"
 #include "loco/config/churn_schedule.h"
 #include "loco/config/load_config.h"
+#include "loco/data/dataset_meta.h"
 #include "loco/elastic/make_elastic_strategy.h"
 #include "loco/elastic/quorum_membership.h"
 #include "loco/membership/run_secret.h"
@@ -296,7 +297,11 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   member_options.run_id = run_id;
   member_options.name = member_name();
   member_options.place = pipeline_place(options.config);
-  member_options.settings = member_settings_json(options.config);
+  // Note "member-settings": the vocabulary as the trainer resolves it from the data, so that a member resumed from
+  // a checkpoint (which holds the resolved size) and one started from a config file (0: the data's) agree.
+  RunConfig shared = options.config;
+  if (shared.model.vocab_size == 0) shared.model.vocab_size = data::read_dataset_meta(shared.data.dir).vocab_size;
+  member_options.settings = member_settings_json(shared);
   // Members may start long before their coordinator (or before its host name resolves): the first join waits
   // as long as any other exchange, saying so every 30 s.
   member_options.join_timeout_s = options.config.comm.timeout_s;

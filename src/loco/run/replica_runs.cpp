@@ -107,9 +107,10 @@ void require_same_config(comm::Group& everyone, const RunConfig& config) {
     for (const auto& [key, value] : values.items()) keys.emplace_back(section, key);
   }
   for (const auto& [section, key] : keys) {
-    const std::string text = shared.at(section).at(key).dump().substr(0, 200);
-    const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(text));
+    const std::string whole = shared.at(section).at(key).dump();
+    const auto differing = everyone.ranks_differing_from_rank_0(std::string_view(whole));
     if (differing.empty()) continue;
+    const std::string text = whole.substr(0, 200);  // compared whole, shown cut
     // Each rank knows its own value, not rank 0's (before: other ranks showed theirs as rank 0's).
     const int me = everyone.rank();
     const bool mine = std::find(differing.begin(), differing.end(), me) != differing.end();
@@ -123,6 +124,10 @@ void require_same_config(comm::Group& everyone, const RunConfig& config) {
                     "host)",
                     difference));
   }
+  // Not reached: configs that differ differ in a key. Said all the same rather than training apart.
+  throw ConfigError(
+      "the ranks' configs differ: the ranks of a run must share its config (the same file and --set on "
+      "every host)");
 }
 
 }  // namespace

@@ -125,6 +125,17 @@ void expand(SweepPlan& plan, const SweepGrid& grid, std::set<std::string>& names
   });
 }
 
+}  // namespace
+
+std::string planned_settings(const RunConfig& config) {
+  nlohmann::json settings = to_json(config);
+  settings.at("train").erase("out_dir");
+  settings.at("train").erase("threads");
+  return settings.dump();
+}
+
+namespace {
+
 // Reads, completes and checks a run's config as `loco train` (or each rank under `loco launch`) would.
 void check_run(const SweepPlan& plan, SweepRun& run) {
   try {
@@ -137,10 +148,7 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
                                     config.dist.backend));
     }
     complete_run_config(config, run.launched ? config.dist.replicas : 1);
-    nlohmann::json settings = to_json(config);
-    settings.at("train").erase("out_dir");
-    settings.at("train").erase("threads");
-    run.settings = settings.dump();
+    run.settings = planned_settings(config);
     run.steps = config.train.steps;
     run.replicas = config.dist.replicas;
     run.data_dir = config.data.dir;
@@ -214,6 +222,7 @@ std::vector<SweepRun> repeats_of(const SweepPlan& plan, const SweepRun& best) {
       run.name = join_name(run.name, labels[a], axis.values[index[a]]);
     }
     run.overrides.push_back("train.out_dir=" + (plan.out_dir / run.name).string());
+    check_run(plan, run);  // its own config (and settings), not the best run's
     out.push_back(std::move(run));
   });
   return out;
@@ -244,10 +253,7 @@ SweepPlan read_sweep_plan(const fs::path& file, const std::string& profile) {
     for (const SweepAxis& repeat : plan.repeats) plan.axes.push_back(repeat.key);
     for (SweepRun& run : plan.runs) {
       check_run(plan, run);
-      for (SweepRun& repeat : repeats_of(plan, run)) {
-        claim_name(names, repeat.name);
-        check_run(plan, repeat);
-      }
+      for (const SweepRun& repeat : repeats_of(plan, run)) claim_name(names, repeat.name);
     }
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));

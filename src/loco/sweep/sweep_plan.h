@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "loco/config/run_config.h"
 #include "loco/sweep/sweep_file.h"
 
 namespace loco {
@@ -25,10 +26,14 @@ struct SweepRun {
   std::string data_dir;        // data.dir, where the final evaluation reads
   std::string device = "cpu";  // train.device, where the final evaluation runs too
   std::string repeat_of;       // the run it repeats with other [best.repeat] values ("" for grid runs)
-  // Its config as planned (to_json, but train.out_dir and train.threads, which --jobs sets), as JSON text: kept
-  // with its result, so that a sweep run again after its file changed trains a run anew when its config did.
+  // Its config as planned (planned_settings), kept with its result, so that a sweep run again after its file
+  // changed trains a run anew when its config did.
   std::string settings;
 };
+
+// A run's config as a sweep compares it with its result's: to_json as JSON text, but train.out_dir (the run's
+// directory) and train.threads (which --jobs sets).
+std::string planned_settings(const RunConfig& config);
 
 struct SweepPlan {
   std::filesystem::path file;  // the sweep file

@@ -114,7 +114,14 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
 std::optional<std::string> changed_since_result(const fs::path& file, const SweepRun& run) {
   const nlohmann::json result = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
   if (!result.is_object() || !result.contains("settings")) return std::nullopt;
-  const auto difference = config_difference(result.at("settings"), nlohmann::json::parse(run.settings));
+  // Read as a config, so that a key a later loco added takes its default, as the plan's does, and is no change.
+  nlohmann::json made_with;
+  try {
+    made_with = nlohmann::json::parse(planned_settings(from_json(result.at("settings"))));
+  } catch (const std::exception&) {
+    return std::nullopt;  // a key this loco does not know: said nothing of, as a result without settings
+  }
+  const auto difference = config_difference(made_with, nlohmann::json::parse(run.settings));
   if (!difference) return std::nullopt;
   return fmt::format("{} was {}, is {}", difference->key, difference->in_a, difference->in_b);
 }
@@ -241,6 +248,12 @@ SweepResults read_results(const SweepPlan& plan) {
     if (const std::string damage = result_damage(result, run); !damage.empty()) {
       throw DataError(
           fmt::format("{} is damaged ({}): delete it, and loco sweep redoes that run", file.string(), damage));
+    }
+    // A result of another config is not this run's (--tables-only, or a sweep stopped before it was redone).
+    if (const auto changed = changed_since_result(file, run)) {
+      fmt::print("{}: not listed: its result was made with another config ({}); run the sweep to train it again\n",
+                 run.name, *changed);
+      return;
     }
     results[run.name] = std::move(result);
   };

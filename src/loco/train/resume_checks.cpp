@@ -134,7 +134,8 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
   }
 }
 
-void require_part_for(const RunConfig& run, const fs::path& checkpoint, int rank, int stage) {
+void require_part_for(const RunConfig& run, const fs::path& given, int rank, int stage) {
+  const fs::path checkpoint = checkpoint_location(given);
   // --resume names the run's checkpoint, which each replica and stage maps to its own part; a part named
   // instead was mapped once more (OUT/replica_1/replica_1/checkpoints/step_N).
   const fs::path holder = checkpoint.parent_path().parent_path();

@@ -18,22 +18,6 @@ namespace {
 
 constexpr std::string_view kStagePrefix = "stage_";
 
-// The path a checkpoint's counterparts are found from. "step_6/" and "step_6/." have no name of their own
-// (their parent is step_6 itself), and a link (checkpoints/latest → step_6) is not named after its step and
-// sits beside the run's checkpoints only by name: the path is normalised, and a link to a checkpoint
-// resolved (before: the run's other parts were looked for in made-up places, and a whole run was called
-// incomplete).
-fs::path checkpoint_location(const fs::path& checkpoint) {
-  fs::path at = checkpoint.lexically_normal();
-  if (!at.has_filename()) at = at.parent_path();
-  std::error_code unresolved;
-  if (fs::is_symlink(at, unresolved)) {
-    fs::path target = fs::canonical(at, unresolved);
-    if (!unresolved) return target;
-  }
-  return at;
-}
-
 // A checkpoint's counterpart in the directory that `mapped` makes of the directory holding its checkpoints/:
 // DIR/checkpoints/step_N → mapped(DIR)/checkpoints/step_N.
 fs::path counterpart(const fs::path& checkpoint, const std::function<fs::path(const fs::path&)>& mapped) {
@@ -43,6 +27,22 @@ fs::path counterpart(const fs::path& checkpoint, const std::function<fs::path(co
 }
 
 }  // namespace
+
+fs::path checkpoint_location(const fs::path& checkpoint) {
+  const auto normal = [](fs::path path) {
+    path = path.lexically_normal();
+    return path.has_filename() ? path : path.parent_path();
+  };
+  fs::path at = normal(fs::absolute(checkpoint));
+  // A link in the directories above stays: the run's other parts are beside the path as given.
+  std::error_code error;
+  for (int hops = 0; hops < 8 && fs::is_symlink(at, error); ++hops) {
+    const fs::path target = fs::read_symlink(at, error);
+    if (error) break;
+    at = normal(target.is_absolute() ? target : at.parent_path() / target);
+  }
+  return at;
+}
 
 fs::path replica_directory(const fs::path& out_dir, int rank) {
   return rank == 0 ? out_dir : out_dir / fmt::format("replica_{}", rank);

@@ -14,6 +14,12 @@ namespace loco {
 
 // Where replica `rank` keeps its files.
 std::filesystem::path replica_directory(const std::filesystem::path& out_dir, int rank);
+// The path a checkpoint's counterparts are found from: absolute and normalised ("step_6/", "step_6/." and
+// "step_6" from inside checkpoints/ have no parent of their own), and a link to it (checkpoints/latest →
+// step_6, not named after its step) followed; links in the directories above stay. Before, the run's other
+// parts were looked for in made-up places, and a whole run was called incomplete.
+std::filesystem::path checkpoint_location(const std::filesystem::path& checkpoint);
+
 // Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
 std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
 

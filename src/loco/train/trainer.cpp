@@ -242,10 +242,12 @@ TrainSummary Trainer::run() {
     // A static run whose peer failed (killed, its host gone) ends here on every rank that is left: said with
     // where the run starts again (an elastic member's failures are its strategy's to handle).
     if (s.config.dist.elastic) throw;
+    std::string what = e.what();
+    while (!what.empty() && what.back() == '.') what.pop_back();
     throw comm::CommError(
         fmt::format("{}. The run stopped; {}, once every rank can run again (with the command the run "
                     "was started with, and --resume)",
-                    e.what(), where_to_start_again(s.resumable_dir(), s.options.resume_from)));
+                    what, where_to_start_again(s.resumable_dir(), s.options.resume_from)));
   }
   if (!s.quiet) s.progress->finish();
   return summarise();

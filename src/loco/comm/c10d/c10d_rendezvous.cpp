@@ -2,11 +2,11 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,19 +26,21 @@ namespace {
 
 std::string seconds(Timeout timeout) { return fmt::format("{:g} s", timeout.count() / 1000.0); }
 
-// How often a rendezvous looks whether a stop was asked for.
-constexpr Timeout kStopPollInterval{1000};
+// How long one attempt to reach rank 0's store lasts where a stop may end the wait, and the pause between two.
+constexpr Timeout kConnectAttempt{2000};
+constexpr Timeout kConnectPause{250};
 
-// StopRequested where a stop was asked for (GroupOptions::stopping) while this rank waited to `what`.
+}  // namespace
+
 void stop_if_asked(const C10dOptions& options, const std::string& what) {
-  if (!options.group.stopping) return;
+  // An elastic quorum's group (one that may be abandoned) is given up through its quorum instead: its member
+  // stops as its strategy decides (note "graceful-stop").
+  if (!options.group.stopping || options.group.abandoned) return;
   if (const int signal = options.group.stopping(); signal != 0) {
     throw StopRequested(signal, fmt::format("stopped by {} while rank {} of {} waited to {}", signal_name(signal),
                                             options.rank, options.world_size, what));
   }
 }
-
-}  // namespace
 
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   c10d::TCPStoreOptions store_options;
@@ -48,23 +50,26 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   // Rank 0 does not wait for the others here: the process group's handshake does, and names who is late.
   store_options.waitWorkers = false;
   store_options.timeout = options.rendezvous_timeout;
-  // A rank that connects to another's store tries for a second at a time where a stop may be asked for
-  // (GroupOptions::stopping), so that the stop ends a wait for a rank 0 that is not up yet.
-  const bool stoppable = !store_options.isServer && options.group.stopping;
+  // A rank that connects to another's store tries for kConnectAttempt at a time where a stop may be asked for
+  // (GroupOptions::stopping), so that the stop ends a wait for a rank 0 that is not up yet. (libtorch counts a
+  // connection's timeout in whole seconds: shorter attempts would fail at once.)
+  const bool stoppable = !store_options.isServer && options.group.stopping && !options.group.abandoned &&
+                         options.rendezvous_timeout > kConnectAttempt;
   const auto deadline = std::chrono::steady_clock::now() + options.rendezvous_timeout;
+  if (stoppable) store_options.timeout = kConnectAttempt;
   try {
     c10::intrusive_ptr<c10d::Store> store;
     while (!store) {
-      if (stoppable) {
-        const auto left = std::chrono::duration_cast<Timeout>(deadline - std::chrono::steady_clock::now());
-        store_options.timeout = std::clamp(left, Timeout(1), kStopPollInterval);
-      }
       try {
         store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
       } catch (const std::exception& e) {
-        if (!stoppable || std::chrono::steady_clock::now() >= deadline || !mentions_any(first_line(e), {"timed out"})) {
+        // A stop's signal may end the attempt itself ("Interrupted system call") before the stop is recorded
+        // (its handler's thread records it): retried as a timeout is, after the pause.
+        if (!stoppable || std::chrono::steady_clock::now() >= deadline ||
+            !mentions_any(first_line(e), {"timed out", "Interrupted system call"})) {
           throw;
         }
+        std::this_thread::sleep_for(kConnectPause);  // a refused connection fails at once: no spinning
         stop_if_asked(options, "reach the rendezvous store");
       }
     }
@@ -146,10 +151,16 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
                                  options.rank, options.world_size));
     }
     if (Clock::now() > deadline) {
-      throw CommTimeout(fmt::format("rank {} of {}: not every rank came to the rendezvous within {}", options.rank,
-                                    options.world_size, seconds(options.rendezvous_timeout)));
+      std::vector<int> missing;
+      for (int r = 0; r < options.world_size; ++r) {
+        if (!store.check({keys[static_cast<std::size_t>(r)]})) missing.push_back(r);
+      }
+      throw CommTimeout(fmt::format("rank {} of {}: rank(s) {} did not come to the rendezvous within {}", options.rank,
+                                    options.world_size, fmt::join(missing, ", "), seconds(options.rendezvous_timeout)));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // An elastic quorum's group forms at every synchronisation: polled often. A static run's forms once, and
+    // its rank 0 serves every rank's polls.
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.group.abandoned ? 5 : 50));
   }
 }
 

@@ -9,6 +9,10 @@
 
 namespace loco::comm {
 
+// StopRequested where a stop was asked for (GroupOptions::stopping) while this rank waited to `what`; never for a
+// group that may be abandoned (an elastic quorum's).
+void stop_if_asked(const C10dOptions& options, const std::string& what);
+
 // Rank 0 serves the store on master_port (all interfaces); the others connect to master_addr (StopRequested
 // when GroupOptions::stopping says so while rank 0's store is not up yet).
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
