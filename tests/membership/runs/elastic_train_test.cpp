@@ -586,6 +586,27 @@ TEST_F(ElasticTrain, MembersResumedOnEitherSideOfASynchronisationAgree) {
   EXPECT_TRUE(ga == final_global("sides-resumed", "b-1", kSteps)) << "a's and b's global parameters differ";
 }
 
+// Note "member-settings": a member resumed from its checkpoint alone (`loco train --resume`, the config its
+// checkpoint holds: model.vocab_size resolved from the data) joins members started from the config file
+// (model.vocab_size = 0: the data's). Before, the coordinator refused it for a vocabulary of 258 against 0.
+TEST_F(ElasticTrain, AMemberResumedFromItsCheckpointAloneJoinsMembersStartedFromTheConfig) {
+  {
+    const auto c = coordinator("bare-first", 1, 0, 0, /*min_replicas=*/1);
+    auto a = member("bare-first", "a", 8, "", {"train.checkpoint_every=4"});
+    ASSERT_EQ(a->wait(120), 0) << a->output();
+  }
+  const auto c = coordinator("bare", 2);
+  auto b = member("bare", "b", 12);
+  test::ChildProcess a({"/usr/bin/env", "LOCO_COORDINATOR=" + address_, "LOCO_RUN_ID=bare", "LOCO_MEMBER_NAME=a",
+                        LOCO_BINARY, "train", "--resume",
+                        (*dir_ / "bare-first" / "members" / "a-1" / "checkpoints" / "step_8").string(), "--set",
+                        "train.out_dir=" + (*dir_ / "bare").string(), "--set", "train.steps=12", "--set",
+                        "comm.timeout_s=60"});
+  EXPECT_EQ(a.wait(120), 0) << a.output();
+  EXPECT_EQ(b->wait(120), 0) << b->output();
+  EXPECT_EQ(a.output().find("has model.vocab_size"), std::string::npos) << a.output();
+}
+
 // The coordinator is killed mid-run and a replacement started on the same ports: the members keep
 // training meanwhile, rejoin the new incarnation and finish together with the same global parameters.
 TEST_F(ElasticTrain, TheRunSurvivesARestartOfItsCoordinator) {
