@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -166,18 +165,16 @@ void run_train(const TrainArgs& args) {
   options.config = given_config(args);
   if (!args.resume.empty()) options.resume_from = args.resume;
   options.make_strategy = make_strategy;
-  // Note "graceful-stop": the first SIGINT or SIGTERM stops the run where its replicas meet (an elastic
+  // Note "graceful-stop": the first SIGINT, SIGTERM or SIGHUP stops the run where its replicas meet (an elastic
   // member: after its current step, and it leaves its quorum), with a checkpoint; a second one ends the
   // process at once.
-  std::atomic<int> stop_signal{0};
   const bool elastic = options.config.dist.elastic;
-  const StopOnSignal stop_on_signal([&stop_signal, elastic](int signal) {
-    stop_signal = signal;
+  const StopOnSignal stop_on_signal([elastic](int signal) {
     fmt::print(stderr, "loco train: {} received: stopping after the next step{}, with a checkpoint (a second "
                        "signal stops at once, without one)\n",
                signal_name(signal), elastic ? " and leaving the run (members of other processes go on)" : " where the replicas meet");
   });
-  options.stop_requested = [&stop_signal] { return stop_signal.load(); };
+  options.stop_requested = [&stop_on_signal] { return stop_on_signal.received(); };
   if (elastic) {
     complete_run_config(options.config);
     advise(options.config);

@@ -16,7 +16,7 @@ namespace loco::cli {
 namespace {
 
 int stop_pipe_write = -1;  // one StopOnSignal per process
-std::atomic<int> received{0};
+std::atomic<int> received_signal{0};
 constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP};  // SIGHUP: the terminal or ssh session went away
 constexpr std::size_t kCount = std::size(kHandled);
 struct sigaction previous[kCount] = {};
@@ -31,7 +31,7 @@ void restore_previous_handlers() {
 // Async-signal-safe: a lock-free store and write(2).
 void request_stop(int signal) {
   int none = 0;
-  received.compare_exchange_strong(none, signal);
+  received_signal.compare_exchange_strong(none, signal);
   const char byte = 1;
   [[maybe_unused]] const auto written = ::write(stop_pipe_write, &byte, 1);
 }
@@ -53,7 +53,7 @@ void leave_a_closed_terminal() {
 StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
   if (::pipe(pipe_) != 0) throw IoError("cannot create a pipe for the signal handler (too many open files?)");
   stop_pipe_write = pipe_[1];
-  received = 0;
+  received_signal = 0;
   struct sigaction handler {};
   handler.sa_handler = request_stop;
   ::sigemptyset(&handler.sa_mask);
@@ -68,7 +68,7 @@ StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
     char byte = 0;
     while (::read(read_end, &byte, 1) < 0 && errno == EINTR) {
     }
-    const int signal = received.load();
+    const int signal = received_signal.load();
     if (signal == 0) return;  // woken by the destructor
     restore_previous_handlers();
     if (signal == SIGHUP) leave_a_closed_terminal();
@@ -79,6 +79,8 @@ StopOnSignal::StopOnSignal(std::function<void(int)> stop) {
     }
   });
 }
+
+int StopOnSignal::received() const { return received_signal.load(); }
 
 StopOnSignal::~StopOnSignal() {
   request_stop(0);  // wakes the stopper if no signal came

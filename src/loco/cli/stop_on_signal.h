@@ -21,6 +21,10 @@ class StopOnSignal {
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 
+  // The first signal received (0: none), recorded by the handler itself: a wait that the signal interrupted
+  // (a system call ended with EINTR) sees it at once, before `stop` runs on the stop thread.
+  int received() const;
+
  private:
   int pipe_[2] = {-1, -1};
   std::thread stopper_;

@@ -473,25 +473,6 @@ nlohmann::json member_settings_json(const RunConfig& config) {
   return out;
 }
 
-std::optional<ConfigDifference> config_difference(const nlohmann::json& a, const nlohmann::json& b) {
-  static const nlohmann::json kNone = "(none)";
-  const auto value_in = [](const nlohmann::json& config, const std::string& section, const std::string& key) {
-    const auto table = config.find(section);
-    if (table == config.end() || !table->is_object()) return kNone;
-    const auto found = table->find(key);
-    return found == table->end() ? kNone : *found;
-  };
-  for (const nlohmann::json* side : {&a, &b}) {
-    for (const auto& [section, keys] : side->items()) {
-      for (const auto& [key, value] : keys.items()) {
-        const nlohmann::json in_a = value_in(a, section, key), in_b = value_in(b, section, key);
-        if (in_a != in_b) return ConfigDifference{section + "." + key, in_a.dump(), in_b.dump()};
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 RunConfig from_json(const nlohmann::json& json) {
   RunConfig config;
   for (const auto& [section, table] : json.items()) {

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,13 +55,6 @@ nlohmann::json shared_settings_json(const RunConfig& config);
 // what every member of an elastic run shares (note "member-settings", membership/run_settings.h). A member
 // meets the others only at synchronisations, so these may differ with its hardware or its user.
 nlohmann::json member_settings_json(const RunConfig& config);
-// The first key (sections and keys in sorted order) whose value differs between two configs given as to_json or
-// shared_settings_json: its name, and its value in `a` and in `b` (as JSON text, "(none)" where absent);
-// nullopt when none does.
-struct ConfigDifference {
-  std::string key, in_a, in_b;
-};
-std::optional<ConfigDifference> config_difference(const nlohmann::json& a, const nlohmann::json& b);
 // Inverse of to_json (for checkpoints); unknown keys are errors, missing keys keep defaults.
 RunConfig from_json(const nlohmann::json& json);
 

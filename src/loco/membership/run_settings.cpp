@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "loco/membership/membership_error.h"
 #include "loco/membership/sha256.h"
 #include "loco/membership/untrusted_text.h"
+#include "loco/util/json_difference.h"
 
 namespace loco::membership {
 
@@ -21,34 +21,16 @@ std::string shown(const nlohmann::json& value) {
   return loggable(text);
 }
 
-// "section.key" → value.
-std::map<std::string, nlohmann::json> by_key(const nlohmann::json& settings) {
-  std::map<std::string, nlohmann::json> out;
-  for (const auto& [section, keys] : settings.items()) {
-    for (const auto& [key, value] : keys.items()) out[section + "." + key] = value;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<std::string> settings_difference(const nlohmann::json& settings, const nlohmann::json& run) {
-  const auto theirs = by_key(settings), runs = by_key(run);
-  if (theirs == runs) return std::nullopt;
-  for (const auto& [key, value] : runs) {
-    const auto found = theirs.find(key);
-    if (found == theirs.end())
-      return fmt::format("no {}, where the run's members have {}", loggable(key), shown(value));
-    if (found->second != value) {
-      return fmt::format("{} = {}, but the run's members have {}", loggable(key), shown(found->second), shown(value));
-    }
-  }
-  for (const auto& [key, value] : theirs) {
-    if (runs.count(key) == 0) {
-      return fmt::format("{} = {}, which the run's members do not have", loggable(key), shown(value));
-    }
-  }
-  return std::nullopt;  // not reached: maps that differ differ in a key or a value
+  const auto difference = first_key_difference(settings, run);
+  if (!difference) return std::nullopt;
+  const std::string key = loggable(difference->key);
+  if (!difference->in_a) return fmt::format("no {}, where the run's members have {}", key, shown(*difference->in_b));
+  if (!difference->in_b)
+    return fmt::format("{} = {}, which the run's members do not have", key, shown(*difference->in_a));
+  return fmt::format("{} = {}, but the run's members have {}", key, shown(*difference->in_a), shown(*difference->in_b));
 }
 
 nlohmann::json join_settings(const nlohmann::json& join) {

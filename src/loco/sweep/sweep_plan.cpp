@@ -78,16 +78,13 @@ void claim_name(std::set<std::string>& names, const std::string& name) {
   }
   // The sweep's own files sit beside the runs' directories: NAME.log for each run, summary and cells tables as
   // .csv and .jsonl. A run named like one took its place (a run 'a.log' replaced run a's log).
-  for (const char* own : {".log", ".csv", ".jsonl"}) {
-    const std::string extension = own;
-    if (name.size() >= extension.size() &&
-        name.compare(name.size() - extension.size(), extension.size(), extension) == 0) {
-      throw ConfigError(
-          fmt::format("a run would be named '{}', which ends as the sweep's own files do (each run's "
-                      "log NAME.log, the summary and cells tables as .csv and .jsonl): give the grid "
-                      "another name",
-                      name));
-    }
+  const fs::path extension = fs::path(name).extension();
+  if (extension == ".log" || extension == ".csv" || extension == ".jsonl") {
+    throw ConfigError(
+        fmt::format("a run would be named '{}', which ends as the sweep's own files do (each run's "
+                    "log NAME.log, the summary and cells tables as .csv and .jsonl): give the grid "
+                    "another name",
+                    name));
   }
   if (!names.insert(name).second) {
     throw ConfigError(fmt::format("two runs would share the directory '{}': make the axes' values (or the grids' "

@@ -15,6 +15,7 @@
 #include "loco/sweep/sweep_cells.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/json_difference.h"
 #include "loco/util/run_program.h"
 
 namespace loco {
@@ -109,10 +110,14 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
   return result;
 }
 
-// How the run's config differs from the one its result in `file` was made with; nullopt when it does not, or
-// the result says nothing of its config (written before results kept it, or damaged: the tables say so).
-std::optional<std::string> changed_since_result(const fs::path& file, const SweepRun& run) {
-  const nlohmann::json result = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
+// The run's result in `file` as JSON (discarded when it is not JSON: result_damage says what is wrong).
+nlohmann::json read_result(const fs::path& file) {
+  return nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
+}
+
+// How the run's config differs from the one its `result` was made with; nullopt when it does not, or the result
+// says nothing of its config (written before results kept it, or damaged: the tables say so).
+std::optional<std::string> changed_since_result(const nlohmann::json& result, const SweepRun& run) {
   if (!result.is_object() || !result.contains("settings")) return std::nullopt;
   // Read as a config, so that a key a later loco added takes its default, as the plan's does, and is no change.
   nlohmann::json made_with;
@@ -121,9 +126,9 @@ std::optional<std::string> changed_since_result(const fs::path& file, const Swee
   } catch (const std::exception&) {
     return std::nullopt;  // a key this loco does not know: said nothing of, as a result without settings
   }
-  const auto difference = config_difference(made_with, nlohmann::json::parse(run.settings));
+  const auto difference = first_key_difference(made_with, nlohmann::json::parse(run.settings));
   if (!difference) return std::nullopt;
-  return fmt::format("{} was {}, is {}", difference->key, difference->in_a, difference->in_b);
+  return fmt::format("{} was {}, is {}", difference->key, value_text(difference->in_a), value_text(difference->in_b));
 }
 
 class SweepProgress {
@@ -147,7 +152,7 @@ enum class RunOutcome { done, failed, stopped };
 RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, SweepProgress& progress) {
   const fs::path dir = run_dir(plan, run);
   if (fs::exists(dir / kResultFile)) {
-    const std::optional<std::string> changed = changed_since_result(dir / kResultFile, run);
+    const std::optional<std::string> changed = changed_since_result(read_result(dir / kResultFile), run);
     if (!changed) {
       progress.say(fmt::format("{}: done before, skipped", run.name));
       return RunOutcome::done;
@@ -244,13 +249,13 @@ SweepResults read_results(const SweepPlan& plan) {
   const auto read = [&](const SweepRun& run) {
     const fs::path file = run_dir(plan, run) / kResultFile;
     if (!fs::exists(file)) return;
-    nlohmann::json result = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
+    nlohmann::json result = read_result(file);
     if (const std::string damage = result_damage(result, run); !damage.empty()) {
       throw DataError(
           fmt::format("{} is damaged ({}): delete it, and loco sweep redoes that run", file.string(), damage));
     }
     // A result of another config is not this run's (--tables-only, or a sweep stopped before it was redone).
-    if (const auto changed = changed_since_result(file, run)) {
+    if (const auto changed = changed_since_result(result, run)) {
       fmt::print("{}: not listed: its result was made with another config ({}); run the sweep to train it again\n",
                  run.name, *changed);
       return;

@@ -14,6 +14,7 @@
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/json_difference.h"
 
 namespace loco {
 
@@ -136,11 +137,11 @@ void join_stage_parts(LoadedCheckpoint& out) {
     // The stages of one run share its config (note "same-config"): a part from another run or size would
     // join layers of another model.
     if (const auto difference =
-            config_difference(shared_settings_json(manifest.config), shared_settings_json(out.config))) {
-      throw CheckpointError(
-          fmt::format("{} was written with {} = {}, but stage 0's checkpoint {} with {}: the "
-                      "stages' checkpoints come from different runs. Copy the whole run directory",
-                      dir.string(), difference->key, difference->in_a, out.dir.string(), difference->in_b));
+            first_key_difference(shared_settings_json(manifest.config), shared_settings_json(out.config))) {
+      throw CheckpointError(fmt::format(
+          "{} was written with {} = {}, but stage 0's checkpoint {} with {}: the "
+          "stages' checkpoints come from different runs. Copy the whole run directory",
+          dir.string(), difference->key, value_text(difference->in_a), out.dir.string(), value_text(difference->in_b)));
     }
     SafetensorsContent part = load_safetensors(dir / "model.safetensors");
     for (auto& [name, tensor] : part.tensors) {

@@ -247,9 +247,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
   } catch (const StopRequested&) {
     throw;
   } catch (const std::exception& e) {
-    // A stop's signal may have ended a store call ("Interrupted system call") before the stop was recorded (its
-    // handler's thread records it): a stop, not a failure.
-    if (mentions_any(first_line(e), {"Interrupted system call"})) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    // A stop's signal may have ended a store call ("Interrupted system call"): a stop, not a failure.
     stop_if_asked(options, "meet the others at the rendezvous");
     try {
       require_same_world_size(*store, options);  // those that came after, if the store is still there

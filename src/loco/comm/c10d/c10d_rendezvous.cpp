@@ -63,14 +63,12 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
       try {
         store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
       } catch (const std::exception& e) {
-        // A stop's signal may end the attempt itself ("Interrupted system call") before the stop is recorded
-        // (its handler's thread records it): retried as a timeout is, after the pause.
-        if (!stoppable || std::chrono::steady_clock::now() >= deadline ||
-            !mentions_any(first_line(e), {"timed out", "Interrupted system call"})) {
+        // A stop's signal may have ended the attempt itself ("Interrupted system call").
+        if (stoppable) stop_if_asked(options, "reach the rendezvous store");
+        if (!stoppable || std::chrono::steady_clock::now() >= deadline || !mentions_any(first_line(e), {"timed out"})) {
           throw;
         }
         std::this_thread::sleep_for(kConnectPause);  // a refused connection fails at once: no spinning
-        stop_if_asked(options, "reach the rendezvous store");
       }
     }
     store->setTimeout(options.rendezvous_timeout);
