@@ -39,5 +39,17 @@ if ! readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
   echo "setup: warning: libblas.so.3 does not point to OpenBLAS; matmul will be slow" >&2
 fi
 
+# The test suite reads the Hugging Face tokenizer that `loco export` writes with Hugging Face's tokenizers.js
+# (npm, pinned, into the build directory). Where npm's registry cannot be reached, that test is skipped.
+tokenizers_js="@huggingface/tokenizers@0.2.0"
+tokenizers_js_dir="$build_dir/reference/tokenizers-js"
+if ((${#targets[@]} == 0)) && [ ! -f "$tokenizers_js_dir/package/dist/tokenizers.mjs" ]; then
+  mkdir -p "$tokenizers_js_dir"
+  if ! (cd "$tokenizers_js_dir" && command -v npm >/dev/null && npm pack --silent "$tokenizers_js" >/dev/null &&
+    tar xzf huggingface-tokenizers-*.tgz && rm huggingface-tokenizers-*.tgz); then
+    echo "setup: warning: could not fetch $tokenizers_js with npm; the test of the exported tokenizer is skipped" >&2
+  fi
+fi
+
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" ${targets[@]:+--target "${targets[@]}"}

@@ -51,6 +51,7 @@ class Rewriting final : public Tokenizer {
   std::uint32_t bos_id() const override { return 8; }
   std::uint32_t eos_id() const override { return 9; }
   std::string kind() const override { return "test"; }
+  std::vector<VocabularyPiece> vocabulary() const override { return {}; }
 };
 
 // Sentencepiece decodes the byte pieces of an incomplete character to U+FFFD: held back until it is whole.
@@ -64,6 +65,7 @@ class ReplacingIncomplete final : public Tokenizer {
   std::uint32_t bos_id() const override { return 8; }
   std::uint32_t eos_id() const override { return 9; }
   std::string kind() const override { return "test"; }
+  std::vector<VocabularyPiece> vocabulary() const override { return {}; }
 };
 
 TEST(StreamedText, AReplacementCharacterAtTheEndIsHeldBack) {

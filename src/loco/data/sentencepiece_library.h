@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "loco/data/vocabulary_piece.h"
+
 namespace loco::data::spm {
 
 // Training text, one line per call; returns false at the end.
@@ -35,6 +37,7 @@ class Model {
   virtual int piece_count() const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
+  virtual VocabularyPiece piece(int id) const = 0;  // id in [0, piece_count())
 };
 
 class Library {
@@ -51,7 +54,7 @@ class Library {
 };
 
 // The symbol the plugin exports; the suffix changes whenever the interface above does.
-inline constexpr const char* kPluginEntryPoint = "loco_sentencepiece_library_v1";
+inline constexpr const char* kPluginEntryPoint = "loco_sentencepiece_library_v2";
 
 }  // namespace loco::data::spm
 

@@ -151,6 +151,13 @@ std::string SentencePieceTokenizer::decode(const std::vector<std::uint32_t>& ids
   return model_->decode(pieces);
 }
 
+std::vector<VocabularyPiece> SentencePieceTokenizer::vocabulary() const {
+  std::vector<VocabularyPiece> pieces;
+  pieces.reserve(info_.vocab_size);
+  for (std::uint32_t id = 0; id < info_.vocab_size; ++id) pieces.push_back(model_->piece(static_cast<int>(id)));
+  return pieces;
+}
+
 TokenizerInfo train_sentencepiece_bpe(const DocumentSource& next_document, std::uint32_t vocab_size,
                                       const fs::path& dir) {
   // See note "sentencepiece-settings" in the header. Documents arrive in random order, so the

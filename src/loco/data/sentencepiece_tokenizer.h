@@ -35,6 +35,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::uint32_t bos_id() const override { return info_.bos_id; }
   std::uint32_t eos_id() const override { return info_.eos_id; }
   std::string kind() const override { return kSentencePieceKind; }
+  std::vector<VocabularyPiece> vocabulary() const override;
 
  private:
   TokenizerInfo info_;

@@ -99,6 +99,17 @@ void ByteTokenizer::encode_into(std::string_view text, std::vector<std::uint32_t
   for (const char byte : text) ids.push_back(static_cast<unsigned char>(byte));
 }
 
+std::vector<VocabularyPiece> ByteTokenizer::vocabulary() const {
+  std::vector<VocabularyPiece> pieces;
+  pieces.reserve(kVocabSize);
+  for (int byte = 0; byte < 256; ++byte) {
+    pieces.push_back({fmt::format("<0x{:02X}>", byte), 0, VocabularyPiece::Type::byte});
+  }
+  pieces.push_back({"<s>", 0, VocabularyPiece::Type::control});
+  pieces.push_back({"</s>", 0, VocabularyPiece::Type::control});
+  return pieces;
+}
+
 std::string ByteTokenizer::decode(const std::vector<std::uint32_t>& ids) const {
   std::string text;
   text.reserve(ids.size());

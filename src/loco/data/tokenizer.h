@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "loco/data/vocabulary_piece.h"
+
 namespace loco::data {
 
 namespace fs = std::filesystem;
@@ -29,6 +31,7 @@ class Tokenizer {
   virtual std::uint32_t bos_id() const = 0;
   virtual std::uint32_t eos_id() const = 0;
   virtual std::string kind() const = 0;  // "byte" or "sentencepiece-bpe"
+  virtual std::vector<VocabularyPiece> vocabulary() const = 0;  // entry i is id i
 };
 
 // Reads DIR/tokenizer.json (+ the model file it names, e.g. tokenizer.model). DataError if missing.
@@ -81,6 +84,8 @@ class ByteTokenizer final : public Tokenizer {
   std::uint32_t bos_id() const override { return kBos; }
   std::uint32_t eos_id() const override { return kEos; }
   std::string kind() const override { return "byte"; }
+  // "<0x00>" … "<0xFF>", then "<s>" and "</s>".
+  std::vector<VocabularyPiece> vocabulary() const override;
 
   static TokenizerInfo info();
 };

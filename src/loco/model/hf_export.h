@@ -1,7 +1,9 @@
 // `loco export`: a directory that transformers.LlamaForCausalLM.from_pretrained loads unchanged:
 //   config.json        LlamaConfig keys (architectures, model_type "llama", sizes, rope_theta, …)
 //   model.safetensors  parameters under their HF names (no lm_head when tied), float32
-//   tokenizer.model    the SentencePiece model, when the data used one (+ tokenizer.json of loco)
+//   tokenizer.json     the tokenizer for Hugging Face's `tokenizers` (AutoTokenizer), with tokenizer_config.json
+//                      and special_tokens_map.json (data/hf_tokenizer.h)
+//   tokenizer.model    the sentencepiece model, when the data used one (for sentencepiece's own readers)
 #pragma once
 
 #include <filesystem>
@@ -18,7 +20,7 @@ nlohmann::json hf_config_json(const ModelConfig& model, std::int64_t bos_id, std
 ModelConfig model_config_from_hf_json(const nlohmann::json& json);
 
 // Writes the export into `out_dir`, which must not exist or be empty (nothing is overwritten);
-// the directory appears complete or not at all.
+// the directory appears complete or not at all. The tokenizer is the one in `tokenizer_dir` (loco's files).
 void write_hf_export(const std::filesystem::path& out_dir, const nlohmann::json& config_json,
                      const NamedTensors& parameters, const std::filesystem::path& tokenizer_dir);
 

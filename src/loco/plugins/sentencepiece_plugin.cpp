@@ -43,6 +43,15 @@ class LoadedModel final : public loco::data::spm::Model {
   int piece_count() const override { return processor_.GetPieceSize(); }
   int bos_id() const override { return processor_.bos_id(); }
   int eos_id() const override { return processor_.eos_id(); }
+  loco::data::VocabularyPiece piece(int id) const override {
+    using Type = loco::data::VocabularyPiece::Type;
+    Type type = processor_.IsUnknown(id)   ? Type::unknown
+                : processor_.IsControl(id) ? Type::control
+                : processor_.IsByte(id)    ? Type::byte
+                : processor_.IsUnused(id)  ? Type::unused
+                                           : Type::normal;
+    return {processor_.IdToPiece(id), processor_.GetScore(id), type};
+  }
 
  private:
   sentencepiece::SentencePieceProcessor processor_;
@@ -82,7 +91,7 @@ class Library final : public loco::data::spm::Library {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const loco::data::spm::Library* loco_sentencepiece_library_v1() {
+extern "C" __attribute__((visibility("default"))) const loco::data::spm::Library* loco_sentencepiece_library_v2() {
   sentencepiece::logging::SetMinLogLevel(kLogNothing);
   static const Library library;
   return &library;
