@@ -370,6 +370,54 @@ TEST(PipelineStages, EvalGenerateAndExportReadTheStagesCheckpointsAsOneModel) {
   }
 }
 
+// A stage's part is known by what it holds (stage 0 holds the first layer), not by its path: a run of its own
+// named stage_1 inside another pipeline run's directory is read as itself (before: as the outer run's stage 1,
+// so eval, generate and export gave the outer run's model), and a stage's part copied away from its run is named
+// as such (before: taken for stage 0, and a made-up path named as missing).
+TEST(PipelineStages, AStagesPartIsKnownByTheLayersItHoldsNotByItsPath) {
+  ScratchDir dir;
+  RunConfig outer = pipeline_config(dir.path(), "outer", 2, false, "1f1b");
+  outer.train.steps = 2;
+  outer.train.eval_every = 0;
+  train(outer);
+  RunConfig inner = outer;  // a run of its own, in a directory named like a stage's
+  inner.train.seed = outer.train.seed + 1;
+  inner.train.out_dir = (dir / "outer" / "stage_7").string();
+  train(inner);
+  const fs::path inner_first = dir / "outer" / "stage_7" / "checkpoints" / "step_2";
+  const LoadedCheckpoint read = read_checkpoint(inner_first, CheckpointUse::inference);
+  const SafetensorsContent inner_stage0 = load_safetensors(inner_first / "model.safetensors");
+  const std::string embedding = "model.embed_tokens.weight";
+  EXPECT_TRUE(torch::equal(read.model.at(embedding), inner_stage0.tensors.at(embedding)));
+  const LoadedCheckpoint outer_model =
+      read_checkpoint(dir / "outer" / "checkpoints" / "step_2", CheckpointUse::inference);
+  EXPECT_FALSE(torch::equal(read.model.at(embedding), outer_model.model.at(embedding)));
+  EXPECT_EQ(read.model.tensors.size(), outer_model.model.tensors.size());
+
+  // Stage 1's part alone, and stage 1's directory copied without the run around it.
+  const fs::path part = stage_checkpoint(dir / "outer" / "checkpoints" / "step_2", 1);
+  fs::create_directories(dir / "solo");
+  fs::copy(part, dir / "solo" / "step_2", fs::copy_options::recursive);
+  fs::create_directories(dir / "p3");
+  fs::copy(dir / "outer" / "stage_1", dir / "p3" / "stage_1", fs::copy_options::recursive);
+  const std::pair<fs::path, std::string> cases[] = {
+      {dir / "solo" / "step_2", "is not beside it"},
+      {dir / "p3" / "stage_1" / "checkpoints" / "step_2", "p3/checkpoints/step_2) is missing"},
+  };
+  for (const auto& [named, expected] : cases) {
+    try {
+      read_checkpoint(named, CheckpointUse::inference);
+      FAIL() << named << " was read";
+    } catch (const CheckpointError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("is a later stage's part of a pipeline checkpoint of 2 stages (it holds layer"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find(expected), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(PipelineStages, StagesWithDifferentConfigsAreRefused) {
   ScratchDir dir;
   const RunConfig base = pipeline_config(dir.path(), "base", 2, false, "1f1b");

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <set>
 #include <string_view>
 
 #include "loco/config/load_config.h"
@@ -115,6 +117,27 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
 
 namespace {
 
+constexpr std::string_view kLayerPrefix = "model.layers.";
+
+// The layers a model part holds, as "layers 2-3" (or "no layer").
+std::string layers_held(const SafetensorsContent& part) {
+  std::set<long> layers;
+  for (const auto& [name, tensor] : part.tensors) {
+    if (name.rfind(kLayerPrefix, 0) == 0) layers.insert(std::strtol(name.c_str() + kLayerPrefix.size(), nullptr, 10));
+  }
+  if (layers.empty()) return "no layer";
+  if (layers.size() == 1) return fmt::format("layer {}", *layers.begin());
+  return fmt::format("layers {}-{}", *layers.begin(), *layers.rbegin());
+}
+
+// Whether a pipeline checkpoint's part is stage 0's: the first stage holds the first layer. A part's stage is
+// read from what it holds, not from its path: a run of its own in a directory named stage_7 inside another
+// run's directory was read as that run's stage 7, and eval, generate and export gave the other run's model.
+bool holds_first_layer(const SafetensorsContent& part) {
+  return std::any_of(part.tensors.begin(), part.tensors.end(),
+                     [](const auto& named) { return named.first.rfind(std::string(kLayerPrefix) + "0.", 0) == 0; });
+}
+
 // A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's
 // checkpoint; the parameters of every other stage's checkpoint of the same step join its own, the tied
 // embedding (held by the first and last stage) once, after checking that both copies are equal.
@@ -144,6 +167,12 @@ void join_stage_parts(LoadedCheckpoint& out) {
           dir.string(), difference->key, value_text(difference->in_a), out.dir.string(), value_text(difference->in_b)));
     }
     SafetensorsContent part = load_safetensors(dir / "model.safetensors");
+    if (holds_first_layer(part)) {
+      throw CheckpointError(
+          fmt::format("{} holds the first layer, as stage 0's checkpoint {} does: it is the first "
+                      "stage of another run, not stage {} of this one. Copy the whole run directory",
+                      dir.string(), out.dir.string(), s));
+    }
     for (auto& [name, tensor] : part.tensors) {
       const auto held = out.model.tensors.find(name);
       if (held == out.model.tensors.end()) {
@@ -155,6 +184,33 @@ void join_stage_parts(LoadedCheckpoint& out) {
       }
     }
   }
+}
+
+// The whole model of a pipeline checkpoint named by a later stage's part: stage 0's checkpoint, at the path of
+// which that part is one of the stages' (docs/pipeline.md "Checkpoints").
+LoadedCheckpoint read_whole_from_later_stage(const LoadedCheckpoint& part, CheckpointUse use) {
+  const fs::path first = first_stage_checkpoint(part.dir);
+  const std::string what = fmt::format(
+      "{} is a later stage's part of a pipeline checkpoint of {} stages (it holds {}, not the first "
+      "layer)",
+      part.dir.string(), part.config.dist.stages, layers_held(part.model));
+  if (first == part.dir || !fs::is_directory(first)) {
+    throw CheckpointError(fmt::format(
+        "{}, and stage 0's part {}: a pipeline run's model is the step_N of every stage, found from stage 0's. "
+        "Copy the whole run directory and name the checkpoint in its checkpoints/",
+        what,
+        first == part.dir ? "is not beside it (a stage's part sits in RUN/stage_S/checkpoints/)"
+                          : fmt::format("({}) is missing", first.string())));
+  }
+  LoadedCheckpoint whole = read_checkpoint(first, use);
+  const fs::path named = checkpoint_location(part.dir);
+  for (int s = 1; s < whole.config.dist.stages; ++s) {
+    if (checkpoint_location(stage_checkpoint(whole.dir, s)) == named) return whole;
+  }
+  throw CheckpointError(
+      fmt::format("{}, but it is not one of the stages of {}, which sits where its stage 0 would: "
+                  "the directories of two runs were mixed. Copy the whole run directory",
+                  what, first.string()));
 }
 
 }  // namespace
@@ -179,8 +235,7 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
     out.strategy = optional_tensors(dir / "strategy.safetensors");
   } else if (out.config.dist.stages > 1) {
     // The model of a pipeline run, whichever stage's checkpoint was named.
-    const fs::path first = first_stage_checkpoint(dir);
-    if (first != dir) return read_checkpoint(first, use);
+    if (!holds_first_layer(out.model)) return read_whole_from_later_stage(out, use);
     join_stage_parts(out);
   }
   return out;
