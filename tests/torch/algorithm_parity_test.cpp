@@ -195,6 +195,30 @@ void CheckNolocoOneGroup(int replicas) {
 TEST(AlgorithmParity, NolocoTwoReplicas) { CheckNolocoOneGroup(2); }
 TEST(AlgorithmParity, NolocoThreeReplicasOneGroupOfThree) { CheckNolocoOneGroup(3); }
 
+// A replica alone is a group of one (hand-computed): after its first round, φ₁ = φ₀ + β·(θ_T − φ₀) (the momentum
+// starts at 0, and the γ term is 0 with φ its own mean), where θ_T is its model after the round's inner steps, as
+// data parallel with one replica trains it; and θ = φ₁. Before, it skipped the step: φ, the model evaluated,
+// stayed at the starting weights (a flipped sign or a skipped step is far from φ₁).
+TEST(AlgorithmParity, NolocoAloneIsAGroupOfOne) {
+  const auto f = load_algorithm_fixture("algorithms_noloco.safetensors");
+  const std::vector<Batch> batches{fixture_batches(f, 2, "m2/").front()};
+  const RunConfig config = NolocoConfig(f, 1);
+  const auto alone = run_replicas(f, config, batches, config.noloco.sync_every);
+  const auto trained = run_replicas(f, algorithm_config(f, "ddp", 1), batches, config.noloco.sync_every);
+  const NamedTensors start = f.parameters("param");
+  NamedTensors expected;
+  for (const auto& [name, phi0] : start) {
+    const auto theta = std::find_if(trained[0].parameters.begin(), trained[0].parameters.end(),
+                                    [&](const auto& named) { return named.first == name; });
+    ASSERT_NE(theta, trained[0].parameters.end()) << name;
+    expected.emplace_back(name, phi0 + config.noloco.beta * (theta->second - phi0));
+  }
+  EXPECT_LT(Diff(alone[0].evaluation, expected), kTolerance);
+  EXPECT_LT(Diff(alone[0].parameters, expected), kTolerance);
+  EXPECT_GT(Diff(start, expected), kFar);
+  EXPECT_GT(Diff(trained[0].parameters, expected), kFar);
+}
+
 // A train.seed for which loco pairs the four replicas as the fixture did at outer steps 0 and 1.
 std::uint64_t SeedWithPairs(const nlohmann::json& groups) {
   auto sorted = [](std::vector<std::vector<int>> g) {

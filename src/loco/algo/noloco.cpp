@@ -89,19 +89,23 @@ void Noloco::average(const Participants& who) {
        group_of(replica_groups(context_.seed, round, static_cast<int>(averaging.size())), static_cast<int>(position))) {
     members.push_back(averaging[static_cast<std::size_t>(k)]);
   }
-  if (members.size() < 2) return;  // alone: nobody to average with
   // (θ − φ, φ) of this replica, averaged with every other member's. Every rank averages at once, in pairs,
   // when they are even in number and none can be missing (note "measured-link").
   const torch::Tensor mine = torch::cat({parameters_->read().sub_(slow_), slow_});
-  const bool everyone = averaging.size() == static_cast<std::size_t>(group.size()) && !membership_.may_abort();
-  const auto group_wide = everyone && group.size() % 2 == 0 ? comm::GroupWide::yes : comm::GroupWide::no;
-  torch::Tensor mean;
-  try {
-    membership_.before_exchange();
-    link_.exchange_and_wait(group, [&] { mean = group_mean(group, mine, members, group_wide); });
-  } catch (const comm::CommError&) {
-    membership_.skipped(who, members, std::current_exception());
-    return;
+  // A replica alone (the run's only one, or the only member left) is a group of one: the update with its own
+  // (θ − φ, φ) as the means, m ← α·m + β·(θ − φ). Before, it skipped the step, so φ, the model evaluated, never
+  // left the starting weights while θ trained.
+  torch::Tensor mean = mine;
+  if (members.size() > 1) {
+    const bool everyone = averaging.size() == static_cast<std::size_t>(group.size()) && !membership_.may_abort();
+    const auto group_wide = everyone && group.size() % 2 == 0 ? comm::GroupWide::yes : comm::GroupWide::no;
+    try {
+      membership_.before_exchange();
+      link_.exchange_and_wait(group, [&] { mean = group_mean(group, mine, members, group_wide); });
+    } catch (const comm::CommError&) {
+      membership_.skipped(who, members, std::current_exception());
+      return;
+    }
   }
   noloco_outer_step(config_, mean, slow_, momentum_);
   parameters_->write(slow_);
