@@ -57,6 +57,20 @@ void expect_error(const test::CommandResult& r, int code, const std::string& tex
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
+// An outer step that diloco.drop_rate leaves every replica out of is said, once, as a step left out for NaN is
+// (before: with a rate near 1 the run trained nothing and said nothing). Steps 2 and 4: 0.99 drops both replicas
+// at each with odds of 98%; the seeded draw for this run's seed drops them at step 2 at least.
+TEST_F(TrainCli, AnOuterStepThatLeavesEveryReplicaOutIsSaid) {
+  const auto r = run_loco({"train", "--config", config("dropped").string(), "--set", "dist.algorithm=diloco", "--set",
+                           "dist.replicas=2", "--set", "diloco.sync_every=2", "--set", "diloco.drop_rate=0.99", "--set",
+                           "train.steps=4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("diloco: the outer step of all parameters after step 2 left out every replica's "
+                          "pseudo-gradient (diloco.drop_rate = 0.99)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   auto r = run_loco({"train", "--config", config("e2e").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -212,6 +212,13 @@ bool Diloco::dropped(int rank, std::int64_t outer_step) const {
   return static_cast<double>(uniform_below(rng, kResolution)) / kResolution < settings_.drop_rate;
 }
 
+bool Diloco::every_replica_dropped(const comm::Group& group, std::size_t fragment) const {
+  for (int rank = 0; rank < group.size(); ++rank) {
+    if (!dropped(rank, outer_steps_[fragment])) return false;
+  }
+  return true;
+}
+
 std::int64_t Diloco::exchange_bytes(std::size_t fragment) const {
   if (settings_.sparse) return static_cast<std::int64_t>(sparse_layouts_[fragment].payload_bytes());
   const auto count = fragments_[fragment].numel();
@@ -347,6 +354,12 @@ bool Diloco::finish(std::vector<Exchange>& xs) {
       } else {
         outer.step(x.mean);
       }
+    } else if (who.group->rank() == 0 && every_replica_dropped(*who.group, x.fragment)) {
+      // Said once, as a step left out for NaN is: a rate near 1 otherwise trained nothing without a word.
+      fmt::print(stderr,
+                 "{}: the outer step of {} after step {} left out every replica's pseudo-gradient "
+                 "(diloco.drop_rate = {}): the global parameters stay as they were\n",
+                 settings_.name, fragments_[x.fragment].name(), who.step, settings_.drop_rate);
     }
     rejected.insert(rejected.end(), x.result->averaged.rejected.begin(), x.result->averaged.rejected.end());
   }

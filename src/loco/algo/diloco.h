@@ -141,6 +141,8 @@ class Diloco final : public Strategy {
   std::optional<double> weight(const Participants& who, std::size_t fragment) const;
   // Whether replica `rank`'s Δ is left out of its outer step `outer_step` (seeded, the same on a rerun).
   bool dropped(int rank, std::int64_t outer_step) const;
+  // Whether dropped() left out every replica of `group` at this fragment's outer step.
+  bool every_replica_dropped(const comm::Group& group, std::size_t fragment) const;
   // Bytes each replica encodes for an exchange of `fragment`.
   std::int64_t exchange_bytes(std::size_t fragment) const;
   // Starts `x`'s exchange with x.who: in the background when there is a worker, else now.
