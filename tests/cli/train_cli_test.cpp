@@ -139,6 +139,34 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   EXPECT_TRUE(fs::exists(*dir_ / "extend" / "checkpoints" / "step_8" / "state.json"));
 }
 
+// A fixed streaming.overlap changed at a resume is the one trained with from there (before: the checkpoint's
+// went on, the losses bit for bit those of the run not changed, while the run said and recorded the new one).
+TEST_F(TrainCli, ResumeTrainsWithAChangedStreamingOverlap) {
+  const std::vector<std::string> streaming{"--set", "dist.algorithm=streaming", "--set", "dist.replicas=2",
+                                           "--set", "streaming.sync_every=4",   "--set", "streaming.fragments=2",
+                                           "--set", "streaming.overlap=1",      "--set", "train.steps=12",
+                                           "--set", "train.checkpoint_every=4", "--set", "train.eval_every=0"};
+  std::vector<std::string> args{"train", "--config", config("overlap").string()};
+  args.insert(args.end(), streaming.begin(), streaming.end());
+  ASSERT_EQ(run_loco(args).exit_code, 0);
+  const auto r = run_loco({"train", "--resume", (*dir_ / "overlap" / "checkpoints" / "step_4").string(), "--set",
+                           "train.out_dir=" + (*dir_ / "overlap0").string(), "--set", "streaming.overlap=0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto losses = [](const fs::path& run) {
+    std::vector<double> out;
+    for (const auto& line : test::read_metrics(run)) {
+      if (line.at("step").get<int>() > 4 && line.contains("loss")) out.push_back(line.at("loss").get<double>());
+    }
+    return out;
+  };
+  const auto unchanged = losses(*dir_ / "overlap"), changed = losses(*dir_ / "overlap0");
+  ASSERT_EQ(changed.size(), 8u);
+  EXPECT_NE(changed, unchanged);
+  const auto state =
+      nlohmann::json::parse(test::read_text(*dir_ / "overlap0" / "checkpoints" / "step_8" / "state.json"));
+  EXPECT_EQ(state.at("strategy").at("overlap"), nlohmann::json({0, 0})) << state.at("strategy").dump();
+}
+
 // Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
 // data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
 // both, so only the tokenizer check can catch it.)

@@ -173,8 +173,13 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
       }
     }
     link_.restore(json.value("link_free_at", 0.0));
+    // The overlaps the tuner chose (streaming.overlap_auto) go on; a fixed streaming.overlap is the config's,
+    // changed at a resume as any other key (before: the checkpoint's went on, while the run said and recorded the
+    // new one). Exchanges already in flight land at the steps they were given.
     const nlohmann::json overlap = json.value("overlap", nlohmann::json());
-    if (overlap.is_array() && overlap.size() == fragments_.size()) overlap_ = overlap.get<std::vector<std::int64_t>>();
+    if (settings_.overlap_auto && overlap.is_array() && overlap.size() == fragments_.size()) {
+      overlap_ = overlap.get<std::vector<std::int64_t>>();
+    }
     for (const std::int64_t tau : overlap_) {
       if (tau < 0) {  // the replicas would exchange in different orders
         throw CheckpointError(fmt::format("the checkpoint next to {} overlaps a fragment's exchange by {} steps; it was "
