@@ -320,6 +320,41 @@ TEST_F(HostileCheckpoint, AReplicaThatRefusesItsPartStopsTheOthersBeforeTheyWrit
   EXPECT_FALSE(fs::exists(run / "replica_1" / "checkpoints" / "step_8")) << r.output;
 }
 
+// A replica's part of a checkpoint put in another's place, or taken from another run, whose checksums all hold:
+// replica 0's part copied over replica 1's (its state.json says whose it is), or replica 1's part from a run
+// trained with another learning rate (its outer global parameters differ from replica 0's, which one run's
+// never do). Before, both resumed without a word, replica 1 from weights and optimizer state that were not its.
+TEST_F(HostileCheckpoint, AReplicasPartInAnothersPlaceOrFromAnotherRunIsRefused) {
+  const auto train_two = [&](const fs::path& run, const std::string& lr) {
+    const auto trained = run_loco({"train", "--config", (*dir_ / "run.toml").string(), "--set", "dist.algorithm=diloco",
+                                   "--set", "dist.replicas=2", "--set", "diloco.sync_every=2", "--set",
+                                   "optim.lr=" + lr, "--set", "train.out_dir=" + run.string()});
+    ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  };
+  const fs::path a = *dir_ / "parts_a", b = *dir_ / "parts_b";
+  train_two(a, "0.003");
+  train_two(b, "0.01");
+  const fs::path a_part = a / "replica_1" / "checkpoints" / "step_4";
+  fs::remove_all(a_part);
+  fs::copy(a / "checkpoints" / "step_4", a_part, fs::copy_options::recursive);
+  auto r =
+      run_loco_within(kBound, {"train", "--resume", (a / "checkpoints" / "step_4").string(), "--set", "train.steps=6"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is the part of replica 0 (its state.json says so), but it sits where the part of replica 1 "
+                          "belongs"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(a / "checkpoints" / "step_6")) << r.output;
+
+  fs::remove_all(a_part);
+  fs::copy(b / "replica_1" / "checkpoints" / "step_4", a_part, fs::copy_options::recursive);
+  r = run_loco_within(kBound, {"train", "--resume", (a / "checkpoints" / "step_4").string(), "--set", "train.steps=6"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("holds another set of outer global parameters than replica 0"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(a / "checkpoints" / "step_6")) << r.output;
+}
+
 // A config in state.json with fewer layers, or a tied head, than the weights hold: the extra tensors would
 // be dropped silently, and a different model evaluated or trained on.
 TEST_F(HostileCheckpoint, WeightsTheConfigHasNoPlaceForAreRefused) {

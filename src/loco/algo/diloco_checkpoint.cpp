@@ -177,10 +177,10 @@ void Diloco::load_state(const SafetensorsContent& tensors, const nlohmann::json&
     // changed at a resume as any other key (before: the checkpoint's went on, while the run said and recorded the
     // new one). Exchanges already in flight land at the steps they were given.
     const nlohmann::json overlap = json.value("overlap", nlohmann::json());
-    if (settings_.overlap_auto && overlap.is_array() && overlap.size() == fragments_.size()) {
-      overlap_ = overlap.get<std::vector<std::int64_t>>();
-    }
-    for (const std::int64_t tau : overlap_) {
+    const std::vector<std::int64_t> saved_overlap =
+        overlap.is_array() && overlap.size() == fragments_.size() ? overlap.get<std::vector<std::int64_t>>() : overlap_;
+    if (settings_.overlap_auto) overlap_ = saved_overlap;
+    for (const std::int64_t tau : saved_overlap) {
       if (tau < 0) {  // the replicas would exchange in different orders
         throw CheckpointError(fmt::format("the checkpoint next to {} overlaps a fragment's exchange by {} steps; it was "
                                           "edited or corrupted. Resume from another checkpoint",

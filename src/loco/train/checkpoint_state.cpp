@@ -148,13 +148,15 @@ RunConfig saved_config(const fs::path& dir, const nlohmann::json& json) {
 }  // namespace
 
 nlohmann::json checkpoint_state_json(const CheckpointState& state) {
-  return {{"step", state.step},
-          {"tokens", state.tokens},
-          {"optimizer_steps", state.optimizer_steps},
-          {"elapsed_s", state.elapsed_s},
-          {"sampler", state.sampler},
-          {"strategy", state.strategy},
-          {"communication", state.communication}};
+  nlohmann::json doc = {{"step", state.step},
+                        {"tokens", state.tokens},
+                        {"optimizer_steps", state.optimizer_steps},
+                        {"elapsed_s", state.elapsed_s},
+                        {"sampler", state.sampler},
+                        {"strategy", state.strategy},
+                        {"communication", state.communication}};
+  if (state.part) doc["part"] = {{"replica", state.part->replica}, {"stage", state.part->stage}};
+  return doc;
 }
 
 CheckpointState checkpoint_state_from_json(const nlohmann::json& doc) {
@@ -199,6 +201,10 @@ CheckpointState checkpoint_state_from_json(const nlohmann::json& doc) {
   }
   for (const char* name : {"bytes_sent", "bytes_recv"}) {
     if (state.communication.contains(name)) count(state.communication, name, kMostTokens);
+  }
+  if (doc.contains("part")) {
+    constexpr std::int64_t kMostParts = std::int64_t{1} << 20;
+    state.part = {count(doc.at("part"), "replica", kMostParts), count(doc.at("part"), "stage", kMostParts)};
   }
   return state;
 }

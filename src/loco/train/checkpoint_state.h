@@ -4,10 +4,10 @@
 // so its fuzz target (tests/fuzz/checkpoint_state_fuzzer.cpp) runs without libtorch.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "loco/config/run_config.h"
 
@@ -23,6 +23,13 @@ struct CheckpointState {
   // Communication so far (bytes_sent, bytes_recv, comm_s with several replicas; sim_wall_s), so
   // that a resumed run's metrics continue the counts.
   nlohmann::json communication = nlohmann::json::object();
+  // Whose part of a static run's checkpoint this is ("part" in state.json): a part copied into another
+  // replica's or stage's place, or swapped, is refused at a resume. nullopt in an elastic member's (its rank
+  // changes with each quorum) and in checkpoints written before loco recorded it.
+  struct Part {
+    std::int64_t replica = 0, stage = 0;
+  };
+  std::optional<Part> part;
 };
 
 // The fields of state.json that CheckpointState holds, and back (nlohmann::json::exception when one is

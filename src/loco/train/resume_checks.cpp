@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/torch.h>
 
 #include "loco/comm/group.h"
 #include "loco/config/load_config.h"
@@ -11,6 +12,7 @@
 #include "loco/train/checkpoint_state.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 
 namespace loco {
 
@@ -109,10 +111,30 @@ void require_same_fragments(const RunConfig& run, const LoadedCheckpoint& checkp
   }
 }
 
+namespace {
+
+// The CRC-32s of the outer global parameters a strategy's state holds ("outer/global", "outer/P/global"), which
+// every replica of one run holds alike (DiLoCo, Streaming, Local SGD; NoLoCo has none): a replica's part from
+// another run held others.
+std::string global_parameters_digest(const SafetensorsContent& strategy) {
+  std::string digest;
+  for (const auto& [name, tensor] : strategy.tensors) {
+    if (name.rfind("outer/", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, "global") != 0) continue;
+    const torch::Tensor values = tensor.contiguous();
+    digest += fmt::format("{} {} ", name,
+                          crc32_hex(std::string_view(static_cast<const char*>(values.data_ptr()), values.nbytes())));
+  }
+  return digest;
+}
+
+}  // namespace
+
 void require_parts_agree(comm::Group& group, const char* part, const LoadedCheckpoint& checkpoint,
                          const nlohmann::json& schedule) {
   const CheckpointState& state = checkpoint.state;
   const std::pair<const char*, std::string> fields[] = {
+      // Only replicas hold the same strategy state (each stage holds its part's), as with the schedule.
+      {"set of outer global parameters", schedule.is_null() ? "" : global_parameters_digest(checkpoint.strategy)},
       {"step", std::to_string(state.step)},
       {"AdamW step count", std::to_string(state.optimizer_steps)},
       {"token count", std::to_string(state.tokens)},
@@ -132,6 +154,18 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
         checkpoint.dir.filename().string(), part, fmt::join(differing, ", "), differing.size() == 1 ? "s" : "",
         name, part, part, group.rank(), checkpoint.dir.string(), value.substr(0, 300)));
   }
+}
+
+void require_own_part(const LoadedCheckpoint& part, int rank, int stage) {
+  if (!part.state.part || (part.state.part->replica == rank && part.state.part->stage == stage)) return;
+  const auto name = [](std::int64_t replica, std::int64_t stage) {
+    return fmt::format("replica {}{}", replica, stage > 0 ? fmt::format(", stage {}", stage) : "");
+  };
+  throw CheckpointError(fmt::format(
+      "{} is the part of {} (its state.json says so), but it sits where the part of {} belongs: it was copied "
+      "there, or the parts were swapped. Each replica and stage resumes from its own part; resume from another "
+      "checkpoint of the run, or copy the run's directory again whole",
+      part.dir.string(), name(part.state.part->replica, part.state.part->stage), name(rank, stage)));
 }
 
 void require_part_for(const RunConfig& run, const fs::path& given, int rank, int stage) {

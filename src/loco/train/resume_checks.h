@@ -48,6 +48,10 @@ void require_parts_agree(comm::Group& group, const char* part, const LoadedCheck
 // that holds the part. Nothing when replica 0's own part is not a checkpoint: read_checkpoint names that.
 void require_part_for(const RunConfig& run, const std::filesystem::path& checkpoint, int rank, int stage);
 
+// A part that says it is another replica's or stage's (state.json "part": copied into this place, or swapped) is
+// refused, naming both; a part that does not say (an elastic member's, or written before loco recorded it) passes.
+void require_own_part(const LoadedCheckpoint& part, int rank, int stage);
+
 // The run has steps left after the checkpoint (`total_steps`). Whether a later checkpoint of the run would be
 // overwritten is agreed by the ranks (Trainer, note "run-checkpoints").
 void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps);

@@ -327,6 +327,7 @@ void Trainer::set_up() {
   if (s.options.resume_from) {
     require_part_for(config, *s.options.resume_from, s.rank, s.stage);
     s.resumed = read_checkpoint(stage_checkpoint(replica_checkpoint(*s.options.resume_from, s.rank), s.stage));
+    require_own_part(*s.resumed, s.rank, s.stage);
   }
   // pipeline.partition = "measured": the split found (or, on a resume, the checkpoint's) is the run's from
   // here on, named in its config.toml and checkpoints (docs/pipeline.md).
@@ -746,6 +747,7 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
                         s.sampler->state().to_json(),
                         s.strategy->state_json(),
                         s.communication ? s.communication->now() : nlohmann::json::object()};
+  if (!s.config.dist.elastic) state.part = CheckpointState::Part{s.rank, s.stage};
   return {std::move(state), std::move(tensors)};
 }
 
