@@ -167,6 +167,37 @@ TEST_F(TrainCli, ResumeTrainsWithAChangedStreamingOverlap) {
   EXPECT_EQ(state.at("strategy").at("overlap"), nlohmann::json({0, 0})) << state.at("strategy").dump();
 }
 
+// loco eval of a checkpoint gives the loss the run reported at its step, on the same windows: the parameters the
+// run evaluates (DiLoCo's θ_g, Streaming's, NoLoCo's φ), not replica 0's own θ (note "evaluated-parameters"). Before,
+// DiLoCo's step 3, before any synchronisation, evaluated replica 0's trained θ where the run had evaluated θ_g, and
+// Streaming's mixing left its θ off θ_g at every step.
+TEST_F(TrainCli, EvalOfACheckpointGivesTheLossTheRunReportedAtItsStep) {
+  const std::vector<std::vector<std::string>> algorithms{
+      {"dist.algorithm=diloco", "diloco.sync_every=4"},
+      {"dist.algorithm=streaming", "streaming.sync_every=4", "streaming.fragments=2"},
+      {"dist.algorithm=noloco", "noloco.sync_every=2"}};
+  int count = 0;
+  for (const auto& algorithm : algorithms) {
+    const std::string run = fmt::format("evaluated_{}", ++count);
+    std::vector<std::string> args{"train",           "--config", config(run).string(),      "--set",
+                                  "dist.replicas=2", "--set",    "train.checkpoint_every=3"};
+    for (const auto& set : algorithm) args.insert(args.end(), {"--set", set});
+    auto r = run_loco(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const int step : {3, 6}) {
+      double reported = -1;
+      for (const auto& line : test::read_metrics(*dir_ / run)) {
+        if (line.at("step") == step && line.contains("eval_loss")) reported = line.at("eval_loss").get<double>();
+      }
+      r = run_loco({"eval", "--checkpoint", (*dir_ / run / "checkpoints" / fmt::format("step_{}", step)).string(),
+                    "--data", (*dir_ / "data").string(), "--batches", "2", "--batch-size", "4"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      const auto line = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+      EXPECT_NEAR(line.at("loss").get<double>(), reported, 1e-5) << algorithm[0] << " step " << step;
+    }
+  }
+}
+
 // Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
 // data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
 // both, so only the tokenizer check can catch it.)

@@ -1,8 +1,10 @@
 // loco eval --checkpoint DIR --data DATA_DIR [--batches N] [--batch-size B]
 // Prints one JSON line: {"loss", "perplexity", "tokens", "step", "checkpoint"}.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
+#include "loco/algo/evaluated_parameters.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/data/token_dataset.h"
@@ -31,7 +33,7 @@ void run_eval(const EvalArgs& args) {
   require_same_tokenizer(args.data_dir, checkpoint);
   const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
-  Llama model = restore_model(checkpoint, device);
+  Llama model = evaluated_model(checkpoint, device);
   const std::int64_t batch = args.batch_size > 0 ? args.batch_size : checkpoint.config.train.micro_batch_size;
   // Forwards of at most the run's micro-batch, which its training held with gradients: a larger --batch-size
   // reads more windows, not more at once.

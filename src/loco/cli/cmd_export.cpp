@@ -1,6 +1,7 @@
 // loco export --checkpoint DIR --out DIR: a Hugging Face Llama directory (see model/hf_export.h).
 #include <fmt/format.h>
 
+#include "loco/algo/evaluated_parameters.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/data/tokenizer.h"
@@ -23,7 +24,7 @@ void run_export(const ExportArgs& args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   // Through the model, so that the weights pass the checks a model load makes (type, shape, finite values).
-  const Llama model = restore_model(checkpoint, torch::kCPU);
+  const Llama model = evaluated_model(checkpoint, torch::kCPU);
   const NamedTensors parameters = model_parameters(model);
   write_hf_export(args.out_dir, hf_config_json(checkpoint.config.model, tokenizer->bos_id(), tokenizer->eos_id()),
                   parameters, args.checkpoint);

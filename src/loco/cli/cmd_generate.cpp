@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "loco/algo/evaluated_parameters.h"
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/data/streamed_text.h"
@@ -28,7 +29,7 @@ void run_generate(GenerateArgs args) {
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
-  Llama model = restore_model(checkpoint, device);
+  Llama model = evaluated_model(checkpoint, device);
   const std::int64_t embedded = checkpoint.config.model.vocab_size;
   if (embedded < tokenizer->vocab_size()) {
     throw CheckpointError(fmt::format("the model in {} embeds {} token ids but its tokenizer has {}: the checkpoint's "

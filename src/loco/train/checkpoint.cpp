@@ -237,6 +237,9 @@ LoadedCheckpoint read_checkpoint(const fs::path& dir, CheckpointUse use) {
     // The model of a pipeline run, whichever stage's checkpoint was named.
     if (!holds_first_layer(out.model)) return read_whole_from_later_stage(out, use);
     join_stage_parts(out);
+  } else {
+    out.strategy =
+        optional_tensors(dir / "strategy.safetensors");  // the parameters evaluated (algo/evaluated_parameters.h)
   }
   return out;
 }

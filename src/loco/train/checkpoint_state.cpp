@@ -30,9 +30,8 @@ struct FormatFile {
   bool training_state;  // read by a resume only
 };
 constexpr FormatFile kFormatFiles[] = {
-    {"model.safetensors", true, false},      {"optimizer.safetensors", true, true},
-    {"strategy.safetensors", false, true},   {"tokenizer.json", true, false},
-    {"tokenizer.model", false, false},
+    {"model.safetensors", true, false}, {"optimizer.safetensors", true, true}, {"strategy.safetensors", false, false},
+    {"tokenizer.json", true, false},    {"tokenizer.model", false, false},
 };
 
 const FormatFile* format_file(const std::string& name) {

@@ -18,8 +18,13 @@ constexpr std::size_t kNotDecayed = 1;  // vectors: norm weights
 
 }  // namespace
 
+FlatParameters optimizer_layout(const NamedTensors& named_parameters) {
+  return FlatParameters(named_parameters, 2,
+                        [](const torch::Tensor& p) { return p.dim() >= 2 ? kDecayed : kNotDecayed; });
+}
+
 InnerOptimizer::InnerOptimizer(const NamedTensors& named_parameters, const OptimConfig& c, bool fused_on_cuda)
-    : flat_(named_parameters, 2, [](const torch::Tensor& p) { return p.dim() >= 2 ? kDecayed : kNotDecayed; }) {
+    : flat_(optimizer_layout(named_parameters)) {
   auto options = [&](double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(c.lr)
                                                             .betas({c.beta1, c.beta2})

@@ -23,6 +23,10 @@
 
 namespace loco {
 
+// The layout of the inner optimizer's flat buffers (matrices, decayed, then vectors), which a strategy's flat
+// outer state follows: taking over the storage of `named_parameters`, as the optimizer does.
+FlatParameters optimizer_layout(const NamedTensors& named_parameters);
+
 class InnerOptimizer {
  public:
   // Takes over the storage of `named_parameters` (see FlatParameters): create it after the model

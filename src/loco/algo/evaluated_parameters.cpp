@@ -1,0 +1,73 @@
+#include "loco/algo/evaluated_parameters.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "loco/algo/parameter_fragment.h"
+#include "loco/config/algorithms.h"
+#include "loco/model/weights.h"
+#include "loco/train/inner_optimizer.h"
+#include "loco/util/error.h"
+
+namespace loco {
+
+namespace {
+
+// The fragments the strategy of `config` keeps its outer parameters in, each with its tensor's name in
+// strategy.safetensors (algo/diloco_checkpoint.cpp, algo/noloco.cpp); none for an algorithm without them.
+std::vector<std::pair<std::string, ParameterFragment>> outer_fragments(const RunConfig& config,
+                                                                       const FlatParameters& layout,
+                                                                       std::int64_t layers) {
+  std::vector<std::pair<std::string, ParameterFragment>> named;
+  switch (algorithm_named(config.dist.algorithm)) {
+    case Algorithm::diloco:
+    case Algorithm::localsgd:
+    case Algorithm::sparseloco:
+      named.emplace_back("outer/global", whole_model(layout));
+      break;
+    case Algorithm::noloco:
+      named.emplace_back("outer/slow", whole_model(layout));
+      break;
+    case Algorithm::streaming: {
+      const StreamingConfig& s = config.streaming;
+      std::vector<ParameterFragment> fragments =
+          block_fragments(layout, layers, s.fragments, s.assignment == "strided", s.embeddings_fragment);
+      for (std::size_t p = 0; p < fragments.size(); ++p) {
+        named.emplace_back(fmt::format("outer/{}/global", p), std::move(fragments[p]));
+      }
+      break;
+    }
+    case Algorithm::none:
+    case Algorithm::ddp:
+      break;
+  }
+  return named;
+}
+
+}  // namespace
+
+void use_evaluated_parameters(Llama& model, const RunConfig& config, const SafetensorsContent& strategy) {
+  torch::NoGradGuard no_grad;
+  const FlatParameters layout = optimizer_layout(model_parameters(model));
+  for (auto& [name, fragment] : outer_fragments(config, layout, model->config().num_hidden_layers)) {
+    const auto saved = strategy.tensors.find(name);
+    if (saved == strategy.tensors.end() || saved->second.numel() != fragment.numel()) {
+      throw CheckpointError(fmt::format(
+          "{} has no {} of {} values, the {} parameters a {} run evaluates: it was edited, or written by another "
+          "loco. Use another checkpoint",
+          strategy.source.string(), name, fragment.numel(), fragment.name(), config.dist.algorithm));
+    }
+    fragment.write(saved->second.reshape({-1}));
+  }
+}
+
+Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
+  Llama model = restore_model(checkpoint, device);
+  if (checkpoint.config.dist.stages == 1) use_evaluated_parameters(model, checkpoint.config, checkpoint.strategy);
+  return model;
+}
+
+}  // namespace loco
