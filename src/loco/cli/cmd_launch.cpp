@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <string_view>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/launch_elastic.h"
@@ -22,16 +23,32 @@ struct LaunchArgs {
   ElasticLaunchOptions elastic_options;
 };
 
+ConfigError not_a_launch_option(const std::string& option) {
+  return ConfigError(
+      fmt::format("loco launch has no option {}: put the command to launch, with its options, after "
+                  "'--' (for example loco launch --nproc 2 -- train --config run.toml).",
+                  option));
+}
+
+// The command's options given before the "--" (loco launch --nproc 2 --config run.toml -- train): CLI11 then
+// blamed the command's first word, which was in its place ("The following argument was not expected: train").
+void refuse_command_options_before_separator(const CLI::App& cmd, int argc, char** argv) {
+  int at = 1;
+  while (at < argc && cmd.get_name() != argv[at]) ++at;
+  for (++at; at < argc && std::string_view(argv[at]) != "--"; ++at) {
+    const std::string_view word = argv[at];
+    if (word.rfind("--", 0) != 0) continue;  // a value, or a short option CLI11 names itself
+    const std::string name(word.substr(0, word.find('=')));
+    if (name != "--help" && cmd.get_option_no_throw(name) == nullptr) throw not_a_launch_option(name);
+  }
+}
+
 void run_launch(LaunchArgs args, const std::vector<std::string>& command, const CLI::App& cmd) {
   launch::LaunchOptions& options = args.launch;
   // allow_extras() lets us say this instead of CLI11's "arguments were not expected". CLI11 keeps
   // the "--" that ends our options among the extras.
   for (const std::string& extra : cmd.remaining()) {
-    if (extra == "--") continue;
-    throw ConfigError(
-        fmt::format("loco launch has no option {}: put the command to launch, with its options, after "
-                    "'--' (for example loco launch --nproc 2 -- train --config run.toml).",
-                    extra));
+    if (extra != "--") throw not_a_launch_option(extra);
   }
   if (!command.empty()) {
     const CLI::App& loco = *cmd.get_parent();
@@ -61,7 +78,7 @@ void run_launch(LaunchArgs args, const std::vector<std::string>& command, const 
 
 }  // namespace
 
-void add_launch_command(CLI::App& app) {
+void add_launch_command(CLI::App& app, int argc, char** argv) {
   auto args = std::make_shared<LaunchArgs>();
   auto command = std::make_shared<std::vector<std::string>>();
   auto& o = args->launch;
@@ -100,6 +117,7 @@ void add_launch_command(CLI::App& app) {
       "  loco launch --elastic --nproc 4 --max-restarts 3 -- train --config run.toml --set dist.elastic=true\n"
       "A rank that fails stops the others (SIGTERM, SIGKILL after --grace-s); loco launch exits with its status.\n"
       "With --elastic a failed rank is started again as a new member while the others go on.\n");
+  cmd->preparse_callback([cmd, argc, argv](std::size_t) { refuse_command_options_before_separator(*cmd, argc, argv); });
   cmd->callback([args, command, cmd] { run_launch(*args, *command, *cmd); });
 }
 

@@ -14,7 +14,7 @@ void add_export_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
-void add_launch_command(CLI::App& app);
+void add_launch_command(CLI::App& app, int argc, char** argv);
 void add_dashboard_command(CLI::App& app);
 // Only in builds with cpp-httplib (LOCO_HAVE_MEMBERSHIP; docs/build.md).
 void add_coordinator_command(CLI::App& app);

@@ -122,7 +122,7 @@ int run(CLI::App& app, int argc, char** argv) {
   loco::cli::add_simulate_command(app);
   loco::cli::add_fit_command(app);
   loco::cli::add_sweep_command(app);
-  loco::cli::add_launch_command(app);
+  loco::cli::add_launch_command(app, argc, argv);
   loco::cli::add_dashboard_command(app);
 #ifdef LOCO_HAVE_MEMBERSHIP
   loco::cli::add_coordinator_command(app);
