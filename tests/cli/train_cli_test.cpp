@@ -198,6 +198,19 @@ TEST_F(TrainCli, EvalOfACheckpointGivesTheLossTheRunReportedAtItsStep) {
   }
 }
 
+// A run that diverges after an outer step with a huge outer learning rate is told the outer step's key too (before:
+// only "Lower optim.lr", the wrong key), and, with the plain mean, the robust aggregation.
+TEST_F(TrainCli, ADivergenceNamesTheOuterStepsKeys) {
+  const auto r =
+      run_loco({"train", "--config", config("outer_diverged").string(), "--set", "dist.algorithm=diloco", "--set",
+                "dist.replicas=2", "--set", "diloco.sync_every=2", "--set", "diloco.outer_lr=1e30"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("if it diverged just after a synchronisation, lower diloco.outer_lr (now 1e+30), or take a "
+                          "robust dist.aggregation"),
+            std::string::npos)
+      << r.output;
+}
+
 // Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
 // data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
 // both, so only the tokenizer check can catch it.)

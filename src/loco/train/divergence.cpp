@@ -17,9 +17,31 @@ std::string where_to_start_again(const fs::path& out_dir, const std::optional<fs
   return "start the run again (it wrote no checkpoint yet)";
 }
 
-std::string divergence_advice(double lr, const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
-  return fmt::format("Lower optim.lr (now {}) or raise optim.warmup_steps; {}", lr,
-                     where_to_start_again(out_dir, resumed_from));
+namespace {
+
+// The keys of the outer step that a divergence just after a synchronisation points to; "" without one.
+std::string outer_step_keys(const RunConfig& c) {
+  const std::string& algorithm = c.dist.algorithm;
+  std::string keys;
+  if (algorithm == "diloco") keys = fmt::format("diloco.outer_lr (now {})", c.diloco.outer_lr);
+  if (algorithm == "streaming") keys = fmt::format("streaming.outer_lr (now {})", c.streaming.outer_lr);
+  if (algorithm == "sparseloco") keys = fmt::format("sparseloco.outer_lr (now {})", c.sparseloco.outer_lr);
+  if (algorithm == "noloco")
+    keys = fmt::format("noloco.beta and noloco.gamma (now {}, {})", c.noloco.beta, c.noloco.gamma);
+  if (keys.empty()) return "";
+  std::string advice = fmt::format("; if it diverged just after a synchronisation, lower {}", keys);
+  if (c.dist.replicas > 1 && c.dist.aggregation == "mean" && algorithm != "noloco") {
+    advice += ", or take a robust dist.aggregation (clip, for one), in case a replica sent values that are not sound";
+  }
+  return advice;
+}
+
+}  // namespace
+
+std::string divergence_advice(const RunConfig& config, const fs::path& out_dir,
+                              const std::optional<fs::path>& resumed_from) {
+  return fmt::format("Lower optim.lr (now {}) or raise optim.warmup_steps{}; {}", config.optim.lr,
+                     outer_step_keys(config), where_to_start_again(out_dir, resumed_from));
 }
 
 std::optional<std::string> first_non_finite(const NamedTensors& tensors) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "loco/config/run_config.h"
 #include "loco/io/safetensors.h"
 
 namespace loco {
@@ -16,8 +17,10 @@ namespace loco {
 std::string where_to_start_again(const std::filesystem::path& out_dir,
                                  const std::optional<std::filesystem::path>& resumed_from);
 
-// "Lower optim.lr (now LR) or raise optim.warmup_steps; " and where_to_start_again.
-std::string divergence_advice(double lr, const std::filesystem::path& out_dir,
+// "Lower optim.lr (now LR) or raise optim.warmup_steps", the outer step's keys of an algorithm that has one (a
+// loss that diverges just after a synchronisation comes from there, or from a replica that sent bad values), and
+// where_to_start_again.
+std::string divergence_advice(const RunConfig& config, const std::filesystem::path& out_dir,
                               const std::optional<std::filesystem::path>& resumed_from);
 
 // The name of the first tensor of `tensors` holding a NaN or an infinite value; nullopt when none does.

@@ -629,7 +629,7 @@ Trainer::StepResult Trainer::train_step() {
   if (!std::isfinite(result.loss)) {
     throw Error(fmt::format("the loss became {} at step {}{}. {}", result.loss, s.step + 1,
                             s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            divergence_advice(config.optim.lr, s.resumable_dir(), s.options.resume_from)));
+                            divergence_advice(config, s.resumable_dir(), s.options.resume_from)));
   }
   try {
     s.strategy->after_backward();  // elastic data parallel's synchronisation, with its wait for a quorum
@@ -763,10 +763,11 @@ void Trainer::save() {
   const auto [state, tensors] = snapshot();
   // The loss of the step that diverged was finite (it is taken before the update): the weights say.
   if (const std::optional<std::string> tensor = first_non_finite(tensors.model)) {
-    throw Error(fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
-                            "no checkpoint of them was written. {}",
-                            s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
-                            divergence_advice(s.config.optim.lr, s.resumable_dir(), s.options.resume_from)));
+    throw Error(
+        fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
+                    "no checkpoint of them was written. {}",
+                    s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
+                    divergence_advice(s.config, s.resumable_dir(), s.options.resume_from)));
   }
   s.summary.last_checkpoint =
       write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
