@@ -26,7 +26,14 @@ nlohmann::json get_status(const CoordinatorAddress& at, const std::vector<std::p
                                       "coordinator prints its address when it starts)",
                                       at.host, at.port, answer ? fmt::format("HTTP {}", answer->status) : why_not));
   }
-  return parse_message(answer->body);
+  try {
+    return parse_message(answer->body);
+  } catch (const MembershipError& e) {
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("the answer at {}:{} to GET /status is not a coordinator's status ({}): is a "
+                                      "loco coordinator answering at that address?",
+                                      at.host, at.port, e.what()));
+  }
 }
 
 std::string seconds(const nlohmann::json& value) {
@@ -99,6 +106,15 @@ nlohmann::json run_status(const CoordinatorAddress& at, const std::string& secre
                           fmt::format("the coordinator at {}:{} (run {}) does not take the status token of this "
                                       "secret: give the run's secret (LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
                                       at.host, at.port, loggable(run_id)));
+  }
+  // Another server that answers /status with members (loco dashboard does) is no coordinator: its status has no
+  // quorum. Said here, for --json too, which prints the status as it came.
+  if (!full.contains("quorum") || !full.at("quorum").is_object() || !full.contains("events") ||
+      !full.at("events").is_array()) {
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("the server at {}:{} answers GET /status without a quorum and its events: it is "
+                                      "not a loco coordinator (a loco dashboard?). Give the coordinator's address",
+                                      at.host, at.port));
   }
   return full;
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "loco/util/json_nesting.h"
+
 namespace loco::membership {
 
 namespace {
@@ -63,6 +65,14 @@ const char* refusal_name(Refusal refusal) {
 }  // namespace
 
 nlohmann::json parse_message(const std::string& body) {
+  // loco's messages nest a few levels; deeper is a peer's attempt on the parser's memory.
+  constexpr std::size_t kDeepestMessage = 32;
+  if (json_nesting(body, kDeepestMessage) > kDeepestMessage) {
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("the message nests arrays and objects more than {} levels deep, which no "
+                                      "message of loco does",
+                                      kDeepestMessage));
+  }
   nlohmann::json message = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     throw MembershipError(Refusal::malformed,

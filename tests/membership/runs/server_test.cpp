@@ -767,6 +767,27 @@ TEST(StatusClient, FieldsOfOtherTypesAreRefused) {
   }
 }
 
+// 16 MiB of '[' (within the answer's bound) built one JSON value per level: 1.4 GB, then a message blaming NaN. Now
+// refused before parsing, naming the address; and a server whose status has members but no quorum (loco
+// dashboard's) is no coordinator, for --json too (before: printed as the run's status, exit 0).
+TEST(StatusClient, ADeeplyNestedAnswerOrAnotherServersStatusIsRefused) {
+  OddPeer deep([](int socket) {
+    const std::string body(16 << 20, '[');
+    send_text(socket, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  std::string error = status_error(deep.port(), 30.0);
+  EXPECT_NE(error.find("to GET /status is not a coordinator's status (the message nests arrays and objects more "
+                       "than 32 levels deep"),
+            std::string::npos)
+      << error;
+  OddPeer dashboard([](int socket) {
+    const std::string body = R"({"runs": [], "members": [{"id": "runs/a"}]})";
+    send_text(socket, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  error = status_error(dashboard.port(), 5.0);
+  EXPECT_NE(error.find("without a quorum and its events: it is not a loco coordinator"), std::string::npos) << error;
+}
+
 TEST(CoordinatorAddress, ParsesHostAndPort) {
   EXPECT_EQ(parse_coordinator_address("node0:29400", "LOCO_COORDINATOR").host, "node0");
   EXPECT_EQ(parse_coordinator_address("[::1]:80", "LOCO_COORDINATOR").host, "::1");
