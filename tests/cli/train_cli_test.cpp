@@ -211,6 +211,19 @@ TEST_F(TrainCli, ADivergenceNamesTheOuterStepsKeys) {
       << r.output;
 }
 
+// Resumed with a model key changed by --set alone, the refusal says how to leave the key to the checkpoint (before:
+// "Drop --config", which was not given); a bf16 run on a machine without a GPU is told to set autocast = "none"
+// (before: to set train.device = "cuda", which fails there too).
+TEST_F(TrainCli, RefusalsAdviseAFixThatApplies) {
+  ASSERT_EQ(run_loco({"train", "--config", config("advice").string()}).exit_code, 0);
+  expect_error(run_loco({"train", "--resume", (*dir_ / "advice" / "checkpoints" / "step_6").string(), "--set",
+                         "train.steps=8", "--set", "model.hidden_size=64"}),
+               2, "without --set model.hidden_size, or with model.hidden_size = 32");
+  expect_error(run_loco({"train", "--config", config("bf16").string(), "--set", "train.autocast=bf16", "--set",
+                         "train.device=cpu"}),
+               2, "Set train.autocast = \"none\" to train on the CPU");
+}
+
 // Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
 // data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
 // both, so only the tokenizer check can catch it.)

@@ -48,8 +48,15 @@ CheckpointError edited(const fs::path& dir, const std::string& what) {
 
 void verify_file(const fs::path& dir, const std::string& name, const nlohmann::json& expected) {
   const fs::path path = dir / name;
-  std::error_code unreadable;  // a path the file system refuses (a symbolic link loop) is missing as well
+  std::error_code unreadable;
   const fs::file_status status = fs::status(path, unreadable);
+  // A path the file system refuses (a loop of symbolic links) is there, but no file: said so, not "missing".
+  if (unreadable && unreadable != std::errc::no_such_file_or_directory) {
+    throw CheckpointError(
+        fmt::format("checkpoint file {} cannot be read ({}): a loop of symbolic links, or a link "
+                    "that the system refuses, took its place. Use another checkpoint",
+                    path.string(), unreadable.message()));
+  }
   if (!fs::exists(status)) {
     throw CheckpointError(fmt::format("checkpoint {} is missing {}; it was copied incompletely. Use another "
                                       "checkpoint or copy this one again",

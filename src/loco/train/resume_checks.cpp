@@ -24,9 +24,10 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
   for (const auto& [key, value] : b.items()) {
     if (a.at(key) != value) {
       throw ConfigError(fmt::format(
-          "model.{} is {} in the config but {} in checkpoint {}; a run resumes with the model it was "
-          "started with. Drop --config to use the checkpoint's config, or fix model.{}",
-          key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key));
+          "model.{} is {} in this run's config (from --config or --set) but {} in checkpoint {}; a run resumes with "
+          "the model it was started with. Leave it to the checkpoint: resume without --config (the checkpoint's "
+          "config is used) and without --set model.{}, or with model.{} = {}",
+          key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key, key, value.dump()));
     }
   }
   // Each stage's checkpoint holds its part of the model: the split must be the one it was saved with.

@@ -302,7 +302,14 @@ void Trainer::set_up() {
   s.device = resolve_device(tc.device, "train.device");
   configure_threads(tc.threads, s.device);
   s.bf16 = tc.autocast == "bf16";
-  if (s.bf16 && !s.device.is_cuda()) throw ConfigError("train.autocast = \"bf16\" needs train.device = \"cuda\"");
+  if (s.bf16 && !s.device.is_cuda()) {
+    // A GPU preset on a machine without one resolves train.device = "auto" to the CPU: the fix there is autocast.
+    throw ConfigError(
+        fmt::format("train.autocast = \"bf16\" needs a CUDA device, but this run trains on the {} "
+                    "(train.device = \"{}\"). Set train.autocast = \"none\" to train on the CPU, or "
+                    "run it where a GPU is visible",
+                    s.device.str(), config.train.device));
+  }
 
   // Its tokenizer goes into every checkpoint: checked now, not after training.
   data::require_prepared_tokenizer(config.data.dir, data::read_dataset_meta(config.data.dir));
