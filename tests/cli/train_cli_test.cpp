@@ -224,6 +224,38 @@ TEST_F(TrainCli, RefusalsAdviseAFixThatApplies) {
                2, "Set train.autocast = \"none\" to train on the CPU");
 }
 
+// A static run's checkpoint resumed as an elastic run, and an elastic member's resumed as a static run, are refused
+// naming dist.elastic (before: "written by another algorithm", and "incomplete … start the run again").
+TEST_F(TrainCli, ACheckpointResumedAsTheOtherKindOfRunNamesDistElastic) {
+  const std::vector<std::string> diloco{"--set", "dist.algorithm=diloco",  "--set", "dist.replicas=2",
+                                        "--set", "dist.batch=per_replica", "--set", "diloco.sync_every=3"};
+  std::vector<std::string> args{"train", "--config", config("static_kind").string()};
+  args.insert(args.end(), diloco.begin(), diloco.end());
+  ASSERT_EQ(run_loco(args).exit_code, 0);
+  std::vector<std::string> resume{"train",
+                                  "--resume",
+                                  (*dir_ / "static_kind" / "checkpoints" / "step_6").string(),
+                                  "--set",
+                                  "train.steps=8",
+                                  "--set",
+                                  "dist.elastic=true"};
+  expect_error(run_loco(resume), 2, "is a static run's (written with dist.elastic = false), and this run is elastic");
+
+  args = {"train", "--config", config("elastic_kind").string(), "--set", "dist.elastic=true"};
+  args.insert(args.end(), diloco.begin(), diloco.end());
+  const auto r = run_loco(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::path member_checkpoint;
+  for (const auto& member : fs::directory_iterator(*dir_ / "elastic_kind" / "members")) {
+    if (fs::exists(member.path() / "checkpoints" / "step_6"))
+      member_checkpoint = member.path() / "checkpoints" / "step_6";
+  }
+  ASSERT_FALSE(member_checkpoint.empty()) << r.output;
+  expect_error(run_loco({"train", "--resume", member_checkpoint.string(), "--set", "train.steps=8", "--set",
+                         "dist.elastic=false"}),
+               2, "is an elastic member's (written with dist.elastic = true), and this run is static");
+}
+
 // Data prepared with another tokenizer than the model's is refused by every use of the checkpoint on
 // data: the same ids would stand for other text. (The model's vocabulary of 512 is large enough for
 // both, so only the tokenizer check can catch it.)

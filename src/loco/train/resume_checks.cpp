@@ -171,6 +171,23 @@ void require_own_part(const LoadedCheckpoint& part, int rank, int stage) {
 
 void require_part_for(const RunConfig& run, const fs::path& given, int rank, int stage) {
   const fs::path checkpoint = checkpoint_location(given);
+  // An elastic member's checkpoint is one member's, with its synchronisation points; a static run's has a part
+  // per replica. Resumed as the other kind, one was "incomplete" and the other "of another algorithm".
+  if (std::error_code no_state; fs::exists(checkpoint / "state.json", no_state)) {
+    const bool elastic = read_checkpoint_config(checkpoint).dist.elastic;
+    if (elastic != run.dist.elastic) {
+      throw ConfigError(
+          elastic
+              ? fmt::format("checkpoint {} is an elastic member's (written with dist.elastic = true), and this run "
+                            "is static: resume it as that member, with dist.elastic = true under the run's "
+                            "coordinator (docs/fault-tolerance.md), or start a static run from its exported weights",
+                            checkpoint.string())
+              : fmt::format("checkpoint {} is a static run's (written with dist.elastic = false), and this run is "
+                            "elastic: resume it with dist.elastic = false, or start the elastic run from its "
+                            "exported weights",
+                            checkpoint.string()));
+    }
+  }
   // --resume names the run's checkpoint, which each replica and stage maps to its own part; a part named
   // instead was mapped once more (OUT/replica_1/replica_1/checkpoints/step_N).
   const fs::path holder = checkpoint.parent_path().parent_path();
