@@ -222,6 +222,17 @@ TEST_F(TrainCli, RefusalsAdviseAFixThatApplies) {
   expect_error(run_loco({"train", "--config", config("bf16").string(), "--set", "train.autocast=bf16", "--set",
                          "train.device=cpu"}),
                2, "Set train.autocast = \"none\" to train on the CPU");
+  // A validation split shorter than one window of the model: eval names its own fixes (before: a shorter
+  // data.seq_len or fewer replicas, which eval cannot change).
+  for (int d = 0; d < 40; ++d)
+    write_text(*dir_ / "short_val" / fmt::format("doc{:02}.txt", d), fmt::format("doc {}", d));
+  const auto prepared =
+      run_loco({"prepare", "--input", (*dir_ / "short_val").string(), "--out", (*dir_ / "short_val_data").string(),
+                "--tokenizer", "byte", "--val-fraction", "0.03"});
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
+  expect_error(run_loco({"eval", "--checkpoint", (*dir_ / "advice" / "checkpoints" / "step_6").string(), "--data",
+                         (*dir_ / "short_val_data").string()}),
+               1, "evaluate the other split (--split train)");
 }
 
 // A static run's checkpoint resumed as an elastic run, and an elastic member's resumed as a static run, are refused

@@ -31,6 +31,16 @@ void run_eval(const EvalArgs& args) {
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto data = data::TokenDataset::open(args.data_dir, args.split);
   require_same_tokenizer(args.data_dir, checkpoint);
+  // The window is the model's: the fixes of a run's "too few tokens" (a shorter data.seq_len, fewer replicas) are
+  // none here.
+  const std::int64_t window = checkpoint.config.data.seq_len + 1;
+  if (static_cast<std::int64_t>(data.size()) < window) {
+    throw DataError(
+        fmt::format("the {} split of {} has {} tokens, fewer than one window of the model's "
+                    "data.seq_len + 1 = {}: evaluate the other split (--split {}), or prepare the data "
+                    "again with more text or a larger --val-fraction",
+                    args.split, args.data_dir, data.size(), window, args.split == "val" ? "train" : "val"));
+  }
   const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
   Llama model = evaluated_model(checkpoint, device);

@@ -54,14 +54,16 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
   // The fix `loco prepare --out DATA_DIR` is no fix where prepare refuses that --out: a checkpoint, a file.
   const std::string fix =
       loco_made(data_dir) == kCheckpointDirectory
-          ? fmt::format("{} is a checkpoint, not a prepared data directory: give the directory `loco prepare` wrote "
-                        "(the checkpoint's config.toml names it as data.dir).",
-                        data_dir.string())
+          ? fmt::format(
+                "{} is a checkpoint, not a prepared data directory: give the directory `loco prepare` wrote "
+                "(data.dir in the checkpoint's state.json, or in its run's config.toml, names it).",
+                data_dir.string())
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
-          : fmt::format("{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
-                        "(into a new or emptied directory) and point data at it.",
-                        data_dir.string(), data_dir.string());
+          : fmt::format(
+                "{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
+                "(into a new or emptied directory) and point data at it.",
+                data_dir.string(), data_dir.string());
   nlohmann::json j = read_json_file(path, fix);
   return read_json_fields(path, fix, [&] {
     if (j.at("format") != kFormat || j.at("version") != kVersion) {
