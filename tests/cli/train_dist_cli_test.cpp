@@ -656,9 +656,14 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
                "dist.stages (3) is more than model.num_hidden_layers (2)");
   expect_error(train("pipeline-bad2", {"dist.stages=2", "pipeline.partition=1,2", "train.steps=2"}), 2,
                "pipeline.partition '1,2' adds up to 3 layers");
-  expect_error(launch_gloo("pipeline-bad3", 3, {"dist.stages=2", "dist.replicas=2", "dist.algorithm=diloco",
-                                                "train.steps=2"}),
-               2, "dist.replicas (2) pipelines of dist.stages (2) stages are 4 ranks, but WORLD_SIZE is 3");
+  expect_error(
+      launch_gloo("pipeline-bad3", 3, {"dist.stages=2", "dist.replicas=2", "dist.algorithm=diloco", "train.steps=2"}),
+      2,
+      "WORLD_SIZE (3) is not a multiple of dist.stages (2): every pipeline replica has dist.stages ranks. "
+      "Start `loco launch --nproc 2`");
+  expect_error(
+      launch_gloo("pipeline-bad4", 2, {"dist.stages=2", "dist.replicas=2", "dist.algorithm=diloco", "train.steps=2"}),
+      2, "dist.replicas (2) pipelines of dist.stages (2) stages are 4 ranks, but WORLD_SIZE is 2");
 }
 
 // pipeline.bandwidth_mbps and pipeline.latency_ms emulate the links between a replica's stages, waited out:

@@ -136,6 +136,13 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
   const RunConfig& config = options.config;
   const std::int64_t stages = config.dist.stages;
   if (environment.world_size != config.dist.replicas * stages) {
+    if (stages > 1 && environment.world_size % stages != 0) {
+      // dist.replicas = 0 took WORLD_SIZE / dist.stages rounded down: naming it as the fix fixed nothing.
+      throw ConfigError(fmt::format(
+          "WORLD_SIZE ({}) is not a multiple of dist.stages ({}): every pipeline replica has dist.stages ranks. "
+          "Start `loco launch --nproc {}` (or another multiple of {})",
+          environment.world_size, stages, std::max<std::int64_t>(environment.world_size / stages, 1) * stages, stages));
+    }
     if (stages > 1) {
       throw ConfigError(fmt::format(
           "dist.replicas ({}) pipelines of dist.stages ({}) stages are {} ranks, but WORLD_SIZE is {}: start "
