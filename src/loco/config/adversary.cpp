@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
 #include <regex>
 
 #include "loco/util/error.h"
@@ -33,6 +35,13 @@ std::optional<AdversarySpec> parse_adversary(const std::string& text, std::int64
   }
   const std::optional<double> factor = parse_whole_number(m[4].str());
   if (!factor) throw refuse(fmt::format("the factor '{}' is not a finite number", m[4].str()));
+  // Pseudo-gradients are float32: a factor beyond its range is an infinity, which the "nan" form stands for.
+  if (std::abs(*factor) > std::numeric_limits<float>::max()) {
+    throw refuse(
+        fmt::format("the factor {} is beyond float32's range (±{:g}); use the nan form for values that are "
+                    "not finite",
+                    m[4].str(), std::numeric_limits<float>::max()));
+  }
   spec.factor = *factor;
   return spec;
 }

@@ -26,10 +26,21 @@ void require_outer_step(const char* section, double outer_lr, double outer_momen
 }  // namespace
 
 void check_ddp_section(const RunConfig& c) {
-  if (!chosen(c, Algorithm::ddp) || !c.dist.elastic) return;
+  if (!chosen(c, Algorithm::ddp)) return;
+  const DdpConfig defaults;
+  constexpr double kMostMib = 1 << 20;  // a mebibyte short of a tebibyte: beyond any model's gradient
+  const std::pair<const char*, std::pair<double, double>> sizes[] = {
+      {"ddp.bucket_mb", {c.ddp.bucket_mb, defaults.bucket_mb}},
+      {"ddp.first_bucket_mb", {c.ddp.first_bucket_mb, defaults.first_bucket_mb}}};
+  for (const auto& [key, value] : sizes) {
+    if (!(value.first > 0 && value.first <= kMostMib)) {
+      throw ConfigError(fmt::format("{} ({}) must be a positive size in MiB, at most {:.0f} (the default is {})", key,
+                                    value.first, kMostMib, value.second));
+    }
+  }
+  if (!c.dist.elastic) return;
   // Elastic data parallel exchanges the whole gradient once the step's quorum is known (elastic/elastic_ddp.h):
   // the keys that shape a static run's buckets would be accepted and never read.
-  const DdpConfig defaults;
   if (c.ddp.bucket_mb != defaults.bucket_mb || c.ddp.first_bucket_mb != defaults.first_bucket_mb ||
       c.ddp.overlap != defaults.overlap) {
     throw ConfigError(fmt::format("dist.elastic = true exchanges data parallel's gradients in one piece after "
