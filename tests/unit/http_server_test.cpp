@@ -94,6 +94,36 @@ TEST(HttpServer, AnUnknownPathIsToldTheRoutesServed) {
       << answer;
 }
 
+// Headers for every answer reach the server's own refusals (404 here, and a request it cannot read) as well as
+// the routes' answers, once, and a route that sets one itself keeps its own (the dashboard's and the coordinator's
+// refusals came without their security headers).
+TEST(HttpServer, HeadersForEveryAnswerReachItsRefusalsToo) {
+  RunningServer server(HttpServerLimits{});
+  server->add_header_to_every_answer("X-Content-Type-Options", "nosniff");
+  server->route("GET", "/plain", [](const HttpRequest&, HttpResponse& res) { res.body = "{}"; });
+  server->route("GET", "/own", [](const HttpRequest&, HttpResponse& res) {
+    res.headers.emplace_back("x-content-type-options", "other");
+  });
+  server.start();
+  const auto count = [](const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  for (const char* path : {"/plain", "/nope"}) {
+    const std::string answer = read_to_end(send_get(server->port(), path));
+    EXPECT_EQ(count(answer, "X-Content-Type-Options: nosniff\r\n"), 1u) << answer;
+  }
+  const int fd = connect_from(server->port(), "127.0.0.1", false);
+  send_text(fd, "POST /plain HTTP/1.1\r\nHost: x\r\n\r\n");  // no Content-Length: 411
+  const std::string refused = read_to_end(fd);
+  EXPECT_NE(refused.find("411"), std::string::npos) << refused;
+  EXPECT_EQ(count(refused, "X-Content-Type-Options: nosniff\r\n"), 1u) << refused;
+  const std::string own = read_to_end(send_get(server->port(), "/own"));
+  EXPECT_EQ(count(own, "nosniff"), 0u) << own;
+  EXPECT_EQ(count(own, "x-content-type-options: other"), 1u) << own;
+}
+
 // Two requests held in their handlers fill a server that answers two at once: a third gets 503 at once
 // (with the refusal a member retries), and the two held ones are answered when they are let go.
 TEST(HttpServer, ARequestBeyondTheAnswersAllowedAtOnceGets503) {

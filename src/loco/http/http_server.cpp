@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -127,11 +129,25 @@ std::string receive(int fd, std::size_t capacity, Clock::time_point deadline) {
   }
 }
 
-std::string response_bytes(const HttpResponse& response) {
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+bool same_header_name(const std::string& a, const std::string& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// The answer's bytes, with `every_answer`'s headers that it does not set itself.
+std::string response_bytes(const HttpResponse& response, const Headers& every_answer) {
   std::string out =
       fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n", response.status,
                   reason_phrase(response.status), response.content_type, response.body.size());
   for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
+  for (const auto& [name, value] : every_answer) {
+    const bool set = std::any_of(response.headers.begin(), response.headers.end(),
+                                 [&](const auto& header) { return same_header_name(header.first, name); });
+    if (!set) out += fmt::format("{}: {}\r\n", name, value);
+  }
   out += "\r\n";
   out += response.body;
   return out;
@@ -158,6 +174,7 @@ struct HttpServer::Impl {
 
   HttpServerLimits limits;
   std::map<std::pair<std::string, std::string>, HttpHandler> routes;  // by (method, path)
+  Headers every_answer;
   int listen_fd = -1;
   int port = 0;
   std::atomic<bool> stopping{false};
@@ -294,9 +311,10 @@ struct HttpServer::Impl {
                                     "unavailable");
         response.headers.emplace_back("Retry-After", "2");
       }
-      send_all(fd, response_bytes(response), after_seconds(limits.answer_deadline_s));
+      send_all(fd, response_bytes(response, every_answer), after_seconds(limits.answer_deadline_s));
     } catch (const HttpRefusal& e) {
-      send_all(fd, response_bytes(refusal_response(e.status(), e.what())), after_seconds(limits.answer_deadline_s));
+      send_all(fd, response_bytes(refusal_response(e.status(), e.what()), every_answer),
+               after_seconds(limits.answer_deadline_s));
       refused = true;
     } catch (const ConnectionLost&) {
     }
@@ -314,6 +332,10 @@ HttpServer::~HttpServer() {
 
 void HttpServer::route(const std::string& method, const std::string& path, HttpHandler handler) {
   impl_->routes[{method, path}] = std::move(handler);
+}
+
+void HttpServer::add_header_to_every_answer(const std::string& name, const std::string& value) {
+  impl_->every_answer.emplace_back(name, value);
 }
 
 bool HttpServer::bind(const std::string& host, int port) {

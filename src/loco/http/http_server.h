@@ -59,6 +59,9 @@ class HttpServer {
 
   // Answers `method` (GET or POST) requests for `path`; other paths get 404. Before serve().
   void route(const std::string& method, const std::string& path, HttpHandler handler);
+  // Headers every answer carries, the server's own refusals (404, 405, 411, 503, …) too, unless the answer sets
+  // the same header itself. Before serve().
+  void add_header_to_every_answer(const std::string& name, const std::string& value);
   // Listens on host:port (0: a free port); false when it cannot (in use, not an address of this host).
   bool bind(const std::string& host, int port);
   int port() const;

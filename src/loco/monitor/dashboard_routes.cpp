@@ -35,21 +35,21 @@ std::string as_text(const nlohmann::json& json, int indent = -1) {
 }  // namespace
 
 void add_dashboard_routes(http::HttpServer& server, DashboardSource source) {
+  // The server's own refusals (404, 405, …) and the coordinator's other routes carry them too.
+  for (const auto& [name, value] : dashboard_headers()) server.add_header_to_every_answer(name, value);
   const auto shared = std::make_shared<const DashboardSource>(std::move(source));
   for (const WebAsset& asset : dashboard_assets()) {
-    server.route("GET", std::string(asset.path), [shared, &asset](const http::HttpRequest& req, http::HttpResponse& res) {
-      res.headers = dashboard_headers();
-      res.content_type = std::string(asset.content_type);
-      res.body = asset.path != "/" || shared->may_see(req) ? std::string(asset.body)
-                                                            : shared->page_instead(shared->status(req));
-    });
+    server.route("GET", std::string(asset.path),
+                 [shared, &asset](const http::HttpRequest& req, http::HttpResponse& res) {
+                   res.content_type = std::string(asset.content_type);
+                   res.body = asset.path != "/" || shared->may_see(req) ? std::string(asset.body)
+                                                                        : shared->page_instead(shared->status(req));
+                 });
   }
   server.route("GET", "/status", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
-    res.headers = dashboard_headers();
     res.body = as_text(shared->status(req), 2) + "\n";
   });
   server.route("GET", "/history", [shared](const http::HttpRequest& req, http::HttpResponse& res) {
-    res.headers = dashboard_headers();
     if (!shared->may_see(req)) {
       res.status = 403;
       res.body = nlohmann::json{{"error", "the metrics history needs the run's status token (X-Loco-Token, or "

@@ -6,7 +6,8 @@
 //   GET /status           the member table and events as `status` gives them to this request
 //   GET /history?after=N  the metric points after sequence number N (0: all kept), 403 for who may not see them
 //
-// Every answer carries dashboard_headers() (the page may load nothing from elsewhere).
+// Every answer of the server carries dashboard_headers() (the page may load nothing from elsewhere), its
+// refusals too.
 #pragma once
 
 #include <nlohmann/json.hpp>
