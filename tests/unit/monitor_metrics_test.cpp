@@ -230,6 +230,20 @@ TEST_F(RunFilesTest, GarbageAndOverlongLinesAreSkippedNotTrusted) {
   EXPECT_EQ(status["events"][0]["kind"], "");
 }
 
+// An overlong line that is valid JSON is skipped too when it arrives whole in one read (it was taken then, and
+// only a line cut between reads was skipped).
+TEST_F(RunFilesTest, AnOverlongValidLineIsSkippedWhenItArrivesInOneRead) {
+  std::string line = R"({"step": 5, "loss": 1.0, "pad": ")";
+  line += std::string(RunFiles::kMaxLineBytes, ' ') + "\"}\n";
+  append(dir_ / "metrics.jsonl", line + R"({"step": 6, "loss": 2.0})"
+                                        "\n");
+  RunFiles files({dir_});
+  MetricsHistory history;
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 1u);
+  EXPECT_EQ(history.latest(dir_.string())->step, 6);
+}
+
 // Events of near-megabyte details (a line may hold up to kMaxLineBytes) are kept cut, so /status stays small
 // however many clients ask: 200 events of 1 MB each were ~200 MB per answer, and answers being sent at once
 // took gigabytes (audit: a dashboard aborted with bad_alloc under a memory limit).

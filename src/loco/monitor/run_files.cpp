@@ -90,7 +90,8 @@ void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& 
   file.offset += chunk.size();
   std::size_t begin = 0;
   for (std::size_t end; (end = chunk.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    if (!file.skipping_line) {
+    // A line longer than kMaxLineBytes is skipped whether it arrived in pieces or in one read.
+    if (!file.skipping_line && file.partial.size() + (end - begin) <= kMaxLineBytes) {
       file.partial.append(chunk, begin, end - begin);
       take_line(file.partial, file, history);
     }
