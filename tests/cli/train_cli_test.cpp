@@ -331,6 +331,17 @@ TEST_F(TrainCli, AMalformedFaultInjectionIsRefused) {
     ::unsetenv("LOCO_FAULT");
     expect_error(r, 2, std::string("LOCO_FAULT=") + value + " is not [NAME@]WHEN:ACTION");
   }
+  // An elastic member whose coordinator does not answer: refused before it waits to join (it waited without a
+  // word until comm.timeout_s).
+  ::setenv("LOCO_FAULT", "garbage", 1);
+  ::setenv("LOCO_COORDINATOR", "127.0.0.1:1", 1);
+  ::setenv("LOCO_RUN_ID", "fault-run", 1);
+  test::use_test_run_secret();
+  const auto r = test::run_loco_within(
+      30, {"train", "--config", config("fault-elastic").string(), "--set", "dist.elastic=true", "--set",
+           "dist.algorithm=diloco", "--set", "dist.backend=gloo", "--set", "dist.batch=per_replica"});
+  for (const char* name : {"LOCO_FAULT", "LOCO_COORDINATOR", "LOCO_RUN_ID", "LOCO_RUN_SECRET"}) ::unsetenv(name);
+  expect_error(r, 2, "LOCO_FAULT=garbage is not [NAME@]WHEN:ACTION");
 }
 
 // A fault fires in a rank's first process only: the same step, met again by a process that `loco launch

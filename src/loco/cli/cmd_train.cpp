@@ -27,6 +27,7 @@
 #include "loco/run/replica_runs.h"
 #include "loco/sim/outer_momentum_advice.h"
 #include "loco/sim/slow_link_advice.h"
+#include "loco/train/fault_injection.h"
 #include "loco/train/progress.h"
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
@@ -163,6 +164,9 @@ void run_train(const TrainArgs& args) {
   keep_freed_memory_in_heap();  // note "allocator": before any thread of the run (replicas, heartbeats) starts
   TrainOptions options;
   options.config = given_config(args);
+  // A malformed LOCO_FAULT is refused before anything starts (an elastic member read it only once it had joined,
+  // so without a coordinator it waited without a word).
+  FaultInjection::from_environment();
   if (!args.resume.empty()) options.resume_from = args.resume;
   options.make_strategy = make_strategy;
   // Note "graceful-stop": the first SIGINT, SIGTERM or SIGHUP stops the run where its replicas meet (an elastic
