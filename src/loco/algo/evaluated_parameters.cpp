@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "loco/algo/parameter_fragment.h"
 #include "loco/config/algorithms.h"
 #include "loco/model/weights.h"
+#include "loco/pipeline/partition.h"
+#include "loco/pipeline/stages/stage_runner.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/util/error.h"
 
@@ -66,7 +69,26 @@ void use_evaluated_parameters(Llama& model, const RunConfig& config, const Safet
 
 Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
   Llama model = restore_model(checkpoint, device);
-  if (checkpoint.config.dist.stages == 1) use_evaluated_parameters(model, checkpoint.config, checkpoint.strategy);
+  const RunConfig& config = checkpoint.config;
+  if (config.dist.stages == 1) {
+    use_evaluated_parameters(model, config, checkpoint.strategy);
+    return model;
+  }
+  // Each stage kept the outer state of its part, laid out as that part's parameters: each part is built, given the
+  // joined model's values, set to its evaluated ones, and those written back (a tied embedding's two copies are
+  // the same in both stages that hold one).
+  torch::NoGradGuard no_grad;
+  const auto split =
+      pipeline::model_partition(config.model, static_cast<int>(config.dist.stages), config.pipeline.partition);
+  std::map<std::string, torch::Tensor> whole;
+  for (const auto& [name, tensor] : model_parameters(model)) whole.emplace(name, tensor);
+  for (std::size_t s = 0; s < checkpoint.stage_strategies.size(); ++s) {
+    Llama part(config.model, pipeline::stage_part(split, static_cast<int>(s)));
+    part->to(device);
+    for (const auto& [name, tensor] : model_parameters(part)) tensor.copy_(whole.at(name));
+    use_evaluated_parameters(part, config, checkpoint.stage_strategies[s]);
+    for (const auto& [name, tensor] : model_parameters(part)) whole.at(name).copy_(tensor);
+  }
   return model;
 }
 

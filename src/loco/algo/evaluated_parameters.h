@@ -20,8 +20,8 @@ namespace loco {
 // parameters. CheckpointError when the strategy's tensors do not fit the model.
 void use_evaluated_parameters(Llama& model, const RunConfig& config, const SafetensorsContent& strategy);
 
-// The model a checkpoint read for inference holds, with the parameters its run evaluates. A pipeline run's
-// stages each keep the outer parameters of their own part, not joined here: its model is replica 0's θ.
+// The model a checkpoint read for inference holds, with the parameters its run evaluates; a pipeline run's stage by
+// stage, each from the outer state of its own part.
 Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device);
 
 }  // namespace loco

@@ -143,6 +143,7 @@ bool holds_first_layer(const SafetensorsContent& part) {
 // embedding (held by the first and last stage) once, after checking that both copies are equal.
 void join_stage_parts(LoadedCheckpoint& out) {
   const std::int64_t stages = out.config.dist.stages;
+  out.stage_strategies.push_back(optional_tensors(out.dir / "strategy.safetensors"));
   for (int s = 1; s < stages; ++s) {
     const fs::path dir = stage_checkpoint(out.dir, s);
     if (!fs::is_directory(dir)) {
@@ -166,6 +167,7 @@ void join_stage_parts(LoadedCheckpoint& out) {
           "stages' checkpoints come from different runs. Copy the whole run directory",
           dir.string(), difference->key, value_text(difference->in_a), out.dir.string(), value_text(difference->in_b)));
     }
+    out.stage_strategies.push_back(optional_tensors(dir / "strategy.safetensors"));
     SafetensorsContent part = load_safetensors(dir / "model.safetensors");
     if (holds_first_layer(part)) {
       throw CheckpointError(

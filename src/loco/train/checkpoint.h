@@ -42,11 +42,14 @@ struct LoadedCheckpoint {
   SafetensorsContent model;
   SafetensorsContent optimizer;
   SafetensorsContent strategy;
+  // For inference of a pipeline run: stage s's strategy tensors (its part's outer state), by stage.
+  std::vector<SafetensorsContent> stage_strategies;
 };
 
 // Reads a checkpoint directory, verifying the size and CRC-32 of every file it uses first; throws
-// CheckpointError naming the damaged file and what to do. For inference, `optimizer` and
-// `strategy` stay empty.
+// CheckpointError naming the damaged file and what to do. For inference, `optimizer` stays empty, and the
+// strategy's tensors are read for the parameters the run evaluated (algo/evaluated_parameters.h): `strategy`, or a
+// pipeline run's `stage_strategies`.
 LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir, CheckpointUse use = CheckpointUse::resume);
 
 // The model a checkpoint holds, built from its config and weights, on `device`.
