@@ -41,7 +41,8 @@ TEST(Export, ReferenceImplementationLoadsItAndAgreesOnLogits) {
     load_model_weights(model, saved);
 
     const fs::path out = dir / (tied ? "hf_tied" : "hf_untied");
-    write_hf_export(out, hf_config_json(config.model, 256, 257), model_parameters(model), checkpoint);
+    write_hf_export(out, hf_config_json(config.model, 256, 257), model_parameters(model), data::ByteTokenizer(),
+                    checkpoint);
     EXPECT_EQ(load_safetensors(out / "model.safetensors").tensors.count("lm_head.weight"), tied ? 0u : 1u);
 
     torch::Tensor ids = torch::randint(0, 258, {2, 16}, torch::kInt64);

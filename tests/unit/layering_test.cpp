@@ -30,14 +30,16 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"elastic", {"util", "io", "config", "data", "model", "comm", "http", "monitor", "membership", "train", "algo"}},
       {"model", {"util", "io", "config", "data"}},
       {"train", {"util", "io", "config", "data", "model", "comm", "pipeline"}},
-      {"algo", {"util", "io", "config", "data", "model", "comm", "train"}},
+      {"algo", {"util", "io", "config", "data", "model", "comm", "pipeline", "train"}},
       {"pipeline", {"util", "io", "config", "data", "model", "comm"}},
       {"sim", {"util", "config"}},
       {"sweep", {"util", "config", "sim"}},
       {"plugins", {"util", "data"}},
-      {"run", {"util", "io", "config", "data", "model", "comm", "http", "monitor", "membership", "elastic", "train", "algo"}},
-      {"cli", {"util", "io", "config", "data", "model", "comm", "launch", "http", "monitor", "membership", "elastic", "train", "algo", "sim",
-               "sweep", "run"}},
+      {"run",
+       {"util", "io", "config", "data", "model", "comm", "http", "monitor", "membership", "elastic", "train", "algo"}},
+      {"cli",
+       {"util", "io", "config", "data", "model", "comm", "launch", "http", "monitor", "membership", "elastic", "train",
+        "algo", "sim", "sweep", "run"}},
   };
   return allowed;
 }

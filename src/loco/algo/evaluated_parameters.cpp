@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,11 +51,16 @@ std::vector<std::pair<std::string, ParameterFragment>> outer_fragments(const Run
   return named;
 }
 
+// Whether the strategy of `algorithm` keeps outer parameters that the run evaluates.
+bool has_outer_parameters(Algorithm algorithm) { return algorithm != Algorithm::none && algorithm != Algorithm::ddp; }
+
 }  // namespace
 
 void use_evaluated_parameters(Llama& model, const RunConfig& config, const SafetensorsContent& strategy) {
+  if (!has_outer_parameters(algorithm_named(config.dist.algorithm))) return;
   torch::NoGradGuard no_grad;
-  const FlatParameters layout = optimizer_layout(model_parameters(model));
+  // The parameters move into the layout's buffers (the old storage is freed as each moves), without gradients.
+  const FlatParameters layout = optimizer_layout(model_parameters(model), /*with_gradients=*/false);
   for (auto& [name, fragment] : outer_fragments(config, layout, model->config().num_hidden_layers)) {
     const auto saved = strategy.tensors.find(name);
     if (saved == strategy.tensors.end() || saved->second.numel() != fragment.numel()) {
@@ -74,20 +80,31 @@ Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device) 
     use_evaluated_parameters(model, config, checkpoint.strategy);
     return model;
   }
+  if (!has_outer_parameters(algorithm_named(config.dist.algorithm))) return model;
   // Each stage kept the outer state of its part, laid out as that part's parameters: each part is built, given the
-  // joined model's values, set to its evaluated ones, and those written back (a tied embedding's two copies are
-  // the same in both stages that hold one).
+  // joined model's values, set to its evaluated ones, and those written back. A tied embedding's two copies (first
+  // and last stage) are the same in both stages' outer states, as their θ copies are: checked, as those are.
   torch::NoGradGuard no_grad;
   const auto split =
       pipeline::model_partition(config.model, static_cast<int>(config.dist.stages), config.pipeline.partition);
   std::map<std::string, torch::Tensor> whole;
   for (const auto& [name, tensor] : model_parameters(model)) whole.emplace(name, tensor);
+  std::set<std::string> written;
   for (std::size_t s = 0; s < checkpoint.stage_strategies.size(); ++s) {
     Llama part(config.model, pipeline::stage_part(split, static_cast<int>(s)));
     part->to(device);
     for (const auto& [name, tensor] : model_parameters(part)) tensor.copy_(whole.at(name));
     use_evaluated_parameters(part, config, checkpoint.stage_strategies[s]);
-    for (const auto& [name, tensor] : model_parameters(part)) whole.at(name).copy_(tensor);
+    for (const auto& [name, tensor] : model_parameters(part)) {
+      if (!written.insert(name).second && !torch::equal(whole.at(name), tensor)) {
+        throw CheckpointError(
+            fmt::format("the stages of pipeline checkpoint {} hold different evaluated values of "
+                        "{}, which they keep equal: a strategy.safetensors was edited. Use "
+                        "another checkpoint",
+                        checkpoint.dir.string(), name));
+      }
+      whole.at(name).copy_(tensor);
+    }
   }
   return model;
 }

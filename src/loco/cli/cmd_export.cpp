@@ -27,7 +27,7 @@ void run_export(const ExportArgs& args) {
   const Llama model = evaluated_model(checkpoint, torch::kCPU);
   const NamedTensors parameters = model_parameters(model);
   write_hf_export(args.out_dir, hf_config_json(checkpoint.config.model, tokenizer->bos_id(), tokenizer->eos_id()),
-                  parameters, args.checkpoint);
+                  parameters, *tokenizer, args.checkpoint);
   fmt::print("exported {} (step {}) to {}: config.json, model.safetensors, tokenizer files\n", args.checkpoint,
              checkpoint.state.step, args.out_dir);
 }

@@ -157,12 +157,7 @@ void check_dist_section(const RunConfig& c) {
       reject("dist.adversary simulates a bad replica in the outer step of diloco, localsgd, streaming or sparseloco");
     }
   }
-  if (d.stages > 1) {
-    check_pipeline_run(c);
-  } else {  // read by no link, but a value no link could take is refused as with stages
-    check_emulated_link("pipeline.bandwidth_mbps", c.pipeline.bandwidth_mbps, "pipeline.latency_ms",
-                        c.pipeline.latency_ms, 1);
-  }
+  if (d.stages > 1) check_pipeline_run(c);
   if (d.elastic) check_elastic_run(c);
   if (!d.churn.empty()) {
     if (!d.elastic) {

@@ -33,9 +33,12 @@ void check_ddp_section(const RunConfig& c) {
       {"ddp.bucket_mb", {c.ddp.bucket_mb, defaults.bucket_mb}},
       {"ddp.first_bucket_mb", {c.ddp.first_bucket_mb, defaults.first_bucket_mb}}};
   for (const auto& [key, value] : sizes) {
-    if (!(value.first > 0 && value.first <= kMostMib)) {
-      throw ConfigError(fmt::format("{} ({}) must be a positive size in MiB, at most {:.0f} (the default is {})", key,
-                                    value.first, kMostMib, value.second));
+    // 0 closes a bucket after each parameter (one all-reduce per parameter), as runs have used it.
+    if (!(value.first >= 0 && value.first <= kMostMib)) {
+      throw ConfigError(
+          fmt::format("{} ({}) must be a size in MiB from 0 (a bucket per parameter) to {:.0f} (the "
+                      "default is {})",
+                      key, value.first, kMostMib, value.second));
     }
   }
   if (!c.dist.elastic) return;

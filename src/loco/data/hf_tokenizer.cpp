@@ -122,6 +122,9 @@ HfTokenizerFiles hf_tokenizer_files(const Tokenizer& tokenizer, std::int64_t mod
   files.tokenizer_config.update({{"tokenizer_class", "PreTrainedTokenizerFast"},
                                  {"model_max_length", model_max_length},
                                  {"clean_up_tokenization_spaces", false},
+                                 // loco encodes "<s>" in a text as its characters; Hugging Face reads it as BOS
+                                 // unless told to split special tokens (transformers is; tokenizers.js is not).
+                                 {"split_special_tokens", true},
                                  {"add_bos_token", true},
                                  {"add_eos_token", false}});
   return files;

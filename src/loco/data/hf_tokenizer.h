@@ -10,6 +10,9 @@
 //   loco's settings (identity normalization, no dummy prefix) leave one normalization step: a space is "▁".
 // - the byte tokenizer is a vocabulary of the 256 byte pieces alone and no merges: every character falls
 //   back to its bytes, id = byte.
+// One difference stays: the special tokens' names in a text ("<s>", "</s>", "<unk>") are read by Hugging Face as
+// those tokens, as by every Hugging Face Llama tokenizer, where loco encodes their characters;
+// tokenizer_config.json asks transformers to split them (split_special_tokens), which tokenizers.js ignores.
 #pragma once
 
 #include <cstdint>

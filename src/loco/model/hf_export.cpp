@@ -60,9 +60,9 @@ namespace {
 
 // loco's tokenizer.json is not the format Hugging Face reads under that name (AutoTokenizer failed on it): the
 // export holds the Hugging Face files instead, and the sentencepiece model under the name its readers expect.
-void write_hf_tokenizer(const fs::path& tokenizer_dir, std::int64_t model_max_length, const fs::path& out) {
-  const auto tokenizer = data::load_tokenizer(tokenizer_dir);
-  const data::HfTokenizerFiles files = data::hf_tokenizer_files(*tokenizer, model_max_length);
+void write_hf_tokenizer(const data::Tokenizer& tokenizer, const fs::path& tokenizer_dir, std::int64_t model_max_length,
+                        const fs::path& out) {
+  const data::HfTokenizerFiles files = data::hf_tokenizer_files(tokenizer, model_max_length);
   const data::TokenizerInfo info = data::read_tokenizer_info(tokenizer_dir);
   if (!info.model_file.empty()) write_file_atomic(out / "tokenizer.model", read_file(tokenizer_dir / info.model_file));
   write_file_atomic(out / "special_tokens_map.json", files.special_tokens_map.dump(2) + "\n");
@@ -73,7 +73,7 @@ void write_hf_tokenizer(const fs::path& tokenizer_dir, std::int64_t model_max_le
 }  // namespace
 
 void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config_json, const NamedTensors& parameters,
-                     const fs::path& tokenizer_dir) {
+                     const data::Tokenizer& tokenizer, const fs::path& tokenizer_dir) {
   // "out/" and "out" name the same directory; parent_path() of the former would be "out" itself.
   fs::path out_dir = fs::absolute(requested_dir).lexically_normal();
   if (!out_dir.has_filename()) out_dir = out_dir.parent_path();
@@ -114,7 +114,7 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
                                       {"eos_token_id", config_json["eos_token_id"]}})
                               .dump(2) +
                           "\n");
-    write_hf_tokenizer(tokenizer_dir, config_json.at("max_position_embeddings").get<std::int64_t>(), tmp);
+    write_hf_tokenizer(tokenizer, tokenizer_dir, config_json.at("max_position_embeddings").get<std::int64_t>(), tmp);
     std::error_code ec;
     if (fs::exists(out_dir)) fs::remove(out_dir, ec);  // empty, checked above
     if (!rename_no_replace(tmp, out_dir)) {

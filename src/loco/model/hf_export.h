@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loco/config/run_config.h"
+#include "loco/data/tokenizer.h"
 #include "loco/io/safetensors.h"
 
 namespace loco {
@@ -20,8 +21,9 @@ nlohmann::json hf_config_json(const ModelConfig& model, std::int64_t bos_id, std
 ModelConfig model_config_from_hf_json(const nlohmann::json& json);
 
 // Writes the export into `out_dir`, which must not exist or be empty (nothing is overwritten);
-// the directory appears complete or not at all. The tokenizer is the one in `tokenizer_dir` (loco's files).
+// the directory appears complete or not at all. `tokenizer` is the one loaded from `tokenizer_dir` (loco's files).
 void write_hf_export(const std::filesystem::path& out_dir, const nlohmann::json& config_json,
-                     const NamedTensors& parameters, const std::filesystem::path& tokenizer_dir);
+                     const NamedTensors& parameters, const data::Tokenizer& tokenizer,
+                     const std::filesystem::path& tokenizer_dir);
 
 }  // namespace loco

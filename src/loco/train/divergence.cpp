@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loco/config/algorithms.h"
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
 
@@ -21,16 +22,28 @@ namespace {
 
 // The keys of the outer step that a divergence just after a synchronisation points to; "" without one.
 std::string outer_step_keys(const RunConfig& c) {
-  const std::string& algorithm = c.dist.algorithm;
+  const Algorithm algorithm = algorithm_named(c.dist.algorithm);
   std::string keys;
-  if (algorithm == "diloco") keys = fmt::format("diloco.outer_lr (now {})", c.diloco.outer_lr);
-  if (algorithm == "streaming") keys = fmt::format("streaming.outer_lr (now {})", c.streaming.outer_lr);
-  if (algorithm == "sparseloco") keys = fmt::format("sparseloco.outer_lr (now {})", c.sparseloco.outer_lr);
-  if (algorithm == "noloco")
-    keys = fmt::format("noloco.beta and noloco.gamma (now {}, {})", c.noloco.beta, c.noloco.gamma);
-  if (keys.empty()) return "";
+  switch (algorithm) {
+    case Algorithm::diloco:
+      keys = fmt::format("diloco.outer_lr (now {})", c.diloco.outer_lr);
+      break;
+    case Algorithm::streaming:
+      keys = fmt::format("streaming.outer_lr (now {})", c.streaming.outer_lr);
+      break;
+    case Algorithm::sparseloco:
+      keys = fmt::format("sparseloco.outer_lr (now {})", c.sparseloco.outer_lr);
+      break;
+    case Algorithm::noloco:
+      keys = fmt::format("noloco.beta and noloco.gamma (now {}, {})", c.noloco.beta, c.noloco.gamma);
+      break;
+    case Algorithm::localsgd:  // its outer step is an average, with no key to lower
+    case Algorithm::none:
+    case Algorithm::ddp:
+      return "";
+  }
   std::string advice = fmt::format("; if it diverged just after a synchronisation, lower {}", keys);
-  if (c.dist.replicas > 1 && c.dist.aggregation == "mean" && algorithm != "noloco") {
+  if (c.dist.replicas > 1 && c.dist.aggregation == "mean" && algorithm != Algorithm::noloco) {
     advice += ", or take a robust dist.aggregation (clip, for one), in case a replica sent values that are not sound";
   }
   return advice;

@@ -7,7 +7,7 @@
 namespace loco {
 
 FlatParameters::FlatParameters(const NamedTensors& parameters, std::size_t groups,
-                               const std::function<std::size_t(const torch::Tensor&)>& group_of) {
+                               const std::function<std::size_t(const torch::Tensor&)>& group_of, bool with_gradients) {
   LOCO_CHECK(!parameters.empty(), "no parameters to flatten");
   std::vector<std::int64_t> sizes(groups, 0);
   for (const auto& [name, p] : parameters) {
@@ -20,7 +20,7 @@ FlatParameters::FlatParameters(const NamedTensors& parameters, std::size_t group
   torch::NoGradGuard no_grad;
   for (std::size_t g = 0; g < groups; ++g) {
     buffers_.push_back(torch::zeros({sizes[g]}, options).set_requires_grad(true));
-    buffers_.back().mutable_grad() = torch::zeros({sizes[g]}, options);
+    if (with_gradients) buffers_.back().mutable_grad() = torch::zeros({sizes[g]}, options);
   }
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Slot& slot = slots_[i];
@@ -30,7 +30,7 @@ FlatParameters::FlatParameters(const NamedTensors& parameters, std::size_t group
     buffer.narrow(0, slot.offset, numel).copy_(p.reshape({-1}));
     // Re-point the parameter at its slice of the buffer: same tensor object, new storage.
     p.set_(buffer.storage(), buffer.storage_offset() + slot.offset, p.sizes(), torch::IntArrayRef(p.strides()));
-    p.mutable_grad() = buffer.grad().narrow(0, slot.offset, numel).view(p.sizes());
+    if (with_gradients) p.mutable_grad() = buffer.grad().narrow(0, slot.offset, numel).view(p.sizes());
     parameters_.push_back(p);
   }
 }

@@ -23,9 +23,10 @@ class FlatParameters {
   };
 
   // Moves every parameter of `parameters` into the buffer of group `group_of(param)` (groups
-  // 0..groups−1), keeping values, and gives each a zeroed gradient view.
+  // 0..groups−1), keeping values, and gives each a zeroed gradient view (unless `with_gradients` is false:
+  // a model that is only evaluated needs no gradient buffer the size of its parameters).
   FlatParameters(const NamedTensors& parameters, std::size_t groups,
-                 const std::function<std::size_t(const torch::Tensor&)>& group_of);
+                 const std::function<std::size_t(const torch::Tensor&)>& group_of, bool with_gradients = true);
 
   // The group's buffer (1-D); its .grad() is the group's gradient buffer.
   const torch::Tensor& buffer(std::size_t group) const { return buffers_[group]; }

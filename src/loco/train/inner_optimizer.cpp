@@ -18,9 +18,10 @@ constexpr std::size_t kNotDecayed = 1;  // vectors: norm weights
 
 }  // namespace
 
-FlatParameters optimizer_layout(const NamedTensors& named_parameters) {
-  return FlatParameters(named_parameters, 2,
-                        [](const torch::Tensor& p) { return p.dim() >= 2 ? kDecayed : kNotDecayed; });
+FlatParameters optimizer_layout(const NamedTensors& named_parameters, bool with_gradients) {
+  return FlatParameters(
+      named_parameters, 2, [](const torch::Tensor& p) { return p.dim() >= 2 ? kDecayed : kNotDecayed; },
+      with_gradients);
 }
 
 InnerOptimizer::InnerOptimizer(const NamedTensors& named_parameters, const OptimConfig& c, bool fused_on_cuda)

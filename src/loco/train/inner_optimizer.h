@@ -25,7 +25,7 @@ namespace loco {
 
 // The layout of the inner optimizer's flat buffers (matrices, decayed, then vectors), which a strategy's flat
 // outer state follows: taking over the storage of `named_parameters`, as the optimizer does.
-FlatParameters optimizer_layout(const NamedTensors& named_parameters);
+FlatParameters optimizer_layout(const NamedTensors& named_parameters, bool with_gradients = true);
 
 class InnerOptimizer {
  public:
