@@ -54,8 +54,9 @@ std::vector<std::pair<std::string, ParameterFragment>> outer_fragments(const Run
 // Whether the strategy of `algorithm` keeps outer parameters that the run evaluates.
 bool has_outer_parameters(Algorithm algorithm) { return algorithm != Algorithm::none && algorithm != Algorithm::ddp; }
 
-}  // namespace
-
+// Overwrites `model`'s parameters (a checkpoint's θ, or a pipeline stage's part of it) with the ones its run
+// evaluates, from the `strategy` tensors of its checkpoint; no change for an algorithm without outer parameters.
+// CheckpointError when the strategy's tensors do not fit the model.
 void use_evaluated_parameters(Llama& model, const RunConfig& config, const SafetensorsContent& strategy) {
   if (!has_outer_parameters(algorithm_named(config.dist.algorithm))) return;
   torch::NoGradGuard no_grad;
@@ -72,6 +73,8 @@ void use_evaluated_parameters(Llama& model, const RunConfig& config, const Safet
     fragment.write(saved->second.reshape({-1}));
   }
 }
+
+}  // namespace
 
 Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
   Llama model = restore_model(checkpoint, device);

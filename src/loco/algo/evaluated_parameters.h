@@ -15,11 +15,6 @@
 
 namespace loco {
 
-// Overwrites `model`'s parameters (a checkpoint's θ, of a run of `config` without pipeline stages) with the ones
-// its run evaluates, from the checkpoint's `strategy` tensors; no change for an algorithm without outer
-// parameters. CheckpointError when the strategy's tensors do not fit the model.
-void use_evaluated_parameters(Llama& model, const RunConfig& config, const SafetensorsContent& strategy);
-
 // The model a checkpoint read for inference holds, with the parameters its run evaluates; a pipeline run's stage by
 // stage, each from the outer state of its own part.
 Llama evaluated_model(const LoadedCheckpoint& checkpoint, torch::Device device);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loco/model/weights.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -65,13 +66,6 @@ void with_values(std::vector<ParameterFragment>& fragments, const std::vector<to
 
 namespace {
 
-// The transformer block a parameter belongs to ("model.layers.{i}.…"), or -1.
-std::int64_t block_of(const std::string& name) {
-  const std::string prefix = "model.layers.";
-  if (name.rfind(prefix, 0) != 0) return -1;
-  return std::stoll(name.substr(prefix.size()));
-}
-
 torch::Tensor slice_of(const FlatParameters& parameters, const FlatParameters::Slot& slot) {
   std::int64_t numel = 1;
   for (auto s : slot.sizes) numel *= s;
@@ -106,7 +100,7 @@ std::vector<ParameterFragment> block_fragments(const FlatParameters& parameters,
   if (embeddings_own_fragment) out.emplace_back(fmt::format("fragment {} (embeddings, norm, head)", fragments));
   // Slots are in model order, so each fragment's slices arrive in buffer order and merge.
   for (const auto& slot : parameters.slots()) {
-    const std::int64_t block = block_of(slot.name);
+    const std::int64_t block = decoder_layer_of(slot.name);
     std::int64_t p = 0;
     if (block >= 0) {
       p = fragment_of_block(block);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include "loco/util/error.h"
 
@@ -18,6 +19,12 @@ bool all_finite(const torch::Tensor& tensor) {
     if (!std::isfinite(piece.sum(torch::kFloat64).item<double>())) return false;
   }
   return true;
+}
+
+std::int64_t decoder_layer_of(const std::string& name) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
+  return std::stoll(name.substr(prefix.size()));
 }
 
 NamedTensors model_parameters(const Llama& model) {

@@ -11,6 +11,10 @@ namespace loco {
 
 NamedTensors model_parameters(const Llama& model);
 
+// The decoder layer a parameter belongs to, from its HF name ("model.layers.{i}.…"), or -1 for the embedding,
+// the final norm and the head.
+std::int64_t decoder_layer_of(const std::string& name);
+
 // Copies every parameter from `content` (by name); throws CheckpointError, before copying any, when one is
 // missing, has another shape (a checkpoint of a different model) or type, or holds NaN or infinite values, or
 // when `content` holds a tensor under `prefix` the model does not have.

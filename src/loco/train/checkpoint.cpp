@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <set>
 #include <string_view>
 
@@ -117,13 +116,11 @@ fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& conf
 
 namespace {
 
-constexpr std::string_view kLayerPrefix = "model.layers.";
-
 // The layers a model part holds, as "layers 2-3" (or "no layer").
 std::string layers_held(const SafetensorsContent& part) {
-  std::set<long> layers;
+  std::set<std::int64_t> layers;
   for (const auto& [name, tensor] : part.tensors) {
-    if (name.rfind(kLayerPrefix, 0) == 0) layers.insert(std::strtol(name.c_str() + kLayerPrefix.size(), nullptr, 10));
+    if (const std::int64_t layer = decoder_layer_of(name); layer >= 0) layers.insert(layer);
   }
   if (layers.empty()) return "no layer";
   if (layers.size() == 1) return fmt::format("layer {}", *layers.begin());
@@ -135,7 +132,7 @@ std::string layers_held(const SafetensorsContent& part) {
 // run's directory was read as that run's stage 7, and eval, generate and export gave the other run's model.
 bool holds_first_layer(const SafetensorsContent& part) {
   return std::any_of(part.tensors.begin(), part.tensors.end(),
-                     [](const auto& named) { return named.first.rfind(std::string(kLayerPrefix) + "0.", 0) == 0; });
+                     [](const auto& named) { return decoder_layer_of(named.first) == 0; });
 }
 
 // A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's

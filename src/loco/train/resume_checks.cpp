@@ -120,7 +120,7 @@ namespace {
 std::string global_parameters_digest(const SafetensorsContent& strategy) {
   std::string digest;
   for (const auto& [name, tensor] : strategy.tensors) {
-    if (name.rfind("outer/", 0) != 0 || name.size() < 6 || name.compare(name.size() - 6, 6, "global") != 0) continue;
+    if (name.rfind("outer/", 0) != 0 || name.compare(name.size() - 6, 6, "global") != 0) continue;
     const torch::Tensor values = tensor.contiguous();
     digest += fmt::format("{} {} ", name,
                           crc32_hex(std::string_view(static_cast<const char*>(values.data_ptr()), values.nbytes())));
@@ -171,35 +171,32 @@ void require_own_part(const LoadedCheckpoint& part, int rank, int stage) {
 
 void require_part_for(const RunConfig& run, const fs::path& given, int rank, int stage) {
   const fs::path checkpoint = checkpoint_location(given);
+  std::error_code no_state;
+  if (!fs::exists(checkpoint / "state.json", no_state)) return;  // read_checkpoint names what is missing
+  const RunConfig saved = read_checkpoint_config(checkpoint);
   // An elastic member's checkpoint is one member's, with its synchronisation points; a static run's has a part
   // per replica. Resumed as the other kind, one was "incomplete" and the other "of another algorithm".
-  if (std::error_code no_state; fs::exists(checkpoint / "state.json", no_state)) {
-    const bool elastic = read_checkpoint_config(checkpoint).dist.elastic;
-    if (elastic != run.dist.elastic) {
-      throw ConfigError(
-          elastic
-              ? fmt::format("checkpoint {} is an elastic member's (written with dist.elastic = true), and this run "
-                            "is static: resume it as that member, with dist.elastic = true under the run's "
-                            "coordinator (docs/fault-tolerance.md), or start a static run from its exported weights",
-                            checkpoint.string())
-              : fmt::format("checkpoint {} is a static run's (written with dist.elastic = false), and this run is "
-                            "elastic: resume it with dist.elastic = false, or start the elastic run from its "
-                            "exported weights",
-                            checkpoint.string()));
-    }
+  if (saved.dist.elastic != run.dist.elastic) {
+    throw ConfigError(
+        saved.dist.elastic
+            ? fmt::format("checkpoint {} is an elastic member's (written with dist.elastic = true), and this run "
+                          "is static: resume it as that member, with dist.elastic = true under the run's "
+                          "coordinator (docs/fault-tolerance.md), or start a static run from its exported weights",
+                          checkpoint.string())
+            : fmt::format("checkpoint {} is a static run's (written with dist.elastic = false), and this run is "
+                          "elastic: resume it with dist.elastic = false, or start the elastic run from its "
+                          "exported weights",
+                          checkpoint.string()));
   }
   // --resume names the run's checkpoint, which each replica and stage maps to its own part; a part named
-  // instead was mapped once more (OUT/replica_1/replica_1/checkpoints/step_N).
+  // instead was mapped once more (OUT/replica_1/replica_1/checkpoints/step_N). A run of its own named stage_2
+  // (one replica, one stage) is no part.
   const fs::path holder = checkpoint.parent_path().parent_path();
   const std::string holder_name = holder.filename().string();
   std::error_code no_config;
-  const auto of_several = [&] {  // a run of its own named stage_2 is no part
-    const RunConfig saved = read_checkpoint_config(checkpoint);
-    return saved.dist.replicas > 1 || saved.dist.stages > 1;
-  };
   if ((holder_name.rfind("replica_", 0) == 0 || holder_name.rfind("stage_", 0) == 0) &&
-      fs::exists(holder.parent_path() / "config.toml", no_config) && fs::exists(checkpoint / "state.json", no_config) &&
-      of_several()) {
+      fs::exists(holder.parent_path() / "config.toml", no_config) &&
+      (saved.dist.replicas > 1 || saved.dist.stages > 1)) {
     throw ConfigError(fmt::format("{} is the part of one replica or stage ({}) of a checkpoint; --resume names the "
                                   "run's own, {}, and each replica and stage reads its part of it",
                                   checkpoint.string(), holder_name,
@@ -207,8 +204,7 @@ void require_part_for(const RunConfig& run, const fs::path& given, int rank, int
   }
   const auto part_of = [&](const fs::path& whole) { return stage_checkpoint(replica_checkpoint(whole, rank), stage); };
   const fs::path part = part_of(checkpoint);
-  if (fs::exists(part / "state.json") || !fs::exists(checkpoint / "state.json")) return;  // read_checkpoint names it
-  const RunConfig saved = read_checkpoint_config(checkpoint);
+  if (fs::exists(part / "state.json")) return;
   const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> counts[] = {
       {"dist.replicas", {run.dist.replicas, saved.dist.replicas}},
       {"dist.stages", {run.dist.stages, saved.dist.stages}},
