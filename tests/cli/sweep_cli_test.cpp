@@ -76,6 +76,12 @@ TEST_F(SweepCli, TrainsEvaluatesAndTabulatesTheGridThenSkipsWhatIsDone) {
     EXPECT_EQ(result.at("steps"), 8) << line;
     EXPECT_GT(result.at("eval_tokens").get<double>(), 0) << line;
   }
+  // The evaluation's own output is kept whole under its name, written beside first (a sweep stopped during an
+  // evaluation left a final_eval.json of 0 bytes).
+  const fs::path run = *dir_ / "grid" / "algorithm-ddp_lr-0.001";
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(run / "final_eval.json")).at("loss"),
+            nlohmann::json::parse(jsonl[0]).at("loss"));
+  EXPECT_FALSE(fs::exists(run / "final_eval.json.partial"));
   // The runs differ: another learning rate, another loss.
   EXPECT_NE(nlohmann::json::parse(jsonl[0]).at("loss"), nlohmann::json::parse(jsonl[1]).at("loss"));
   // loco fit reads the table (one model size: it says what is missing rather than failing to read it).

@@ -260,8 +260,15 @@ TEST(PipelineStages, ResumeReproducesTheUninterruptedRunBitForBit) {
   full.train.checkpoint_every = 5;
   resolve_derived(full);
   train(full);
+  // Resumed with the split "balanced" gave written as its list of layers: the same split (it was refused).
+  const auto balanced = pipeline::model_partition(full.model, 2, "balanced");
   RunConfig resumed = full;
   resumed.train.out_dir = (dir / "resumed").string();
+  resumed.pipeline.partition = fmt::format("{},{}", balanced[0].count, balanced[1].count);
+  RunConfig moved = resumed;  // another split: each stage's checkpoint holds another part of the model
+  moved.train.out_dir = (dir / "moved").string();
+  moved.pipeline.partition = fmt::format("{},{}", balanced[0].count + 1, balanced[1].count - 1);
+  EXPECT_THROW(train(moved, dir / "full" / "checkpoints" / "step_5"), ConfigError);
   train(resumed, dir / "full" / "checkpoints" / "step_5");
   const auto a = step_losses(full);
   const auto b = step_losses(resumed);

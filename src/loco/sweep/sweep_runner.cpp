@@ -79,10 +79,13 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
                                    "--data",     run.data_dir, "--batches",    std::to_string(plan.eval_batches),
                                    "--device",   run.device};
   if (plan.eval_batch_size > 0) eval.insert(eval.end(), {"--batch-size", std::to_string(plan.eval_batch_size)});
+  // Written beside, and named final_eval.json once whole: an evaluation stopped midway leaves no file of that name.
   const fs::path eval_output = dir / "final_eval.json";
-  const int status = run_program(eval, {eval_output, run_log(plan, run), /*append=*/true}, options.programs);
+  const fs::path unfinished = dir / "final_eval.json.partial";
+  const int status = run_program(eval, {unfinished, run_log(plan, run), /*append=*/true}, options.programs);
   if (status != 0) throw DataError(fmt::format("loco eval of {} failed (exit {})", checkpoint.string(), status));
-  const nlohmann::json evaluated = last_json_line(eval_output);
+  const nlohmann::json evaluated = last_json_line(unfinished);
+  fs::rename(unfinished, eval_output);
   // The config as the run saved it: derived values resolved, the vocabulary known.
   const RunConfig config = read_config_for_planning(dir / "config.toml");
   const std::string source = (dir / "config.toml").string();

@@ -8,6 +8,7 @@
 #include "loco/config/load_config.h"
 #include "loco/data/dataset_meta.h"
 #include "loco/data/tokenizer.h"
+#include "loco/pipeline/partition.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/checkpoint_state.h"
 #include "loco/train/run_directory.h"
@@ -30,10 +31,13 @@ void require_same_model(const RunConfig& run, const LoadedCheckpoint& checkpoint
           key, a.at(key).dump(), value.dump(), checkpoint.dir.string(), key, key, value.dump()));
     }
   }
-  // Each stage's checkpoint holds its part of the model: the split must be the one it was saved with.
+  // Each stage's checkpoint holds its part of the model: the split must be the one it was saved with, however
+  // written ("balanced" and the list of the layers it gives are one split).
   const RunConfig& saved = checkpoint.config;
-  if (run.dist.stages != saved.dist.stages ||
-      (saved.dist.stages > 1 && run.pipeline.partition != saved.pipeline.partition)) {
+  const auto split = [&](const RunConfig& config) {
+    return pipeline::model_partition(config.model, static_cast<int>(config.dist.stages), config.pipeline.partition);
+  };
+  if (run.dist.stages != saved.dist.stages || (saved.dist.stages > 1 && split(run) != split(saved))) {
     throw ConfigError(fmt::format(
         "checkpoint {} was written by {} pipeline stage(s) (pipeline.partition \"{}\"), but this run has "
         "dist.stages = {} (\"{}\"): each stage's checkpoint holds its part of the model. Resume with the "
