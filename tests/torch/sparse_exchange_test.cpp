@@ -151,6 +151,17 @@ SparseSettings settings() {
   return s;
 }
 
+// The layout names the k a tile sends: an odd sparseloco.topk is rounded down to even (the codec's packing), and
+// said so (it was named as given: "top-5" for a run that sent 4 values per tile).
+TEST(SparseExchange, TheLayoutNamesTheValuesATileSends) {
+  SparseSettings odd = settings();
+  odd.topk = 5;
+  const std::string said = SparseLayout({{64, 64}}, odd).describe();
+  EXPECT_EQ(said.rfind("top-4 (sparseloco.topk = 5 rounded down to even) per tile of up to 64x64 (0.10% of", 0), 0u)
+      << said;
+  EXPECT_EQ(SparseLayout({{64, 64}}, settings()).describe().rfind("top-4 per tile of up to 64x64 (0.10% of", 0), 0u);
+}
+
 torch::Tensor deterministic(int rank, float scale) {
   return torch::arange(24, torch::kFloat32).mul(0.37f * static_cast<float>(rank + 1)).sin().mul(scale);
 }

@@ -84,10 +84,15 @@ double SparseLayout::bits_per_index() const {
 
 std::string SparseLayout::describe() const {
   const double dense = 4.0 * static_cast<double>(numel_);
-  return fmt::format("top-{} per tile of up to 64x64 ({:.2f}% of the values), {}-bit values, {:.1f} bits per index, "
-                     "{} bytes per replica and sync ({:.0f}x fewer than fp32)",
-                     settings_.topk, 100.0 * static_cast<double>(selected_) / static_cast<double>(numel_),
-                     settings_.bits, bits_per_index(), payload_bytes_, dense / static_cast<double>(payload_bytes_));
+  // The k a tile sends (SparseTiling's): an odd sparseloco.topk is rounded down to even, said so.
+  const std::size_t k = settings_.topk - settings_.topk % 2;
+  const std::string rounded =
+      k == settings_.topk ? "" : fmt::format(" (sparseloco.topk = {} rounded down to even)", settings_.topk);
+  return fmt::format(
+      "top-{}{} per tile of up to 64x64 ({:.2f}% of the values), {}-bit values, {:.1f} bits per index, "
+      "{} bytes per replica and sync ({:.0f}x fewer than fp32)",
+      k, rounded, 100.0 * static_cast<double>(selected_) / static_cast<double>(numel_), settings_.bits,
+      bits_per_index(), payload_bytes_, dense / static_cast<double>(payload_bytes_));
 }
 
 SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, const SparseSettings& settings,
