@@ -137,6 +137,16 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   auto r = run_loco({"train", "--resume", checkpoint.string(), "--set", "train.steps=8"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(*dir_ / "extend" / "checkpoints" / "step_8" / "state.json"));
+  // A run moved elsewhere goes on where it now lies (before: in the directory its config.toml names, as a second
+  // run there, and resuming an older checkpoint was not refused, the later ones being out of sight).
+  fs::rename(*dir_ / "extend", *dir_ / "extend-moved");
+  const fs::path moved = *dir_ / "extend-moved" / "checkpoints";
+  expect_error(run_loco({"train", "--resume", (moved / "step_6").string(), "--set", "train.steps=10"}), 2,
+               "every replica of the run wrote step_8, later than the checkpoint you resume from (step_6)");
+  r = run_loco({"train", "--resume", (moved / "step_8").string(), "--set", "train.steps=10"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(moved / "step_10" / "state.json"));
+  EXPECT_FALSE(fs::exists(*dir_ / "extend"));
 }
 
 // A fixed streaming.overlap changed at a resume is the one trained with from there (before: the checkpoint's

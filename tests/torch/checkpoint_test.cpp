@@ -1,3 +1,5 @@
+#include "loco/train/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -5,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loco/model/weights.h"
-#include "loco/train/checkpoint.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
@@ -158,6 +160,20 @@ TEST(Checkpoint, StepNamesAreReadInOnePlace) {
   EXPECT_EQ(found[1].first, 10);
   EXPECT_EQ(found[1].second, dir / "step_10");
   EXPECT_TRUE(list_checkpoints(dir / "absent").empty());
+}
+
+// The run directory a resume goes on in is the one its checkpoint lies in: a static run's, an elastic member's
+// run (OUT/members/NAME/checkpoints/step_N), none for a checkpoint copied out of its run.
+TEST(Checkpoint, TheRunDirectoryOfACheckpointIsWhereItLies) {
+  EXPECT_EQ(run_directory_of("/r/x/checkpoints/step_4", false), fs::path("/r/x"));
+  EXPECT_EQ(run_directory_of("/r/x/checkpoints/step_4/", false), fs::path("/r/x"));
+  EXPECT_EQ(run_directory_of("/r/x/members/a-1/checkpoints/step_4", true), fs::path("/r/x"));
+  EXPECT_EQ(run_directory_of("/r/x/checkpoints/step_4", true), std::nullopt);
+  EXPECT_EQ(run_directory_of("/copied/step_4", false), std::nullopt);
+  ScratchDir dir;  // a link beside the checkpoints is followed to the one it names
+  fs::create_directories(dir / "run" / "checkpoints" / "step_2");
+  fs::create_directory_symlink("step_2", dir / "run" / "checkpoints" / "latest");
+  EXPECT_EQ(run_directory_of(dir / "run" / "checkpoints" / "latest", false), dir / "run");
 }
 
 }  // namespace

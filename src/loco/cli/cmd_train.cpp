@@ -29,6 +29,7 @@
 #include "loco/sim/slow_link_advice.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/progress.h"
+#include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
@@ -57,6 +58,10 @@ RunConfig given_config(const TrainArgs& args) {
     throw ConfigError("loco train needs --config FILE.toml (presets are in configs/), or --resume CHECKPOINT_DIR");
   }
   RunConfig config = read_checkpoint_config(args.resume);
+  // The run goes on in the directory its checkpoint lies in. Its config's train.out_dir may be relative to
+  // another working directory, or name where the run was before it moved: the run was resumed there, a second
+  // run beside the first, and a later checkpoint of the first went unseen.
+  if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
   return config;
 }

@@ -44,6 +44,15 @@ fs::path checkpoint_location(const fs::path& checkpoint) {
   return at;
 }
 
+std::optional<fs::path> run_directory_of(const fs::path& checkpoint, bool elastic) {
+  const fs::path checkpoints = checkpoint_location(checkpoint).parent_path();
+  if (checkpoints.filename() != "checkpoints") return std::nullopt;
+  const fs::path holder = checkpoints.parent_path();
+  if (!elastic) return holder;
+  if (holder.parent_path().filename() != "members") return std::nullopt;
+  return holder.parent_path().parent_path();
+}
+
 fs::path replica_directory(const fs::path& out_dir, int rank) {
   return rank == 0 ? out_dir : out_dir / fmt::format("replica_{}", rank);
 }

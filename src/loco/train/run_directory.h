@@ -23,6 +23,11 @@ std::filesystem::path checkpoint_location(const std::filesystem::path& checkpoin
 // Replica `rank`'s counterpart of replica 0's checkpoint `checkpoint`.
 std::filesystem::path replica_checkpoint(const std::filesystem::path& checkpoint, int rank);
 
+// The run directory (train.out_dir) that holds `checkpoint`: OUT of OUT/checkpoints/step_N (replica 0's, as a
+// resume names it) or, `elastic`, of a member's OUT/members/NAME/checkpoints/step_N; nullopt for a checkpoint
+// that lies outside such a directory (copied out of its run).
+std::optional<std::filesystem::path> run_directory_of(const std::filesystem::path& checkpoint, bool elastic);
+
 // Note "stage-directories": stage 0 of a pipeline replica (docs/pipeline.md) writes the replica's directory;
 // stage s > 0 writes the same files, of its part of the model, under REPLICA_DIR/stage_s/.
 std::filesystem::path stage_directory(const std::filesystem::path& replica_dir, int stage);
