@@ -224,6 +224,33 @@ TEST(SimCli, UnusableFitInputsAreClearErrors) {
   auto huge = run_loco({"fit", (dir / "huge.csv").string()});
   EXPECT_EQ(huge.exit_code, 1) << huge.output;
   EXPECT_NE(huge.output.find("beyond double precision"), std::string::npos) << huge.output;
+  // Losses that fit a law whose errors overflow (printed as "inf%", exit 0).
+  write_text(dir / "huge-all.csv", "params,loss\n1e6,1e300\n1e7,1e305\n1e8,1e308\n");
+  auto overflow = run_loco({"fit", (dir / "huge-all.csv").string()});
+  EXPECT_EQ(overflow.exit_code, 1) << overflow.output;
+  EXPECT_NE(overflow.output.find("the fitted law gives inf at N = 1e+08"), std::string::npos) << overflow.output;
+  // Hexadecimal numbers, and a column given twice (the first was taken, the other ignored), were accepted.
+  write_text(dir / "hex.csv", "params,loss\n0x10,3\n0x100,2.5\n0x1000,2\n");
+  auto hex = run_loco({"fit", (dir / "hex.csv").string()});
+  EXPECT_EQ(hex.exit_code, 1) << hex.output;
+  EXPECT_NE(hex.output.find("params '0x10' is not a positive finite decimal number"), std::string::npos) << hex.output;
+  write_text(dir / "twice.csv", "params,n,loss\n1e6,1,3\n1e7,1,2.5\n1e8,1,2\n");
+  auto twice = run_loco({"fit", (dir / "twice.csv").string()});
+  EXPECT_EQ(twice.exit_code, 1) << twice.output;
+  EXPECT_NE(twice.output.find("has two columns of the params: 'params' (column 1) and 'n' (column 2)"),
+            std::string::npos)
+      << twice.output;
+  // A chart named like an input replaced the results with the PNG (or an input .gp with the script).
+  const std::string results = test::read_text(kFixture);
+  write_text(dir / "r.csv", results);
+  write_text(dir / "r.gp", results);
+  for (const char* chart : {"r.csv", "r.png"}) {
+    const std::string input = (dir / (std::string(chart) == "r.csv" ? "r.csv" : "r.gp")).string();
+    auto replaced = run_loco({"fit", input, "--chart", (dir / chart).string()});
+    EXPECT_EQ(replaced.exit_code, 2) << replaced.output;
+    EXPECT_NE(replaced.output.find(", which is the input " + input), std::string::npos) << replaced.output;
+    EXPECT_EQ(test::read_text(input), results);
+  }
 }
 
 }  // namespace

@@ -12,10 +12,12 @@ TEST(ParseNumber, NumbersBelowTheNormalRangeAreStillNumbers) {
   EXPECT_GT(*parse_whole_number("1e-320"), 0.0);
   EXPECT_EQ(parse_whole_number("1e-308"), 1e-308);
   EXPECT_EQ(parse_whole_number("-2.5"), -2.5);
+  EXPECT_EQ(parse_whole_number(" +1.5E3"), 1500.0);
 }
 
 TEST(ParseNumber, InfinitiesNanAndTrailingTextAreRefused) {
-  for (const char* text : {"1e999", "-1e999", "inf", "nan", "", "abc", "3x", "1e"}) {
+  // Hexadecimal too: strtod reads 0x10 as 16 (`loco fit` took a column of 0x10 as sizes).
+  for (const char* text : {"1e999", "-1e999", "inf", "nan", "", "abc", "3x", "1e", "0x10", "0x1p30", "-0X1"}) {
     EXPECT_FALSE(parse_whole_number(text).has_value()) << text;
   }
   const auto leading = parse_leading_number("3x");

@@ -51,6 +51,20 @@ TEST(SimChart, DrawsAPngAndKeepsTheScript) {
   EXPECT_FALSE(std::filesystem::exists(dir / "broken.png"));
 }
 
+// Text put into a script (a label from a results CSV, the chart's own path) is only text to gnuplot: a command in
+// backquotes ran inside the double quotes loco used, an @macro would expand, and a line end ended the command.
+TEST(SimChart, TextInAScriptRunsNothing) {
+  EXPECT_EQ(gnuplot_quote("dp`touch x` it's @m\nEOD"), "'dp`touch x` it''s @m EOD'");
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot is not installed";
+  test::ScratchDir dir;
+  const std::string ran = (dir / "ran").string();
+  draw_chart(std::string(kScript) + "set title " + gnuplot_quote("a`touch " + ran + "`b") + "\nreplot\n",
+             dir / ("c`touch " + ran + "`.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "ran"));
+  EXPECT_TRUE(std::filesystem::exists(dir / ("c`touch " + ran + "`.png")));
+  EXPECT_THROW(draw_chart(kScript, dir / "line\nend.png"), ConfigError);
+}
+
 // gnuplot exits 0 when its write fails (a full disk) and leaves the image cut short: here a stand-in gnuplot
 // that writes half a PNG. Refused, naming the disk, and nothing left (before: "wrote chart.png", exit 0).
 TEST(SimChart, AnImageCutShortIsRefused) {
@@ -60,8 +74,8 @@ TEST(SimChart, AnImageCutShortIsRefused) {
   {
     std::ofstream fake(programs / "gnuplot");
     fake << "#!/bin/sh\n"
-            "# called as: gnuplot -e 'output = \"FILE\"' SCRIPT\n"
-            "out=$(printf '%s' \"$2\" | sed 's/^output = \"\\(.*\\)\"$/\\1/')\n"
+            "# called as: gnuplot -e \"output = 'FILE'\" SCRIPT\n"
+            "out=$(printf '%s' \"$2\" | sed \"s/^output = '\\(.*\\)'$/\\1/\")\n"
             "printf '\\211PNG\\r\\n\\032\\nhalf an image' > \"$out\"\n";
   }
   std::filesystem::permissions(programs / "gnuplot", std::filesystem::perms::owner_all);

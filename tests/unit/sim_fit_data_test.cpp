@@ -37,6 +37,7 @@ seq_len = 128
 
 [train]
 batch_size = 8
+steps = 40
 
 [optim]
 lr = 3e-3
@@ -50,9 +51,9 @@ const char* kMetrics =
     "{\"step\": 10, \"tokens\": 10240, \"loss\": 5.1, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 11}\n"
     "{\"step\": 20, \"tokens\": 20480, \"loss\": 4.6, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 22, "
     "\"eval_loss\": 4.8}\n"
-    "{\"step\": 30, \"tokens\": 30720, \"loss\": 4.2, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 33, "
-    "\"eval_loss\": 4.4}\n"
-    "{\"step\": 40, \"tokens\": 40960, \"loss\": 4.0, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 44}\n";
+    "{\"step\": 30, \"tokens\": 30720, \"loss\": 4.2, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 33}\n"
+    "{\"step\": 40, \"tokens\": 40960, \"loss\": 4.0, \"lr\": 0.003, \"tokens_per_s\": 900, \"elapsed_s\": 44, "
+    "\"eval_loss\": 4.4}\n";
 
 // Parameters of kConfig (see SimModelSize.CountsLlamaParametersFromTheModelSection).
 constexpr double kBody = 2 * (4096 + 2048 + 2048 + 4096 + 36864 + 128) + 64;
@@ -89,7 +90,7 @@ TEST(SimFitData, UnusableCsvFilesNameTheProblem) {
   expect_data_error(load("params,replicas\n1e8,2\n"), "needs a params column and a loss column");
   expect_data_error(load("params,loss\n1e8,3.0,7\n"), "3 fields where the header has 2");
   expect_data_error(load("params,loss\n1e8,-3\n"), "line 2: loss '-3' is not a positive");
-  expect_data_error(load("params,loss\n1e8,nan\n"), "not a positive finite number");
+  expect_data_error(load("params,loss\n1e8,nan\n"), "not a positive finite decimal number");
   expect_data_error(load("params,loss\n,3\n"), "params value is empty");
   expect_data_error(load("params,loss,replicas\n1e8,3,1.5\n"), "whole number");
   expect_data_error(load("params,loss\n\"1e8,3\n"), "not closed");
@@ -143,6 +144,13 @@ TEST(SimFitData, UnusableRunsNameTheProblem) {
   test::write_text(dir / "diverged" / "config.toml", kConfig);
   test::write_text(dir / "diverged" / "metrics.jsonl", "{\"eval_loss\": 3.2}\n{\"eval_loss\": null}\n");
   expect_data_error([&] { load_run_directory(dir / "diverged", ParamConvention::kTotal); }, "diverged");
+  // Stopped before its end: the loss of step 20 is not the run's final one (it was fitted as if it were).
+  test::write_text(dir / "stopped" / "config.toml", kConfig);
+  std::string stopped = kMetrics;
+  test::write_text(dir / "stopped" / "metrics.jsonl", stopped.substr(0, stopped.find("{\"step\": 30")));
+  expect_data_error([&] { load_run_directory(dir / "stopped", ParamConvention::kTotal); },
+                    "was last evaluated at step 20, but it trains 40 steps (train.steps): it was stopped before its "
+                    "end");
   test::write_text(dir / "bad_model" / "config.toml", "[model]\nhidden_size = 64\nnum_attention_heads = 3\n");
   test::write_text(dir / "bad_model" / "metrics.jsonl", kMetrics);
   expect_data_error([&] { load_run_directory(dir / "bad_model", ParamConvention::kTotal); },

@@ -44,6 +44,20 @@ void run_fit(const FitCommandOptions& o) {
   if (!o.chart.empty()) {
     const std::filesystem::path beside = std::filesystem::path(o.chart).parent_path();
     refuse_data_and_checkpoint_directories(beside.empty() ? "." : beside, "--chart");
+    // Before, `--chart results.csv` replaced the results with the PNG, and a chart named like an input .gp the
+    // input with the script.
+    for (const std::filesystem::path written :
+         {std::filesystem::path(o.chart), std::filesystem::path(o.chart).replace_extension(".gp")}) {
+      for (const auto& input : o.inputs) {
+        std::error_code unknown;
+        if (std::filesystem::equivalent(written, input, unknown)) {
+          throw ConfigError(
+              fmt::format("--chart {} would write {}, which is the input {}: choose another name for "
+                          "the chart (it writes the PNG and, beside it, its gnuplot script FILE.gp)",
+                          o.chart, written.string(), input));
+        }
+      }
+    }
   }
   auto points = sim::load_results(o.inputs, sim::parse_param_convention(o.count));
   sim::FitReport report = sim::fit_scaling_laws(points, options);

@@ -22,14 +22,22 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The index of the first header matching one of `names`, or -1.
-int column(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    for (std::size_t i = 0; i < header.size(); ++i) {
-      if (lower(header[i]) == name) return static_cast<int>(i);
+// The index of the header named one of `names` (aliases of one column), or -1. Two such headers are refused:
+// before, the first was taken and the other ignored without a word.
+int column(const std::vector<std::string>& header, std::initializer_list<const char*> names, const fs::path& csv) {
+  int found = -1;
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const std::string name = lower(header[i]);
+    if (std::none_of(names.begin(), names.end(), [&](const char* n) { return name == n; })) continue;
+    if (found >= 0) {
+      throw DataError(
+          fmt::format("{} has two columns of the {}: '{}' (column {}) and '{}' (column {}). Keep one of "
+                      "them",
+                      csv.string(), *names.begin(), header[found], found + 1, header[i], i + 1));
     }
+    found = static_cast<int>(i);
   }
-  return -1;
+  return found;
 }
 
 // A positive finite number from a CSV cell; NaN for an empty optional cell.
@@ -42,8 +50,8 @@ double cell_number(const std::vector<std::string>& row, int index, const char* n
   const std::optional<double> parsed = parse_whole_number(row[index]);
   const double x = parsed.value_or(NAN);
   if (!parsed || x <= 0) {
-    throw DataError(
-        fmt::format("{}: {} '{}' is not a positive finite number; fix or remove the row.", where, name, row[index]));
+    throw DataError(fmt::format("{}: {} '{}' is not a positive finite decimal number; fix or remove the row.", where,
+                                name, row[index]));
   }
   return x;
 }
@@ -56,11 +64,12 @@ int replica_count(double value, const std::string& where) {
   return static_cast<int>(value);
 }
 
-// The last metrics line with eval_loss, and the last `tokens` seen.
-void read_final_eval(const fs::path& metrics, FitPoint& point) {
+// The last metrics line with eval_loss, and the last `tokens` seen; returns the step of that evaluation.
+std::int64_t read_final_eval(const fs::path& metrics, FitPoint& point) {
   std::string text = read_file(metrics);
   std::istringstream stream(text);
   std::optional<double> loss;
+  std::int64_t evaluated_at = -1;
   int number = 0;
   for (std::string line; std::getline(stream, line);) {
     ++number;
@@ -76,6 +85,8 @@ void read_final_eval(const fs::path& metrics, FitPoint& point) {
     }
     if (entry.contains("tokens") && entry["tokens"].is_number()) point.tokens = entry["tokens"].get<double>();
     if (entry.contains("eval_loss")) {
+      const nlohmann::json step = entry.value("step", nlohmann::json());
+      evaluated_at = step.is_number_integer() ? step.get<std::int64_t>() : -1;
       if (entry["eval_loss"].is_null()) {  // nlohmann writes NaN and infinities as null
         loss = NAN;
         continue;
@@ -99,6 +110,7 @@ void read_final_eval(const fs::path& metrics, FitPoint& point) {
                     metrics.string(), *loss));
   }
   point.loss = *loss;
+  return evaluated_at;
 }
 
 bool is_run_directory(const fs::path& dir) {
@@ -115,23 +127,23 @@ std::string normalise_algorithm(const std::string& name) {
 
 std::vector<FitPoint> load_points_csv(const fs::path& csv, ParamConvention convention) {
   CsvTable table = parse_csv(read_file(csv), csv.string());
-  const int non_embedding = column(table.header, {"non_embedding_params"});
+  const int non_embedding = column(table.header, {"non_embedding_params"}, csv);
   const int params = convention == ParamConvention::kNonEmbedding && non_embedding >= 0
                          ? non_embedding
-                         : column(table.header, {"params", "n", "parameters"});
-  const int loss = column(table.header, {"loss", "eval_loss"});
+                         : column(table.header, {"params", "n", "parameters"}, csv);
+  const int loss = column(table.header, {"loss", "eval_loss"}, csv);
   if (params < 0 || loss < 0) {
     throw DataError(
         fmt::format("{} needs a params column and a loss column (header: params,replicas,"
                     "loss; optional algorithm, tokens, lr, outer_lr, batch).",
                     csv.string()));
   }
-  const int replicas = column(table.header, {"replicas", "m"});
-  const int algorithm = column(table.header, {"algorithm"});
-  const int tokens = column(table.header, {"tokens"});
-  const int lr = column(table.header, {"lr"});
-  const int outer_lr = column(table.header, {"outer_lr", "eta"});
-  const int batch = column(table.header, {"batch", "batch_size", "batch_tokens"});
+  const int replicas = column(table.header, {"replicas", "m"}, csv);
+  const int algorithm = column(table.header, {"algorithm"}, csv);
+  const int tokens = column(table.header, {"tokens"}, csv);
+  const int lr = column(table.header, {"lr"}, csv);
+  const int outer_lr = column(table.header, {"outer_lr", "eta"}, csv);
+  const int batch = column(table.header, {"batch", "batch_size", "batch_tokens"}, csv);
   std::vector<FitPoint> points;
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     const auto& row = table.rows[r];
@@ -163,6 +175,7 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
   }
   FitPoint p;
   p.source = dir.string();
+  std::int64_t steps = 0;
   try {
     const RunConfig run = read_config_for_planning(config);
     p.params = count_parameters(run.model, convention, config.string());
@@ -172,10 +185,20 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
     if (run.dist.algorithm == "diloco") p.outer_lr = run.diloco.outer_lr;
     if (run.dist.algorithm == "streaming") p.outer_lr = run.streaming.outer_lr;
     p.batch = static_cast<double>(run.train.batch_size * run.data.seq_len);
+    steps = run.train.steps;
   } catch (const ConfigError& e) {
     throw DataError(fmt::format("run {} cannot be used: {}", dir.string(), e.what()));
   }
-  read_final_eval(metrics, p);
+  // A run stopped before its end has the loss of an earlier evaluation (before: fitted as the run's final one,
+  // and as the best of its cell it replaced a finished run).
+  const std::int64_t evaluated_at = read_final_eval(metrics, p);
+  if (steps > 0 && evaluated_at >= 0 && evaluated_at < steps) {  // a metrics file of loco's has the steps
+    throw DataError(
+        fmt::format("run {} was last evaluated at step {}, but it trains {} steps (train.steps): it "
+                    "was stopped before its end, so its loss is not the run's final one. Resume it to "
+                    "its end (loco train --resume), or leave it out",
+                    dir.string(), evaluated_at, steps));
+  }
   return p;
 }
 

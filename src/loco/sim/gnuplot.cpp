@@ -52,16 +52,31 @@ bool png_is_whole(const fs::path& png) {
 }  // namespace
 
 std::string gnuplot_quote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+  // Single quotes: gnuplot runs a command in backquotes inside a double-quoted string (a label taken from a
+  // results CSV ran a shell command), and expands nothing inside single quotes, where ' is written ''.
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "''";
+    } else {
+      // A line end would end the string, and the command, mid-label.
+      out += std::iscntrl(static_cast<unsigned char>(c)) ? ' ' : c;
+    }
   }
-  return out + "\"";
+  return out + "'";
 }
 
 void draw_chart(const std::string& script, const fs::path& png) {
   const fs::path script_path = fs::path(png).replace_extension(".gp");
+  std::string shown = png.string();
+  const auto control = [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; };
+  if (std::any_of(shown.begin(), shown.end(), control)) {
+    std::replace_if(shown.begin(), shown.end(), control, '?');
+    throw ConfigError(
+        fmt::format("the chart's path '{}' holds a control character (shown as ?: a line end, a tab): "
+                    "gnuplot cannot be told that name. Choose a plain file name",
+                    shown));
+  }
   // Neither may replace a directory or a device (a --chart of /dev/null): refused before anything is written.
   for (const fs::path& written : {png, script_path}) require_regular_or_absent(written);
   fs::path gnuplot = find_gnuplot();

@@ -7,7 +7,8 @@
 
 namespace loco::sim {
 
-// Quotes a string for a gnuplot script ("..." with \ and " escaped).
+// Quotes a string for a gnuplot script: '...' with ' doubled, in which gnuplot substitutes nothing (no `command`,
+// no @macro); control characters become spaces.
 std::string gnuplot_quote(const std::string& text);
 
 // Saves `script` as `png` with extension .gp and runs gnuplot on it. The script must draw to the

@@ -30,12 +30,27 @@ std::vector<double> replica_column(const Points& points) {
 template <typename Law>
 using Predict = std::function<double(const Law&, const FitPoint&)>;
 
+// The law's prediction at p; a DataError when it is beyond double precision (losses of 1e300 fit to a law whose
+// errors were printed as inf%, with exit 0).
+template <typename Law>
+double finite_prediction(const Law& law, const FitPoint& p, const Predict<Law>& predict) {
+  const double predicted = predict(law, p);
+  const double relative = predicted / p.loss - 1;
+  if (!std::isfinite(predicted) || !std::isnormal(predicted) || !std::isfinite(relative)) {
+    throw DataError(
+        fmt::format("the fitted law gives {:g} at N = {:g} (the loss there is {:g}): beyond double "
+                    "precision. A value is probably mistyped; fix or remove that point.",
+                    predicted, p.params, p.loss));
+  }
+  return predicted;
+}
+
 template <typename Law>
 FitQuality quality_of(const Law& law, const Points& points, const Predict<Law>& predict) {
   FitQuality q;
   double sum_squares = 0;
   for (const auto& p : points) {
-    double predicted = predict(law, p);
+    const double predicted = finite_prediction(law, p, predict);
     q.residuals.push_back({p.params, p.replicas, p.loss, predicted});
     double r = std::log(predicted) - std::log(p.loss);
     sum_squares += r * r;
@@ -53,11 +68,12 @@ FittedForm<Law> fit_form(const Points& points, const std::function<Law(const Poi
   form.points = static_cast<int>(points.size());
   try {
     form.law = fit(points);
+    form.quality = quality_of(*form.law, points, predict);
   } catch (const DataError& e) {
+    form.law.reset();
     form.skipped = e.what();
     return form;
   }
-  form.quality = quality_of(*form.law, points, predict);
   double largest = 0;
   for (const auto& p : points) largest = std::max(largest, p.params);
   form.holdout.params = largest;
@@ -67,7 +83,7 @@ FittedForm<Law> fit_form(const Points& points, const std::function<Law(const Poi
     Law law = fit(smaller);
     double sum = 0;
     for (const auto& p : held_out) {
-      double predicted = predict(law, p);
+      const double predicted = finite_prediction(law, p, predict);
       form.holdout.predictions.push_back({p.params, p.replicas, p.loss, predicted});
       sum += std::abs(predicted / p.loss - 1);
     }

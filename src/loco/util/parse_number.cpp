@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "loco/util/error.h"
 
@@ -19,6 +20,9 @@ std::optional<LeadingNumber> parse_leading_number(const std::string& text) {
   number.value = std::strtod(begin, &end);
   number.used = static_cast<std::size_t>(end - begin);
   if (number.used == 0 || !std::isfinite(number.value)) return std::nullopt;
+  // Decimal only: strtod also reads hexadecimal (0x10, 0x1p30), which no user means by a size or a loss.
+  const std::string_view taken(begin, number.used);
+  if (taken.find_first_not_of(" \t\n\v\f\r+-.0123456789eE") != std::string_view::npos) return std::nullopt;
   return number;
 }
 

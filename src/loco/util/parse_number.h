@@ -15,7 +15,7 @@ struct LeadingNumber {
   std::size_t used = 0;  // characters of the text the number took
 };
 
-// The finite number at the start of `text` (after optional spaces), or nullopt.
+// The finite decimal number at the start of `text` (after optional spaces), or nullopt (for hexadecimal too).
 std::optional<LeadingNumber> parse_leading_number(const std::string& text);
 
 // `text` as a finite number if it is one and nothing else, or nullopt.
