@@ -62,33 +62,33 @@ std::string member_name() {
   return name.substr(0, membership::kMaxNameLength);
 }
 
-// Note "resume-earlier-life": the latest whole checkpoint that the earlier processes of the member named `name`
-// wrote under `out_dir` (members/NAME-k/checkpoints/step_N, any k). Whole: with the part of each of `stages`
-// stages, for a pipeline replica's checkpoint is its first stage's, its other stages' parts in stage_s/ beside
-// it (one stage may have died before writing its part).
-std::optional<std::filesystem::path> latest_checkpoint_of_earlier_lives(const std::filesystem::path& out_dir,
-                                                                        const std::string& name, int stages) {
+}  // namespace
+
+std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::path& members, const std::string& name,
+                                                         int stages, std::optional<std::int64_t> step) {
   std::error_code unreadable;
-  std::filesystem::directory_iterator members(out_dir / "members", unreadable);
+  std::filesystem::directory_iterator lives(members, unreadable);
   if (unreadable) return std::nullopt;
   std::optional<std::pair<std::int64_t, std::filesystem::path>> latest;
-  for (const auto& entry : members) {
+  for (const auto& entry : lives) {
     const std::string directory = entry.path().filename().string();
     if (directory.size() <= name.size() + 1 || directory.compare(0, name.size() + 1, name + "-") != 0) continue;
     const std::string life = directory.substr(name.size() + 1);
     if (!std::all_of(life.begin(), life.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    for (const auto& [step, checkpoint] : list_checkpoints(entry.path() / "checkpoints")) {
-      if (latest && step <= latest->first) continue;
+    for (const auto& [at, checkpoint] : list_checkpoints(entry.path() / "checkpoints")) {
+      if ((step && at != *step) || (latest && at <= latest->first)) continue;
       bool whole = true;
       for (int stage = 1; stage < stages && whole; ++stage) {
         whole = std::filesystem::is_directory(stage_checkpoint(checkpoint, stage), unreadable);
       }
-      if (whole) latest = {step, checkpoint};
+      if (whole) latest = {at, checkpoint};
     }
   }
   if (!latest) return std::nullopt;
   return latest->second;
 }
+
+namespace {
 
 // Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its `life`-th process, life > 1)
 // goes on from the latest checkpoint its earlier processes wrote, those of `first_stage` (the member whose
@@ -100,8 +100,8 @@ std::optional<std::filesystem::path> latest_checkpoint_of_earlier_lives(const st
 void resume_from_earlier_life(TrainOptions& options, std::int64_t life, const std::string& member,
                               const std::string& first_stage) {
   if (life <= 1 || options.resume_from) return;
-  options.resume_from =
-      latest_checkpoint_of_earlier_lives(options.config.train.out_dir, first_stage, options.config.dist.stages);
+  options.resume_from = checkpoint_of_lives(std::filesystem::path(options.config.train.out_dir) / "members",
+                                            first_stage, options.config.dist.stages);
   if (!options.resume_from) return;
   const std::string whose =
       member == first_stage ? "its rank" : fmt::format("its replica's first stage, {},", first_stage);

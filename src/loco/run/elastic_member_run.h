@@ -3,6 +3,7 @@
 // with cpp-httplib only (LOCO_HAVE_MEMBERSHIP).
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -22,6 +23,13 @@ using MemberStepHook = std::function<void(std::int64_t step, membership::MemberC
 std::optional<TrainSummary> train_as_member(TrainOptions options, const membership::MemberOptions& member_options,
                                             const std::string& backend, int replica,
                                             const MemberStepHook& after_step = {}, std::int64_t life = 1);
+
+// Note "resume-earlier-life": the latest whole checkpoint (or, given `step`, that step's) that the lives of the
+// member named `name` wrote in the run's `members` directory (members/NAME-k/checkpoints/step_N, any k). Whole:
+// with the part of each of `stages` stages, for a pipeline replica's checkpoint is its first stage's, its other
+// stages' parts in stage_s/ beside it (one stage may have died before writing its part).
+std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::path& members, const std::string& name,
+                                                         int stages, std::optional<std::int64_t> step = std::nullopt);
 
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).

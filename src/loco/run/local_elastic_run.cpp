@@ -16,6 +16,8 @@
 #include "loco/run/churn_player.h"
 #include "loco/run/elastic_member_run.h"
 #include "loco/run/served_coordinator.h"
+#include "loco/train/checkpoint.h"
+#include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/run_on_threads.h"
@@ -83,6 +85,31 @@ class Progress {
   bool finished_ = false;
 };
 
+// Note "threads-resume": a resume of replicas as threads names one member's checkpoint (OUT/members/replica-0-1/
+// checkpoints/step_N, as a stop's advice prints it). Replica r resumes from its own part of that step, in the
+// life of its that wrote one (members/replica-r-K); one without starts afresh and heals from the others, except
+// replica 0, which then takes the named one (a checkpoint of another kind of member). Before, every replica
+// resumed from the named checkpoint: the others' AdamW moments and data positions were replica 0's, and the
+// resume was not the uninterrupted run.
+std::optional<std::filesystem::path> own_checkpoint(const TrainOptions& options, int r) {
+  if (!options.resume_from) return std::nullopt;
+  const std::filesystem::path named = checkpoint_location(*options.resume_from);
+  const std::optional<std::int64_t> step = checkpoint_step(named.filename().string());
+  const std::filesystem::path members = named.parent_path().parent_path().parent_path();
+  std::optional<std::filesystem::path> own;
+  if (step && members.filename() == "members") {
+    own =
+        checkpoint_of_lives(members, fmt::format("replica-{}", r), static_cast<int>(options.config.dist.stages), *step);
+  }
+  if (own || r == 0) {
+    if (r > 0 || own != named) fmt::print(stderr, "replica-{} resumes from {}\n", r, (own ? *own : named).string());
+    return own ? own : named;
+  }
+  fmt::print(stderr, "replica-{} has no checkpoint of {}: it starts afresh and heals from the others\n", r,
+             named.filename().string());
+  return std::nullopt;
+}
+
 // Replica `r`: trains as member "replica-r", takes its schedule's stalls and leaves from the step hook,
 // and after a leave waits for its return, then joins again as a new member (which heals).
 std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, const std::vector<ChurnEvent>& events,
@@ -99,8 +126,12 @@ std::optional<TrainSummary> run_replica(int r, const TrainOptions& options, cons
   member_options.name = fmt::format("replica-{}", r);
   TrainOptions mine = options;
   mine.quiet = options.quiet || r != 0;  // one progress line per step is enough
+  mine.resume_from = own_checkpoint(options, r);
   for (bool first = true;; first = false) {
-    if (!first) progress.starts();
+    if (!first) {
+      progress.starts();
+      mine.resume_from.reset();  // back as a new member, which heals from the others
+    }
     try {
       std::optional<TrainSummary> summary = train_as_member(mine, member_options, "gloo", r, take_events);
       progress.stops(/*finished=*/!summary || summary->stopped_by == 0);

@@ -799,6 +799,39 @@ void ElasticTrain::simulated_churn(const std::string& run, const Checks& checks,
   }
 }
 
+// Note "threads-resume": replicas as threads resumed from the checkpoint a stop names (replica 0's) each take
+// their own part of that step and end as the uninterrupted run did, to the last bit of every model. Before,
+// every replica resumed from replica 0's part (its AdamW moments, its data position): another run.
+TEST_F(ElasticTrain, ReplicasAsThreadsResumeEachFromItsOwnCheckpoint) {
+  constexpr int kSteps = 24;
+  const auto train = [&](const std::string& run, const std::vector<std::string>& resume) {
+    std::vector<std::string> args = {LOCO_BINARY, "train",
+                                     "--config",  config().string(),
+                                     "--set",     "dist.backend=local",
+                                     "--set",     "dist.replicas=2",
+                                     "--set",     "train.checkpoint_every=12",
+                                     "--set",     "train.out_dir=" + (*dir_ / run).string(),
+                                     "--set",     "train.steps=" + std::to_string(kSteps)};
+    args.insert(args.end(), resume.begin(), resume.end());
+    test::ChildProcess process(args);
+    EXPECT_EQ(process.wait(180), 0) << process.output();
+    return process.output();
+  };
+  train("threads-full", {});
+  const fs::path members = *dir_ / "threads-full" / "members";
+  const std::string said =
+      train("threads-resumed", {"--resume", (members / "replica-0-1" / "checkpoints" / "step_12").string()});
+  EXPECT_NE(said.find("replica-1 resumes from " + (members / "replica-1-1" / "checkpoints" / "step_12").string()),
+            std::string::npos)
+      << said;
+  for (const std::string member : {"replica-0-1", "replica-1-1"}) {
+    const std::string uninterrupted = final_global("threads-full", member, kSteps, "");
+    EXPECT_FALSE(uninterrupted.empty()) << member;
+    EXPECT_TRUE(final_global("threads-resumed", member, kSteps, "") == uninterrupted)
+        << member << "'s model differs from the uninterrupted run's";
+  }
+}
+
 TEST_F(ElasticTrain, SimulatedChurnInOneProcess) { simulated_churn("churn", Checks{}, 400 / 4); }
 
 // Streaming DiLoCo without overlap: two fragments in turn (H = 4: one synchronises every 2 steps), each
