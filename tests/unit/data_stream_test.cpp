@@ -114,6 +114,22 @@ TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
   EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / "one.txt.zst"));
 }
 
+// Zero bytes after the last member (tar's and block devices' padding) are no data, as gzip reads them (they
+// were refused as a damaged download); other bytes after a member are named as appended, not as a cut file.
+TEST(DataByteStream, ZeroPaddingAfterTheLastGzipMemberIsSkipped) {
+  ScratchDir scratch;
+  const std::string a = varied_text(300000, 5);
+  write_text(scratch / "padded.txt.gz", gzip(a) + std::string(1 << 17, '\0'));
+  EXPECT_EQ(read_stream(scratch / "padded.txt.gz"), a);
+  write_text(scratch / "appended.txt.gz", gzip(a) + std::string(10, '\0') + "trailer");
+  const std::string error = error_of(scratch / "appended.txt.gz");
+  EXPECT_NE(error.find("appended.txt.gz: after a whole gzip member and 10 zero bytes the file holds bytes that are "
+                       "not gzip data (from byte " +
+                       std::to_string(gzip(a).size() + 10) + " on): something was appended"),
+            std::string::npos)
+      << error;
+}
+
 TEST(DataByteStream, DecodesXzAndBzip2IncludingConcatenatedStreams) {
   ScratchDir scratch;
   const std::string a = varied_text(3 << 20, 1), b = varied_text(100000, 2);

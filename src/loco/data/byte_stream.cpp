@@ -130,7 +130,7 @@ class GzipDecoder final : public ByteStream::Decoder {
     std::size_t produced = 0;
     while (produced == 0 && capacity > 0) {
       // At the end of the file a member still open may hold output: inflate once more without input.
-      const bool more = refill();
+      const bool more = in_member_ || !after_member_ ? refill() : skip_padding();
       if (!more && !in_member_) return 0;
       stream_.next_in = more ? reinterpret_cast<Bytef*>(input_.data() + input_position_) : nullptr;
       stream_.avail_in = more ? static_cast<uInt>(input_.size() - input_position_) : 0;
@@ -141,9 +141,11 @@ class GzipDecoder final : public ByteStream::Decoder {
       produced = capacity - stream_.avail_out;
       if (result == Z_STREAM_END) {
         in_member_ = false;
+        after_member_ = true;
         inflateReset(&stream_);
       } else if (result == Z_OK || result == Z_BUF_ERROR) {
         in_member_ = true;
+        after_member_ = false;
         if (!more && produced == 0) throw corrupt(file_.path(), "the gzip data ends in the middle of a member");
       } else {
         throw corrupt(file_.path(), fmt::format("not valid gzip data ({})", stream_.msg ? stream_.msg : "zlib error"));
@@ -153,8 +155,31 @@ class GzipDecoder final : public ByteStream::Decoder {
   }
 
  private:
+  // After a whole member: skips the zero bytes that tar and block devices pad a file with (gzip itself ignores
+  // them; they were refused as a damaged download), then says whether input follows. Anything else after a
+  // member must be the next member.
+  bool skip_padding() {
+    std::uint64_t zeros = 0;
+    for (bool more = refill(); more; more = refill()) {
+      const char* at =
+          std::find_if(input_.data() + input_position_, input_.data() + input_.size(), [](char c) { return c != 0; });
+      zeros += static_cast<std::uint64_t>(at - (input_.data() + input_position_));
+      input_position_ = static_cast<std::size_t>(at - input_.data());
+      if (input_position_ == input_.size()) continue;
+      if (static_cast<unsigned char>(*at) == 0x1f) return true;  // a member's first byte: inflate checks the rest
+      throw DataError(
+          fmt::format("{}: after a whole gzip member{} the file holds bytes that are not gzip data (from "
+                      "byte {} on): something was appended to the compressed text. Cut them off, or "
+                      "compress the text again",
+                      file_.path().string(), zeros > 0 ? fmt::format(" and {} zero bytes", zeros) : "",
+                      file_.consumed() - (input_.size() - input_position_)));
+    }
+    return false;
+  }
+
   z_stream stream_;
   bool in_member_ = false;
+  bool after_member_ = false;  // a member ended, and no other has begun
 };
 
 // zstd through libzstd's streaming decoder; consecutive frames are decoded in turn.
