@@ -10,6 +10,7 @@
 
 #include "loco/data/dataset_meta.h"
 #include "loco/data/document_split.h"
+#include "loco/data/loco_made.h"
 #include "loco/data/prepare.h"
 #include "loco/data/token_dataset.h"
 #include "loco/data/tokenizer.h"
@@ -592,6 +593,29 @@ TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {
             std::string::npos)
       << error;
   EXPECT_FALSE(fs::exists(scratch / "c"));
+  // A prepare that did not finish has a tokenizer of no prepared data (it was taken without a word).
+  fs::copy(scratch / "a", scratch / "unfinished");
+  write_text(scratch / "unfinished" / kPrepareMarkerFileName, "");
+  fs::remove(scratch / "unfinished" / "meta.json");
+  options.tokenizer_from = scratch / "unfinished";
+  error = prepare_error(options);
+  EXPECT_NE(error.find("unfinished is a loco prepare that did not finish (it holds .loco-prepare-incomplete)"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(fs::exists(scratch / "c"));
+}
+
+// A path is bytes: an input named in another encoding than UTF-8 is prepared, and meta.json records it with
+// U+FFFD (it failed the whole prepare, at its end, with the JSON library's "invalid UTF-8 byte").
+TEST(DataPrepare, AnInputNamedInAnotherEncodingIsPrepared) {
+  ScratchDir scratch;
+  const fs::path latin1 = scratch / "caf\xe9";
+  write_text(latin1 / "a.txt", "first document\n");
+  write_text(latin1 / "b.txt", "second document\n");
+  prepare_dataset(byte_options({latin1}, scratch / "out", 0.5));
+  const DatasetMeta meta = read_dataset_meta(scratch / "out");
+  ASSERT_EQ(meta.sources.size(), 1u);
+  EXPECT_NE(meta.sources[0].find("caf\xef\xbf\xbd"), std::string::npos) << meta.sources[0];
 }
 
 }  // namespace

@@ -121,7 +121,10 @@ void require_prepared_tokenizer(const fs::path& data_dir, const DatasetMeta& met
 }
 
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta) {
-  write_file_atomic(data_dir / kMetaFileName, meta.to_json().dump(2) + "\n");
+  // A path is bytes, and JSON holds UTF-8: an input named in another encoding is recorded with U+FFFD for what is
+  // not UTF-8 (it failed the whole prepare, at its end, with the JSON library's message).
+  write_file_atomic(data_dir / kMetaFileName,
+                    meta.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace loco::data

@@ -17,6 +17,7 @@
 #include "loco/data/dataset_writer.h"
 #include "loco/data/document_split.h"
 #include "loco/data/encode_pipeline.h"
+#include "loco/data/loco_made.h"
 #include "loco/data/progress_line.h"
 #include "loco/data/sentencepiece_tokenizer.h"
 #include "loco/data/shard.h"
@@ -230,6 +231,16 @@ std::vector<std::string> sample_train_documents(const PrepareOptions& options, c
 std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const std::vector<CorpusFile>& files,
                                            const DocumentSplit& split) {
   if (!options.tokenizer_from.empty()) {
+    // An unfinished prepare's tokenizer is no data directory's: redone with other options, it is replaced, and
+    // what was encoded with it stands alone (train and eval refuse that directory).
+    std::error_code unknown;
+    if (fs::exists(options.tokenizer_from / kPrepareMarkerFileName, unknown)) {
+      throw DataError(
+          fmt::format("--tokenizer-from {} is a loco prepare that did not finish (it holds {}): its "
+                      "tokenizer belongs to no prepared data. Run that prepare again to its end, or "
+                      "take the tokenizer of a finished one",
+                      options.tokenizer_from.string(), kPrepareMarkerFileName));
+    }
     load_tokenizer(options.tokenizer_from);  // checked where it is: a broken one is named there, not in --out
     copy_tokenizer_files(options.tokenizer_from, options.out_dir);
     progress("using the tokenizer of {} ({})", options.tokenizer_from.string(), tokenizer_hash(options.out_dir));
