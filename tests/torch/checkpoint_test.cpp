@@ -88,6 +88,21 @@ TEST(Checkpoint, CorruptedFileIsDetectedByChecksum) {
   EXPECT_NE(message.find("model.safetensors is corrupted or truncated"), std::string::npos) << message;
 }
 
+// A replica's or stage's part names the run's checkpoints to resume from, which --resume takes (it named the
+// part's own directory, which --resume refuses as "the part of one replica").
+TEST(Checkpoint, ACorruptedPartNamesTheRunsCheckpointsToResumeFrom) {
+  Fixture f;
+  for (const fs::path& holder : {f.dir / "run", f.dir / "run" / "replica_1"})
+    fs::create_directories(holder / "checkpoints");
+  const fs::path part = write_checkpoint(f.dir / "run" / "replica_1" / "stage_1" / "checkpoints", f.config, f.state,
+                                         f.tensors, f.config.data.dir);
+  flip_byte(part / "model.safetensors", 10);
+  const std::string message = checkpoint_error(part);
+  EXPECT_NE(message.find("Resume from an earlier checkpoint in " + (f.dir / "run" / "checkpoints").string()),
+            std::string::npos)
+      << message;
+}
+
 TEST(Checkpoint, TruncatedFileIsDetected) {
   Fixture f;
   const fs::path dir = f.write();

@@ -46,6 +46,20 @@ CheckpointError edited(const fs::path& dir, const std::string& what) {
                                      dir.string(), what));
 }
 
+// The run's checkpoints directory, which a resume names (each replica and stage then reads its own part):
+// a part's (OUT/replica_1/stage_2/checkpoints/step_N) without its replica's and stage's directories.
+fs::path run_checkpoints_of(const fs::path& checkpoint) {
+  fs::path holder = checkpoint.parent_path().parent_path();
+  for (const char* part : {"stage_", "replica_"}) {
+    std::error_code unknown;
+    if (holder.filename().string().rfind(part, 0) == 0 &&
+        fs::is_directory(holder.parent_path() / "checkpoints", unknown)) {
+      holder = holder.parent_path();
+    }
+  }
+  return holder / "checkpoints";
+}
+
 void verify_file(const fs::path& dir, const std::string& name, const nlohmann::json& expected) {
   const fs::path path = dir / name;
   std::error_code unreadable;
@@ -69,10 +83,10 @@ void verify_file(const fs::path& dir, const std::string& name, const nlohmann::j
   }
   const auto size = fs::file_size(path);
   if (size != json_integer<std::uint64_t>(expected.at("bytes")) || crc32_hex_of_file(path) != expected.at("crc32")) {
-    throw CheckpointError(fmt::format(
-        "checkpoint file {} is corrupted or truncated ({} bytes, checksum mismatch against state.json). "
-        "Resume from an earlier checkpoint in {}",
-        path.string(), size, dir.parent_path().string()));
+    throw CheckpointError(
+        fmt::format("checkpoint file {} is corrupted or truncated ({} bytes, checksum mismatch against state.json). "
+                    "Resume from an earlier checkpoint in {}",
+                    path.string(), size, run_checkpoints_of(dir).string()));
   }
 }
 
