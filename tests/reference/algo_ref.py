@@ -197,7 +197,7 @@ def run_streaming(make_model, batches, fragments, sync_every, overlap, mix, eta,
     """Streaming DiLoCo (docs/algorithm-reference.md §4), exchange in full precision.
 
     fragments: list of lists of parameter names. Fragment p sends at steps t > 0 with
-    t = p*H/P (mod H) ("step t" = after t inner steps). A send at t computes
+    t = p*floor(H/P) (mod H), as loco spaces them ("step t" = after t inner steps). A send at t computes
     delta_p = mean_m(theta_g,p - theta_m,p) from the params at step t; the result is applied after
     step t + tau: theta~ = Nesterov(theta_g,p, delta_p); theta_g,p = theta~;
     theta_m,p = mix*theta_m,p + (1-mix)*theta~ on every replica. With tau = 0 it is applied at once
@@ -207,7 +207,7 @@ def run_streaming(make_model, batches, fragments, sync_every, overlap, mix, eta,
     Returns losses[m][k], theta_g (all fragments), theta_m of every replica, and a log of events."""
     replicas = [Replica(make_model, b) for b in batches]
     P, H = len(fragments), sync_every
-    offsets = [p * H // P for p in range(P)]
+    offsets = [p * (H // P) for p in range(P)]
     initial = replicas[0].params()
     outer = [OuterNesterov({n: initial[n] for n in frag}, eta, mu) for frag in fragments]
     losses = [[] for _ in replicas]

@@ -324,6 +324,27 @@ TEST(Config, OverlapAutoNeedsRoomForTau) {
   EXPECT_NE(message.find("streaming.overlap_auto"), std::string::npos) << message;
 }
 
+// More fragments than H: every fragment synchronised at the same step (spacing ⌊H/P⌋ = 0), DiLoCo with P
+// buffers under Streaming's name.
+TEST(Config, StreamingNeedsAStepForEachFragmentsSynchronisation) {
+  ScratchDir dir;
+  const std::vector<std::string> streaming = {"dist.algorithm=streaming", "dist.replicas=2", "streaming.overlap=0"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), streaming.begin(), streaming.end());
+    return more;
+  };
+  EXPECT_EQ(load_text(dir, kValidConfig,
+                      with({"streaming.sync_every=3", "streaming.fragments=2", "streaming.embeddings_fragment=true"}))
+                .streaming.sync_every,
+            3);
+  const std::string message =
+      config_error(dir, kValidConfig,
+                   with({"streaming.sync_every=2", "streaming.fragments=2", "streaming.embeddings_fragment=true"}));
+  EXPECT_NE(message.find("streaming.sync_every (2) is below the number of fragments (3, with the embeddings' own)"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Config, ImpossibleShapesNameTheKeys) {
   ScratchDir dir;
   std::string message = config_error(dir, kValidConfig, {"model.num_attention_heads=5"});

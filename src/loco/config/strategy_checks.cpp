@@ -87,14 +87,26 @@ void check_streaming_section(const RunConfig& c) {
                                   s.sync_every));
   }
   if (!(s.mix >= 0 && s.mix <= 1)) throw ConfigError(fmt::format("streaming.mix ({}) must lie in [0, 1]", s.mix));
-  if (!chosen(c, Algorithm::streaming) || !c.dist.elastic) return;
+  if (!chosen(c, Algorithm::streaming)) return;
+  // Fragment p synchronises at t mod H = p·⌊H/P⌋: with more fragments than H, ⌊H/P⌋ = 0 and all of them
+  // synchronised at once, DiLoCo with P momentum buffers, without a word.
+  const std::int64_t fragments = s.fragments + (s.embeddings_fragment ? 1 : 0);
+  if (s.sync_every < fragments) {
+    throw ConfigError(
+        fmt::format("streaming.sync_every ({}) is below the number of fragments ({}{}): the fragments "
+                    "synchronise in turn, one every sync_every / fragments steps, and would all "
+                    "synchronise at once. Raise streaming.sync_every to {} or more, or lower "
+                    "streaming.fragments",
+                    s.sync_every, fragments, s.embeddings_fragment ? ", with the embeddings' own" : "", fragments));
+  }
+  if (!c.dist.elastic) return;
   // Note "elastic-overlap" (elastic/quorum_membership.h): one exchange in flight at most, none at a
   // synchronisation point.
   if (s.overlap_auto) {
     throw ConfigError("dist.elastic = true with streaming.overlap_auto = true: an elastic member keeps one exchange "
                       "in flight at most, so tau cannot grow with the exchange there; set streaming.overlap instead");
   }
-  const std::int64_t spacing = s.sync_every / (s.fragments + (s.embeddings_fragment ? 1 : 0));
+  const std::int64_t spacing = s.sync_every / fragments;
   if (s.overlap > 0 && s.overlap >= spacing) {
     throw ConfigError(fmt::format("dist.elastic = true with streaming needs streaming.overlap ({}) below the spacing "
                                   "of its fragments' synchronisations, streaming.sync_every / fragments = {}: an "
