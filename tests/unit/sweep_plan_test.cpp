@@ -362,6 +362,18 @@ TEST(SweepPlan, MistakesAreRefusedBeforeAnythingRuns) {
             std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = []\n").find("axes.optim.lr must be a non-empty array"),
             std::string::npos);
+  // A key set twice by one table, quoted and nested, or by two axes: runs named for one value trained with the
+  // other's.
+  EXPECT_NE(plan_error(head + "[axes.model]\nhidden_size = [32, 48]\n[axes]\n\"model.hidden_size\" = [64]\n")
+                .find("model.hidden_size is set twice: by the axis model.hidden_size and by the axis "
+                      "model.hidden_size"),
+            std::string::npos);
+  EXPECT_NE(plan_error(head + "[set]\n\"train.seed\" = 1\n[set.train]\nseed = 2\n")
+                .find("train.seed is set twice: by [set] train.seed and by [set] train.seed"),
+            std::string::npos);
+  EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = [0.1, 0.3]\nsize = [{name = \"s\", \"optim.lr\" = 0.2}]\n")
+                .find("optim.lr is set twice: by the axis optim.lr and by the axis size"),
+            std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = 0.1\n").find("non-empty array"), std::string::npos);
   EXPECT_NE(plan_error(head + "[axes]\n\"optim.lr\" = [[0.1]]\n").find("a number, a string or true/false"),
             std::string::npos);

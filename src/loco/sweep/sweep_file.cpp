@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <toml.hpp>
 
@@ -138,9 +139,40 @@ SweepAxis axis_of(const Entry& e, const std::string& where) {
   return axis;
 }
 
+// A config key set twice by one table's [set], or by two of its axes (as "model.hidden_size" and under
+// [axes.model], or by a compound axis too), is refused: one of the two was dropped without a word, and runs
+// named for its values trained with the other's. (An axis replaces a [set] value of its key, and a
+// [[grid]]'s settings replace the file's, as documented.)
+void refuse_keys_set_twice(const SweepGrid& grid, const std::string& where) {
+  std::map<std::string, std::string> set_by;  // config key → the entry that sets it
+  const auto claim = [&](const SweepAxis& entry, const std::string& kind) {
+    std::set<std::string> keys;
+    for (const auto& overrides : entry.overrides) {
+      for (const std::string& assignment : overrides) keys.insert(assignment.substr(0, assignment.find('=')));
+    }
+    const std::string name = fmt::format("{} {}", kind, entry.key);
+    for (const std::string& key : keys) {
+      const auto [at, fresh] = set_by.emplace(key, name);
+      if (!fresh) {
+        throw ConfigError(
+            fmt::format("{}{} is set twice: by {} and by {}. Give each key once (a quoted "
+                        "\"section.key\" and a nested [section] table name the same key)",
+                        where, key, at->second, name));
+      }
+    }
+  };
+  for (const SweepAxis& fixed : grid.fixed) claim(fixed, "[set]");
+  set_by.clear();
+  for (const SweepAxis& axis : grid.axes) claim(axis, "the axis");
+}
+
 void read_settings(const toml::value& table, const std::string& where, SweepGrid& grid) {
-  for (const Entry& e : entries_of(table, "set", where)) grid.fixed.push_back(fixed_setting(e, where + "set."));
-  for (const Entry& e : entries_of(table, "axes", where)) grid.axes.push_back(axis_of(e, where + "axes."));
+  SweepGrid own;
+  for (const Entry& e : entries_of(table, "set", where)) own.fixed.push_back(fixed_setting(e, where + "set."));
+  for (const Entry& e : entries_of(table, "axes", where)) own.axes.push_back(axis_of(e, where + "axes."));
+  refuse_keys_set_twice(own, where);
+  grid.fixed.insert(grid.fixed.end(), own.fixed.begin(), own.fixed.end());
+  grid.axes.insert(grid.axes.end(), own.axes.begin(), own.axes.end());
 }
 
 // The file's [set] and [axes], and those of the [[grid]] table `g` (null: no grid tables).
