@@ -163,6 +163,21 @@ TEST_F(GracefulStopCli, OverlappedExchangesLandBeforeTheReplicasStop) {
   EXPECT_EQ(step % 4, 1) << output("overlapped");
 }
 
+// Streaming DiLoCo whose exchanges are always in flight (τ = 3, fragments synchronising every 2 steps): the
+// replicas wait for the exchanges in flight at a check (every 8 steps) and stop there, and the run resumed from
+// that checkpoint, exchanges in flight included, trains what the uninterrupted run does. Before, a signal said
+// the run would stop and it trained to its end (`loco launch` killed such ranks without a checkpoint).
+TEST_F(GracefulStopCli, ReplicasWithExchangesAlwaysInFlightStopAtTheirNextCheck) {
+  const std::vector<std::string> streaming{"dist.algorithm=streaming", "dist.replicas=2",
+                                           "streaming.fragments=2",    "streaming.sync_every=4",
+                                           "streaming.overlap=3",      "train.stop_check_every=8"};
+  const std::int64_t step = stop_two_replicas("always", train_args("always", streaming), SIGTERM, "SIGTERM");
+  ASSERT_GE(step, 8) << output("always");
+  EXPECT_EQ(step % 8, 0) << output("always");
+
+  expect_resume_trains_as_uninterrupted("always", streaming, step, 1e-5);
+}
+
 // Ranks started by `loco launch`: the launcher passes the signal on to each, and they agree over their group on
 // the synchronisation to stop after. SIGHUP (the terminal or ssh session that started the run went away) stops
 // them as SIGTERM does (before: it killed every rank at once, without a checkpoint).

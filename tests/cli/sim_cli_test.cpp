@@ -126,6 +126,19 @@ TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
   EXPECT_EQ(points.exit_code, 2);
   EXPECT_NE(points.output.find("2 to 10000 points"), std::string::npos) << points.output;
   EXPECT_FALSE(std::filesystem::exists(sweep_dir / "utilisation.csv"));
+  // Replays each within bounds, together hours (targets, and sweep points, multiply an H of 10^5's replay).
+  auto targets = with({"--algorithms", "diloco:h=100000", "--targets", "10,20,30,40,50,60,70,80,90,95,99"});
+  EXPECT_EQ(targets.exit_code, 2) << targets.output;
+  EXPECT_NE(targets.output.find("finding the bandwidth of each target with the schedule model replays 2.14e+09 "
+                                "layer-steps (1 algorithm(s), 297 replays each)"),
+            std::string::npos)
+      << targets.output;
+  auto swept = with({"--algorithms", "diloco:h=100000", "--targets", "50", "--sweep", sweep_dir.path().string(),
+                     "--sweep-points", "10000"});
+  EXPECT_EQ(swept.exit_code, 2) << swept.output;
+  EXPECT_NE(swept.output.find("the sweep with the schedule model replays 7.2e+10 layer-steps"), std::string::npos)
+      << swept.output;
+  EXPECT_FALSE(std::filesystem::exists(sweep_dir / "utilisation.csv"));
   auto replicas = with({"--replicas", "8", "--workers", "4"});
   EXPECT_EQ(replicas.exit_code, 2);
   EXPECT_NE(replicas.output.find("more replicas (8) than workers (4)"), std::string::npos) << replicas.output;

@@ -147,6 +147,12 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(moved / "step_10" / "state.json"));
   EXPECT_FALSE(fs::exists(*dir_ / "extend"));
+  // Another replica count is named first (it was the checkpoint's micro-batch, resolved for its replicas).
+  expect_error(run_loco({"train", "--resume", (moved / "step_10").string(), "--set", "train.steps=12", "--set",
+                         "dist.replicas=2"}),
+               2,
+               "was written with dist.replicas = 1, but --set gives 2: each replica and stage resumes from its own "
+               "part of it");
 }
 
 // A fixed streaming.overlap changed at a resume is the one trained with from there (before: the checkpoint's

@@ -495,6 +495,34 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
                                             "no text", "invalid", "no text", "", ""}));
 }
 
+// What makes a line not JSON is said for what it is: a number beyond double's range in a field loco does not
+// read, lines ended by CR alone, bytes that are not UTF-8 (quoted escaped, not sent to the terminal); --text-field
+// is named only where the text field is what is missing.
+TEST(DataCorpusStream, AJsonLineThatIsNotJsonIsRefusedForWhatItIs) {
+  ScratchDir scratch;
+  const auto refusal = [&](const std::string& name, const std::string& content) {
+    write_text(scratch / name, content);
+    const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+    CorpusStream stream(files, "text");
+    try {
+      for (RawDocument document; stream.next(document);) document_text(std::move(document), files, "text");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string overflow = refusal("overflow.jsonl", "{\"n\": 1e999999, \"text\": \"x\"}\n");
+  EXPECT_NE(overflow.find("a number beyond double's range"), std::string::npos) << overflow;
+  EXPECT_EQ(overflow.find("--text-field"), std::string::npos) << overflow;
+  const std::string cr = refusal("cr.jsonl", "{\"text\": \"a\"}\r{\"text\": \"b\"}\r");
+  EXPECT_NE(cr.find("lines may end with CR alone"), std::string::npos) << cr;
+  const std::string latin1 = refusal("latin1.jsonl", "{\"text\": \"bad \xff byte\"}\n");
+  EXPECT_NE(latin1.find("\\xFF"), std::string::npos) << latin1;
+  EXPECT_EQ(latin1.find('\xff'), std::string::npos) << latin1;
+  EXPECT_NE(refusal("field.jsonl", "{\"body\": \"x\"}\n").find("name the field that holds the text with --text-field"),
+            std::string::npos);
+}
+
 // Note "text-parts": a text file longer than kTextPartBytes is cut into documents at a paragraph break once a
 // part holds kTextPartBytes, at a line end at twice that, at a character boundary at four times; the parts,
 // numbered from 0, put back together are the file. A short file is one document, part 0, as it was.

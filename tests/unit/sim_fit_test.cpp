@@ -128,6 +128,27 @@ TEST(SimFit, RecoversTheAdditiveLaw) {
   }
 }
 
+// Each start is a fit over every point: beyond kMostPointFits together the form is refused with the fix, at
+// once (100,000 points ran for minutes without a word).
+TEST(SimFit, AnAdditiveFitBeyondItsBoundIsRefusedWithTheFix) {
+  const AdditiveLaw truth{40.0, -0.15, 0.004, 1.6};
+  std::vector<double> n, m, loss;
+  for (int i = 0; i < 20000; ++i) {
+    n.push_back(1e6 * (1 + i));
+    m.push_back(1 + i % 4);
+    loss.push_back(truth(n.back(), m.back()));
+  }
+  expect_data_error([&] { fit_additive_law(n, m, loss, {}); },
+                    "fitting L = A·N^(α+β·M) + C to 20000 points from 64 starts is 1.28e+06 point-fits, beyond the "
+                    "1e+06 that take about a minute: give --starts 50 or fewer");
+  AdditiveFitOptions fewer;
+  fewer.starts = 10000;
+  n.resize(200);
+  m.resize(200);
+  loss.resize(200);
+  expect_data_error([&] { fit_additive_law(n, m, loss, fewer); }, "give --starts 5000 or fewer");
+}
+
 TEST(SimFit, LeaveOneOutOfExactDataPredictsExactly) {
   std::vector<FitPoint> points;
   for (double size : kSizes) {

@@ -407,6 +407,12 @@ void Diloco::begin_round(const Participants& who, std::int64_t point, bool again
   membership_.round_begins(who, point, points_.next_after(who.step) - who.step, again);
 }
 
+void Diloco::settle_exchanges() {
+  for (Exchange& x : in_flight_) {
+    if (x.done.valid()) wait_for_background(*x.who.group, [&] { x.done.wait(); });
+  }
+}
+
 void Diloco::wait_for_background(comm::Group& group, const std::function<void()>& wait) const {
   const auto started = SteadyClock::now();
   wait();

@@ -94,6 +94,7 @@ class Diloco final : public Strategy {
   void after_step(std::int64_t step) override;
   bool synchronised_at(std::int64_t step) const override { return met_at_ == step; }
   bool exchanging() const override { return !in_flight_.empty(); }
+  void settle_exchanges() override;
   void with_evaluation_parameters(const std::function<void()>& evaluate) override;
   void add_log_fields(nlohmann::json& record) override;
   NamedTensors state_tensors() const override;

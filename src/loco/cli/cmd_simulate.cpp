@@ -149,13 +149,19 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
     request.bandwidth_bps = o.bandwidth_gbps * 1e9;
   }
 
-  sim::SimulationReport report = sim::run_simulation(request);
-  nlohmann::json json = sim::simulation_json(report);
+  // The sweep is checked before anything runs: its bounds, and the work of its replays.
+  std::vector<double> range;
   if (!o.sweep_dir.empty()) {
-    auto range = parse_numbers(o.sweep_range, "--sweep-range");
+    range = parse_numbers(o.sweep_range, "--sweep-range");
     if (range.size() != 2) throw ConfigError("--sweep-range takes two numbers: LOW,HIGH in Gbit/s.");
     sim::validate_bandwidth_gbps(range[0], "sweep's lowest", "--sweep-range 0.1,1000");
     sim::validate_bandwidth_gbps(range[1], "sweep's highest", "--sweep-range 0.1,1000");
+    sim::log_spaced(range[0] * 1e9, range[1] * 1e9, o.sweep_points);  // refuses a range or count it cannot take
+    sim::require_bounded_sweep(request, o.sweep_points);
+  }
+  sim::SimulationReport report = sim::run_simulation(request);
+  nlohmann::json json = sim::simulation_json(report);
+  if (!o.sweep_dir.empty()) {
     sim::Sweep sweep = sim::run_sweep(request, range[0] * 1e9, range[1] * 1e9, o.sweep_points);
     const auto& s = request.scenario;
     auto [csv, png] =

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "loco/algo/make_strategy.h"
 #include "loco/cli/commands.h"
@@ -62,7 +63,21 @@ RunConfig given_config(const TrainArgs& args) {
   // another working directory, or name where the run was before it moved: the run was resumed there, a second
   // run beside the first, and a later checkpoint of the first went unseen.
   if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
+  const RunConfig saved = config;
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
+  // A static run resumes with the replicas and stages it has parts for: said first, before what the change
+  // also breaks (the checkpoint's micro-batch, resolved for its replica count, was named instead).
+  const std::tuple<const char*, std::int64_t, std::int64_t> counts[] = {
+      {"dist.replicas", config.dist.replicas, saved.dist.replicas},
+      {"dist.stages", config.dist.stages, saved.dist.stages}};
+  for (const auto& [key, given, written] : counts) {
+    if (config.dist.elastic || given == written) continue;
+    throw ConfigError(
+        fmt::format("checkpoint {} was written with {} = {}, but --set gives {}: each replica and stage "
+                    "resumes from its own part of it. Resume with {} = {}, or start a new run from its "
+                    "exported weights (loco export)",
+                    args.resume, key, written, given, key, written));
+  }
   return config;
 }
 

@@ -13,6 +13,7 @@
 #include "loco/data/text.h"
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco::data {
 
@@ -371,20 +372,35 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
   const CorpusFile& file = files.at(document.file);
   if (!holds_json_records(file)) return std::move(document.bytes);
   const bool lines = file.format == CorpusFormat::json_lines;
-  const auto bad_line = [&](const std::string& what) {
-    return DataError(fmt::format(
-        "{}{}{}: {}. Each {} must be a JSON object with a string \"{}\" field; fix or remove it{}, or name the "
-        "field that holds the text with --text-field.",
-        file.path.string(), lines ? ":" : " element ", document.line, what,
-        lines ? "line of a JSON Lines file (.jsonl, .ndjson, or .json beginning with '{')"
-              : "element of a JSON array file (.json beginning with '[')",
-        text_field, lines ? " (blank lines are allowed)" : ""));
+  const auto bad_line = [&](const std::string& what, const std::string& fix) {
+    return DataError(fmt::format("{}{}{}: {}. Each {} must be a JSON object with a string \"{}\" field; {}.",
+                                 file.path.string(), lines ? ":" : " element ", document.line, what,
+                                 lines ? "line of a JSON Lines file (.jsonl, .ndjson, or .json beginning with '{')"
+                                       : "element of a JSON array file (.json beginning with '[')",
+                                 text_field, fix));
   };
+  const std::string fix_it = fmt::format("fix or remove it{}", lines ? " (blank lines are allowed)" : "");
   TextFieldReader reader(text_field);
   if (!nlohmann::json::sax_parse(document.bytes, &reader)) {
-    throw bad_line(fmt::format("not valid JSON ({})", reader.error()));
+    // The parser's message quotes the line's bytes: escaped where they are not UTF-8 (they reached the terminal).
+    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(reader.error()));
+    if (reader.error().find("number overflow") != std::string::npos) {
+      why +=
+          ": a number beyond double's range, ±1.8e308, somewhere in it (loco reads only the text field, but "
+          "the whole line must be JSON it can read; write such a number as a string)";
+    }
+    const std::size_t cr = document.bytes.find('\r');
+    if (lines && cr != std::string::npos && cr + 1 < document.bytes.size() && document.bytes[cr + 1] != '\n') {
+      why +=
+          ": it holds a carriage return without a line feed, so the file's lines may end with CR alone (old Mac "
+          "line ends), which JSON Lines does not allow; convert them to LF (tr '\\r' '\\n')";
+    }
+    throw bad_line(why, fix_it);
   }
-  if (!reader.top_is_object() || !reader.found()) throw bad_line(fmt::format("no string \"{}\" field", text_field));
+  if (!reader.top_is_object() || !reader.found()) {
+    throw bad_line(fmt::format("no string \"{}\" field", text_field),
+                   fix_it + ", or name the field that holds the text with --text-field");
+  }
   return std::move(reader.text());
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "loco/run/elastic_member_run.h"
 #include "loco/run/served_coordinator.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/resume_checks.h"
 #include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
@@ -187,18 +189,29 @@ TrainSummary train_local_elastic(const TrainOptions& options) {
   coordinator.secret = server_options.secret;
   coordinator.settings = member_settings_json(config);
 
+  // A checkpoint of the other kind (a static run's) is refused once, before any replica starts.
+  if (options.resume_from) require_part_for(config, *options.resume_from, 0, 0);
   if (replicas > 1) limit_blas_threads(config.train.threads);  // note "blas-pool"
   Progress progress(replicas);
   std::vector<std::optional<TrainSummary>> summaries(static_cast<std::size_t>(replicas));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
+  // A replica that fails ends the others' run as a signal would: they waited for it in their quorums until
+  // comm.timeout_s (10 minutes by default) before the failure was said.
+  std::atomic<bool> failed{false};
+  TrainOptions stoppable = options;
+  stoppable.stop_requested = [&failed, given = options.stop_requested] {
+    const int signal = given ? given() : 0;
+    return signal != 0 ? signal : (failed ? SIGTERM : 0);
+  };
   run_on_threads(
       replicas,
       [&](int r) {
         try {
           summaries[static_cast<std::size_t>(r)] =
-              run_replica(r, options, churn_events_of(schedule, r), coordinator, progress);
+              run_replica(r, stoppable, churn_events_of(schedule, r), coordinator, progress);
         } catch (...) {
           errors[static_cast<std::size_t>(r)] = std::current_exception();
+          failed = true;
         }
       },
       // The replicas running would go on without those that never started: without their coordinator they

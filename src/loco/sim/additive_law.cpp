@@ -95,6 +95,18 @@ AdditiveFit fit_additive_law(const std::vector<double>& n, const std::vector<dou
                     "and {}).",
                     options.starts, options.huber_delta));
   }
+  // Every start is a BFGS fit over every point: bounded together, as a fit of 100,000 points (or of 1,000
+  // from 10,000 starts) ran for minutes without a word. The report names the form as skipped, and why.
+  const double point_fits = static_cast<double>(n.size()) * options.starts;
+  if (point_fits > kMostPointFits) {
+    const auto fewer = static_cast<long long>(kMostPointFits / static_cast<double>(n.size()));
+    throw DataError(
+        fmt::format("fitting L = A·N^(α+β·M) + C to {} points from {} starts is {:.3g} point-fits, beyond "
+                    "the {:.0e} that take about a minute: {}",
+                    n.size(), options.starts, point_fits, kMostPointFits,
+                    fewer >= 1 ? fmt::format("give --starts {} or fewer", fewer)
+                               : "fit fewer points (the best run of each size and replica count)"));
+  }
   const Design d = make_design(n, m, loss);
   const double min_loss = *std::min_element(loss.begin(), loss.end());
   double mean_log_loss = 0;

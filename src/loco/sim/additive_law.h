@@ -29,6 +29,9 @@ struct AdditiveFit {
   int starts_at_optimum = 0;  // starts that ended within 1e-6 (relative) of the best objective
 };
 
+// Points × starts a fit may take (each start a BFGS fit over every point; about a minute on a 2-core VM).
+inline constexpr double kMostPointFits = 1e6;
+
 // Throws DataError with fewer than 4 points, fewer than 2 sizes or 2 replica counts, or values
 // that are not positive and finite; ConfigError when the options are impossible.
 AdditiveFit fit_additive_law(const std::vector<double>& n, const std::vector<double>& m,

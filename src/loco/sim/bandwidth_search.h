@@ -21,6 +21,10 @@ const char* timing_model_name(TimingModel model);
 // Utilisation with the inter-replica link at `bandwidth_bps`.
 Utilisation utilisation_at(Scenario scenario, const AlgorithmSpec& algorithm, TimingModel model, double bandwidth_bps);
 
+// Utilisations bandwidth_for_utilisation computes at most: the two ends, then a bisection in log space of
+// kMaxBandwidthBps / kMinBandwidthBps = 1e15 down to a ratio of 1 + 1e-6 (25 halvings of its logarithm).
+inline constexpr int kReplaysPerTarget = 27;
+
 // The smallest bandwidth (bits/s, relative precision 1e-6) at which utilisation reaches `target`
 // (0 < target < 1); 0 when the inter-replica link is never used (for example one replica); nullopt
 // when no bandwidth is enough (latency or the inner reduction already costs more).

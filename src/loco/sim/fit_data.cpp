@@ -126,7 +126,9 @@ std::string normalise_algorithm(const std::string& name) {
 }
 
 std::vector<FitPoint> load_points_csv(const fs::path& csv, ParamConvention convention) {
-  CsvTable table = parse_csv(read_file(csv), csv.string());
+  // A results table holds a row per run: 256 MiB is millions of them, and a file beyond is no such table.
+  constexpr std::uint64_t kMostCsvBytes = std::uint64_t{256} << 20;
+  CsvTable table = parse_csv(read_file(csv, kMostCsvBytes), csv.string());
   const int non_embedding = column(table.header, {"non_embedding_params"}, csv);
   const int params = convention == ParamConvention::kNonEmbedding && non_embedding >= 0
                          ? non_embedding

@@ -1,6 +1,7 @@
 #include "loco/sim/schedule_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "loco/sim/collective_cost.h"
@@ -9,10 +10,6 @@
 namespace loco::sim {
 
 namespace {
-
-// Beyond this many layer-steps a single simulation takes seconds, and the bandwidth search runs
-// dozens of them.
-constexpr double kMaxLayerSteps = 2e7;
 
 // One link: transfers start in the order they are issued, each once the link is free and its data
 // is ready. Returns when the result is available at the other end.
@@ -46,6 +43,11 @@ void wait_for_updates(std::vector<PendingUpdate>& pending, long step, double& no
 
 }  // namespace
 
+double schedule_layer_steps(const Scenario& s, const AlgorithmSpec& a) {
+  const double period = static_cast<double>(a.inner_steps);
+  return (2 * period + period * std::ceil(8 / period)) * s.layers;
+}
+
 Utilisation simulate_schedule(const Scenario& s, const AlgorithmSpec& a) {
   validate(s);
   validate(a, s);
@@ -67,11 +69,11 @@ Utilisation simulate_schedule(const Scenario& s, const AlgorithmSpec& a) {
   const long warmup_steps = 2 * period;
   const long measured_steps = period * ((8 + period - 1) / period);
   const long last_step = warmup_steps + measured_steps;
-  if (static_cast<double>(last_step) * layers > kMaxLayerSteps) {
+  if (schedule_layer_steps(s, a) > kMaxReplayLayerSteps) {
     throw ConfigError(
         fmt::format("{} with H = {} and {} layers is too long to replay step by step ({} "
                     "layer-steps); use --model analytic, or fewer layers or a smaller H.",
-                    a.label(), a.inner_steps, layers, static_cast<double>(last_step) * layers));
+                    a.label(), a.inner_steps, layers, schedule_layer_steps(s, a)));
   }
 
   std::vector<std::vector<PendingUpdate>> pending(layers);

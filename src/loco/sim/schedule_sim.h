@@ -30,4 +30,15 @@ struct Utilisation {
 // Simulates at the scenario's inter-replica bandwidth. Throws ConfigError on impossible inputs.
 Utilisation simulate_schedule(const Scenario& scenario, const AlgorithmSpec& algorithm);
 
+// What one simulate_schedule replays: steps (two periods of warm-up, then whole periods, at least 8 steps) times
+// layers, the measure of its work.
+double schedule_layer_steps(const Scenario& scenario, const AlgorithmSpec& algorithm);
+
+// Layer-steps one replay may take: beyond it a single simulation takes seconds, and the bandwidth search runs
+// dozens of them.
+inline constexpr double kMaxReplayLayerSteps = 2e7;
+// Layer-steps the command's replays may take together (about a minute on a 2-core VM, at 2.7e-8 s each): the
+// bandwidth search replays each algorithm dozens of times, and targets, algorithms and sweep points multiply it.
+inline constexpr double kMaxTotalLayerSteps = 2e9;
+
 }  // namespace loco::sim

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "loco/sim/gnuplot.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -27,6 +29,25 @@ std::string curve_label(const AlgorithmSpec& algorithm, TimingModel model, std::
   return models > 1 ? fmt::format("{} [{}]", algorithm.label(), timing_model_name(model)) : algorithm.label();
 }
 
+// The schedule model's replays of `replays_each` utilisations per algorithm, bounded together as one replay is
+// alone (hours could be asked for: 10,000 sweep points, or 50 targets of an H of 10^5).
+void require_bounded_replays(const SimulationRequest& r, double replays_each, const std::string& what) {
+  if (std::find(r.models.begin(), r.models.end(), TimingModel::kSchedule) == r.models.end()) return;
+  double total = 0;
+  for (const auto& a : r.algorithms) {
+    const double one = schedule_layer_steps(r.scenario, a);
+    if (one > kMaxReplayLayerSteps) return;  // simulate_schedule refuses that replay, naming it
+    total += one * replays_each;
+  }
+  if (total > kMaxTotalLayerSteps) {
+    throw ConfigError(
+        fmt::format("{} with the schedule model replays {:.3g} layer-steps ({} algorithm(s), {:g} "
+                    "replays each), beyond the {:.0e} that take about a minute: use --model analytic, "
+                    "or fewer algorithms, targets or sweep points, or a smaller H",
+                    what, total, r.algorithms.size(), replays_each, kMaxTotalLayerSteps));
+  }
+}
+
 void validate_request(const SimulationRequest& r) {
   validate(r.scenario);
   for (const auto& a : r.algorithms) validate(a, r.scenario);
@@ -42,6 +63,8 @@ void validate_request(const SimulationRequest& r) {
   if (r.algorithms.empty() || r.models.empty()) {
     throw ConfigError("nothing to simulate: give at least one algorithm and one timing model.");
   }
+  require_bounded_replays(r, static_cast<double>(r.targets.size()) * kReplaysPerTarget + (r.bandwidth_bps ? 1 : 0),
+                          "finding the bandwidth of each target");
 }
 
 }  // namespace
@@ -128,8 +151,13 @@ nlohmann::json simulation_json(const SimulationReport& report) {
   return out;
 }
 
+void require_bounded_sweep(const SimulationRequest& request, int points) {
+  require_bounded_replays(request, points, "the sweep");
+}
+
 Sweep run_sweep(const SimulationRequest& request, double low_bps, double high_bps, int points) {
   validate_request(request);
+  require_bounded_sweep(request, points);
   Sweep sweep{log_spaced(low_bps, high_bps, points), {}, {}};
   for (TimingModel model : request.models) {
     for (const auto& algorithm : request.algorithms) {

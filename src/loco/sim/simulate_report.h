@@ -48,6 +48,8 @@ struct Sweep {
   std::vector<std::vector<double>> utilisation;  // [curve][point]
 };
 
+// ConfigError when the sweep's `points` replays with the schedule model would take beyond kMaxTotalLayerSteps.
+void require_bounded_sweep(const SimulationRequest& request, int points);
 Sweep run_sweep(const SimulationRequest& request, double low_bps, double high_bps, int points);
 std::string sweep_csv(const Sweep& sweep);
 // Writes <dir>/utilisation.csv, utilisation.png and utilisation.gp; returns the CSV and PNG paths.

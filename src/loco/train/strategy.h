@@ -74,6 +74,10 @@ class Strategy {
   // (train.stop_check_every) skips such a step, where its collective could reach the group before the
   // exchange's on one replica and after it on another. The same answer on every replica of a static run.
   virtual bool exchanging() const { return false; }
+  // Waits until no exchange of this strategy runs on the group in the background (their results are still
+  // applied when due, as before): the trainer's stop agreement may then use the group at a step with exchanges
+  // in flight, where the replicas would otherwise never meet (note "graceful-stop").
+  virtual void settle_exchanges() {}
   // Runs `evaluate` with the parameters a user would deploy in the model (DiLoCo: the global ones)
   // and restores the replica's own afterwards.
   virtual void with_evaluation_parameters(const std::function<void()>& evaluate) { evaluate(); }

@@ -116,6 +116,7 @@ struct Trainer::State {
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
   std::int64_t step = 0, tokens = 0;
+  std::int64_t stop_checked_at = -1;  // the last step the replicas agreed on a stop (note "graceful-stop")
   double elapsed_before = 0;  // wall time of the run before this process
   std::optional<CommunicationTotals> communication;
   std::optional<MetricsWriter> metrics;
@@ -262,8 +263,9 @@ TrainSummary Trainer::run() {
 // meet anyway: after every step of a single replica (a pipeline's stages exchange every micro-batch), and
 // for several replicas where the strategy synchronised them all (data parallel: every step; DiLoCo: every
 // outer step), so the agreement holds nobody up, and also every train.stop_check_every steps (unless an
-// exchange runs in the background then), so that a stop waits for at most that many steps rather than for
-// a round of H inner steps, which can outlast a spot instance's notice. A run that is not stopped pays one
+// exchange runs in the background then and they agreed less than that many steps ago), so that a stop waits
+// for at most that many steps (twice that with exchanges always in flight) rather than for a round of H inner
+// steps, which can outlast a spot instance's notice. A run that is not stopped pays one
 // small gather per outer step and per stop_check_every steps, where the replicas briefly wait for each other.
 // An elastic member has no replica group (its quorums come and go): it stops alone, after any step, and
 // leaves its quorum (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
@@ -271,8 +273,20 @@ int Trainer::agreed_stop() {
   State& s = *state_;
   if (!s.options.stop_requested || s.last_step()) return 0;
   const std::int64_t every = s.config.train.stop_check_every;
-  bool checks_now = s.replicas() == 1 || s.strategy->synchronised_at(s.step) ||
-                    (every > 0 && s.step % every == 0 && !s.strategy->exchanging());
+  if (s.stop_checked_at < 0) s.stop_checked_at = s.step - 1;  // the same on every replica: where they resumed
+  bool checks_now = s.replicas() == 1 || s.strategy->synchronised_at(s.step);
+  if (!checks_now && every > 0 && s.step % every == 0) {
+    // An exchange in the background could meet the gather in another order on each replica: such a step is
+    // skipped, unless the replicas have not agreed for `every` steps (Streaming with τ at least its fragments'
+    // spacing has one in flight at every step, and a stop never came: `loco launch` killed the ranks without a
+    // checkpoint). Then they wait for the exchanges in flight, applied when due all the same, and agree.
+    if (!s.strategy->exchanging()) {
+      checks_now = true;
+    } else if (s.step - s.stop_checked_at >= every) {
+      s.strategy->settle_exchanges();
+      checks_now = true;
+    }
+  }
   // A pipeline replica's stages decide apart (each exchanges its own share and may have it in flight at other
   // steps): they first agree over the pipeline group, where they meet every step anyway, so that the gathers
   // below happen on every stage or on none. Each stage decides alike on every replica, so the agreed answer
@@ -281,6 +295,7 @@ int Trainer::agreed_stop() {
     checks_now = s.options.pipeline->smallest_of_ranks(checks_now ? 1 : 0) == 1;
   }
   if (!checks_now) return 0;
+  s.stop_checked_at = s.step;
   std::int64_t signal = s.options.stop_requested();
   for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
     if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);

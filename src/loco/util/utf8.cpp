@@ -1,5 +1,7 @@
 #include "loco/util/utf8.h"
 
+#include <fmt/format.h>
+
 namespace loco {
 
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
@@ -47,6 +49,16 @@ std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
     --end;
   }
   return std::string(text.substr(0, end));
+}
+
+std::string escape_invalid_utf8(std::string_view bytes) {
+  std::string out;
+  while (const auto bad = first_invalid_utf8(bytes)) {
+    out.append(bytes.substr(0, *bad));
+    out += fmt::format("\\x{:02X}", static_cast<unsigned char>(bytes[*bad]));
+    bytes.remove_prefix(*bad + 1);
+  }
+  return out.append(bytes);
 }
 
 }  // namespace loco

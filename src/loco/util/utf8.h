@@ -19,4 +19,8 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes);
 // unwritable (nlohmann::json::dump refuses invalid UTF-8).
 std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 
+// `bytes` with each byte that is not part of a well-formed sequence written as \xNN, the rest as it is: a
+// library's message that quotes a file's bytes, made printable and fit for JSON.
+std::string escape_invalid_utf8(std::string_view bytes);
+
 }  // namespace loco
