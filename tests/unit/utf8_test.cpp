@@ -43,5 +43,12 @@ TEST(Utf8, APrefixEndsBetweenCharacters) {
   EXPECT_EQ(utf8_prefix(std::string(100, '\x80'), 50).size(), 47u);  // not UTF-8: cut at most 3 bytes earlier
 }
 
+TEST(Utf8, OnlyTheBytesThatAreNotUtf8AreEscaped) {
+  EXPECT_EQ(escape_invalid_utf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(escape_invalid_utf8("bad \xff byte"), "bad \\xFF byte");
+  EXPECT_EQ(escape_invalid_utf8("\xc3\xa9\xc3"), "\xc3\xa9\\xC3");    // a sequence cut at the end
+  EXPECT_EQ(escape_invalid_utf8("\xed\xa0\x80"), "\\xED\\xA0\\x80");  // a surrogate, byte by byte
+}
+
 }  // namespace
 }  // namespace loco
