@@ -2,13 +2,16 @@
 // of it, and treats a missing path as done.
 #include "loco/util/fs.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +73,40 @@ TEST(AtomicFileWriter, RefusesToReplaceADeviceOrADirectory) {
   write_file_atomic(dir / "file", "old");
   write_file_atomic(dir / "file", "new");  // a regular file is replaced, as always
   EXPECT_EQ(read_file(dir / "file"), "new");
+}
+
+// Out of file descriptors, a read or a write names the limit, not the path or the directory's permissions
+// ("is not writable … fix its permissions", "Check the path").
+TEST(AtomicFileWriter, OutOfFileDescriptorsNamesTheLimit) {
+  test::ScratchDir dir;
+  test::write_text(dir / "a.txt", "text");
+  ensure_writable_directory(dir / "out", "train.out_dir");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<std::string> said;
+  {
+    std::vector<int> held;  // every descriptor below the limit taken
+    rlimit low = saved;
+    low.rlim_cur = 64;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
+    for (const auto& attempt : std::vector<std::function<void()>>{
+             [&] { read_file(dir / "a.txt"); }, [&] { AtomicFileWriter writer(dir / "b.txt"); },
+             [&] { ensure_writable_directory(dir / "out", "train.out_dir"); }}) {
+      try {
+        attempt();
+        said.push_back("no error");
+      } catch (const IoError& e) {
+        said.push_back(e.what());
+      }
+    }
+    for (const int fd : held) ::close(fd);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  }
+  for (const std::string& message : said) {
+    EXPECT_NE(message.find("no file descriptors left (ulimit -n): raise the limit"), std::string::npos) << message;
+    EXPECT_EQ(message.find("permissions"), std::string::npos) << message;
+  }
 }
 
 TEST(RemoveTree, RemovesNestedFilesAndDirectoriesButNotLinkTargets) {

@@ -3,6 +3,9 @@
 #include "loco/train/memory_need.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <string>
 
 #include "loco/util/error.h"
 
@@ -63,6 +66,28 @@ TEST(MemoryNeed, ARunBeyondTheMachineIsRefusedNamingWhatToLower) {
 }
 
 TEST(MemoryNeed, TheMachineHasSomeMemory) { EXPECT_GT(usable_host_memory_bytes(), 64.0 * 1024 * 1024); }
+
+// Under ulimit -v OpenBLAS retries its first buffer without end when it does not fit beside what the process
+// maps (a run hung at full CPU): refused, naming the limit. Room beside the mapping is no refusal.
+TEST(MemoryNeed, AnAddressSpaceLimitWithoutRoomForTheBlasBuffersIsRefused) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+  std::string said;
+  {
+    rlimit low = saved;
+    low.rlim_cur = 64;  // below what is mapped: nothing new can be mapped, and the check maps nothing
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &low), 0);
+    try {
+      require_room_to_compute("loco train");
+    } catch (const ConfigError& e) {
+      said = e.what();
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
+  }
+  EXPECT_NE(said.find("loco train cannot compute under this address-space limit (ulimit -v 0 KiB)"), std::string::npos)
+      << said;
+  if (saved.rlim_cur == RLIM_INFINITY) EXPECT_NO_THROW(require_room_to_compute("loco train"));
+}
 
 }  // namespace
 }  // namespace loco

@@ -215,6 +215,21 @@ TEST_F(RunFilesTest, AFileRewrittenByAResumeStartsItsSeriesAgain) {
   files.poll(history);
   EXPECT_EQ(history.points(dir_.string()), 1u);
   EXPECT_EQ(history.latest(dir_.string())->step, 10);
+  // Replaced (as a resume replaces it) by a longer file before the next poll, its torn last line included: the
+  // series starts again (before: read on from the old offset, the old points kept and a torn line joined to a
+  // new one).
+  append(dir_ / "metrics.jsonl", R"({"step": 20, "loss": 4.0, "elapsed_s": 0.08)");
+  files.poll(history);
+  std::string resumed;
+  for (int step = 10; step <= 60; step += 10)
+    resumed += fmt::format(R"({{"step": {}, "loss": 3.0}})"
+                           "\n",
+                           step);
+  std::ofstream(dir_ / "metrics.new", std::ios::trunc) << resumed;
+  fs::rename(dir_ / "metrics.new", dir_ / "metrics.jsonl");
+  files.poll(history);
+  EXPECT_EQ(history.points(dir_.string()), 6u);
+  EXPECT_EQ(history.latest(dir_.string())->values[kLoss], 3.0);
 }
 
 TEST_F(RunFilesTest, GarbageAndOverlongLinesAreSkippedNotTrusted) {

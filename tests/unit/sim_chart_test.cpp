@@ -89,6 +89,7 @@ TEST(SimChart, AnImageCutShortIsRefused) {
     EXPECT_NE(std::string(e.what()).find("is the disk full?"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "chart.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "chart.gp"));  // nothing of the chart is left
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().filename().string().rfind(".chart.png", 0), std::string::npos) << entry.path();
   }

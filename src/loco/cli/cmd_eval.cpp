@@ -10,6 +10,7 @@
 #include "loco/data/token_dataset.h"
 #include "loco/train/checkpoint.h"
 #include "loco/train/evaluate.h"
+#include "loco/train/memory_need.h"
 #include "loco/train/resume_checks.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
@@ -43,6 +44,7 @@ void run_eval(const EvalArgs& args) {
   }
   const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
+  if (!device.is_cuda()) require_room_to_compute("loco eval");
   Llama model = evaluated_model(checkpoint, device);
   const std::int64_t batch = args.batch_size > 0 ? args.batch_size : checkpoint.config.train.micro_batch_size;
   // Forwards of at most the run's micro-batch, which its training held with gradients: a larger --batch-size

@@ -10,6 +10,7 @@
 #include "loco/data/tokenizer.h"
 #include "loco/model/generate.h"
 #include "loco/train/checkpoint.h"
+#include "loco/train/memory_need.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 
@@ -29,6 +30,7 @@ void run_generate(GenerateArgs args) {
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   const torch::Device device = resolve_device(args.device, "--device");
   configure_threads(checkpoint.config.train.threads, device);
+  if (!device.is_cuda()) require_room_to_compute("loco generate");
   Llama model = evaluated_model(checkpoint, device);
   const std::int64_t embedded = checkpoint.config.model.vocab_size;
   if (embedded < tokenizer->vocab_size()) {

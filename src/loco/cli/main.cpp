@@ -14,6 +14,7 @@
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/util/error.h"
+#include "loco/util/open_file_limit.h"
 
 namespace {
 
@@ -130,6 +131,9 @@ int run(CLI::App& app, int argc, char** argv) {
 #endif
   loco::cli::add_bench_command(app, argc, argv);
 
+  // A run's store connections, Gloo pairs and files each take a descriptor: a soft limit of 1024 under a higher
+  // hard one is raised before anything opens (util/open_file_limit.h).
+  loco::raise_open_file_limit();
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
@@ -153,6 +157,17 @@ int run(CLI::App& app, int argc, char** argv) {
     if (dynamic_cast<const std::system_error*>(&e) != nullptr && std::ferror(stdout)) return report_lost_output(0);
     // libtorch (c10::Error) and the standard library: not expected, but never a crash.
     if (is_out_of_memory(e.what())) return report_out_of_memory(e.what(), app);
+    // std::thread's constructor when no thread can start (EAGAIN: out of memory for its stack under ulimit -v,
+    // or ulimit -u reached).
+    const auto* system = dynamic_cast<const std::system_error*>(&e);
+    if (system != nullptr && system->code() == std::errc::resource_unavailable_try_again) {
+      return report("error: ",
+                    fmt::format("cannot start a thread ({}): the process is out of memory for its stack (ulimit -v) "
+                                "or may start no more processes and threads (ulimit -u). Raise the limit, or give "
+                                "fewer --threads (train.threads, dist.replicas)",
+                                e.what()),
+                    1);
+    }
     return report("unexpected error: ", without_backtrace(e.what()), 1);
   }
   return 0;

@@ -1,11 +1,14 @@
 #include "loco/monitor/run_files.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <system_error>
 
@@ -71,22 +74,38 @@ void RunFiles::poll(MetricsHistory& history) {
 }
 
 void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& history) {
-  std::error_code ec;
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) return;  // gone for now (a resume replaces it atomically): read it when it is back
-  if (size < file.offset) {
-    // A resume rewrote it with the lines up to its step: the series starts again from the file.
+  // Read through one descriptor, so that what is read is of the file whose size and identity were taken.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;  // gone for now (a resume replaces it atomically): read it when it is back
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return;
+  }
+  const auto size = static_cast<std::uintmax_t>(st.st_size);
+  const auto inode = static_cast<std::uint64_t>(st.st_ino);
+  if (size < file.offset || (file.inode != 0 && inode != file.inode)) {
+    // A resume rewrote it with the lines up to its step (another file, the same name): the series starts again
+    // from the file. By its size alone a file rewritten past the old size was read on from the old offset:
+    // the killed run's points stayed, and a torn last line was joined to a new one.
     history.clear(file.series);
     file.offset = 0;
     file.partial.clear();
     file.skipping_line = false;
   }
-  if (size == file.offset) return;
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(file.offset));
-  std::string chunk(static_cast<std::size_t>(std::min<std::uintmax_t>(size - file.offset, kMaxReadPerPoll)), '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  file.inode = inode;
+  std::string chunk(
+      static_cast<std::size_t>(std::min<std::uintmax_t>(size - std::min(size, file.offset), kMaxReadPerPoll)), '\0');
+  std::size_t got = 0;
+  while (got < chunk.size()) {
+    const ssize_t n = ::pread(fd, chunk.data() + got, chunk.size() - got, static_cast<off_t>(file.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  chunk.resize(got);
+  if (chunk.empty()) return;
   file.offset += chunk.size();
   std::size_t begin = 0;
   for (std::size_t end; (end = chunk.find('\n', begin)) != std::string::npos; begin = end + 1) {

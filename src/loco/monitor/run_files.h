@@ -48,6 +48,7 @@ class RunFiles {
   struct File {
     std::string series;
     std::uintmax_t offset = 0;
+    std::uint64_t inode = 0;    // the file read so far (a resume replaces it with another)
     std::string partial;        // a line not ended yet
     bool skipping_line = false;  // inside a line longer than kMaxLineBytes
     nlohmann::json quorum_id;    // an elastic member's, from its last line

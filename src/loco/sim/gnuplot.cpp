@@ -108,6 +108,7 @@ void draw_chart(const std::string& script, const fs::path& png) {
   if (!png_is_whole(temporary_png)) {
     const auto written = fs::file_size(temporary_png, ignored);
     fs::remove(temporary_png, ignored);
+    fs::remove(script_path, ignored);  // a full disk: nothing of the chart is left
     const fs::space_info space = fs::space(dir, ignored);
     throw IoError(
         fmt::format("gnuplot could not write all of {} ({} bytes written, without the image's end; {} has "

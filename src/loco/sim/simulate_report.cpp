@@ -199,7 +199,13 @@ std::pair<fs::path, fs::path> write_sweep(const Sweep& sweep, const fs::path& di
     plot += fmt::format("{} $sweep using 1:(100*${}) skip 1 with lines linewidth 2 title {}", c == 0 ? "" : ",", c + 2,
                         gnuplot_quote(sweep.curves[c]));
   }
-  draw_chart(script + plot + "\n", png);
+  try {
+    draw_chart(script + plot + "\n", png);
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove(csv, ignored);  // the sweep is its table and its chart, or nothing
+    throw;
+  }
   return {csv, png};
 }
 

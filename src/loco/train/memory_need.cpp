@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "loco/util/error.h"
@@ -15,6 +16,7 @@ namespace loco {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kFloat32 = 4;
 constexpr double kStateBytesPerParameter = 16;  // float32 weight, gradient, AdamW's exp_avg and exp_avg_sq
 
@@ -60,15 +62,50 @@ MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::i
   return need;
 }
 
+namespace {
+
+// The address space the process maps already (VmSize: libtorch's libraries alone are several hundred MB), or 0
+// when it cannot be read.
+double mapped_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stod(line.substr(7)) * 1024;  // "VmSize:  612345 kB"
+  }
+  return 0;
+}
+
+// What OpenBLAS maps at its first matrix product: a 128 MiB buffer, which it retries without end while it does
+// not fit (a run under ulimit -v hung at full CPU), and one more for a second thread.
+constexpr double kBlasBuffersBytes = 256.0 * 1024 * 1024;
+
+// The address space left under ulimit -v beside what is mapped and OpenBLAS's buffers; nullopt without a limit.
+std::optional<double> address_space_left() {
+  rlimit address_space{};
+  if (::getrlimit(RLIMIT_AS, &address_space) != 0 || address_space.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<double>(address_space.rlim_cur) - mapped_bytes() - kBlasBuffersBytes;
+}
+
+}  // namespace
+
 double usable_host_memory_bytes() {
   double usable = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   if (const double limit = control_group_limit(); limit > 0) usable = std::min(usable, limit);
   // An address-space limit (ulimit -v) bounds what the process can allocate, whatever the machine holds.
-  rlimit address_space{};
-  if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
-    usable = std::min(usable, static_cast<double>(address_space.rlim_cur));
-  }
+  if (const auto left = address_space_left()) usable = std::min(usable, std::max(*left, 1.0));
   return usable;
+}
+
+void require_room_to_compute(const std::string& command) {
+  const auto left = address_space_left();
+  if (!left || *left > 0) return;
+  rlimit address_space{};
+  ::getrlimit(RLIMIT_AS, &address_space);
+  throw ConfigError(fmt::format(
+      "{} cannot compute under this address-space limit (ulimit -v {} KiB): the process maps {:.0f} MiB already "
+      "(libtorch), and the BLAS library maps {:.0f} MiB more at its first matrix product (it waits without end "
+      "for room that never comes). Raise the limit to {} KiB or more, or remove it (ulimit -v unlimited)",
+      command, address_space.rlim_cur / 1024, mapped_bytes() / kMiB, kBlasBuffersBytes / kMiB,
+      static_cast<long long>((mapped_bytes() + kBlasBuffersBytes) / 1024 + 65536)));
 }
 
 void require_host_memory(const MemoryNeed& need, int replicas, double available_bytes) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "loco/config/run_config.h"
 
@@ -30,6 +31,10 @@ MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::i
 // The memory this process may use: the machine's physical memory, or its control group's limit or its
 // address-space limit (ulimit -v) when lower.
 double usable_host_memory_bytes();
+
+// ConfigError naming `command` when an address-space limit (ulimit -v) leaves no room for the BLAS library's
+// buffers beside what the process maps already: OpenBLAS retries such an allocation without end.
+void require_room_to_compute(const std::string& command);
 
 // ConfigError when `replicas` replicas of `need` (threads of this process) exceed `available_bytes`.
 void require_host_memory(const MemoryNeed& need, int replicas, double available_bytes);

@@ -239,7 +239,9 @@ void require_part_for(const RunConfig& run, const fs::path& given, int rank, int
       "it, or it was removed. {}",
       checkpoint.string(), rank, stage > 0 ? fmt::format(", stage {},", stage) : "", part.string(),
       earlier.empty()
-          ? "No earlier checkpoint holds that part either: start the run again"
+          ? fmt::format("No earlier checkpoint holds that part either: start the run again with another "
+                        "train.out_dir (a new run does not write over the checkpoints in {})",
+                        checkpoint.parent_path().parent_path().string())
           : fmt::format("Resume from {}, the latest checkpoint that holds every part this one lacks", earlier)));
 }
 

@@ -372,6 +372,7 @@ void Trainer::set_up() {
   // Note "memory-need": on the CPU a run beyond the machine's memory is refused before it grows into it
   // (and before its directory is made).
   if (!s.device.is_cuda()) {
+    require_room_to_compute("loco train");
     const int replicas_here = config.dist.backend == "local" ? s.replicas() : 1;
     require_host_memory(memory_need(config, part.first_layer, part.end_layer, part.takes_tokens, part.gives_logits,
                                     /*keeps_attention_scores=*/LOCO_HAS_SDPA == 0),
@@ -768,7 +769,8 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
                         s.elapsed_s(),
                         s.sampler->state().to_json(),
                         s.strategy->state_json(),
-                        s.communication ? s.communication->now() : nlohmann::json::object()};
+                        s.communication ? s.communication->now() : nlohmann::json::object(),
+                        /*part=*/std::nullopt};
   if (!s.config.dist.elastic) state.part = CheckpointState::Part{s.rank, s.stage};
   return {std::move(state), std::move(tensors)};
 }

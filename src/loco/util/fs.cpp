@@ -36,12 +36,22 @@ struct OpenFile {
   std::uint64_t size;
 };
 
+// What to do about a failed open: out of file descriptors (errno EMFILE, ENFILE) the path is not to blame
+// (dist.replicas = 10000, or a low ulimit -n, ran out of them), else `otherwise`.
+std::string fix_for_failed_open(int error, std::string_view otherwise) {
+  if (error != EMFILE && error != ENFILE) return std::string(otherwise);
+  return "The process or the system has no file descriptors left (ulimit -n): raise the limit, or run fewer "
+         "replicas or threads in one process";
+}
+
 // A descriptor of `path` opened for reading, which is a regular file (after symbolic links), and its size.
 // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the check could refuse it.
 OpenFile open_regular_file(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    throw IoError(fmt::format("cannot read {}: {}. Check the path.", path.string(), errno_text()));
+    const int error = errno;
+    throw IoError(fmt::format("cannot read {}: {}. {}", path.string(), errno_text(),
+                              fix_for_failed_open(error, "Check the path.")));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -117,12 +127,9 @@ AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_
   tmp_ = dir / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd_ < 0) {
-    // Out of file descriptors the directory is not to blame (dist.replicas = 10000 ran out of them).
-    const bool descriptors = errno == EMFILE || errno == ENFILE;
+    const int error = errno;
     throw IoError(fmt::format("cannot create {}: {}. {}", tmp_.string(), errno_text(),
-                              descriptors ? "The process or the system has no file descriptors left (ulimit -n): "
-                                            "raise the limit, or run fewer replicas or threads in one process"
-                                          : "Check that the directory exists and is writable."));
+                              fix_for_failed_open(error, "Check that the directory exists and is writable.")));
   }
 }
 
@@ -252,6 +259,11 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what) {
   fs::path probe = dir / fmt::format(".loco-write-test-{}", ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
+    const int error = errno;
+    if (error == EMFILE || error == ENFILE) {
+      throw IoError(fmt::format("cannot write into {} '{}': {}. {}", what, dir.string(), errno_text(),
+                                fix_for_failed_open(error, "")));
+    }
     throw IoError(
         fmt::format("{} '{}' is not writable: {}. Choose a directory you can write to or fix its permissions.", what,
                     dir.string(), errno_text()));

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <thread>
 
 #include "loco/comm/comm_error.h"
+#include "loco/util/open_file_limit.h"
 
 namespace loco::comm {
 
@@ -177,6 +179,7 @@ struct StoreFront::Impl {
   int listen_fd = -1;
   int port = 0;
   int store_port = 0;
+  std::uint64_t most_links = kMaxStoreConnections;  // what the process's descriptors allow (the constructor's)
   std::atomic<bool> stopping{false};
   std::thread acceptor;
   std::mutex mutex;  // guards links
@@ -243,7 +246,7 @@ struct StoreFront::Impl {
       bool full = false;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        full = links.size() >= kMaxStoreConnections;
+        full = links.size() >= most_links;
       }
       const int store = full ? -1 : connect_to_store(store_port);
       if (store < 0) {
@@ -260,6 +263,19 @@ struct StoreFront::Impl {
 
 StoreFront::StoreFront(int port, int store_port) : impl_(std::make_unique<Impl>()) {
   impl_->store_port = store_port;
+  // Each link holds three descriptors of this process (the client's, its own to the store, and the store's
+  // end of that), beyond those the rest of the process needs: the store aborts the process when it cannot
+  // accept a link for want of one, so the front never opens one it could not.
+  const std::uint64_t limit = raise_open_file_limit();
+  const std::uint64_t room = limit > kDescriptorsBesideTheStore ? (limit - kDescriptorsBesideTheStore) / 3 : 0;
+  if (room < kLeastStoreConnections) {
+    throw CommError(
+        fmt::format("the process may open {} file descriptors (ulimit -n), too few to serve the run's "
+                    "store: it needs {} beside it and 3 per member's connection, {} at least. Raise the "
+                    "limit (ulimit -n 4096)",
+                    limit, kDescriptorsBesideTheStore, kDescriptorsBesideTheStore + 3 * kLeastStoreConnections));
+  }
+  impl_->most_links = std::min<std::uint64_t>(kMaxStoreConnections, room);
   impl_->listen_fd = listen_on(port);
   if (impl_->listen_fd < 0) {
     throw CommError(

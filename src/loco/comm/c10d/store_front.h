@@ -11,12 +11,13 @@
 //     kMaxStoreKeyBytes; keys in one CHECK or WAIT: kMaxStoreKeysPerQuery), or names no query of the store;
 //   - a message must arrive within kStoreMessageDeadlineS of its first byte; between messages a client may
 //     wait as long as it likes (a rank waits on keys for minutes);
-//   - at most kMaxStoreConnections at once: beyond it a connection is closed at once.
+//   - at most kMaxStoreConnections at once (fewer under a low ulimit -n): beyond it a connection is closed at once.
 //
 // The store's answers are passed back as they come. No libtorch here: only the wire format.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace loco::comm {
@@ -26,6 +27,11 @@ inline constexpr std::size_t kMaxStoreValueBytes = 4 * 1024 * 1024;  // Gloo's a
 inline constexpr std::size_t kMaxStoreKeysPerQuery = 4096;
 inline constexpr double kStoreMessageDeadlineS = 10;
 inline constexpr std::size_t kMaxStoreConnections = 1024;
+// Fewer when the process's descriptors (ulimit -n) cannot hold three per connection beside the
+// kDescriptorsBesideTheStore the rest of it may need; a limit that leaves room for fewer than
+// kLeastStoreConnections is refused when the front starts.
+inline constexpr std::uint64_t kDescriptorsBesideTheStore = 64;
+inline constexpr std::uint64_t kLeastStoreConnections = 8;
 
 class StoreFront {
  public:
