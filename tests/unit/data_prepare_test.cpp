@@ -605,6 +605,23 @@ TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {
   EXPECT_FALSE(fs::exists(scratch / "c"));
 }
 
+// A model's vocabulary: the data's when the config leaves it at 0, the config's when it holds the data's ids,
+// refused naming what the data could be prepared as when it does not.
+TEST(DataPrepare, AModelTakesTheDatasVocabularyOrOneThatHoldsIt) {
+  EXPECT_EQ(model_vocabulary(0, 258, "d"), 258);
+  EXPECT_EQ(model_vocabulary(4096, 258, "d"), 4096);
+  EXPECT_THROW(model_vocabulary(257, 258, "d"), ConfigError);
+  try {
+    model_vocabulary(300, 4096, "d");
+    ADD_FAILURE() << "a model smaller than its data's vocabulary was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("uses 4096 token ids but model.vocab_size is 300. Set model.vocab_size = 0 "
+                                         "to take the data's vocabulary, or prepare the data with --vocab-size 300"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A path is bytes: an input named in another encoding than UTF-8 is prepared, and meta.json records it with
 // U+FFFD (it failed the whole prepare, at its end, with the JSON library's "invalid UTF-8 byte").
 TEST(DataPrepare, AnInputNamedInAnotherEncodingIsPrepared) {

@@ -63,13 +63,12 @@ RunConfig given_config(const TrainArgs& args) {
   // another working directory, or name where the run was before it moved: the run was resumed there, a second
   // run beside the first, and a later checkpoint of the first went unseen.
   if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
-  const RunConfig saved = config;
+  const std::int64_t written_replicas = config.dist.replicas, written_stages = config.dist.stages;
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
   // A static run resumes with the replicas and stages it has parts for: said first, before what the change
   // also breaks (the checkpoint's micro-batch, resolved for its replica count, was named instead).
   const std::tuple<const char*, std::int64_t, std::int64_t> counts[] = {
-      {"dist.replicas", config.dist.replicas, saved.dist.replicas},
-      {"dist.stages", config.dist.stages, saved.dist.stages}};
+      {"dist.replicas", config.dist.replicas, written_replicas}, {"dist.stages", config.dist.stages, written_stages}};
   for (const auto& [key, given, written] : counts) {
     if (config.dist.elastic || given == written) continue;
     throw ConfigError(

@@ -13,6 +13,7 @@
 #include "loco/data/text.h"
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
+#include "loco/util/json_nesting.h"
 #include "loco/util/utf8.h"
 
 namespace loco::data {
@@ -216,32 +217,26 @@ bool CorpusStream::next_array_element(std::string& element) {
   // The element: a value from `c` on, to its closing bracket or quote, or for a number, true, false or null
   // to the next ',' ']' or whitespace (document_text refuses what is not an object).
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonCharacters characters;
   for (;;) {
     element.push_back(c);
     if (element.size() > kLongestJsonlLine) {
       throw refuse(fmt::format("element {} is longer than {} MiB, more than any document loco reads", line_ + 1,
                                kLongestJsonlLine >> 20));
     }
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 0) break;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth <= 0) break;
-    } else if (depth == 0) {
-      char after = 0;
-      if (!peek_byte(after) || after == ',' || after == ']' || kJsonWhitespace.find(after) != std::string_view::npos) {
-        break;
+    const JsonCharacters::Kind kind = characters.feed(c);
+    if (kind == JsonCharacters::Kind::closes_string && depth == 0) break;  // a string element
+    if (kind == JsonCharacters::Kind::structure) {
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth <= 0) break;
+      } else if (depth == 0) {
+        char after = 0;
+        if (!peek_byte(after) || after == ',' || after == ']' ||
+            kJsonWhitespace.find(after) != std::string_view::npos) {
+          break;
+        }
       }
     }
     if (!next_byte(c)) throw ends_early();

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include "loco/data/json_file.h"
+#include "loco/data/loco_made.h"
+#include "loco/data/prepare.h"
 #include "loco/data/tokenizer.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_integer.h"
-#include "loco/data/loco_made.h"
 
 namespace loco::data {
 
@@ -125,6 +126,22 @@ void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta) {
   // not UTF-8 (it failed the whole prepare, at its end, with the JSON library's message).
   write_file_atomic(data_dir / kMetaFileName,
                     meta.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+std::int64_t model_vocabulary(std::int64_t configured, std::uint32_t data_vocab, const std::string& data_dir) {
+  if (configured == 0) return data_vocab;
+  if (configured >= static_cast<std::int64_t>(data_vocab)) return configured;
+  // The data a model of this size could read: a BPE vocabulary of its size, or bytes (258 ids), where it holds
+  // them; a BPE vocabulary has at least kFewestBpeTokens (before: --vocab-size 100 was suggested, which
+  // prepare refuses).
+  const std::string prepare = configured >= static_cast<std::int64_t>(kFewestBpeTokens)
+                                  ? fmt::format(", or prepare the data with --vocab-size {}", configured)
+                              : configured >= 258 ? ", or prepare the data with --tokenizer byte"
+                                                  : "";
+  throw ConfigError(
+      fmt::format("vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
+                  "model.vocab_size = 0 to take the data's vocabulary{}",
+                  data_dir, data_vocab, configured, prepare));
 }
 
 }  // namespace loco::data

@@ -58,4 +58,9 @@ void require_prepared_tokenizer(const fs::path& data_dir, const DatasetMeta& met
 // Writes DATA_DIR/meta.json atomically.
 void write_dataset_meta(const fs::path& data_dir, const DatasetMeta& meta);
 
+// The vocabulary of a model of `configured` tokens (model.vocab_size; 0: the data's) trained on data of
+// `data_vocab` token ids in `data_dir`. ConfigError when the model is smaller than the data's vocabulary: it
+// could not embed its tokens.
+std::int64_t model_vocabulary(std::int64_t configured, std::uint32_t data_vocab, const std::string& data_dir);
+
 }  // namespace loco::data

@@ -94,8 +94,7 @@ void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& 
     file.skipping_line = false;
   }
   file.inode = inode;
-  std::string chunk(
-      static_cast<std::size_t>(std::min<std::uintmax_t>(size - std::min(size, file.offset), kMaxReadPerPoll)), '\0');
+  std::string chunk(static_cast<std::size_t>(std::min<std::uintmax_t>(size - file.offset, kMaxReadPerPoll)), '\0');
   std::size_t got = 0;
   while (got < chunk.size()) {
     const ssize_t n = ::pread(fd, chunk.data() + got, chunk.size() - got, static_cast<off_t>(file.offset + got));

@@ -12,7 +12,6 @@
 #include "loco/config/load_config.h"
 #include "loco/data/batch_sampler.h"
 #include "loco/data/dataset_meta.h"
-#include "loco/data/prepare.h"
 #include "loco/model/weights.h"
 #include "loco/pipeline/partition.h"
 #include "loco/pipeline/stages/measured_partition.h"
@@ -35,6 +34,7 @@
 #include "loco/train/runtime.h"
 #include "loco/train/schedule.h"
 #include "loco/train/step_profiler.h"
+#include "loco/train/stop_checks.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_problem.h"
@@ -49,25 +49,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = SteadyClock;
-
-// The data decide the vocabulary when the config leaves it at 0; a model smaller than the data's
-// vocabulary could not embed its tokens.
-void resolve_vocabulary(ModelConfig& model, std::uint32_t data_vocab, const std::string& data_dir) {
-  if (model.vocab_size == 0) model.vocab_size = data_vocab;
-  if (model.vocab_size < static_cast<std::int64_t>(data_vocab)) {
-    // The data a model of this size could read: a BPE vocabulary of its size, or bytes (258 ids), where it holds
-    // them; a BPE vocabulary has at least data::kFewestBpeTokens (before: --vocab-size 100 was suggested, which
-    // prepare refuses).
-    const std::string prepare = model.vocab_size >= static_cast<std::int64_t>(data::kFewestBpeTokens)
-                                    ? fmt::format(", or prepare the data with --vocab-size {}", model.vocab_size)
-                                : model.vocab_size >= 258 ? ", or prepare the data with --tokenizer byte"
-                                                          : "";
-    throw ConfigError(
-        fmt::format("vocabulary mismatch: the data in {} uses {} token ids but model.vocab_size is {}. Set "
-                    "model.vocab_size = 0 to take the data's vocabulary{}",
-                    data_dir, data_vocab, model.vocab_size, prepare));
-  }
-}
 
 // The weights a run starts from: each parameter drawn from the seed and its name (Llama::init_weights),
 // so a pipeline stage's part holds what the whole model would.
@@ -116,7 +97,7 @@ struct Trainer::State {
 
   // restore: where the run stands (a resume starts from the checkpoint's position)
   std::int64_t step = 0, tokens = 0;
-  std::int64_t stop_checked_at = -1;  // the last step the replicas agreed on a stop (note "graceful-stop")
+  std::optional<StopChecks> stop_checks;  // from this process's first step (note "graceful-stop")
   double elapsed_before = 0;  // wall time of the run before this process
   std::optional<CommunicationTotals> communication;
   std::optional<MetricsWriter> metrics;
@@ -259,34 +240,19 @@ TrainSummary Trainer::run() {
 // had happened. Every replica and stage must stop after the same step: a signal reaches the processes (or
 // is seen by the replica threads) at different moments, and a replica a step ahead or behind would wait
 // for the others in its next exchange forever. So the ranks agree, with one small gather over their groups
-// (the replica group, then the pipeline group: the largest signal number any rank saw), at steps where they
-// meet anyway: after every step of a single replica (a pipeline's stages exchange every micro-batch), and
-// for several replicas where the strategy synchronised them all (data parallel: every step; DiLoCo: every
-// outer step), so the agreement holds nobody up, and also every train.stop_check_every steps (unless an
-// exchange runs in the background then and they agreed less than that many steps ago), so that a stop waits
-// for at most that many steps (twice that with exchanges always in flight) rather than for a round of H inner
-// steps, which can outlast a spot instance's notice. A run that is not stopped pays one
-// small gather per outer step and per stop_check_every steps, where the replicas briefly wait for each other.
-// An elastic member has no replica group (its quorums come and go): it stops alone, after any step, and
-// leaves its quorum (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
+// (the replica group, then the pipeline group: the largest signal number any rank saw), at the steps
+// StopChecks names (train/stop_checks.h). A run that is not stopped pays one small gather per outer step and
+// per stop_check_every steps, where the replicas briefly wait for each other. An elastic member has no replica
+// group (its quorums come and go): it stops alone, after any step, and leaves its quorum
+// (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
 int Trainer::agreed_stop() {
   State& s = *state_;
   if (!s.options.stop_requested || s.last_step()) return 0;
-  const std::int64_t every = s.config.train.stop_check_every;
-  if (s.stop_checked_at < 0) s.stop_checked_at = s.step - 1;  // the same on every replica: where they resumed
-  bool checks_now = s.replicas() == 1 || s.strategy->synchronised_at(s.step);
-  if (!checks_now && every > 0 && s.step % every == 0) {
-    // An exchange in the background could meet the gather in another order on each replica: such a step is
-    // skipped, unless the replicas have not agreed for `every` steps (Streaming with τ at least its fragments'
-    // spacing has one in flight at every step, and a stop never came: `loco launch` killed the ranks without a
-    // checkpoint). Then they wait for the exchanges in flight, applied when due all the same, and agree.
-    if (!s.strategy->exchanging()) {
-      checks_now = true;
-    } else if (s.step - s.stop_checked_at >= every) {
-      s.strategy->settle_exchanges();
-      checks_now = true;
-    }
-  }
+  if (!s.stop_checks) s.stop_checks.emplace(s.config.train.stop_check_every, s.step - 1);
+  const StopChecks::Check check =
+      s.stop_checks->at(s.step, s.replicas() == 1, s.strategy->synchronised_at(s.step), s.strategy->exchanging());
+  if (check == StopChecks::Check::after_settling) s.strategy->settle_exchanges();  // applied when due all the same
+  bool checks_now = check != StopChecks::Check::none;
   // A pipeline replica's stages decide apart (each exchanges its own share and may have it in flight at other
   // steps): they first agree over the pipeline group, where they meet every step anyway, so that the gathers
   // below happen on every stage or on none. Each stage decides alike on every replica, so the agreed answer
@@ -295,7 +261,7 @@ int Trainer::agreed_stop() {
     checks_now = s.options.pipeline->smallest_of_ranks(checks_now ? 1 : 0) == 1;
   }
   if (!checks_now) return 0;
-  s.stop_checked_at = s.step;
+  s.stop_checks->checked(s.step);
   std::int64_t signal = s.options.stop_requested();
   for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
     if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);
@@ -330,7 +296,8 @@ void Trainer::set_up() {
   data::require_prepared_tokenizer(config.data.dir, data::read_dataset_meta(config.data.dir));
   s.train_data = data::TokenDataset::open(config.data.dir, "train");
   s.val_data = data::TokenDataset::open(config.data.dir, "val");
-  resolve_vocabulary(config.model, s.train_data->vocab_size(), config.data.dir);
+  config.model.vocab_size =
+      data::model_vocabulary(config.model.vocab_size, s.train_data->vocab_size(), config.data.dir);
   if (s.options.membership == nullptr) {
     s.own_membership = std::make_unique<FixedMembership>(s.group, config.dist.replicas, config.dist.backend == "local");
   }

@@ -8,6 +8,33 @@
 
 namespace loco {
 
+// What a character of JSON text is, fed in order: part of a string (its escapes followed), one of a string's
+// quotes, or structure (brackets, separators, scalars, whitespace). Lets a reader find brackets and strings'
+// ends without parsing.
+class JsonCharacters {
+ public:
+  enum class Kind { in_string, opens_string, closes_string, structure };
+  Kind feed(char c) {
+    if (!in_string_) {
+      if (c != '"') return Kind::structure;
+      in_string_ = true;
+      return Kind::opens_string;
+    }
+    if (escaped_) {
+      escaped_ = false;
+    } else if (c == '\\') {
+      escaped_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+      return Kind::closes_string;
+    }
+    return Kind::in_string;
+  }
+
+ private:
+  bool in_string_ = false, escaped_ = false;
+};
+
 // The deepest nesting of '[' and '{' in `text` outside strings (0 for a scalar); stops counting past `limit`
 // and returns limit + 1. The text need not be valid JSON: the parser judges that.
 std::size_t json_nesting(std::string_view text, std::size_t limit);
