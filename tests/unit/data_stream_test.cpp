@@ -523,6 +523,36 @@ TEST(DataCorpusStream, AJsonLineThatIsNotJsonIsRefusedForWhatItIs) {
             std::string::npos);
 }
 
+// Python's json.dumps writes NaN and Infinity for floats that are not finite and a surrogate escape alone for a
+// string cut inside an emoji; Python reads both back, and so does loco: the literals as null (a field loco does
+// not read), the lone surrogate as U+FFFD. A line that is not JSON for another reason is refused as before, with
+// the parser's first message.
+TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
+  ScratchDir scratch;
+  write_text(scratch / "py.jsonl",
+             "{\"score\": NaN, \"text\": \"cut \\ud83d\", \"w\": [Infinity, -Infinity]}\n"
+             "{\"text\": \"NaN \\ud83d\\ude00\"}\n");
+  write_text(scratch / "py.json", "[{\"score\": NaN, \"text\": \"\\udc00 array\"}]");
+  write_text(scratch / "bad.jsonl", "{\"text\": \"x\", NaN}\n");
+  const auto read = [&](const std::string& name) {
+    const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+    CorpusStream stream(files, "text");
+    std::vector<std::string> texts;
+    for (RawDocument document; stream.next(document);)
+      texts.push_back(document_text(std::move(document), files, "text"));
+    return texts;
+  };
+  EXPECT_EQ(read("py.jsonl"), (std::vector<std::string>{"cut \xef\xbf\xbd", "NaN \xf0\x9f\x98\x80"}));
+  EXPECT_EQ(read("py.json"), (std::vector<std::string>{"\xef\xbf\xbd array"}));
+  try {
+    read("bad.jsonl");
+    ADD_FAILURE() << "an object member without a key was read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("null"), std::string::npos) << "quotes the rewritten line: " << e.what();
+  }
+}
+
 // Note "text-parts": a text file longer than kTextPartBytes is cut into documents at a paragraph break once a
 // part holds kTextPartBytes, at a line end at twice that, at a character boundary at four times; the parts,
 // numbered from 0, put back together are the file. A short file is one document, part 0, as it was.

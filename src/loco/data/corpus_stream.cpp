@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "loco/data/arrow_text.h"
@@ -14,6 +15,7 @@
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 #include "loco/util/json_nesting.h"
+#include "loco/util/python_json.h"
 #include "loco/util/utf8.h"
 
 namespace loco::data {
@@ -375,11 +377,25 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
                                  text_field, fix));
   };
   const std::string fix_it = fmt::format("fix or remove it{}", lines ? " (blank lines are allowed)" : "");
-  TextFieldReader reader(text_field);
-  if (!nlohmann::json::sax_parse(document.bytes, &reader)) {
+  const auto finish = [&](TextFieldReader& parsed) {
+    if (!parsed.top_is_object() || !parsed.found()) {
+      throw bad_line(fmt::format("no string \"{}\" field", text_field),
+                     fix_it + ", or name the field that holds the text with --text-field");
+    }
+    return std::move(parsed.text());
+  };
+  std::optional<TextFieldReader> reader(std::in_place, text_field);
+  if (!nlohmann::json::sax_parse(document.bytes, &*reader)) {
+    // What Python's json module writes beyond JSON (NaN, a lone surrogate escape) is read as Python reads it;
+    // rewriting costs a copy of the line, so only a line the parser refused is rewritten.
+    const std::string error = reader->error();
+    reader.emplace(text_field);
+    if (rewrite_python_json_extensions(document.bytes) > 0 && nlohmann::json::sax_parse(document.bytes, &*reader)) {
+      return finish(*reader);
+    }
     // The parser's message quotes the line's bytes: escaped where they are not UTF-8 (they reached the terminal).
-    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(reader.error()));
-    if (reader.error().find("number overflow") != std::string::npos) {
+    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(error));
+    if (error.find("number overflow") != std::string::npos) {
       why +=
           ": a number beyond double's range, ±1.8e308, somewhere in it (loco reads only the text field, but "
           "the whole line must be JSON it can read; write such a number as a string)";
@@ -392,11 +408,7 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
     }
     throw bad_line(why, fix_it);
   }
-  if (!reader.top_is_object() || !reader.found()) {
-    throw bad_line(fmt::format("no string \"{}\" field", text_field),
-                   fix_it + ", or name the field that holds the text with --text-field");
-  }
-  return std::move(reader.text());
+  return finish(*reader);
 }
 
 }  // namespace loco::data
