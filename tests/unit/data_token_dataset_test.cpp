@@ -49,6 +49,19 @@ TEST(DataTokenDataset, MissingDirectoryNamesTheFix) {
   EXPECT_NE(error.find("loco prepare"), std::string::npos) << error;
 }
 
+// A directory loco did not write, with files in it, is a corpus given as data.dir, mostly: the fix prepares it into
+// another directory (before: `loco prepare --out` into the corpus itself, which prepare refuses).
+TEST(DataTokenDataset, ACorpusGivenAsDataIsToldToBePreparedElsewhere) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir / "corpus");
+  test::write_text(dir / "corpus" / "a.jsonl", "{\"text\": \"x\"}\n");
+  const std::string error = open_error(dir / "corpus/", "train");
+  EXPECT_NE(error.find("loco prepare --input " + (dir / "corpus/").string() + " --out " + (dir / "corpus").string() +
+                       "-prepared"),
+            std::string::npos)
+      << error;
+}
+
 TEST(DataTokenDataset, UnknownSplitIsADataError) {
   ScratchDir dir;
   test::write_positional_dataset(dir.path(), {5});

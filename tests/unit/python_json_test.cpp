@@ -19,6 +19,12 @@ TEST(PythonJson, NonFiniteLiteralsOutsideStringsBecomeNull) {
   EXPECT_EQ(rewritten(R"({"text": "NaN Infinity -Infinity"})", 0), R"({"text": "NaN Infinity -Infinity"})");
 }
 
+TEST(PythonJson, NumbersBeyondDoublesRangeBecomeNullAndOthersStay) {
+  EXPECT_EQ(rewritten(R"({"a": 1e400, "b": -2.5E+999, "c": [1e308, -0.0, 1e-400, 123456789012345678901234567890]})", 2),
+            R"({"a": null, "b": null, "c": [1e308, -0.0, 1e-400, 123456789012345678901234567890]})");
+  EXPECT_EQ(rewritten("[1e999", 1), "[null");  // at the end of the text
+}
+
 TEST(PythonJson, ALoneSurrogateEscapeBecomesTheReplacementCharacterAndAPairStays) {
   EXPECT_EQ(rewritten(R"({"text": "cut \ud83d", "b": "\uDC00x"})", 2), R"({"text": "cut \ufffd", "b": "\ufffdx"})");
   EXPECT_EQ(rewritten(R"({"text": "\ud83d\ude00 \ud800\ud800\udc00"})", 1),
@@ -31,7 +37,8 @@ TEST(PythonJson, ALoneSurrogateEscapeBecomesTheReplacementCharacterAndAPairStays
 }
 
 TEST(PythonJson, ValidJsonIsLeftAsItIs) {
-  const std::string valid = R"({"text": "caf\u00e9 \ud83d\ude00 \t\\", "n": [1e5, -2, true, false, null], "o": {}})";
+  const std::string valid =
+      R"({"text": "caf\u00e9 \ud83d\ude00 \t\\ 1e999", "n": [1e5, -2, true, false, null], "o": {}, "-1e999": 0})";
   EXPECT_EQ(rewritten(valid, 0), valid);
 }
 

@@ -5,6 +5,7 @@
 #include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <array>
@@ -183,10 +184,18 @@ class GzipDecoder final : public ByteStream::Decoder {
 };
 
 // zstd through libzstd's streaming decoder; consecutive frames are decoded in turn.
+// The largest window the format allows on 64-bit machines (zstd.h's ZSTD_WINDOWLOG_MAX_64, which it declares for
+// static linking only): 2 GiB.
+constexpr int kLargestZstdWindowLog = 31;
+
 class ZstdDecoder final : public ByteStream::Decoder {
  public:
   explicit ZstdDecoder(const fs::path& path) : Decoder(path, Compression::zstd), context_(ZSTD_createDStream()) {
     if (context_ == nullptr) throw IoError("libzstd could not start a decoder (out of memory?).");
+    // libzstd refuses windows above 128 MiB unless told, and `zstd --long=31` (a large corpus compressed for
+    // its long repeats) writes 2 GiB ones: every window the format allows is decoded, its memory allocated
+    // as the frame asks for it.
+    ZSTD_DCtx_setParameter(context_, ZSTD_d_windowLogMax, kLargestZstdWindowLog);
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(context_); }
 
@@ -198,6 +207,13 @@ class ZstdDecoder final : public ByteStream::Decoder {
       if (!more && !in_frame_) return 0;
       ZSTD_inBuffer in{input_.data(), more ? input_.size() : 0, more ? input_position_ : 0};
       std::size_t hint = ZSTD_decompressStream(context_, &out, &in);
+      if (ZSTD_getErrorCode(hint) == ZSTD_error_memory_allocation) {
+        throw DataError(
+            fmt::format("{}: decoding this zstd data needs more memory than the process may have (its "
+                        "window: up to 2 GiB for `zstd --long=31`); free memory or raise the limit "
+                        "(ulimit -v), or recompress it without --long",
+                        file_.path().string()));
+      }
       if (ZSTD_isError(hint)) {
         throw corrupt(file_.path(), fmt::format("not valid zstd data ({})", ZSTD_getErrorName(hint)));
       }

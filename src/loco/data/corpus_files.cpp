@@ -21,10 +21,18 @@ namespace {
 
 bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
 
-// The first byte of `path`'s content that is neither whitespace nor part of a UTF-8 byte-order mark; nullopt for
-// a file with none. DataError when the file is not UTF-8 text (utf8_text_check.h): compressed data under a
-// .json name is named as such, not by its first byte.
-std::optional<char> first_significant_byte(const fs::path& path) {
+// How a .json or .jsonl file begins: its first byte that is neither whitespace nor part of a UTF-8 byte-order
+// mark (nullopt for a file with none), and, when that is '{', whether the line ends right after it: a
+// pretty-printed object, as every pretty-printer writes one (json.dump(indent=...), jq without -c,
+// JSON.stringify(v, null, 2), Go's MarshalIndent). A JSON line cut short is no such object and stays JSON
+// Lines, whose reader names the line. DataError when the file is not UTF-8 text (utf8_text_check.h): compressed
+// data under a .json name is named as such, not by its first byte.
+struct JsonStart {
+  std::optional<char> first;
+  bool object_over_lines = false;
+};
+
+JsonStart json_start(const fs::path& path) {
   ByteStream stream(path);
   std::string start(kBinaryTestBytes, '\0');
   std::size_t held = 0;
@@ -37,11 +45,23 @@ std::optional<char> first_significant_byte(const fs::path& path) {
   refuse_what_is_not_utf8_text(path, start);
   std::string_view text = start;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  JsonStart found;
   for (std::string more;;) {
-    if (const std::size_t at = text.find_first_not_of(kJsonWhitespace); at != std::string_view::npos) return text[at];
+    for (const char c : text) {
+      if (!found.first) {
+        if (kJsonWhitespace.find(c) != std::string_view::npos) continue;
+        found.first = c;
+        if (c != '{') return found;
+      } else if (c == '\n') {
+        found.object_over_lines = true;
+        return found;
+      } else if (c != ' ' && c != '\t' && c != '\r') {
+        return found;
+      }
+    }
     more.resize(4096);
     more.resize(stream.read(more.data(), more.size()));
-    if (more.empty()) return std::nullopt;
+    if (more.empty()) return found;
     text = more;
   }
 }
@@ -62,9 +82,11 @@ CorpusFormat format_of(const fs::path& path) {
   if (extension == ".tsv") return CorpusFormat::tsv;
   const bool json_lines = extension == ".jsonl" || extension == ".ndjson";
   if (!json_lines && extension != ".json") return CorpusFormat::text;
-  const std::optional<char> first = first_significant_byte(path);
-  // A .jsonl file that begins with '[' is an array under the wrong name: no JSON line of a document does.
+  const auto [first, object_over_lines] = json_start(path);
+  // A .jsonl file that begins with '[' is an array under the wrong name: no JSON line of a document does; one
+  // whose first object spans lines holds pretty-printed objects, as `jq '.[]'` writes them.
   if (first == '[') return CorpusFormat::json_array;
+  if (object_over_lines) return CorpusFormat::json_objects;
   if (json_lines || !first || *first == '{') return CorpusFormat::json_lines;
   const auto byte = static_cast<unsigned char>(*first);
   const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", *first) : fmt::format("byte 0x{:02X}", byte);

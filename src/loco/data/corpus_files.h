@@ -18,13 +18,14 @@ namespace fs = std::filesystem;
 // and any .jsonl or .ndjson file, is JSON Lines; a .csv file is comma-separated and a .tsv file tab-separated
 // values; a .parquet file is Parquet; a .arrow, .arrows or .feather file is Arrow IPC; any other name is text.
 enum class CorpusFormat {
-  text,        // the file is one document (or parts of a long one: corpus_stream.h)
-  json_lines,  // one JSON object per line, its text field a document
-  json_array,  // one JSON array of objects, each element's text field a document
-  parquet,     // a Parquet file (.parquet), each row's text column a document (parquet_text.h)
-  arrow,       // an Arrow IPC file (.arrow, .arrows, .feather), each row's text column a document (arrow_text.h)
-  csv,         // comma-separated values (.csv), each row's text column a document (csv_text.h)
-  tsv,         // tab-separated values (.tsv), as csv
+  text,          // the file is one document (or parts of a long one: corpus_stream.h)
+  json_lines,    // one JSON object per line, its text field a document
+  json_array,    // one JSON array of objects, each element's text field a document
+  json_objects,  // JSON objects one after another, each over lines (pretty-printed), each text field a document
+  parquet,       // a Parquet file (.parquet), each row's text column a document (parquet_text.h)
+  arrow,         // an Arrow IPC file (.arrow, .arrows, .feather), each row's text column a document (arrow_text.h)
+  csv,           // comma-separated values (.csv), each row's text column a document (csv_text.h)
+  tsv,           // tab-separated values (.tsv), as csv
 };
 
 struct CorpusFile {
@@ -35,7 +36,8 @@ struct CorpusFile {
 
 // The files of one format hold their documents as JSON records (lines or array elements).
 inline bool holds_json_records(const CorpusFile& file) {
-  return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array;
+  return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array ||
+         file.format == CorpusFormat::json_objects;
 }
 
 // What the inputs hold but is not read: under a listed directory, a hidden entry, a directory loco made as its

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "loco/data/arrow_text.h"
 #include "loco/data/csv_text.h"
@@ -91,7 +93,21 @@ bool CorpusStream::open_next_file() {
   line_ = 0;
   array_opened_ = array_closed_ = false;
   refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
+  skip_byte_order_mark();
   return true;
+}
+
+// A UTF-8 byte-order mark (Windows tools begin files with one) is no part of the text: a file of the mark alone
+// is empty, a text's first document does not begin with U+FEFF, a JSON Lines file's first line is what follows
+// it (a blank one, then, is allowed) and an array's '[' is found after it.
+void CorpusStream::skip_byte_order_mark() {
+  constexpr std::string_view kMark = "\xEF\xBB\xBF";
+  while (end_ < kMark.size() && !end_of_file_) {
+    const std::size_t got = stream_->read(buffer_.data() + end_, buffer_.size() - end_);
+    end_ += got;
+    end_of_file_ = got == 0;
+  }
+  if (std::string_view(buffer_.data(), end_).substr(0, kMark.size()) == kMark) begin_ = kMark.size();
 }
 
 void CorpusStream::close_file() {
@@ -190,13 +206,6 @@ bool CorpusStream::next_array_element(std::string& element) {
   };
   const auto ends_early = [&] { return refuse(fmt::format("the array ends without its closing ']' after element {}", line_)); };
   char c = 0;
-  // A UTF-8 byte-order mark before the '[' (corpus_files.h looked past it too).
-  if (!array_opened_) {
-    for (const char mark : std::string_view("\xEF\xBB\xBF")) {
-      if (!peek_byte(c) || c != mark) break;
-      ++begin_;
-    }
-  }
   if (!next_significant_byte(c)) throw ends_early();
   if (!array_opened_) {
     if (c != '[') throw refuse("it does not begin with '['");
@@ -216,35 +225,64 @@ bool CorpusStream::next_array_element(std::string& element) {
     if (next_significant_byte(c)) throw refuse(fmt::format("'{}' after the array's closing ']'", c));
     return false;
   }
-  // The element: a value from `c` on, to its closing bracket or quote, or for a number, true, false or null
-  // to the next ',' ']' or whitespace (document_text refuses what is not an object).
+  // document_text refuses an element that is not an object.
+  if (!next_json_value(c, element, "element", refuse)) throw ends_early();
+  ++line_;
+  return true;
+}
+
+// Note "json-objects": pretty-printed objects one after another (a .json or .jsonl file whose first line is a
+// lone '{') are read as JSON Lines would be, each a document numbered from 1, so that the same objects written one
+// per line prepare to the same shards.
+bool CorpusStream::next_object(std::string& object) {
+  object.clear();
+  const auto refuse = [&](const std::string& what) {
+    return DataError(
+        fmt::format("{}: {}; a file whose first line is a lone '{{' (pretty-printed JSON) is read "
+                    "as objects one after another, each a document. Fix the file (a download cut short?), "
+                    "write one object per line (jq -c), or leave it out of --input",
+                    current_path().string(), what));
+  };
+  char c = 0;
+  if (!next_significant_byte(c)) return false;
+  if (c != '{') throw refuse(fmt::format("after object {}, '{}' where the next object's '{{' belongs", line_, c));
+  if (!next_json_value(c, object, "object", refuse)) {
+    throw refuse(fmt::format("object {} ends without its closing '}}'", line_ + 1));
+  }
+  ++line_;
+  return true;
+}
+
+// The value from `c` on, found by its brackets and quotes alone, without parsing it (document_text does): to its
+// closing bracket or quote, or for a number, true, false or null to the next ',' ']' or whitespace. False when
+// the file ends inside it; one longer than any document is refused, named as `what` N.
+bool CorpusStream::next_json_value(char c, std::string& value, std::string_view what,
+                                   const std::function<DataError(const std::string&)>& refuse) {
   int depth = 0;
   JsonCharacters characters;
   for (;;) {
-    element.push_back(c);
-    if (element.size() > kLongestJsonlLine) {
-      throw refuse(fmt::format("element {} is longer than {} MiB, more than any document loco reads", line_ + 1,
+    value.push_back(c);
+    if (value.size() > kLongestJsonlLine) {
+      throw refuse(fmt::format("{} {} is longer than {} MiB, more than any document loco reads", what, line_ + 1,
                                kLongestJsonlLine >> 20));
     }
     const JsonCharacters::Kind kind = characters.feed(c);
-    if (kind == JsonCharacters::Kind::closes_string && depth == 0) break;  // a string element
+    if (kind == JsonCharacters::Kind::closes_string && depth == 0) return true;  // a string value
     if (kind == JsonCharacters::Kind::structure) {
       if (c == '{' || c == '[') {
         ++depth;
       } else if (c == '}' || c == ']') {
-        if (--depth <= 0) break;
+        if (--depth <= 0) return true;
       } else if (depth == 0) {
         char after = 0;
         if (!peek_byte(after) || after == ',' || after == ']' ||
             kJsonWhitespace.find(after) != std::string_view::npos) {
-          break;
+          return true;
         }
       }
     }
-    if (!next_byte(c)) throw ends_early();
+    if (!next_byte(c)) return false;
   }
-  ++line_;
-  return true;
 }
 
 bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uint64_t& position) {
@@ -261,6 +299,10 @@ bool CorpusStream::next_in_file(std::uint32_t file, std::string& bytes, std::uin
     case CorpusFormat::json_array:
       if (!next_array_element(bytes)) return false;
       position = line_;  // counted by next_array_element
+      return true;
+    case CorpusFormat::json_objects:
+      if (!next_object(bytes)) return false;
+      position = line_;  // counted by next_object
       return true;
     default:  // a table file: read by table_ above
       return false;
@@ -323,6 +365,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& key) override {
     at_field_ = depth_ == 1 && key == field_;
+    if (depth_ == 1 && fields_.size() < kFieldsNamed) fields_.push_back(std::move(key));
     return true;
   }
   bool end_object() override {
@@ -347,6 +390,9 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   bool found() const { return found_; }
   std::string& text() { return text_; }
   const std::string& error() const { return error_; }
+  // The top-level object's first keys, for a message when the text field is not among them.
+  const std::vector<std::string>& fields() const { return fields_; }
+  static constexpr std::size_t kFieldsNamed = 16;
 
  private:
   // A value other than a string was read (or an object or array begun): a field of that key is not a string.
@@ -360,7 +406,22 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   int depth_ = 0;
   bool at_field_ = false, top_is_object_ = false, found_ = false;
   std::string text_, error_;
+  std::vector<std::string> fields_;
 };
+
+// " (its fields: a, b, ...)" of an object whose text field is missing, quoted and escaped as JSON (a key may
+// hold any character); "" for an object without fields, or a value that is no object.
+std::string fields_named(const TextFieldReader& parsed) {
+  if (!parsed.top_is_object() || parsed.fields().empty()) return "";
+  std::string names;
+  for (const std::string& field : parsed.fields()) {
+    const std::string shown = field.size() > 64 ? utf8_prefix(field, 60) + "..." : field;
+    names += (names.empty() ? "" : ", ") +
+             nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return fmt::format(" (its fields: {}{})", names,
+                     parsed.fields().size() == TextFieldReader::kFieldsNamed ? ", ..." : "");
+}
 
 }  // namespace
 
@@ -369,37 +430,40 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
   const CorpusFile& file = files.at(document.file);
   if (!holds_json_records(file)) return std::move(document.bytes);
   const bool lines = file.format == CorpusFormat::json_lines;
+  const bool array = file.format == CorpusFormat::json_array;
   const auto bad_line = [&](const std::string& what, const std::string& fix) {
     return DataError(fmt::format("{}{}{}: {}. Each {} must be a JSON object with a string \"{}\" field; {}.",
-                                 file.path.string(), lines ? ":" : " element ", document.line, what,
-                                 lines ? "line of a JSON Lines file (.jsonl, .ndjson, or .json beginning with '{')"
-                                       : "element of a JSON array file (.json beginning with '[')",
+                                 file.path.string(),
+                                 lines   ? ":"
+                                 : array ? " element "
+                                         : " object ",
+                                 document.line, what,
+                                 lines   ? "line of a JSON Lines file (.jsonl, .ndjson, or .json beginning with '{')"
+                                 : array ? "element of a JSON array file (.json beginning with '[')"
+                                         : "object of a file of pretty-printed JSON objects",
                                  text_field, fix));
   };
   const std::string fix_it = fmt::format("fix or remove it{}", lines ? " (blank lines are allowed)" : "");
   const auto finish = [&](TextFieldReader& parsed) {
     if (!parsed.top_is_object() || !parsed.found()) {
-      throw bad_line(fmt::format("no string \"{}\" field", text_field),
-                     fix_it + ", or name the field that holds the text with --text-field");
+      throw bad_line(fmt::format("no string \"{}\" field{}", text_field, fields_named(parsed)),
+                     fix_it +
+                         ", or name the top-level field that holds the text with --text-field (loco reads "
+                         "a field of the object itself, never one nested inside another)");
     }
     return std::move(parsed.text());
   };
   std::optional<TextFieldReader> reader(std::in_place, text_field);
   if (!nlohmann::json::sax_parse(document.bytes, &*reader)) {
-    // What Python's json module writes beyond JSON (NaN, a lone surrogate escape) is read as Python reads it;
-    // rewriting costs a copy of the line, so only a line the parser refused is rewritten.
-    const std::string error = reader->error();
-    reader.emplace(text_field);
-    if (rewrite_python_json_extensions(document.bytes) > 0 && nlohmann::json::sax_parse(document.bytes, &*reader)) {
-      return finish(*reader);
+    // What Python's json module reads beyond JSON (NaN, 1e400, a lone surrogate escape) is read as Python reads
+    // it; rewriting costs a copy of the line, so only a line the parser refused is rewritten. A line still
+    // refused is said by what is left wrong in it.
+    if (rewrite_python_json_extensions(document.bytes) > 0) {
+      reader.emplace(text_field);
+      if (nlohmann::json::sax_parse(document.bytes, &*reader)) return finish(*reader);
     }
     // The parser's message quotes the line's bytes: escaped where they are not UTF-8 (they reached the terminal).
-    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(error));
-    if (error.find("number overflow") != std::string::npos) {
-      why +=
-          ": a number beyond double's range, ±1.8e308, somewhere in it (loco reads only the text field, but "
-          "the whole line must be JSON it can read; write such a number as a string)";
-    }
+    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(reader->error()));
     const std::size_t cr = document.bytes.find('\r');
     if (lines && cr != std::string::npos && cr + 1 < document.bytes.size() && document.bytes[cr + 1] != '\n') {
       why +=

@@ -14,13 +14,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/corpus_files.h"
 #include "loco/data/table_file.h"
+#include "loco/util/error.h"
 
 namespace loco::data {
 
@@ -57,6 +60,9 @@ class CorpusStream {
   bool next_line(std::string& line);
   bool next_text_part(std::string& part);
   bool next_array_element(std::string& element);
+  bool next_object(std::string& object);
+  bool next_json_value(char c, std::string& value, std::string_view what,
+                       const std::function<DataError(const std::string&)>& refuse);
   // The next byte of the file, consumed (next_byte) or not (peek_byte); false at its end.
   bool next_byte(char& c);
   bool peek_byte(char& c);
@@ -64,6 +70,7 @@ class CorpusStream {
   bool next_significant_byte(char& c);
   const fs::path& current_path() const { return files_[next_file_ - 1].path; }
   bool open_next_file();
+  void skip_byte_order_mark();
   void close_file();
 
   const std::vector<CorpusFile>& files_;

@@ -26,6 +26,12 @@ SplitMeta split_from_json(const nlohmann::json& j) {
                    json_integer<std::uint64_t>(j.at("documents"))};
 }
 
+// "corpus/" as "corpus", to name a sibling directory after it.
+fs::path without_trailing_separator(const fs::path& dir) {
+  const fs::path normal = dir.lexically_normal();
+  return normal.has_filename() ? normal : normal.parent_path();
+}
+
 }  // namespace
 
 const SplitMeta& DatasetMeta::split(const std::string& name) const {
@@ -53,14 +59,21 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
   fs::path path = data_dir / kMetaFileName;
   std::error_code unreadable;
   // The fix `loco prepare --out DATA_DIR` is no fix where prepare refuses that --out: a checkpoint, a file.
+  const char* made = loco_made(data_dir);
   const std::string fix =
-      loco_made(data_dir) == kCheckpointDirectory
+      made == kCheckpointDirectory
           ? fmt::format(
                 "{} is a checkpoint, not a prepared data directory: give the directory `loco prepare` wrote "
                 "(data.dir in the checkpoint's state.json, or in its run's config.toml, names it).",
                 data_dir.string())
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
+      // A directory of files loco did not write is a corpus, mostly, which prepare refuses as its own --out.
+      : made == nullptr && fs::is_directory(data_dir, unreadable) && !fs::is_empty(data_dir, unreadable)
+          ? fmt::format(
+                "{} is no prepared data directory (loco did not write it: a corpus?): prepare it with `loco "
+                "prepare --input {} --out {}-prepared` and point data at that.",
+                data_dir.string(), data_dir.string(), without_trailing_separator(data_dir).string())
           : fmt::format(
                 "{} is not a complete prepared data directory: run `loco prepare --input CORPUS --out {}` "
                 "(into a new or emptied directory) and point data at it.",

@@ -45,7 +45,8 @@ ValidationFallback::Role ValidationFallback::observe(std::uint64_t hash, bool in
 DataError single_document_error() {
   return DataError(fmt::format(
       "the corpus holds a single document, but the validation split needs at least one document that training "
-      "never sees. Add documents (each JSON line or array element is one, and each text file, one longer than {} KiB one per part of "
+      "never sees. Add documents (each JSON line, array element or pretty-printed object is one, and each text file, "
+      "one longer than {} KiB one per part of "
       "about that size), or pass --val-fraction 0 to prepare without validation data (training then reports no "
       "eval loss).",
       kTextPartBytes >> 10));

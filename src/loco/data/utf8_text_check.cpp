@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,16 @@ std::string shell_word(const fs::path& path) {
   return quoted + "'";
 }
 
+// Whether `path` has a short name of a compressed tar archive (a.tgz); a.tar.gz is named by its decompressed bytes.
+bool is_compressed_tar_name(const fs::path& path) {
+  std::string extension = path.extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const std::string_view tar : {".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"}) {
+    if (extension == tar) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
@@ -77,6 +88,12 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
     // happens to hold a format's mark ("gustar" where a tar file has "ustar") is never refused for it.
     if (const CompressionFormat* inner = compression_marked(start)) {
       const CompressionFormat* outer = compression_format(compression_of(path));
+      if (outer == nullptr && is_compressed_tar_name(path)) {
+        throw DataError(
+            fmt::format("{} is a {}-compressed tar archive, which loco does not read as text: unpack it "
+                        "(tar xf {}) and give its files or directory",
+                        path.string(), inner->name, shell_word(path)));
+      }
       if (outer == nullptr) {
         throw DataError(fmt::format("{} is {}-compressed data, which loco does not read as text: name it with {} at "
                                     "the end, and loco decompresses it",

@@ -1,7 +1,11 @@
 #include "loco/util/python_json.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace loco {
 namespace {
@@ -39,6 +43,16 @@ std::size_t non_finite_literal(std::string_view json, std::size_t at) {
   return 0;
 }
 
+// The length of the number that begins at `at` outside a string (0 where none does), and whether it lies beyond
+// double's range, as strtod (and so the parser) reads it.
+std::pair<std::size_t, bool> number_at(std::string_view json, std::size_t at) {
+  const char first = at < json.size() ? json[at] : '\0';
+  if (first != '-' && (first < '0' || first > '9')) return {0, false};
+  const std::size_t end = json.find_first_not_of("0123456789+-.eE", at);
+  const std::string number(json.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+  return {number.size(), std::isinf(std::strtod(number.c_str(), nullptr))};
+}
+
 }  // namespace
 
 std::size_t rewrite_python_json_extensions(std::string& json) {
@@ -53,6 +67,12 @@ std::size_t rewrite_python_json_extensions(std::string& json) {
         out += "null";
         i += length;
         ++rewrites;
+        continue;
+      }
+      if (const auto [length, infinite] = number_at(text, i); length > 0) {
+        out += infinite ? std::string_view("null") : text.substr(i, length);
+        i += length;
+        rewrites += infinite ? 1 : 0;
         continue;
       }
       in_string = c == '"';

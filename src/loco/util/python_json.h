@@ -1,8 +1,9 @@
-// JSON as Python's json module writes it. json.dumps, the most common writer of JSON Lines corpora, writes two
-// things RFC 8259 does not allow and its json.loads reads back: the literals NaN, Infinity and -Infinity for
-// floats that are not finite, and a UTF-16 surrogate escape without its partner ("\ud83d" alone: a string cut
-// inside an emoji, or bytes decoded with surrogateescape). nlohmann::json refuses both, so one such line in
-// gigabytes stopped `loco prepare` where Python's tools read the file.
+// JSON as Python's json module reads it. json.dumps, the most common writer of JSON Lines corpora, writes two
+// things RFC 8259 does not allow and json.loads reads back: the literals NaN, Infinity and -Infinity for floats
+// that are not finite, and a UTF-16 surrogate escape without its partner ("\ud83d" alone: a string cut inside an
+// emoji, or bytes decoded with surrogateescape); json.loads also reads a number beyond double's range (1e400) as
+// infinity. nlohmann::json refuses all three, so one such line in gigabytes stopped `loco prepare` where
+// Python's tools read the file.
 #pragma once
 
 #include <cstddef>
@@ -10,8 +11,9 @@
 
 namespace loco {
 
-// Rewrites those two into JSON: each non-finite literal outside strings into null, each lone surrogate escape
-// inside a string into "\ufffd" (U+FFFD, the replacement character: UTF-8 cannot hold a lone surrogate).
+// Rewrites those into JSON: each non-finite literal or number outside strings into null (loco reads only a text
+// field, for which a number is no text either way), each lone surrogate escape inside a string into "\ufffd"
+// (U+FFFD, the replacement character: UTF-8 cannot hold a lone surrogate).
 // Returns how many it rewrote; 0 leaves `json` as it was. Text that is valid JSON is never changed. The text
 // need not be valid JSON: the parser judges it afterwards.
 std::size_t rewrite_python_json_extensions(std::string& json);
