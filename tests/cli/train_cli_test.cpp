@@ -155,6 +155,25 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
                "part of it");
 }
 
+// A checkpoint that cannot be written (a full disk; here the file size limit, ulimit -f) stops the run naming the
+// cause and the checkpoint it starts again from, and leaves nothing of the one that failed (before: SIGXFSZ
+// killed the process mid-write; on a full disk the message named neither).
+TEST_F(TrainCli, ACheckpointThatCannotBeWrittenNamesTheLastWholeOne) {
+  ASSERT_EQ(run_loco({"train", "--config", config("file-limit").string()}).exit_code, 0);
+  const fs::path checkpoints = *dir_ / "file-limit" / "checkpoints";
+  const auto r = test::run_loco_with_file_size_limit(
+      120, 64 << 10, {"train", "--resume", (checkpoints / "step_6").string(), "--set", "train.steps=8"});
+  expect_error(r, 1, "File too large. The file would be larger than this process may write (ulimit -f)");
+  EXPECT_NE(r.output.find("The checkpoint of step 8 was not written and the run stopped; resume from the last "
+                          "checkpoint, " +
+                          (checkpoints / "step_6").string()),
+            std::string::npos)
+      << r.output;
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(checkpoints)) left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"step_6"});
+}
+
 // A fixed streaming.overlap changed at a resume is the one trained with from there (before: the checkpoint's
 // went on, the losses bit for bit those of the run not changed, while the run said and recorded the new one).
 TEST_F(TrainCli, ResumeTrainsWithAChangedStreamingOverlap) {

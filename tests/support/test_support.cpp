@@ -96,6 +96,12 @@ CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vect
                      args);
 }
 
+CommandResult run_loco_with_file_size_limit(int seconds, std::uint64_t bytes, const std::vector<std::string>& args) {
+  return run_command(
+      fmt::format("exec /usr/bin/prlimit --fsize={} timeout -k 5 {} {}", bytes, seconds, shell_quote(LOCO_BINARY)),
+      args);
+}
+
 pid_t start_loco(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
   std::vector<std::string> words{LOCO_BINARY};
   words.insert(words.end(), args.begin(), args.end());

@@ -58,6 +58,10 @@ CommandResult run_loco_within(int seconds, const std::vector<std::string>& args)
 // fails as it would on a machine without the memory, without the test using it.
 CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vector<std::string>& args);
 
+// run_loco_within, with the files the process writes limited to `bytes` each (prlimit --fsize, ulimit -f): a
+// write past it fails as one onto a full disk does, without filling one.
+CommandResult run_loco_with_file_size_limit(int seconds, std::uint64_t bytes, const std::vector<std::string>& args);
+
 // The loco binary started in the background with `args`, stdout and stderr to the files `out` and `err`; its pid.
 pid_t start_loco(const std::vector<std::string>& args, const std::filesystem::path& out,
                  const std::filesystem::path& err);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 
 // Tokens and header fields are copied with memcpy, which is little-endian only on such hosts.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "shard I/O assumes a little-endian host");
@@ -73,8 +74,9 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::write(const void* bytes, std::size_t size) {
   if (std::fwrite(bytes, 1, size, file_) != size) {
-    throw IoError(
-        fmt::format("cannot write {}: {}. Check free disk space.", temporary_.string(), std::strerror(errno)));
+    const int error = errno;
+    throw IoError(fmt::format("cannot write {}: {}. {}.", temporary_.string(), std::strerror(error),
+                              fix_for_failed_write(error)));
   }
 }
 
@@ -106,10 +108,11 @@ void ShardWriter::finish() {
   int closed = std::fclose(file_);
   file_ = nullptr;
   if (!ok || closed != 0 || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
-    std::string why = std::strerror(errno);
+    const int error = errno;
     std::error_code ignored;
     fs::remove(temporary_, ignored);
-    throw IoError(fmt::format("cannot finish {}: {}. Check free disk space.", path_.string(), why));
+    throw IoError(
+        fmt::format("cannot finish {}: {}. {}.", path_.string(), std::strerror(error), fix_for_failed_write(error)));
   }
   fsync_path(path_.parent_path());
 }

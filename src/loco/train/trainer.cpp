@@ -760,8 +760,17 @@ void Trainer::save() {
                     s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
                     divergence_advice(s.config, s.resumable_dir(), s.options.resume_from)));
   }
-  s.summary.last_checkpoint =
-      write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
+  try {
+    s.summary.last_checkpoint =
+        write_checkpoint(s.out_dir / "checkpoints", s.config, state, tensors, s.config.data.dir);
+  } catch (const IoError& e) {
+    // A full disk, mostly: what was written of it is gone (write_checkpoint takes its partial directory back),
+    // and the run stops; the user needs to know which checkpoint is whole.
+    throw IoError(
+        fmt::format("{} The checkpoint of step {} was not written and the run stopped; {}, once it can "
+                    "be written",
+                    e.what(), s.step, where_to_start_again(s.resumable_dir(), s.options.resume_from)));
+  }
   s.saved_step = s.step;
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));
 }

@@ -44,6 +44,24 @@ std::string fix_for_failed_open(int error, std::string_view otherwise) {
          "replicas or threads in one process";
 }
 
+}  // namespace
+
+std::string fix_for_failed_write(int error) {
+  switch (error) {
+    case ENOSPC:
+      return "The disk is full: free space on it (or write elsewhere)";
+    case EDQUOT:
+      return "The disk quota is used up: free space within it (or write elsewhere)";
+    case EFBIG:
+      return "The file would be larger than this process may write (ulimit -f) or the file system holds: raise "
+             "the limit (or write elsewhere)";
+    default:
+      return "Check free disk space and permissions";
+  }
+}
+
+namespace {
+
 // A descriptor of `path` opened for reading, which is a regular file (after symbolic links), and its size.
 // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the check could refuse it.
 OpenFile open_regular_file(const fs::path& path) {
@@ -74,9 +92,9 @@ void write_all(int fd, std::string_view bytes, const fs::path& path) {
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      throw IoError(
-          fmt::format("cannot write {}: {}. Check free disk space and permissions.", path.string(), errno_text()));
+      const int error = errno;
+      if (error == EINTR) continue;
+      throw IoError(fmt::format("cannot write {}: {}. {}.", path.string(), errno_text(), fix_for_failed_write(error)));
     }
     done += static_cast<std::size_t>(n);
   }
@@ -148,7 +166,11 @@ void AtomicFileWriter::write(std::string_view bytes) {
 
 WrittenFile AtomicFileWriter::commit() {
   LOCO_CHECK(fd_ >= 0, "AtomicFileWriter::commit twice");
-  if (::fsync(fd_) != 0) throw IoError(fmt::format("cannot sync {}: {}", tmp_.string(), errno_text()));
+  if (::fsync(fd_) != 0) {
+    // Space is allocated as late as the sync on some file systems (XFS, NFS): a full disk shows here.
+    const int error = errno;
+    throw IoError(fmt::format("cannot sync {}: {}. {}.", tmp_.string(), errno_text(), fix_for_failed_write(error)));
+  }
   ::close(fd_);
   fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {

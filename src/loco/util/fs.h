@@ -19,6 +19,10 @@ struct WrittenFile {
   std::string crc32;
 };
 
+// What to do about a write that failed with `error` (errno): free space on a full disk, the quota or the file size
+// limit (ulimit -f) reached, or else check space and permissions. A sentence without its final period.
+std::string fix_for_failed_write(int error);
+
 // Throws IoError when something other than a regular file (or a link to one) is at `path`: a directory, a
 // device such as /dev/null, a FIFO, a socket. loco replaces only files it could have written; a rename over
 // /dev/null replaced the machine's device with a file (`loco fit --chart /dev/null`, audit round 3).
