@@ -349,6 +349,22 @@ TEST(Config, ImpossibleShapesNameTheKeys) {
   ScratchDir dir;
   std::string message = config_error(dir, kValidConfig, {"model.num_attention_heads=5"});
   EXPECT_NE(message.find("not divisible by model.num_attention_heads"), std::string::npos) << message;
+  // The head count suggested is one that works (before: 1 for a width of 1, then refused as an odd head size).
+  message = config_error(dir, kValidConfig, {"model.hidden_size=1"});
+  EXPECT_NE(message.find("model.hidden_size (1) is odd"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig, {"model.hidden_size=12", "model.num_attention_heads=4"});
+  EXPECT_NE(message.find("(for example 3)"), std::string::npos) << message;  // 12/4 = 3 is odd; 12/3 = 4
+  EXPECT_EQ(load_text(dir, kValidConfig, {"model.hidden_size=12", "model.num_attention_heads=2"}).model.head_dim(), 6);
+  // Values that train a model that cannot learn, without a NaN to say so (before: exit 0, loss ln V throughout).
+  for (const char* set : {"model.initializer_range=2147483648", "model.rms_norm_eps=2"}) {
+    EXPECT_NE(config_error(dir, kValidConfig, {set}).find("must be at most 1"), std::string::npos) << set;
+  }
+  message = config_error(dir, kValidConfig, {"optim.lr=1e-3", "optim.weight_decay=1000"});
+  EXPECT_NE(message.find("AdamW multiplies the weights by 1 − lr · weight_decay"), std::string::npos) << message;
+  // An evaluation of more sequences than 64 bits count (before: it read none, and the run said the data had no
+  // validation split).
+  message = config_error(dir, kValidConfig, {"train.eval_batches=2305843009213693952"});
+  EXPECT_NE(message.find("train.eval_batches · train.batch_size"), std::string::npos) << message;
   message = config_error(dir, kValidConfig, {"model.num_key_value_heads=4"});
   EXPECT_NE(message.find("must divide model.num_attention_heads"), std::string::npos) << message;
   message = config_error(dir, kValidConfig, {"train.micro_batch_size=3"});
@@ -536,8 +552,15 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
   // A static run's trimmed_mean must keep a value: 4 replicas allow b = 1 (before: b = 2 ran as 1, silently).
   EXPECT_EQ(load_text(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=1"})).exchange().aggregation.trim, 1);
   EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=2"}))
-                .find("dist.trim (2) drops 4 of each coordinate's 4 values, but trimmed_mean must keep at least one: "
-                      "with dist.replicas = 4 set dist.trim to at most 1"),
+                .find("dist.trim (2) drops that many of each coordinate's 4 values from each end, but trimmed_mean "
+                      "must keep at least one: with dist.replicas = 4 set dist.trim to at most 1"),
+            std::string::npos);
+  // (Before: 2·trim overflowed for 2^62, and the run averaged plainly.)
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.aggregation=trimmed_mean", "dist.trim=4611686018427387904"}))
+                .find("set dist.trim to at most 1"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, kValidConfig, with({"dist.algorithm=diloco", "comm.round_kib=1e-30"}))
+                .find("comm.round_kib '1e-30' is not a round size"),
             std::string::npos);
   EXPECT_NE(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "dist.batch=per_replica",
                                              "dist.aggregation=trimmed_mean"})

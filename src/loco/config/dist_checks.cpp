@@ -10,6 +10,7 @@
 #include "loco/config/churn_schedule.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/round_kib.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco {
@@ -134,14 +135,16 @@ void check_dist_section(const RunConfig& c) {
   if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
   // An elastic run's count of members changes, and b is lowered to what each synchronisation's count allows
   // (docs/algorithms.md); a static run's is known here: a b it cannot drop would silently be a smaller one.
-  if (d.aggregation == "trimmed_mean" && !d.elastic && d.replicas > 0 && 2 * d.trim >= d.replicas) {
-    const std::int64_t most = (d.replicas - 1) / 2;
-    reject(fmt::format("dist.trim ({}) drops {} of each coordinate's {} values, but trimmed_mean must keep at least "
-                       "one: with dist.replicas = {} {}",
-                       d.trim, 2 * d.trim, d.replicas, d.replicas,
-                       most >= 1 ? fmt::format("set dist.trim to at most {}", most)
-                                 : std::string("no value can be dropped; use dist.aggregation = \"mean\" or "
-                                               "\"median\", or more replicas")));
+  // (Compared as trim > most: 2·trim overflowed for trim of 2^62, and the check let it through.)
+  const std::int64_t most = (d.replicas - 1) / 2;
+  if (d.aggregation == "trimmed_mean" && !d.elastic && d.replicas > 0 && d.trim > most) {
+    reject(
+        fmt::format("dist.trim ({}) drops that many of each coordinate's {} values from each end, but trimmed_mean "
+                    "must keep at least one: with dist.replicas = {} {}",
+                    d.trim, d.replicas, d.replicas,
+                    most >= 1 ? fmt::format("set dist.trim to at most {}", most)
+                              : std::string("no value can be dropped; use dist.aggregation = \"mean\" or "
+                                            "\"median\", or more replicas")));
   }
   // Centered clipping settles in tens of iterations (20 by default); each one passes over every
   // replica's pseudo-gradient, so a count in the millions only stalls the outer step.
@@ -190,13 +193,8 @@ void check_comm_section(const RunConfig& c) {
     reject(fmt::format("comm.timeout_s ({}) must be positive and at most {:.0f} (11.6 days)", c.comm.timeout_s,
                        kLongestWaitSeconds));
   }
-  if (c.comm.round_kib != "auto" && c.comm.round_kib != "off") {
-    const auto kib = parse_whole_number(c.comm.round_kib);
-    if (!kib || *kib < 0) {
-      reject(fmt::format("comm.round_kib '{}' is not a round size: give auto (sized from the link), off (one round) "
-                         "or a size in KiB per peer and round, e.g. 32",
-                         c.comm.round_kib));
-    }
+  if (c.comm.round_kib != "auto" && c.comm.round_kib != "off" && !round_kib_bytes(c.comm.round_kib)) {
+    reject(round_kib_error("comm.round_kib", c.comm.round_kib));
   }
   check_emulated_link("comm.bandwidth_mbps", c.comm.bandwidth_mbps, "comm.latency_ms", c.comm.latency_ms,
                       static_cast<int>(c.dist.replicas));

@@ -169,17 +169,26 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
                        "model.num_attention_heads ({}) must all be positive",
                        m.hidden_size, m.num_hidden_layers, m.num_attention_heads));
   }
-  if (m.hidden_size % m.num_attention_heads != 0) {
-    reject(fmt::format(
-        "model.hidden_size ({}) is not divisible by model.num_attention_heads ({}): every head gets "
-        "hidden_size/num_attention_heads channels. Choose a head count that divides the width "
-        "(for example {}).",
-        m.hidden_size, m.num_attention_heads, m.hidden_size % 64 == 0 ? m.hidden_size / 64 : 1));
+  // Rotary embeddings rotate pairs of channels: a head's size hidden_size/num_attention_heads is whole and even.
+  if (m.hidden_size % 2 != 0) {
+    reject(
+        fmt::format("model.hidden_size ({}) is odd; every head's size must be even (rotary embeddings rotate "
+                    "pairs of channels), so the width must be: choose an even one, for example {}",
+                    m.hidden_size, m.hidden_size + 1));
   }
-  if (m.head_dim() % 2 != 0) {
-    reject(fmt::format("the head size model.hidden_size/model.num_attention_heads = {} is odd; rotary "
-                       "embeddings rotate pairs of channels and need an even head size",
-                       m.head_dim()));
+  if (m.hidden_size % m.num_attention_heads != 0 || m.head_dim() % 2 != 0) {
+    // The most heads up to the number given that leave each an even size (1 does: the width is even).
+    std::int64_t heads = std::min(m.num_attention_heads, m.hidden_size / 2);
+    while (m.hidden_size % heads != 0 || (m.hidden_size / heads) % 2 != 0) --heads;
+    reject(fmt::format(
+        "{}: every head gets hidden_size/num_attention_heads channels, an even number (rotary embeddings rotate "
+        "pairs of them). Choose a head count that gives that (for example {}).",
+        m.hidden_size % m.num_attention_heads != 0
+            ? fmt::format("model.hidden_size ({}) is not divisible by model.num_attention_heads ({})", m.hidden_size,
+                          m.num_attention_heads)
+            : fmt::format("the head size model.hidden_size/model.num_attention_heads = {}/{} = {} is odd",
+                          m.hidden_size, m.num_attention_heads, m.head_dim()),
+        heads));
   }
   if (m.num_key_value_heads <= 0 || m.num_attention_heads % m.num_key_value_heads != 0) {
     reject(fmt::format("model.num_key_value_heads ({}) must divide model.num_attention_heads ({}): each "
@@ -195,6 +204,15 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
   }
   if (!(m.rope_theta > 0) || !(m.rms_norm_eps > 0) || !(m.initializer_range > 0)) {
     reject("model.rope_theta, model.rms_norm_eps and model.initializer_range must be positive");
+  }
+  // Above 1 either makes a model that cannot learn, without a NaN to say so: weights of standard deviation 2^31
+  // square past float32 in the norms, which then give 0 and every logit the same (loss ln V at every step).
+  if (m.initializer_range > 1 || m.rms_norm_eps > 1) {
+    reject(
+        fmt::format("model.initializer_range ({}) and model.rms_norm_eps ({}) must be at most 1: the first is the "
+                    "standard deviation of the initial weights (0.02 by default), the second a guard against "
+                    "dividing by zero in the norms (1e-5); larger, the model cannot learn",
+                    m.initializer_range, m.rms_norm_eps));
   }
   if (m.max_position_embeddings > kLongestSequence) {
     reject(fmt::format("model.max_position_embeddings ({}) and data.seq_len are at most {}; a longer sequence "
@@ -232,6 +250,14 @@ void validate_optim(const OptimConfig& o) {
   if (!(o.resolved_weight_decay >= 0 && std::isfinite(o.resolved_weight_decay))) {
     reject("optim.weight_decay must be 0 or positive");
   }
+  // AdamW multiplies the weights by 1 − lr·weight_decay each step: at 1 or more it zeroes or flips them.
+  if (o.lr * o.resolved_weight_decay >= 1) {
+    reject(
+        fmt::format("optim.lr · optim.weight_decay = {} · {} is 1 or more, and AdamW multiplies the weights by "
+                    "1 − lr · weight_decay at every step, which zeroes or flips them; lower optim.weight_decay "
+                    "(0.1 is common) below 1/lr = {:g}",
+                    o.lr, o.resolved_weight_decay, 1 / o.lr));
+  }
   if (!(o.grad_clip >= 0)) reject("optim.grad_clip must be 0 (off) or positive");
   if (o.warmup_steps < 0) reject("optim.warmup_steps must be 0 or positive");
   if (!(o.decay_fraction > 0 && o.decay_fraction <= 1)) reject("optim.decay_fraction must lie in (0, 1]");
@@ -254,6 +280,10 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
   if (t.eval_every < 0 || t.checkpoint_every < 0) reject("train.eval_every and train.checkpoint_every must be 0 or positive");
   if (t.stop_check_every < 0) reject("train.stop_check_every must be 0 (check only at synchronisations) or positive");
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
+  // The evaluation reads eval_batches · batch_size sequences (before: beyond 64 bits the count wrapped, the
+  // evaluation read nothing and the run said its data had no validation split).
+  checked_product(t.eval_batches, t.batch_size,
+                  "the sequences of an evaluation, train.eval_batches · train.batch_size");
   if (t.log_every <= 0) reject("train.log_every must be positive");
   if (t.out_dir.empty()) reject("train.out_dir is empty; name the run directory");
   if (t.threads < 0) reject("train.threads must be 0 (chosen from the device) or positive");

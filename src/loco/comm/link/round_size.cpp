@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "loco/util/error.h"
-#include "loco/util/parse_number.h"
+#include "loco/util/round_kib.h"
 
 namespace loco::comm {
 
@@ -27,15 +27,10 @@ std::optional<LinkSpec> link_for_rounds(const LinkModel& link, const std::option
 RoundSize RoundSize::parse(const std::string& text, const std::string& key) {
   if (text == "auto") return {Mode::automatic, 0};
   if (text == "off") return {Mode::whole, 0};
-  const auto kib = parse_whole_number(text);
-  if (!kib || *kib < 0 || *kib * 1024 > 1e15) {
-    throw ConfigError(fmt::format("{} '{}' is not a round size: give auto (sized from the link), off (one round) "
-                                  "or a size in KiB per peer and round, e.g. 32.",
-                                  key, text));
-  }
-  const auto bytes = static_cast<std::int64_t>(std::llround(*kib * 1024));
-  if (bytes == 0) return {Mode::whole, 0};
-  return {Mode::fixed, bytes};
+  const auto bytes = round_kib_bytes(text);
+  if (!bytes) throw ConfigError(round_kib_error(key, text));
+  if (*bytes == 0) return {Mode::whole, 0};
+  return {Mode::fixed, *bytes};
 }
 
 std::string RoundSize::describe() const {
