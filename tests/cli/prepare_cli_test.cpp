@@ -174,6 +174,19 @@ TEST(PrepareCli, RefusesToOverwriteAPreparedDirectory) {
   CommandResult again = run_loco(args);
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_TRUE(contains(again.output, "already holds a prepared dataset")) << again.output;
+  // Nor is one written inside a prepared directory, a checkpoint or a run's checkpoints/ (before: --out
+  // RUN/checkpoints/step_9 was, and the run's next resume refused it as a checkpoint without state.json).
+  write_text(dir / "run" / "config.toml", "");
+  write_text(dir / "run" / "metrics.jsonl", "");
+  for (const std::filesystem::path& inside : {dir / "out" / "sub", dir / "run" / "checkpoints" / "step_9"}) {
+    args[4] = inside.string();
+    const CommandResult r = run_loco(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "loco never writes into a data directory") ||
+                contains(r.output, "where loco keeps that run's checkpoints only"))
+        << r.output;
+    EXPECT_FALSE(std::filesystem::exists(inside)) << inside;
+  }
 }
 
 TEST(PrepareCli, PreparesWithABpeTokenizer) {

@@ -95,6 +95,19 @@ TEST(SimCli, SweepWritesCsvAndPng) {
   EXPECT_TRUE(is_png(dir / "sweep" / "utilisation.png"));
 }
 
+// The sweep's CSV, script and chart are not written into a data directory or a checkpoint (before: they were,
+// with exit 0).
+TEST(SimCli, ASweepIsNotWrittenIntoADataDirectory) {
+  test::ScratchDir dir;
+  test::write_text(dir / "data" / "meta.json", "{}");
+  test::write_text(dir / "data" / "tokenizer.json", "{}");
+  const auto r = test::run_loco({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--sweep",
+                                 (dir / "data").string(), "--sweep-points", "3"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a prepared data directory"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "data" / "utilisation.csv"));
+}
+
 TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
   const std::vector<std::string> model = {"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1"};
   auto with = [&](std::vector<std::string> extra) {

@@ -284,7 +284,11 @@ TEST_F(SweepCli, AStoppedSweepLeavesNoRunBehind) {
 // --tables-only tabulates what has a result (e.g. while the sweep runs elsewhere) and trains nothing.
 TEST_F(SweepCli, TablesOnlyListsTheFinishedRunsWithoutTrainingTheOthers) {
   const fs::path file = sweep("tables", "\"train.seed\" = [0, 1]");
-  auto r = run_loco({"sweep", file.string()});
+  // Before any run: said so (before: "cannot create …/.summary.csv.tmp-PID: No such file or directory").
+  auto r = run_loco({"sweep", file.string(), "--tables-only"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no run of this sweep has started"), std::string::npos) << r.output;
+  r = run_loco({"sweep", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   fs::remove_all(*dir_ / "tables" / "seed-1");
   fs::remove(*dir_ / "tables" / "summary.csv");

@@ -19,6 +19,7 @@
 #include "loco/membership/run_secret.h"
 #include "loco/membership/untrusted_text.h"
 #include "loco/run/served_coordinator.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 
 namespace loco::cli {
@@ -99,6 +100,10 @@ void run_coordinator(const CoordinatorArgs& args) {
   options.coordinator.run_steps = args.run_steps;
   kill_on_abort_if_asked(options.coordinator);
   const CoordinatorSecret secret = coordinator_secret(args.secret_file);
+  if (!secret.file_to_create.empty()) {  // loco writes nothing into a data directory or a checkpoint
+    refuse_data_and_checkpoint_directories(
+        std::filesystem::absolute(secret.file_to_create).lexically_normal().parent_path(), "--secret-file's directory");
+  }
   options.secret = secret.secret;
   run::ServedCoordinator coordinator(options, args.store_port);
   if (!secret.file_to_create.empty()) {

@@ -46,7 +46,7 @@ void run_fit(const FitCommandOptions& o) {
     refuse_data_and_checkpoint_directories(beside.empty() ? "." : beside, "--chart");
     // Before, `--chart results.csv` replaced the results with the PNG, and a chart named like an input .gp the
     // input with the script.
-    for (const std::filesystem::path written :
+    for (const std::filesystem::path& written :
          {std::filesystem::path(o.chart), std::filesystem::path(o.chart).replace_extension(".gp")}) {
       for (const auto& input : o.inputs) {
         std::error_code unknown;

@@ -11,6 +11,7 @@
 #include "loco/cli/usage.h"
 #include "loco/data/corpus_stream.h"
 #include "loco/data/prepare.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/seconds_since.h"
 
@@ -44,6 +45,13 @@ void run_prepare(const PrepareArgs& args) {
   }
   data::PrepareOptions options = args.options;
   options.inputs.assign(args.inputs.begin(), args.inputs.end());
+  // --out itself may be an unfinished prepare's directory, which is done again (a finished one prepare refuses);
+  // what holds it must be no data directory, checkpoint or run's checkpoints/ (before: --out RUN/checkpoints/
+  // step_9 was written, and the run's next resume refused it as a checkpoint without state.json).
+  if (!options.out_dir.empty()) {
+    refuse_data_and_checkpoint_directories(std::filesystem::absolute(options.out_dir).lexically_normal().parent_path(),
+                                           "--out's directory");
+  }
 
   const auto start = SteadyClock::now();
   data::PrepareSummary summary = data::prepare_dataset(options);

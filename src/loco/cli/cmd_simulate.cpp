@@ -9,10 +9,11 @@
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
-#include "loco/sim/calibration_report.h"
 #include "loco/config/load_config.h"
+#include "loco/sim/calibration_report.h"
 #include "loco/sim/model_size.h"
 #include "loco/sim/simulate_report.h"
+#include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
 
@@ -152,6 +153,7 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
   // The sweep is checked before anything runs: its bounds, and the work of its replays.
   std::vector<double> range;
   if (!o.sweep_dir.empty()) {
+    refuse_data_and_checkpoint_directories(o.sweep_dir, "--sweep");  // it writes its CSV, script and chart there
     range = parse_numbers(o.sweep_range, "--sweep-range");
     if (range.size() != 2) throw ConfigError("--sweep-range takes two numbers: LOW,HIGH in Gbit/s.");
     sim::validate_bandwidth_gbps(range[0], "sweep's lowest", "--sweep-range 0.1,1000");

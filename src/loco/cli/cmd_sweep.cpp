@@ -49,6 +49,12 @@ void run_sweep_command(const SweepArgs& args) {
     return;
   }
   if (args.tables_only) {
+    if (!std::filesystem::is_directory(plan.out_dir)) {
+      throw ConfigError(
+          fmt::format("--tables-only writes the tables of the runs in {}, but it does not exist: no run "
+                      "of this sweep has started. Run the sweep without --tables-only",
+                      plan.out_dir.string()));
+    }
     const int listed = write_sweep_summary(plan);
     fmt::print("summary: {} run(s) with a result listed in {}; nothing was run\n", listed,
                (plan.out_dir / "summary.csv").string());

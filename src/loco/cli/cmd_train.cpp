@@ -230,7 +230,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", args->overrides, "override a key: --set section.key=value (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--resume", args->resume,
-                  "continue from a checkpoint directory (OUT_DIR/checkpoints/step_N; replica 0's for several)");
+                  "continue from a checkpoint directory (OUT_DIR/checkpoints/step_N; replica 0's for several)")
+      ->check(path_given());
   cmd->add_flag_callback(
       "--help-config",
       [] {

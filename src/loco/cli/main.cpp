@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -130,10 +131,14 @@ int run(CLI::App& app, int argc, char** argv) {
   loco::cli::add_status_command(app);
 #endif
   loco::cli::add_bench_command(app, argc, argv);
+  loco::cli::require_decimal_numbers(app);
 
   // A run's store connections, Gloo pairs and files each take a descriptor: a soft limit of 1024 under a higher
   // hard one is raised before anything opens (util/open_file_limit.h).
   loco::raise_open_file_limit();
+  // A file past the size limit (ulimit -f) fails its write with EFBIG, said as such, where the default action
+  // of SIGXFSZ killed the process mid-checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -29,7 +29,52 @@ CLI::Validator number_rule(const std::string& rule, std::function<bool(double)> 
       rule);
 }
 
+// "" when `text` is a whole number in plain decimal that fits 64 bits (signed, or unsigned for `is_unsigned`), or
+// else what is wrong with it.
+std::string decimal_integer_problem(const std::string& text, bool is_unsigned) {
+  if (text.empty()) return "the value is empty; give a number";
+  const std::size_t digits = text[0] == '-' || text[0] == '+' ? 1 : 0;
+  if (text.size() > digits + 1 && text[digits] == '0') {
+    return fmt::format(
+        "{} begins with 0, which CLI tools read as octal or hexadecimal; write the number in decimal "
+        "without leading zeros",
+        text);
+  }
+  if (is_unsigned && text[0] == '-')
+    return fmt::format("{} is negative, and this option takes whole numbers from 0", text);
+  const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
+  const char* end = text.data() + text.size();
+  std::from_chars_result read{};
+  if (is_unsigned) {
+    std::uint64_t value = 0;
+    read = std::from_chars(begin, end, value);
+  } else {
+    std::int64_t value = 0;
+    read = std::from_chars(begin, end, value);
+  }
+  if (read.ec == std::errc::result_out_of_range) return fmt::format("{} is beyond the numbers 64 bits hold", text);
+  if (read.ec != std::errc() || read.ptr != end) return fmt::format("{} is not a whole number in decimal", text);
+  return "";
+}
+
 }  // namespace
+
+void require_decimal_numbers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    const bool is_integer = is_unsigned || type.rfind("INT", 0) == 0;
+    if (!is_integer && type.rfind("FLOAT", 0) != 0) continue;
+    option->check(CLI::Validator(
+        [is_integer, is_unsigned](std::string& text) -> std::string {
+          if (is_integer) return decimal_integer_problem(text, is_unsigned);
+          if (text.empty()) return "the value is empty; give a number";
+          return parse_whole_number(text) ? "" : fmt::format("{} is not a finite number in decimal", text);
+        },
+        ""));
+  }
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_numbers(*command);
+}
 
 void set_example(CLI::App* cmd, const std::string& example) {
   examples()[cmd] = example;

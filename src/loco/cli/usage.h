@@ -18,6 +18,12 @@ void set_example(CLI::App* cmd, const std::string& example);
 // parsed) and returns the exit code of usage errors, 2.
 int report_usage_error(CLI::App& app, const CLI::ParseError& error);
 
+// Gives every number option of `app` and its subcommands (CLI11's types INT, UINT, FLOAT) a check that the value
+// is written in decimal: CLI11 2.1.2 reads integers with strtoll's base 0 (010 is 8, 0x10 is 16), wraps -1 into
+// an unsigned option, saturates a number beyond 64 bits and takes an empty value as 0, and reads floats with
+// strtold (hexadecimal, inf, nan), while loco's own checks read decimal: one text meant two numbers.
+void require_decimal_numbers(CLI::App& app);
+
 // Validators whose messages say what the value must be, in words: "-5 is not a whole number ≥ 1".
 CLI::Validator whole_number_at_least(std::int64_t minimum);
 CLI::Validator number_in(double low, double high);  // finite, low ≤ value ≤ high

@@ -74,6 +74,14 @@ TEST(CoordinatorCli, ARunNeedsASecret) {
                                          (dir / "a_directory").string()});
   EXPECT_EQ(directory.exit_code, 2) << directory.output;
   EXPECT_NE(directory.output.find("which is a directory, not a file"), std::string::npos) << directory.output;
+  // A new secret is not written into a data directory or a checkpoint (before: it was, and the run went on).
+  test::write_text(dir / "data" / "meta.json", "{}");
+  test::write_text(dir / "data" / "tokenizer.json", "{}");
+  const auto into_data = test::run_loco(
+      {"coordinator", "--host", "127.0.0.1", "--port", "0", "--secret-file", (dir / "data" / "secret").string()});
+  EXPECT_EQ(into_data.exit_code, 2) << into_data.output;
+  EXPECT_NE(into_data.output.find("--secret-file's directory"), std::string::npos) << into_data.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "data" / "secret"));
 }
 
 // Under a ulimit -n too low for the store's connections the coordinator refuses to start, naming the limit
