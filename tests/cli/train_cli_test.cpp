@@ -1,13 +1,13 @@
 // loco train / eval / generate / export as a user runs them: the happy path end to end, and the
 // error paths of docs/design.md §4 (clear message, non-zero exit, nothing good overwritten).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "loco/util/utf8.h"
 #include "support/test_support.h"
 #include "unit/data_test_helpers.h"
 
@@ -88,6 +88,16 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("the jury", 0), 0u) << r.output;
   EXPECT_GT(r.output.size(), std::string("the jury\n").size());
+  // What generate prints is UTF-8: a byte model samples any byte (before: raw, invalid UTF-8 out), and a prompt
+  // that is not UTF-8 is refused (before: shown as given and continued as something else).
+  for (const char* seed : {"1", "2", "3"}) {
+    r = run_loco({"generate", "--checkpoint", checkpoint.string(), "--prompt", "caf\xC3\xA9", "--tokens", "40",
+                  "--seed", seed, "--temperature", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(first_invalid_utf8(r.output), std::nullopt) << seed << ": " << r.output;
+  }
+  expect_error(run_loco({"generate", "--checkpoint", checkpoint.string(), "--prompt", "\xFF abc"}), 2,
+               "--prompt is not UTF-8 text: byte 0 (0xFF)");
 
   r = run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -31,12 +31,27 @@ TEST(StreamedText, HoldsBackACharacterUntilAllItsBytesAreThere) {
   EXPECT_EQ(pieces[13], "\xF0\x9F\x99\x82");
 }
 
-// The last show returns what was held back: a generation that ends inside a character ends with its bytes.
+// The last show returns what was held back: a generation that ends inside a character ends with U+FFFD for it,
+// so that what is shown is UTF-8 (before: its bytes, raw).
 TEST(StreamedText, TheLastShowReturnsWhatWasHeldBack) {
   const ByteTokenizer tokenizer;
   StreamedText stream(tokenizer);
   EXPECT_EQ(stream.show({'a', 0xE2, 0x82}, false), "a");
-  EXPECT_EQ(stream.show({'a', 0xE2, 0x82}, true), "\xE2\x82");
+  EXPECT_EQ(stream.show({'a', 0xE2, 0x82}, true), "\xEF\xBF\xBD");
+}
+
+// Bytes a byte-level model samples that are no UTF-8 (a stray continuation byte, a lead byte followed by ASCII)
+// are shown as U+FFFD, one for each maximal ill-formed part, as soon as nothing can complete them (before: raw,
+// and `loco generate`'s output was not UTF-8).
+TEST(StreamedText, BytesThatAreNoUtf8AreShownAsReplacementCharacters) {
+  const ByteTokenizer tokenizer;
+  StreamedText stream(tokenizer);
+  EXPECT_EQ(stream.show({'a', 0xBB}, false), "a\xEF\xBF\xBD");
+  EXPECT_EQ(stream.show({'a', 0xBB, 0xE4, 0xB8}, false), "");
+  EXPECT_EQ(stream.show({'a', 0xBB, 0xE4, 0xB8, 'b'}, false),
+            "\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(stream.show({'a', 0xBB, 0xE4, 0xB8, 'b', 0xE4, 0xB8, 0x80}, true), "\xE4\xB8\x80");
 }
 
 // A tokenizer whose earlier text changes once more tokens follow: nothing more is shown until the end, which

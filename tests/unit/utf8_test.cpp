@@ -50,5 +50,19 @@ TEST(Utf8, OnlyTheBytesThatAreNotUtf8AreEscaped) {
   EXPECT_EQ(escape_invalid_utf8("\xed\xa0\x80"), "\\xED\\xA0\\x80");  // a surrogate, byte by byte
 }
 
+// One U+FFFD for each maximal ill-formed subpart, as Python's bytes.decode("utf-8", "replace") gives (its output
+// for each case written here).
+TEST(Utf8, EachMaximalIllFormedPartIsOneReplacementCharacter) {
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_EQ(replace_invalid_utf8("caf\xc3\xa9 \xf0\x9f\x99\x82"), "caf\xc3\xa9 \xf0\x9f\x99\x82");
+  EXPECT_EQ(replace_invalid_utf8("a\xbb\x84"
+                                 "b"),
+            "a" + r + r + "b");                                // two stray continuation bytes
+  EXPECT_EQ(replace_invalid_utf8("\xe4\xb8z"), r + "z");       // a lead and its fitting byte: one
+  EXPECT_EQ(replace_invalid_utf8("\xed\xa0\x80"), r + r + r);  // a surrogate: A0 does not fit ED
+  EXPECT_EQ(replace_invalid_utf8("\xf0\x9f\x99"), r);          // cut at the end: one
+  EXPECT_EQ(replace_invalid_utf8("\xc0\xaf\xff"), r + r + r);  // overlong lead, invalid bytes
+}
+
 }  // namespace
 }  // namespace loco

@@ -13,6 +13,7 @@
 #include "loco/train/memory_need.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco::cli {
 
@@ -26,6 +27,14 @@ struct GenerateArgs {
 };
 
 void run_generate(GenerateArgs args) {
+  // The prompt is shown as given and encoded as the model reads text: bytes that are not UTF-8 would be shown as
+  // one text and continued as another (a sentencepiece tokenizer normalises them away).
+  if (const auto bad = first_invalid_utf8(args.prompt)) {
+    throw ConfigError(
+        fmt::format("--prompt is not UTF-8 text: byte {} (0x{:02X}) starts no valid UTF-8 sequence; give "
+                    "the prompt as UTF-8 (a terminal set to another encoding sends other bytes)",
+                    *bad, static_cast<unsigned char>(args.prompt[*bad])));
+  }
   const LoadedCheckpoint checkpoint = read_checkpoint(args.checkpoint, CheckpointUse::inference);
   const auto tokenizer = data::load_tokenizer(args.checkpoint);
   const torch::Device device = resolve_device(args.device, "--device");

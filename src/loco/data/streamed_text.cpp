@@ -1,5 +1,7 @@
 #include "loco/data/streamed_text.h"
 
+#include "loco/util/utf8.h"
+
 namespace loco::data {
 
 namespace {
@@ -26,6 +28,7 @@ std::size_t complete_length(const std::string& text) {
 std::string StreamedText::show(const std::vector<std::uint32_t>& ids, bool last) {
   std::string text = tokenizer_.decode(ids);
   if (!last) text.resize(complete_length(text));
+  text = replace_invalid_utf8(text);
   if (text.compare(0, shown_.size(), shown_) != 0) {
     if (!last) return "";
     shown_ = text;

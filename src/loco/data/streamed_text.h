@@ -2,7 +2,9 @@
 // alone as in its context (a sentencepiece piece's leading space at the start, a character whose UTF-8 bytes
 // are byte tokens of their own), so every show decodes all the tokens so far and returns what is new, holding
 // back a last character whose bytes are not all there yet (an incomplete UTF-8 sequence, or the replacement
-// character U+FFFD a tokenizer gives for one). The pieces returned, put together, are the decoded text.
+// character U+FFFD a tokenizer gives for one). The pieces returned, put together, are the decoded text with each
+// ill-formed UTF-8 sequence as U+FFFD (a byte tokenizer decodes whatever bytes a model samples), so that what is
+// shown is always UTF-8.
 #pragma once
 
 #include <cstdint>

@@ -4,41 +4,69 @@
 
 namespace loco {
 
+namespace {
+
+// The sequence at byte `i`: its length and whether it is well-formed; an ill-formed one's length is that of its
+// maximal subpart (the lead byte and the continuation bytes that fit it, at least 1), what one U+FFFD replaces
+// (Unicode's "substitution of maximal subparts", as Python's errors="replace" and WHATWG's decoder do).
+struct Sequence {
+  std::size_t length = 1;
+  bool well_formed = true;
+};
+
+Sequence sequence_at(std::string_view bytes, std::size_t i) {
+  const unsigned char lead = static_cast<unsigned char>(bytes[i]);
+  if (lead < 0x80) return {1, true};
+  // The length a lead byte announces, and the range its first continuation byte must lie in (RFC 3629 table
+  // 3-7: narrower after E0, ED, F0 and F4, which would otherwise start overlong forms, surrogates or code points
+  // past U+10FFFF).
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return {1, false};
+  }
+  for (std::size_t k = 1; k < length; ++k) {
+    if (i + k >= bytes.size()) return {k, false};
+    const auto next = static_cast<unsigned char>(bytes[i + k]);
+    if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) return {k, false};
+  }
+  return {length, true};
+}
+
+}  // namespace
+
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const unsigned char lead = byte(i);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    // The length a lead byte announces, and the range its first continuation byte must lie in (RFC 3629
-    // table 3-7: narrower after E0, ED, F0 and F4, which would otherwise start overlong forms, surrogates or
-    // code points past U+10FFFF).
-    std::size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + length > bytes.size()) return i;
-    if (byte(i + 1) < low || byte(i + 1) > high) return i;
-    for (std::size_t k = 2; k < length; ++k) {
-      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
-    }
-    i += length;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const Sequence sequence = sequence_at(bytes, i);
+    if (!sequence.well_formed) return i;
+    i += sequence.length;
   }
   return std::nullopt;
+}
+
+std::string replace_invalid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    const Sequence sequence = sequence_at(bytes, i);
+    if (sequence.well_formed) {
+      out.append(bytes.substr(i, sequence.length));
+    } else {
+      out += "\xEF\xBF\xBD";
+    }
+    i += sequence.length;
+  }
+  return out;
 }
 
 std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {

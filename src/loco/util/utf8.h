@@ -14,6 +14,10 @@ namespace loco {
 // every byte does.
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes);
 
+// `bytes` with each ill-formed sequence (its maximal subpart) replaced by U+FFFD, as Python's errors="replace"
+// decodes: text for a terminal or a JSON document, from bytes that need not be UTF-8 (a byte tokenizer's).
+std::string replace_invalid_utf8(std::string_view bytes);
+
 // The longest prefix of `text` of at most `max_bytes` that does not end inside a character. Text kept from a peer or a file
 // for display is cut with it: a cut inside a character makes the whole JSON document it goes into
 // unwritable (nlohmann::json::dump refuses invalid UTF-8).
