@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace loco::data {
@@ -35,6 +36,24 @@ void ProgressLine::update(std::uint64_t done_bytes, std::uint64_t text_bytes, st
              "{} left\n",
              what_, done_bytes / 1e6, total_bytes_ / 1e6, 100 * share, rate / 1e6, documents, text_bytes / 1e6,
              duration(left));
+}
+
+PeriodicNotice::PeriodicNotice(std::string what, std::string hint, double every_s)
+    : thread_([this, what = std::move(what), hint = std::move(hint), every_s] {
+        const auto start = SteadyClock::now();
+        std::unique_lock lock(mutex_);
+        while (!finished_.wait_for(lock, std::chrono::duration<double>(every_s), [this] { return done_; })) {
+          fmt::print(stderr, "prepare: {}: {} so far; {}\n", what, duration(seconds_since(start)), hint);
+        }
+      }) {}
+
+PeriodicNotice::~PeriodicNotice() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  finished_.notify_all();
+  thread_.join();
 }
 
 }  // namespace loco::data

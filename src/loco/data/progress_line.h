@@ -3,8 +3,11 @@
 // a carriage-return display, so logs of unattended runs stay readable.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "loco/util/seconds_since.h"
 
@@ -26,6 +29,22 @@ class ProgressLine {
   std::uint64_t total_bytes_;
   SteadyClock::time_point start_;
   double last_print_ = 0;
+};
+
+// A line every `every_s` seconds while a step that says nothing itself runs (sentencepiece's training, which
+// takes minutes on text without spaces): "prepare: WHAT: N s so far; HINT". Stops when destroyed.
+class PeriodicNotice {
+ public:
+  PeriodicNotice(std::string what, std::string hint, double every_s);
+  ~PeriodicNotice();
+  PeriodicNotice(const PeriodicNotice&) = delete;
+  PeriodicNotice& operator=(const PeriodicNotice&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 }  // namespace loco::data
