@@ -226,6 +226,9 @@ TEST(LaunchCli, MissingOrMisplacedCommandIsAConfigError) {
       {{"--nproc", "2", "--"}, "no command to launch"},
       {{"--nproc", "2", "echo", "--bogus"},
        "no option --bogus: put the command to launch, with its options, after '--'"},
+      // An elastic launch's options without --elastic (before: ignored).
+      {{"--nproc", "2", "--max-restarts", "5", "--", "true"}, "--max-restarts applies to an elastic launch only"},
+      {{"--nproc", "2", "--min-replicas", "2", "--", "true"}, "--min-replicas applies to an elastic launch only"},
   });
 }
 

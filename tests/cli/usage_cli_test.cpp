@@ -61,6 +61,8 @@ TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {
   expect_usage_error({"generate", "--checkpoint", "x"}, {"--prompt is required", "loco generate --checkpoint"});
   expect_usage_error({"train", "--config", "x.toml", "--bogus"}, {"--bogus", "loco train --config"});
   expect_usage_error({"nosuchcommand"}, {"nosuchcommand"});
+  // A subcommand's unknown word is named too (before: "A subcommand is required").
+  expect_usage_error({"bench", "allgather"}, {"'allgather' is not a loco bench command; the commands are allreduce"});
   expect_usage_error({}, {"subcommand"});
   expect_usage_error({"bench", "allreduce", "--nproc"}, {"--nproc", "loco bench allreduce"});
   // An option of one value given twice (was CLI11's "At Most 1 required but received 2").

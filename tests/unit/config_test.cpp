@@ -353,8 +353,16 @@ TEST(Config, ImpossibleShapesNameTheKeys) {
   message = config_error(dir, kValidConfig, {"model.hidden_size=1"});
   EXPECT_NE(message.find("model.hidden_size (1) is odd"), std::string::npos) << message;
   message = config_error(dir, kValidConfig, {"model.hidden_size=12", "model.num_attention_heads=4"});
-  EXPECT_NE(message.find("(for example 3)"), std::string::npos) << message;  // 12/4 = 3 is odd; 12/3 = 4
+  EXPECT_NE(message.find("(for example 2)"), std::string::npos) << message;  // 12/4 = 3 is odd; 2 takes kv 2
   EXPECT_EQ(load_text(dir, kValidConfig, {"model.hidden_size=12", "model.num_attention_heads=2"}).model.head_dim(), 6);
+  // ... and one the key/value heads still divide (40 wide, 8 heads, 4 key/value heads: 4 heads of 10, not 5 of 8),
+  // or else a key/value head count too (12 wide, 4 heads of 3, 4 key/value heads: 3 heads of 4 take 1).
+  message = config_error(dir, kValidConfig,
+                         {"model.hidden_size=40", "model.num_attention_heads=8", "model.num_key_value_heads=4"});
+  EXPECT_NE(message.find("(for example 4)"), std::string::npos) << message;
+  message = config_error(dir, kValidConfig,
+                         {"model.hidden_size=12", "model.num_attention_heads=4", "model.num_key_value_heads=4"});
+  EXPECT_NE(message.find("(for example 3, with model.num_key_value_heads = 1)"), std::string::npos) << message;
   // Values that train a model that cannot learn, without a NaN to say so (before: exit 0, loss ln V throughout).
   for (const char* set : {"model.initializer_range=2147483648", "model.rms_norm_eps=2"}) {
     EXPECT_NE(config_error(dir, kValidConfig, {set}).find("must be at most 1"), std::string::npos) << set;

@@ -438,8 +438,8 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_NE(refusal("b.txt", bzip2(text)).find("b.txt is bzip2-compressed data"), std::string::npos);
   // A short name of a compressed tar archive is said to be one (before: "name it with .gz", then refused as tar).
   const std::string tgz = refusal("corpus.TGZ", gzip(text));
-  EXPECT_NE(tgz.find("corpus.TGZ is a gzip-compressed tar archive, which loco does not read as text: unpack it (tar "
-                     "xf "),
+  EXPECT_NE(tgz.find("corpus.TGZ is gzip-compressed data named as a tar archive, which loco does not read as text: "
+                     "unpack it (tar xf "),
             std::string::npos)
       << tgz;
   std::string tar(1024, '\0');
@@ -566,7 +566,8 @@ TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
 
 // Note "text-parts": a text file longer than kTextPartBytes is cut into documents at a paragraph break once a
 // part holds kTextPartBytes, at a line end at twice that, at a character boundary at four times; the parts,
-// numbered from 0, put back together are the file. A short file is one document, part 0, as it was.
+// numbered from 0, put back together are the file (after a byte-order mark, which no part holds). A short file is one
+// document, part 0, as it was.
 TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile) {
   ScratchDir scratch;
   std::string paragraphs, lines, unbroken, not_utf8(5 * kTextPartBytes, static_cast<char>(0x80));
@@ -735,9 +736,6 @@ TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
   }
 }
 
-// A JSON array file that is cut short, misses a comma, has a comma before its ']' or anything after it stops
-// with the file and the element named; so does an element longer than any document (a string never closed:
-// memory stays bounded).
 // Note "json-objects": a .json or .jsonl file whose first line is a lone '{' (json.dump(indent=4), one article
 // per file; `jq '.[]'` without -c) holds pretty-printed objects, read one after another, numbered from 1 as the
 // same objects one per line are (before: "not valid JSON" at its first line). A file of one line per object stays
@@ -772,6 +770,9 @@ TEST(DataCorpusStream, PrettyPrintedJsonObjectsAreReadOneAfterAnother) {
       << refusal("cut.json");
 }
 
+// A JSON array file that is cut short, misses a comma, has a comma before its ']' or anything after it stops
+// with the file and the element named; so does an element longer than any document (a string never closed:
+// memory stays bounded).
 TEST(DataCorpusStream, AJsonArrayFileThatIsNotWellFormedIsRefusedByName) {
   ScratchDir scratch;
   const std::map<std::string, std::string> broken = {

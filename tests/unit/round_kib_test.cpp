@@ -14,7 +14,7 @@ TEST(RoundKib, SizesInKibAreBytesPerPeerAndRound) {
 }
 
 TEST(RoundKib, WhatIsNoRoundSizeIsRefused) {
-  for (const char* text : {"1e-30", "0.0001", "-1", "x", "", "nan", "0x20", "1e13", "4611686018427387904"}) {
+  for (const char* text : {"1e-30", "0.0001", "0.0005", "-1", "x", "", "nan", "0x20", "1e13", "4611686018427387904"}) {
     EXPECT_FALSE(round_kib_bytes(text)) << text;
   }
   EXPECT_NE(round_kib_error("comm.round_kib", "1e-30").find("comm.round_kib '1e-30' is not a round size"),

@@ -59,6 +59,17 @@ void run_launch(LaunchArgs args, const std::vector<std::string>& command, const 
     options.argv = command;
     if (subcommand) options.argv.insert(options.argv.begin(), loco.get_name());
   }
+  // The options of an elastic launch (their help begins "--elastic:") do nothing without it: said, not ignored.
+  if (!args.elastic) {
+    for (const CLI::Option* option : cmd.get_options()) {
+      if (option->count() > 0 && option->get_description().rfind("--elastic:", 0) == 0) {
+        throw ConfigError(
+            fmt::format("{} applies to an elastic launch only: add --elastic (and train --set "
+                        "dist.elastic=true), or drop {}",
+                        option->get_name(), option->get_name()));
+      }
+    }
+  }
   int status = 0;
   if (args.elastic) {
     // The ranks reach the store through the coordinator, which serves it on --master-port where given.

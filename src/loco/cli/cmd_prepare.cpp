@@ -13,6 +13,7 @@
 #include "loco/data/prepare.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::cli {
@@ -49,8 +50,8 @@ void run_prepare(const PrepareArgs& args) {
   // what holds it must be no data directory, checkpoint or run's checkpoints/ (before: --out RUN/checkpoints/
   // step_9 was written, and the run's next resume refused it as a checkpoint without state.json).
   if (!options.out_dir.empty()) {
-    refuse_data_and_checkpoint_directories(std::filesystem::absolute(options.out_dir).lexically_normal().parent_path(),
-                                           "--out's directory");
+    refuse_data_and_checkpoint_directories(
+        without_trailing_separator(std::filesystem::absolute(options.out_dir)).parent_path(), "--out's directory");
   }
 
   const auto start = SteadyClock::now();
@@ -132,7 +133,8 @@ void add_prepare_command(CLI::App& app) {
       ->check(whole_number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--text-field", args->options.text_field,
-                  "the field of each JSON line or array element, or the column of a CSV, TSV, Parquet or Arrow file, "
+                  "the top-level field of each JSON line, array element or object, or the column of a CSV, TSV, "
+                  "Parquet or Arrow file, "
                   "that holds the text")
       ->capture_default_str();
   cmd->callback([args] { run_prepare(*args); });

@@ -137,8 +137,9 @@ int run(CLI::App& app, int argc, char** argv) {
   // hard one is raised before anything opens (util/open_file_limit.h).
   loco::raise_open_file_limit();
   // A file past the size limit (ulimit -f) fails its write with EFBIG, said as such, where the default action
-  // of SIGXFSZ killed the process mid-checkpoint.
-  std::signal(SIGXFSZ, SIG_IGN);
+  // of SIGXFSZ killed the process mid-checkpoint. A handler that does nothing rather than SIG_IGN: an ignored
+  // signal stays ignored in the programs loco starts (launch's ranks, gnuplot), a handler does not.
+  std::signal(SIGXFSZ, [](int) {});
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -96,21 +96,22 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
         "or not a number",
         m[1].str(), m[2].str());
   }
-  if (app.get_subcommands().empty() && !app.remaining().empty()) {
-    // CLI11 says only that a subcommand is required; name the word it did not know.
-    std::vector<std::string> commands;
-    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(c->get_name());
-    what = fmt::format("'{}' is not a loco command; the commands are {}", app.remaining().front(),
-                       fmt::join(commands, ", "));
-  }
   const CLI::App* command = &app;
   while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
-  const auto example = examples().find(command);  // a command without one shows the top level's
-  const std::string shown = example != examples().end() ? example->second : examples()[&app];
   std::string path;  // "bench allreduce"
   for (const CLI::App* c = command; c != &app && c != nullptr; c = c->get_parent()) {
     path = path.empty() ? c->get_name() : c->get_name() + " " + path;
   }
+  std::vector<std::string> commands;  // what the deepest command parsed has below it (loco's, bench's)
+  for (const CLI::App* c : command->get_subcommands([](const CLI::App*) { return true; }))
+    commands.push_back(c->get_name());
+  if (!commands.empty() && !command->remaining().empty()) {
+    // CLI11 says only that a subcommand is required; name the word it did not know.
+    what = fmt::format("'{}' is not a loco{} command; the commands are {}", command->remaining().front(),
+                       path.empty() ? "" : " " + path, fmt::join(commands, ", "));
+  }
+  const auto example = examples().find(command);  // a command without one shows the top level's
+  const std::string shown = example != examples().end() ? example->second : examples()[&app];
   const std::string help = path.empty() ? "loco --help" : fmt::format("loco {} --help", path);
   fmt::print(stderr, "loco: error: {}; for example: {} (all options: {})\n", what, shown, help);
   return 2;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <toml.hpp>
 #include <utility>
@@ -177,9 +178,23 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
                     m.hidden_size, m.hidden_size + 1));
   }
   if (m.hidden_size % m.num_attention_heads != 0 || m.head_dim() % 2 != 0) {
-    // The most heads up to the number given that leave each an even size (1 does: the width is even).
-    std::int64_t heads = std::min(m.num_attention_heads, m.hidden_size / 2);
-    while (m.hidden_size % heads != 0 || (m.hidden_size / heads) % 2 != 0) --heads;
+    // An example neither this check nor the next refuses: the most heads up to the number given that leave each
+    // an even size and that the key/value heads divide, else the most that leave an even size (1 does: the width
+    // is even) with as many key/value heads as divide both.
+    const auto even_heads = [&](std::int64_t h) { return m.hidden_size % h == 0 && (m.hidden_size / h) % 2 == 0; };
+    const std::int64_t most = std::min(m.num_attention_heads, m.hidden_size / 2);
+    std::int64_t heads = most;
+    while (heads > 1 && !(even_heads(heads) && m.num_key_value_heads > 0 && heads % m.num_key_value_heads == 0)) {
+      --heads;
+    }
+    if (!even_heads(heads) || m.num_key_value_heads <= 0 || heads % m.num_key_value_heads != 0) {
+      heads = most;
+      while (!even_heads(heads)) --heads;
+    }
+    const std::int64_t kv_heads = m.num_key_value_heads > 0 ? std::gcd(heads, m.num_key_value_heads) : heads;
+    const std::string example = kv_heads == m.num_key_value_heads
+                                    ? fmt::format("{}", heads)
+                                    : fmt::format("{}, with model.num_key_value_heads = {}", heads, kv_heads);
     reject(fmt::format(
         "{}: every head gets hidden_size/num_attention_heads channels, an even number (rotary embeddings rotate "
         "pairs of them). Choose a head count that gives that (for example {}).",
@@ -188,7 +203,7 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
                           m.num_attention_heads)
             : fmt::format("the head size model.hidden_size/model.num_attention_heads = {}/{} = {} is odd",
                           m.hidden_size, m.num_attention_heads, m.head_dim()),
-        heads));
+        example));
   }
   if (m.num_key_value_heads <= 0 || m.num_attention_heads % m.num_key_value_heads != 0) {
     reject(fmt::format("model.num_key_value_heads ({}) must divide model.num_attention_heads ({}): each "
@@ -207,12 +222,17 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
   }
   // Above 1 either makes a model that cannot learn, without a NaN to say so: weights of standard deviation 2^31
   // square past float32 in the norms, which then give 0 and every logit the same (loss ln V at every step).
-  if (m.initializer_range > 1 || m.rms_norm_eps > 1) {
+  if (m.initializer_range > 1) {
     reject(
-        fmt::format("model.initializer_range ({}) and model.rms_norm_eps ({}) must be at most 1: the first is the "
-                    "standard deviation of the initial weights (0.02 by default), the second a guard against "
-                    "dividing by zero in the norms (1e-5); larger, the model cannot learn",
-                    m.initializer_range, m.rms_norm_eps));
+        fmt::format("model.initializer_range ({}) must be at most 1: it is the standard deviation of the initial "
+                    "weights (0.02 by default); larger, the model cannot learn",
+                    m.initializer_range));
+  }
+  if (m.rms_norm_eps > 1) {
+    reject(
+        fmt::format("model.rms_norm_eps ({}) must be at most 1: it guards the norms against dividing by zero "
+                    "(1e-5 by default); larger, the model cannot learn",
+                    m.rms_norm_eps));
   }
   if (m.max_position_embeddings > kLongestSequence) {
     reject(fmt::format("model.max_position_embeddings ({}) and data.seq_len are at most {}; a longer sequence "
@@ -254,9 +274,9 @@ void validate_optim(const OptimConfig& o) {
   if (o.lr * o.resolved_weight_decay >= 1) {
     reject(
         fmt::format("optim.lr · optim.weight_decay = {} · {} is 1 or more, and AdamW multiplies the weights by "
-                    "1 − lr · weight_decay at every step, which zeroes or flips them; lower optim.weight_decay "
-                    "(0.1 is common) below 1/lr = {:g}",
-                    o.lr, o.resolved_weight_decay, 1 / o.lr));
+                    "1 − lr · weight_decay at every step, which zeroes or flips them; lower optim.lr (1e-3 to "
+                    "4e-3 is common) or optim.weight_decay (0.1 is common) so that their product is below 1",
+                    o.lr, o.resolved_weight_decay));
   }
   if (!(o.grad_clip >= 0)) reject("optim.grad_clip must be 0 (off) or positive");
   if (o.warmup_steps < 0) reject("optim.warmup_steps must be 0 or positive");

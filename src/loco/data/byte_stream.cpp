@@ -195,7 +195,10 @@ class ZstdDecoder final : public ByteStream::Decoder {
     // libzstd refuses windows above 128 MiB unless told, and `zstd --long=31` (a large corpus compressed for
     // its long repeats) writes 2 GiB ones: every window the format allows is decoded, its memory allocated
     // as the frame asks for it.
-    ZSTD_DCtx_setParameter(context_, ZSTD_d_windowLogMax, kLargestZstdWindowLog);
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(context_, ZSTD_d_windowLogMax, kLargestZstdWindowLog))) {
+      ZSTD_freeDStream(context_);
+      throw IoError("libzstd refused a window limit of 2 GiB: this libzstd is not a 64-bit build of 1.4 or later.");
+    }
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(context_); }
 

@@ -91,8 +91,9 @@ CorpusFormat format_of(const fs::path& path) {
   const auto byte = static_cast<unsigned char>(*first);
   const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", *first) : fmt::format("byte 0x{:02X}", byte);
   throw DataError(fmt::format(
-      "{} begins with {}, but a .json corpus file is JSON Lines (one object per line, beginning with '{{') or one "
-      "JSON array of objects (beginning with '['), each with a string \"text\" field (--text-field names another). "
+      "{} begins with {}, but a .json corpus file is JSON Lines (one object per line, beginning with '{{'), "
+      "pretty-printed objects one after another, or one JSON array of objects (beginning with '['), each with a "
+      "string \"text\" field (--text-field names another). "
       "Fix the file, or rename it .txt to read it as text",
       path.string(), shown));
 }

@@ -14,8 +14,9 @@ namespace fs = std::filesystem;
 
 // How a corpus file holds its documents. By the name without its compression extension and the first byte of
 // its content (after a byte-order mark and whitespace): a .json, .jsonl or .ndjson file that begins with '[' is a
-// JSON array; a .json file that begins with '{' (`datasets`' to_json and C4's files write JSON Lines as .json),
-// and any .jsonl or .ndjson file, is JSON Lines; a .csv file is comma-separated and a .tsv file tab-separated
+// JSON array; one whose first line is a lone '{' holds pretty-printed objects (note "json-objects"); a .json
+// file that begins with '{' otherwise (`datasets`' to_json and C4's files write JSON Lines as .json), and any
+// other .jsonl or .ndjson file, is JSON Lines; a .csv file is comma-separated and a .tsv file tab-separated
 // values; a .parquet file is Parquet; a .arrow, .arrows or .feather file is Arrow IPC; any other name is text.
 enum class CorpusFormat {
   text,          // the file is one document (or parts of a long one: corpus_stream.h)
@@ -34,7 +35,7 @@ struct CorpusFile {
   std::uint64_t bytes = 0;  // size of the file on disk (compressed size for .gz/.zst)
 };
 
-// The files of one format hold their documents as JSON records (lines or array elements).
+// The files of one format hold their documents as JSON records (lines, array elements or pretty-printed objects).
 inline bool holds_json_records(const CorpusFile& file) {
   return file.format == CorpusFormat::json_lines || file.format == CorpusFormat::json_array ||
          file.format == CorpusFormat::json_objects;

@@ -10,7 +10,7 @@
 // which cannot be split) and so that no document needs the whole file in memory. A part ends at the first
 // paragraph break (a blank line) once it holds kTextPartBytes; failing that at the first line end once it
 // holds twice as much; failing that (text without line ends) at a character boundary at four times. The
-// parts, put back together, are the file's bytes.
+// parts, put back together, are the file's bytes (after a UTF-8 byte-order mark, which no part holds).
 #pragma once
 
 #include <cstdint>

@@ -26,10 +26,16 @@ SplitMeta split_from_json(const nlohmann::json& j) {
                    json_integer<std::uint64_t>(j.at("documents"))};
 }
 
-// "corpus/" as "corpus", to name a sibling directory after it.
-fs::path without_trailing_separator(const fs::path& dir) {
-  const fs::path normal = dir.lexically_normal();
-  return normal.has_filename() ? normal : normal.parent_path();
+// Whether `dir` holds files but none that loco writes (a data directory's, which may have lost some, or a
+// run's): a corpus given where its prepared data belongs.
+bool looks_like_a_corpus(const fs::path& dir) {
+  std::error_code unreadable;
+  if (!fs::is_directory(dir, unreadable) || fs::is_empty(dir, unreadable)) return false;
+  for (const char* written : {"meta.json", "tokenizer.json", "tokenizer.model", "train_000.bin", "val_000.bin",
+                              "config.toml", "metrics.jsonl", "state.json", "checkpoints"}) {
+    if (fs::exists(dir / written, unreadable)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -69,7 +75,7 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
       // A directory of files loco did not write is a corpus, mostly, which prepare refuses as its own --out.
-      : made == nullptr && fs::is_directory(data_dir, unreadable) && !fs::is_empty(data_dir, unreadable)
+      : made == nullptr && looks_like_a_corpus(data_dir)
           ? fmt::format(
                 "{} is no prepared data directory (loco did not write it: a corpus?): prepare it with `loco "
                 "prepare --input {} --out {}-prepared` and point data at that.",

@@ -90,7 +90,7 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
       const CompressionFormat* outer = compression_format(compression_of(path));
       if (outer == nullptr && is_compressed_tar_name(path)) {
         throw DataError(
-            fmt::format("{} is a {}-compressed tar archive, which loco does not read as text: unpack it "
+            fmt::format("{} is {}-compressed data named as a tar archive, which loco does not read as text: unpack it "
                         "(tar xf {}) and give its files or directory",
                         path.string(), inner->name, shell_word(path)));
       }

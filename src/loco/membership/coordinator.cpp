@@ -48,9 +48,13 @@ void require_place(const PipelinePlace& place, const std::string& name) {
 
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {
   if (!plain_name(options_.run_id)) {
-    throw ConfigError(fmt::format("run id '{}' must be 1 to {} letters, digits, '.', '_' or '-' (it is part of log "
-                                  "lines, store keys and the status page): choose another --run-id or LOCO_RUN_ID",
-                                  loggable(options_.run_id), kMaxNameLength));
+    throw ConfigError(
+        fmt::format("run id '{}' must be 1 to {} letters, digits, '.', '_' or '-' (it is part of log "
+                    "lines, store keys and the status page): choose another --run-id or LOCO_RUN_ID",
+                    options_.run_id.size() > 80
+                        ? loggable(options_.run_id.substr(0, 64)) + fmt::format("…({} bytes)", options_.run_id.size())
+                        : loggable(options_.run_id),
+                    kMaxNameLength));
   }
 }
 

@@ -46,6 +46,11 @@ std::string fix_for_failed_open(int error, std::string_view otherwise) {
 
 }  // namespace
 
+fs::path without_trailing_separator(const fs::path& dir) {
+  const fs::path normal = dir.lexically_normal();
+  return normal.has_filename() || normal == normal.root_path() ? normal : normal.parent_path();
+}
+
 std::string fix_for_failed_write(int error) {
   switch (error) {
     case ENOSPC:

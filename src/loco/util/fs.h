@@ -23,6 +23,10 @@ struct WrittenFile {
 // limit (ulimit -f) reached, or else check space and permissions. A sentence without its final period.
 std::string fix_for_failed_write(int error);
 
+// `dir` normalised, without a trailing separator ("corpus/" as "corpus"): what its parent_path() and filename()
+// mean (the parent of "data/" as given is "data" itself).
+fs::path without_trailing_separator(const fs::path& dir);
+
 // Throws IoError when something other than a regular file (or a link to one) is at `path`: a directory, a
 // device such as /dev/null, a FIFO, a socket. loco replaces only files it could have written; a rename over
 // /dev/null replaced the machine's device with a file (`loco fit --chart /dev/null`, audit round 3).

@@ -11,11 +11,11 @@
 
 namespace loco {
 
-// Rewrites those into JSON: each non-finite literal or number outside strings into null (loco reads only a text
-// field, for which a number is no text either way), each lone surrogate escape inside a string into "\ufffd"
-// (U+FFFD, the replacement character: UTF-8 cannot hold a lone surrogate).
-// Returns how many it rewrote; 0 leaves `json` as it was. Text that is valid JSON is never changed. The text
-// need not be valid JSON: the parser judges it afterwards.
+// Rewrites those into JSON nlohmann reads: each non-finite literal or number outside strings into null (in a
+// field loco does not read; a text field of NaN is how pandas writes a missing text, no document as null is),
+// each lone surrogate escape inside a string into "\ufffd" (U+FFFD, the replacement character: UTF-8 cannot hold
+// a lone surrogate). Returns how many it rewrote; 0 leaves `json` as it was. Text without them is never
+// changed, and need not be valid JSON: the parser judges it afterwards (callers rewrite only a line it refused).
 std::size_t rewrite_python_json_extensions(std::string& json);
 
 }  // namespace loco

@@ -14,7 +14,7 @@ inline constexpr double kMostRoundBytes = 1e15;
 
 // `text` as bytes per peer and round: "32" is 32768, "0.5" is 512, "0" is 0 (one round, as "off"). nullopt for
 // text that is no such size: not a number, negative, above kMostRoundBytes, or more than 0 but less than a byte
-// (1e-30 was read as one round, silently).
+// (1e-30 was read as one round, silently). A size is rounded to whole bytes.
 std::optional<std::int64_t> round_kib_bytes(const std::string& text);
 
 // The refusal of `text` given for `key`, with the forms a round size takes.

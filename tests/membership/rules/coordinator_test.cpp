@@ -543,6 +543,14 @@ TEST(Coordinator, StepsBeyondAnyRunAndOddRunIdsAreRefused) {
   expect_refusal([&] { d.vote(y, 1, 101, true, "h", 2); }, Refusal::malformed, "(0 to 100)");
   d.request_quorum(x, 100, 2);
   EXPECT_THROW(Coordinator(CoordinatorOptions{{1, 0, 3, 5}, "", 77, {}}), ConfigError);
+  // A run id of 10,000 bytes is shown cut (before: echoed whole in the error line).
+  try {
+    Coordinator(CoordinatorOptions{{1, 0, 3, 5}, std::string(10000, 'r') + "!", 77, {}});
+    ADD_FAILURE() << "a run id of 10,001 bytes was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(10001 bytes)"), std::string::npos) << e.what();
+  }
 }
 
 // Members' metric points (the dashboard): kept by name with the coordinator's time of receipt, so that a
