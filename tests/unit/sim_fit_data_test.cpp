@@ -169,6 +169,11 @@ TEST(SimFitData, LoadsDirectoriesOfRunsAndMixedInputs) {
   ASSERT_EQ(points.size(), 3u);
   EXPECT_NE(points[0].source.find("runs/a"), std::string::npos);
   EXPECT_DOUBLE_EQ(points[2].params, 1e8);
+  // A file or run named twice is read once (before: its points counted, and weighed, twice).
+  points = load_results({(dir / "extra.csv").string(), (dir / "extra.csv").string(), (dir / "runs" / "a").string(),
+                         (dir / "runs").string(), (dir / "runs" / "." / "b").string()},
+                        ParamConvention::kTotal);
+  EXPECT_EQ(points.size(), 3u);
   test::write_text(dir / "empty" / "readme.txt", "");
   expect_data_error([&] { load_results({(dir / "empty").string()}, ParamConvention::kTotal); }, "holds no loco runs");
   EXPECT_THROW(load_results({(dir / "absent").string()}, ParamConvention::kTotal), IoError);

@@ -1,10 +1,13 @@
 #include "loco/sim/fit_data.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "loco/config/load_config.h"
@@ -206,13 +209,24 @@ FitPoint load_run_directory(const fs::path& dir, ParamConvention convention) {
 
 std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, ParamConvention convention) {
   std::vector<FitPoint> points;
+  // A file or run named twice (given twice, or a run given and inside a directory given) is read once: twice, its
+  // points would weigh double in the fit and be counted twice (`loco fit a.csv a.csv` said "70 results").
+  std::set<fs::path> read;
+  const auto first_reading = [&](const fs::path& path) {
+    std::error_code unresolved;
+    const fs::path canonical = fs::weakly_canonical(path, unresolved);
+    if (read.insert(unresolved ? path.lexically_normal() : canonical).second) return true;
+    fmt::print(stderr, "fit: {} was named already; read once\n", path.string());
+    return false;
+  };
   for (const auto& input : inputs) {
     fs::path path(input);
     if (fs::is_regular_file(path)) {
+      if (!first_reading(path)) continue;
       auto loaded = load_points_csv(path, convention);
       points.insert(points.end(), loaded.begin(), loaded.end());
     } else if (fs::is_directory(path) && is_run_directory(path)) {
-      points.push_back(load_run_directory(path, convention));
+      if (first_reading(path)) points.push_back(load_run_directory(path, convention));
     } else if (fs::is_directory(path)) {
       std::vector<fs::path> runs;
       for (const auto& entry : fs::directory_iterator(path)) {
@@ -225,7 +239,9 @@ std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, Param
                         path.string()));
       }
       std::sort(runs.begin(), runs.end());
-      for (const auto& run : runs) points.push_back(load_run_directory(run, convention));
+      for (const auto& run : runs) {
+        if (first_reading(run)) points.push_back(load_run_directory(run, convention));
+      }
     } else {
       throw IoError(fmt::format("{} {}; give results CSV files or run directories.", input,
                                 fs::exists(path) ? "is neither a file nor a directory (a FIFO or a device)"
