@@ -178,15 +178,30 @@ TEST(PrepareCli, RefusesToOverwriteAPreparedDirectory) {
   // RUN/checkpoints/step_9 was, and the run's next resume refused it as a checkpoint without state.json).
   write_text(dir / "run" / "config.toml", "");
   write_text(dir / "run" / "metrics.jsonl", "");
-  for (const std::filesystem::path& inside : {dir / "out" / "sub", dir / "run" / "checkpoints" / "step_9"}) {
+  std::filesystem::create_directories(dir / "run" / "checkpoints");
+  write_text(dir / "ckpt" / "state.json", "{}");
+  write_text(dir / "ckpt" / "model.safetensors", "");
+  for (const std::filesystem::path& inside :
+       {dir / "out" / "sub", dir / "run" / "checkpoints" / "step_9", dir / "run" / "checkpoints",
+        dir / "run" / "checkpoints/", dir / "ckpt"}) {
     args[4] = inside.string();
     const CommandResult r = run_loco(args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_TRUE(contains(r.output, "loco never writes into a data directory") ||
                 contains(r.output, "where loco keeps that run's checkpoints only"))
         << r.output;
-    EXPECT_FALSE(std::filesystem::exists(inside)) << inside;
+    EXPECT_FALSE(std::filesystem::exists(inside / "meta.json")) << inside;
+    EXPECT_FALSE(std::filesystem::exists(inside / "sub")) << inside;
   }
+  // A directory refused is not written into even for a moment: its time of change stays (before: a probe file
+  // was created and removed in it before the refusal).
+  write_text(dir / "notes" / "mine.txt", "a user's file");
+  const auto changed = std::filesystem::last_write_time(dir / "notes");
+  args[4] = (dir / "notes").string();
+  const CommandResult foreign = run_loco(args);
+  EXPECT_EQ(foreign.exit_code, 1) << foreign.output;
+  EXPECT_TRUE(contains(foreign.output, "which `loco prepare` did not write. Nothing was touched")) << foreign.output;
+  EXPECT_EQ(std::filesystem::last_write_time(dir / "notes"), changed);
 }
 
 TEST(PrepareCli, PreparesWithABpeTokenizer) {

@@ -46,10 +46,12 @@ TEST(UsageCli, NumbersOutOfRangeNameTheOptionAndTheRule) {
   expect_usage_error({"coordinator", "--port", "-1"}, {"--port", "-1 is not a TCP port"});
   // Every number in decimal: CLI11 read 010 as octal 8 and 0x10 as 16 where loco's checks read 10 (--port 010
   // listened on 8), wrapped -1 into an unsigned seed, saturated 2^64 and took '' as 0.
-  expect_usage_error({"coordinator", "--port", "010"}, {"--port", "010 begins with 0", "decimal"});
+  expect_usage_error({"coordinator", "--port", "010"}, {"--port", "010 begins with 0", "octal"});
   expect_usage_error({"eval", "--checkpoint", "x", "--data", "y", "--batches", "08"},
                      {"--batches", "08 begins with 0"});
-  expect_usage_error({"launch", "--nproc", "0x10", "--", "true"}, {"--nproc", "0x10 begins with 0"});
+  expect_usage_error({"launch", "--nproc", "0x10", "--", "true"}, {"--nproc", "0x10 is not a whole number written"});
+  expect_usage_error({"launch", "--nproc", "0.7", "--", "true"}, {"--nproc", "0.7 is not a whole number written"});
+  expect_usage_error({"launch", "--nproc", "+5", "--", "true"}, {"--nproc", "+5 is not a whole number written"});
   expect_usage_error({"fit", "a.csv", "--seed", "-1"}, {"--seed", "-1 is negative"});
   expect_usage_error({"fit", "a.csv", "--seed", "18446744073709551616"}, {"--seed", "beyond the numbers 64 bits hold"});
   expect_usage_error({"bench", "allreduce", "--warmup", ""}, {"--warmup", "the value is empty"});

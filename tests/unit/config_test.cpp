@@ -132,6 +132,11 @@ TEST(Config, NumbersBeyondFloat32AreRejectedByName) {
   // optim.weight_decay is text ("1/T" or a number) whose number is checked the same: 1e39 was taken, and diverged.
   std::string message = config_error(dir, kValidConfig, {"optim.weight_decay=1e39"});
   EXPECT_NE(message.find("optim.weight_decay = 1e+39 is beyond the range of float32"), std::string::npos) << message;
+  // Decimal only, as TOML writes floats: strtod also read 0x1p-8, which --set took (audit round 10).
+  for (const std::string setting : {"optim.lr=0x1p-8", "optim.weight_decay=0x10", "optim.weight_decay=0X1P-3"}) {
+    message = config_error(dir, kValidConfig, {setting});
+    EXPECT_NE(message.find("is not a decimal number"), std::string::npos) << setting << ": " << message;
+  }
   message = config_error(dir, kValidConfig, {"optim.weight_decay=1e-50"});
   EXPECT_NE(message.find("optim.weight_decay = 1e-50 is below the smallest float32 number"), std::string::npos)
       << message;

@@ -384,7 +384,7 @@ TEST(DataPrepare, CompressedInputsGiveTheSameShardsAsPlainOnes) {
   // A bad line inside a compressed file is reported by its line number.
   write_text(scratch / "bad/docs.jsonl.zst", zstd_frame(generated_jsonl(5) + "{\"text\": 3}\n"));
   const std::string error = prepare_error(byte_options({scratch / "bad"}, scratch / "c"));
-  EXPECT_NE(error.find("docs.jsonl.zst:6: no string \"text\" field"), std::string::npos) << error;
+  EXPECT_NE(error.find("docs.jsonl.zst:6: its \"text\" field is a number, not a string"), std::string::npos) << error;
 }
 
 // The same documents as JSON Lines (.jsonl, or .json.gz as C4 ships them) and as one pretty-printed JSON array

@@ -497,12 +497,13 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
       read.push_back(document_text(std::move(document), files, "text"));
     } catch (const DataError& e) {
       const std::string message = e.what();
-      read.push_back(message.find("not valid JSON") != std::string::npos             ? "invalid"
-                     : message.find("no string \"text\" field") != std::string::npos ? "no text"
-                                                                                     : message);
+      read.push_back(message.find("not valid JSON") != std::string::npos                    ? "invalid"
+                     : message.find("no string \"text\" field") != std::string::npos        ? "no text"
+                     : message.find("field is a number, not a string") != std::string::npos ? "a number"
+                                                                                            : message);
     }
   }
-  EXPECT_EQ(read, (std::vector<std::string>{"top", "last", "caf\xc3\xa9 \"quoted\"", "after a deep array", "no text",
+  EXPECT_EQ(read, (std::vector<std::string>{"top", "last", "caf\xc3\xa9 \"quoted\"", "after a deep array", "a number",
                                             "no text", "invalid", "no text", "", ""}));
 }
 
@@ -529,6 +530,8 @@ TEST(DataCorpusStream, AJsonLineThatIsNotJsonIsRefusedForWhatItIs) {
   const std::string nested = refusal("nested.jsonl", "{\"meta\": {\"text\": \"x\"}, \"id\": 1}\n");
   EXPECT_NE(nested.find("no string \"text\" field (its fields: \"meta\", \"id\")"), std::string::npos) << nested;
   EXPECT_NE(nested.find("never one nested inside another"), std::string::npos) << nested;
+  const std::string array = refusal("array.jsonl", "{\"text\": [\"a\"]}\n");
+  EXPECT_NE(array.find("its \"text\" field is an array, not a string"), std::string::npos) << array;
   EXPECT_NE(refusal("field.jsonl", "{\"body\": \"x\"}\n")
                 .find("name the top-level field that holds the text with --text-field"),
             std::string::npos);
@@ -561,6 +564,8 @@ TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("unexpected end of input"), std::string::npos) << e.what();
+    // Its column and quote are the rewritten line's, and it says so.
+    EXPECT_NE(std::string(e.what()).find("column and quote as read with NaN"), std::string::npos) << e.what();
   }
 }
 
@@ -768,6 +773,13 @@ TEST(DataCorpusStream, PrettyPrintedJsonObjectsAreReadOneAfterAnother) {
       << refusal("comma.json");
   EXPECT_NE(refusal("cut.json").find("cut.json: object 2 ends without its closing '}'"), std::string::npos)
       << refusal("cut.json");
+  // A bracket of the wrong kind is named in its object (before: it ended the object, and the next byte was
+  // blamed); a byte that is not printable ASCII is named by its value (before: written raw to the terminal).
+  write_text(scratch / "bracket.json", "{\n \"text\": \"a\"]}\n{\n \"text\": \"b\"\n}\n");
+  EXPECT_NE(refusal("bracket.json").find("bracket.json: object 1 closes a '{' with a ']'"), std::string::npos)
+      << refusal("bracket.json");
+  write_text(scratch / "nbsp.json", "{\n \"text\": \"a\"\n}\xC2\xA0{\n \"text\": \"b\"\n}\n");
+  EXPECT_NE(refusal("nbsp.json").find("after object 1, byte 0xC2 where"), std::string::npos) << refusal("nbsp.json");
 }
 
 // A JSON array file that is cut short, misses a comma, has a comma before its ']' or anything after it stops

@@ -10,6 +10,7 @@
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
 #include "loco/data/corpus_stream.h"
+#include "loco/data/loco_made.h"
 #include "loco/data/prepare.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
@@ -46,12 +47,18 @@ void run_prepare(const PrepareArgs& args) {
   }
   data::PrepareOptions options = args.options;
   options.inputs.assign(args.inputs.begin(), args.inputs.end());
-  // --out itself may be an unfinished prepare's directory, which is done again (a finished one prepare refuses);
-  // what holds it must be no data directory, checkpoint or run's checkpoints/ (before: --out RUN/checkpoints/
-  // step_9 was written, and the run's next resume refused it as a checkpoint without state.json).
+  // --out may be an unfinished prepare's directory, which is done again (a finished one prepare refuses by its
+  // own words): then only what holds it is checked. Otherwise neither it nor what holds it may be a data
+  // directory, a checkpoint or a run's checkpoints/ (before: --out RUN/checkpoints/step_9, or RUN/checkpoints
+  // itself, was written, and the run's next resume refused it).
   if (!options.out_dir.empty()) {
-    refuse_data_and_checkpoint_directories(
-        without_trailing_separator(std::filesystem::absolute(options.out_dir)).parent_path(), "--out's directory");
+    const std::filesystem::path out = without_trailing_separator(std::filesystem::absolute(options.out_dir));
+    const char* made = data::loco_made(out);
+    if (made == data::kInterruptedPreparation || made == data::kPreparedDataDirectory) {
+      refuse_data_and_checkpoint_directories(out.parent_path(), "--out's directory");
+    } else {
+      refuse_data_and_checkpoint_directories(options.out_dir, "--out");
+    }
   }
 
   const auto start = SteadyClock::now();

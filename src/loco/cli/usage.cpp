@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <regex>
@@ -33,28 +34,26 @@ CLI::Validator number_rule(const std::string& rule, std::function<bool(double)> 
 // else what is wrong with it.
 std::string decimal_integer_problem(const std::string& text, bool is_unsigned) {
   if (text.empty()) return "the value is empty; give a number";
-  const std::size_t digits = text[0] == '-' || text[0] == '+' ? 1 : 0;
-  if (text.size() > digits + 1 && text[digits] == '0') {
-    return fmt::format(
-        "{} begins with 0, which CLI tools read as octal or hexadecimal; write the number in decimal "
-        "without leading zeros",
-        text);
+  // A minus sign (where the option takes one) and digits, nothing else: no '+', which loco's own checks refuse.
+  const std::size_t digits = text[0] == '-' ? 1 : 0;
+  if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos) {
+    return fmt::format("{} is not a whole number written in decimal digits", text);
   }
-  if (is_unsigned && text[0] == '-')
+  if (text.size() > digits + 1 && text[digits] == '0') {
+    return fmt::format("{} begins with 0, which CLI tools read as octal; write the number without leading zeros", text);
+  }
+  if (is_unsigned && digits == 1)
     return fmt::format("{} is negative, and this option takes whole numbers from 0", text);
-  const char* begin = text.data() + (text[0] == '+' ? 1 : 0);
   const char* end = text.data() + text.size();
-  std::from_chars_result read{};
+  std::errc error{};
   if (is_unsigned) {
     std::uint64_t value = 0;
-    read = std::from_chars(begin, end, value);
+    error = std::from_chars(text.data(), end, value).ec;
   } else {
     std::int64_t value = 0;
-    read = std::from_chars(begin, end, value);
+    error = std::from_chars(text.data(), end, value).ec;
   }
-  if (read.ec == std::errc::result_out_of_range) return fmt::format("{} is beyond the numbers 64 bits hold", text);
-  if (read.ec != std::errc() || read.ptr != end) return fmt::format("{} is not a whole number in decimal", text);
-  return "";
+  return error == std::errc() ? "" : fmt::format("{} is beyond the numbers 64 bits hold", text);
 }
 
 }  // namespace
@@ -69,7 +68,9 @@ void require_decimal_numbers(CLI::App& app) {
         [is_integer, is_unsigned](std::string& text) -> std::string {
           if (is_integer) return decimal_integer_problem(text, is_unsigned);
           if (text.empty()) return "the value is empty; give a number";
-          return parse_whole_number(text) ? "" : fmt::format("{} is not a finite number in decimal", text);
+          const bool blank_first = std::isspace(static_cast<unsigned char>(text.front())) != 0;
+          return !blank_first && parse_whole_number(text) ? ""
+                                                          : fmt::format("{} is not a finite number in decimal", text);
         },
         ""));
   }

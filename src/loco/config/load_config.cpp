@@ -37,14 +37,16 @@ const ConfigKey& require_key(const std::string& section, const std::string& name
       where, suggest_config_key(dotted)));
 }
 
-// A float as a config writes it: the whole text a number, no leading blank, finite. Otherwise throws
-// bad("a number") or bad("a finite number"), bad giving the ConfigError that names the key.
+// A float as a config writes it: the whole text a number, no leading blank, finite, in decimal (strtod also
+// reads 0x1p-8, which TOML does not allow and `--set` took). Otherwise throws bad("a number"), bad("a finite
+// number") or bad("a decimal number"), bad giving the ConfigError that names the key.
 template <typename Bad>
 double parse_float_text(const std::string& text, const Bad& bad) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))) throw bad("a number");
   if (!std::isfinite(value)) throw bad("a finite number");
+  if (text.find_first_not_of("+-.0123456789eE") != std::string::npos) throw bad("a decimal number");
   return value;
 }
 

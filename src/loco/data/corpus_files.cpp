@@ -88,8 +88,7 @@ CorpusFormat format_of(const fs::path& path) {
   if (first == '[') return CorpusFormat::json_array;
   if (object_over_lines) return CorpusFormat::json_objects;
   if (json_lines || !first || *first == '{') return CorpusFormat::json_lines;
-  const auto byte = static_cast<unsigned char>(*first);
-  const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", *first) : fmt::format("byte 0x{:02X}", byte);
+  const std::string shown = shown_byte(*first);
   throw DataError(fmt::format(
       "{} begins with {}, but a .json corpus file is JSON Lines (one object per line, beginning with '{{'), "
       "pretty-printed objects one after another, or one JSON array of objects (beginning with '['), each with a "

@@ -215,14 +215,14 @@ bool CorpusStream::next_array_element(std::string& element) {
   } else if (c == ']') {
     array_closed_ = true;
   } else if (c != ',') {
-    throw refuse(fmt::format("after element {}, '{}' where a ',' or the closing ']' belongs", line_, c));
+    throw refuse(fmt::format("after element {}, {} where a ',' or the closing ']' belongs", line_, shown_byte(c)));
   } else if (!next_significant_byte(c)) {
     throw ends_early();
   } else if (c == ']') {
     throw refuse(fmt::format("a ',' after element {} and then the closing ']'", line_));
   }
   if (array_closed_) {
-    if (next_significant_byte(c)) throw refuse(fmt::format("'{}' after the array's closing ']'", c));
+    if (next_significant_byte(c)) throw refuse(fmt::format("{} after the array's closing ']'", shown_byte(c)));
     return false;
   }
   // document_text refuses an element that is not an object.
@@ -245,7 +245,9 @@ bool CorpusStream::next_object(std::string& object) {
   };
   char c = 0;
   if (!next_significant_byte(c)) return false;
-  if (c != '{') throw refuse(fmt::format("after object {}, '{}' where the next object's '{{' belongs", line_, c));
+  if (c != '{') {
+    throw refuse(fmt::format("after object {}, {} where the next object's '{{' belongs", line_, shown_byte(c)));
+  }
   if (!next_json_value(c, object, "object", refuse)) {
     throw refuse(fmt::format("object {} ends without its closing '}}'", line_ + 1));
   }
@@ -258,7 +260,9 @@ bool CorpusStream::next_object(std::string& object) {
 // the file ends inside it; one longer than any document is refused, named as `what` N.
 bool CorpusStream::next_json_value(char c, std::string& value, std::string_view what,
                                    const std::function<DataError(const std::string&)>& refuse) {
-  int depth = 0;
+  // The brackets open, innermost last: a closing one of the other kind is named here (before, it ended the value
+  // early, and the next byte was blamed).
+  std::string open;
   JsonCharacters characters;
   for (;;) {
     value.push_back(c);
@@ -267,13 +271,18 @@ bool CorpusStream::next_json_value(char c, std::string& value, std::string_view 
                                kLongestJsonlLine >> 20));
     }
     const JsonCharacters::Kind kind = characters.feed(c);
-    if (kind == JsonCharacters::Kind::closes_string && depth == 0) return true;  // a string value
+    if (kind == JsonCharacters::Kind::closes_string && open.empty()) return true;  // a string value
     if (kind == JsonCharacters::Kind::structure) {
       if (c == '{' || c == '[') {
-        ++depth;
+        open.push_back(c);
       } else if (c == '}' || c == ']') {
-        if (--depth <= 0) return true;
-      } else if (depth == 0) {
+        if (open.empty()) return true;  // a value that is a lone closer: document_text refuses it
+        if (open.back() != (c == '}' ? '{' : '[')) {
+          throw refuse(fmt::format("{} {} closes a '{}' with a '{}'", what, line_ + 1, open.back(), c));
+        }
+        open.pop_back();
+        if (open.empty()) return true;
+      } else if (open.empty()) {
         char after = 0;
         if (!peek_byte(after) || after == ',' || after == ']' ||
             kJsonWhitespace.find(after) != std::string_view::npos) {
@@ -337,29 +346,31 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   // A null text is no document, as a null row of a Parquet or Arrow text column is not (`datasets`' to_json
   // writes null for such rows): an empty text, which holds no token (before: the line was refused).
   bool null() override {
-    if (depth_ != 1 || !at_field_) return value();
+    if (depth_ != 1 || !at_field_) return value("null");
     text_.clear();
     found_ = true;
+    wrong_kind_.clear();
     at_field_ = false;
     return true;
   }
-  bool boolean(bool) override { return value(); }
-  bool number_integer(number_integer_t) override { return value(); }
-  bool number_unsigned(number_unsigned_t) override { return value(); }
-  bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool binary(binary_t&) override { return value(); }
+  bool boolean(bool) override { return value("true or false"); }
+  bool number_integer(number_integer_t) override { return value("a number"); }
+  bool number_unsigned(number_unsigned_t) override { return value("a number"); }
+  bool number_float(number_float_t, const string_t&) override { return value("a number"); }
+  bool binary(binary_t&) override { return value("binary data"); }
   bool string(string_t& text) override {
     if (depth_ == 1 && at_field_) {
       text_ = std::move(text);
       found_ = true;
+      wrong_kind_.clear();
       at_field_ = false;
       return true;
     }
-    return value();
+    return value("a string");
   }
   bool start_object(std::size_t) override {
     if (depth_ == 0) top_is_object_ = true;
-    value();
+    value("an object");
     ++depth_;
     return true;
   }
@@ -373,7 +384,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
-    value();
+    value("an array");
     ++depth_;
     return true;
   }
@@ -393,11 +404,17 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   // The top-level object's first keys, for a message when the text field is not among them.
   const std::vector<std::string>& fields() const { return fields_; }
   static constexpr std::size_t kFieldsNamed = 16;
+  // What the text field holds when it is there but no string ("an array", "a number"); "" otherwise.
+  const std::string& wrong_kind() const { return wrong_kind_; }
 
  private:
-  // A value other than a string was read (or an object or array begun): a field of that key is not a string.
-  bool value() {
-    if (depth_ == 1 && at_field_) found_ = false;
+  // A value other than a string, of `kind`, was read (or an object or array begun): a field of that key is not
+  // a string.
+  bool value(const char* kind) {
+    if (depth_ == 1 && at_field_) {
+      found_ = false;
+      wrong_kind_ = kind;
+    }
     if (depth_ == 1) at_field_ = false;
     return true;
   }
@@ -405,7 +422,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   const std::string& field_;
   int depth_ = 0;
   bool at_field_ = false, top_is_object_ = false, found_ = false;
-  std::string text_, error_;
+  std::string text_, error_, wrong_kind_;
   std::vector<std::string> fields_;
 };
 
@@ -445,6 +462,10 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
   };
   const std::string fix_it = fmt::format("fix or remove it{}", lines ? " (blank lines are allowed)" : "");
   const auto finish = [&](TextFieldReader& parsed) {
+    if (parsed.top_is_object() && !parsed.found() && !parsed.wrong_kind().empty()) {
+      throw bad_line(fmt::format("its \"{}\" field is {}, not a string", text_field, parsed.wrong_kind()),
+                     fix_it + ", or name the top-level field that holds the text as a string with --text-field");
+    }
     if (!parsed.top_is_object() || !parsed.found()) {
       throw bad_line(fmt::format("no string \"{}\" field{}", text_field, fields_named(parsed)),
                      fix_it +
@@ -458,12 +479,17 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
     // What Python's json module reads beyond JSON (NaN, 1e400, a lone surrogate escape) is read as Python reads
     // it; rewriting costs a copy of the line, so only a line the parser refused is rewritten. A line still
     // refused is said by what is left wrong in it.
-    if (rewrite_python_json_extensions(document.bytes) > 0) {
+    const bool rewritten = rewrite_python_json_extensions(document.bytes) > 0;
+    if (rewritten) {
       reader.emplace(text_field);
       if (nlohmann::json::sax_parse(document.bytes, &*reader)) return finish(*reader);
     }
     // The parser's message quotes the line's bytes: escaped where they are not UTF-8 (they reached the terminal).
-    std::string why = fmt::format("not valid JSON ({})", escape_invalid_utf8(reader->error()));
+    // After a rewrite its columns and quote are the rewritten line's: said so.
+    std::string why = fmt::format("not valid JSON ({}{})", escape_invalid_utf8(reader->error()),
+                                  rewritten ? "; column and quote as read with NaN, Infinity and numbers beyond "
+                                              "double's range as null and lone surrogate escapes as \\ufffd"
+                                            : "");
     const std::size_t cr = document.bytes.find('\r');
     if (lines && cr != std::string::npos && cr + 1 < document.bytes.size() && document.bytes[cr + 1] != '\n') {
       why +=

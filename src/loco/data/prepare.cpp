@@ -116,9 +116,11 @@ std::optional<fs::path> foreign_entry(const fs::path& out_dir, const std::vector
   return std::nullopt;
 }
 
-void clear_interrupted_run(const fs::path& out_dir) {
+// What an interrupted `loco prepare` left in `out_dir`; throws, reading only, when the directory holds anything
+// else (so that nothing, not even a write probe or a lock file, goes into a directory that is refused).
+std::vector<fs::path> interrupted_run_outputs(const fs::path& out_dir) {
   try {
-    const std::vector<fs::path> found = prepare_outputs_in(out_dir);
+    std::vector<fs::path> found = prepare_outputs_in(out_dir);
     // The marker, or its temporary file: a run killed while it wrote the marker wrote nothing else.
     const bool interrupted = fs::exists(out_dir / kPrepareMarkerFileName) ||
                              std::any_of(found.begin(), found.end(), [](const fs::path& path) {
@@ -137,6 +139,16 @@ void clear_interrupted_run(const fs::path& out_dir) {
                                   "touched; choose a new or empty --out directory.",
                                   out_dir.string(), other->filename().string()));
     }
+    return found;
+  } catch (const fs::filesystem_error& e) {
+    throw IoError(
+        fmt::format("cannot read {}: {}. Check the directory's permissions.", out_dir.string(), e.code().message()));
+  }
+}
+
+void clear_interrupted_run(const fs::path& out_dir) {
+  const std::vector<fs::path> found = interrupted_run_outputs(out_dir);
+  try {
     if (!found.empty()) progress("removing {} files an interrupted run left in {}", found.size(), out_dir.string());
     for (const auto& path : found) fs::remove(path);
   } catch (const fs::filesystem_error& e) {
@@ -370,6 +382,7 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
                                 describe_inputs(options.inputs),
                                 skipped.empty() ? "" : ": all it holds was skipped, for the reasons said above"));
   }
+  if (fs::is_directory(options.out_dir)) interrupted_run_outputs(options.out_dir);  // refused before any write
   const std::vector<fs::path> created = missing_directories(options.out_dir);
   ensure_writable_directory(options.out_dir, "--out directory");
   // Before anything in it is taken for an interrupted run's: a run still writing it holds the lock.

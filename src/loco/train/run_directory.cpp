@@ -81,6 +81,7 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
   std::error_code unresolved;
   fs::path start = fs::weakly_canonical(fs::absolute(dir), unresolved);
   if (unresolved) start = fs::absolute(dir).lexically_normal();
+  start = without_trailing_separator(start);  // "RUN/checkpoints/" is RUN/checkpoints
   for (fs::path at = start;; at = at.parent_path()) {
     if (const char* kind = data::loco_made(at)) {
       throw ConfigError(fmt::format("{} '{}' is {}{} ({}); loco never writes into a data directory or a checkpoint. "
