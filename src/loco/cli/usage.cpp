@@ -42,8 +42,9 @@ std::string decimal_integer_problem(const std::string& text, bool is_unsigned) {
   if (text.size() > digits + 1 && text[digits] == '0') {
     return fmt::format("{} begins with 0, which CLI tools read as octal; write the number without leading zeros", text);
   }
-  if (is_unsigned && digits == 1)
+  if (is_unsigned && digits == 1) {
     return fmt::format("{} is negative, and this option takes whole numbers from 0", text);
+  }
   const char* end = text.data() + text.size();
   std::errc error{};
   if (is_unsigned) {
@@ -104,8 +105,9 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
     path = path.empty() ? c->get_name() : c->get_name() + " " + path;
   }
   std::vector<std::string> commands;  // what the deepest command parsed has below it (loco's, bench's)
-  for (const CLI::App* c : command->get_subcommands([](const CLI::App*) { return true; }))
+  for (const CLI::App* c : command->get_subcommands([](const CLI::App*) { return true; })) {
     commands.push_back(c->get_name());
+  }
   if (!commands.empty() && !command->remaining().empty()) {
     // CLI11 says only that a subcommand is required; name the word it did not know.
     what = fmt::format("'{}' is not a loco{} command; the commands are {}", command->remaining().front(),

@@ -376,7 +376,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& key) override {
     at_field_ = depth_ == 1 && key == field_;
-    if (depth_ == 1 && fields_.size() < kFieldsNamed) fields_.push_back(std::move(key));
+    if (depth_ == 1 && fields_.size() < kFieldsNamed) fields_.push_back(key);
     return true;
   }
   bool end_object() override {
