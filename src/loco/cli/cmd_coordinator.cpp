@@ -21,7 +21,6 @@
 #include "loco/run/served_coordinator.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 
 namespace loco::cli {
 
@@ -102,9 +101,8 @@ void run_coordinator(const CoordinatorArgs& args) {
   kill_on_abort_if_asked(options.coordinator);
   const CoordinatorSecret secret = coordinator_secret(args.secret_file);
   if (!secret.file_to_create.empty()) {  // loco writes nothing into a data directory or a checkpoint
-    refuse_data_and_checkpoint_directories(
-        without_trailing_separator(std::filesystem::absolute(secret.file_to_create)).parent_path(),
-        "--secret-file's directory");
+    refuse_data_and_checkpoint_directories(std::filesystem::absolute(secret.file_to_create).parent_path(),
+                                           "--secret-file's directory");
   }
   options.secret = secret.secret;
   run::ServedCoordinator coordinator(options, args.store_port);

@@ -183,16 +183,13 @@ void validate_model(const ModelConfig& m, const DataConfig& d) {
     // An example neither this check nor the next refuses: the most heads up to the number given that leave each
     // an even size and that the key/value heads divide, else the most that leave an even size (1 does: the width
     // is even) with as many key/value heads as divide both.
-    const auto even_heads = [&](std::int64_t h) { return m.hidden_size % h == 0 && (m.hidden_size / h) % 2 == 0; };
-    const std::int64_t most = std::min(m.num_attention_heads, m.hidden_size / 2);
-    std::int64_t heads = most;
-    while (heads > 1 && !(even_heads(heads) && m.num_key_value_heads > 0 && heads % m.num_key_value_heads == 0)) {
-      --heads;
+    std::int64_t heads = 0, even = 0;
+    for (std::int64_t h = std::min(m.num_attention_heads, m.hidden_size / 2); h >= 1 && heads == 0; --h) {
+      if (m.hidden_size % h != 0 || (m.hidden_size / h) % 2 != 0) continue;
+      if (even == 0) even = h;
+      if (m.num_key_value_heads > 0 && h % m.num_key_value_heads == 0) heads = h;
     }
-    if (!even_heads(heads) || m.num_key_value_heads <= 0 || heads % m.num_key_value_heads != 0) {
-      heads = most;
-      while (!even_heads(heads)) --heads;
-    }
+    if (heads == 0) heads = even;
     const std::int64_t kv_heads = m.num_key_value_heads > 0 ? std::gcd(heads, m.num_key_value_heads) : heads;
     const std::string example = kv_heads == m.num_key_value_heads
                                     ? fmt::format("{}", heads)

@@ -341,7 +341,10 @@ namespace {
 // into a DOM would); nlohmann's SAX parser keeps one bit per level of nesting.
 class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
-  explicit TextFieldReader(const std::string& field) : field_(field) {}
+  // `name_fields`: keep the top-level object's first keys too, for the message of a line that lacks its text
+  // field (a second reading of that line only: every other line would pay for them).
+  explicit TextFieldReader(const std::string& field, bool name_fields = false)
+      : field_(field), name_fields_(name_fields) {}
 
   // A null text is no document, as a null row of a Parquet or Arrow text column is not (`datasets`' to_json
   // writes null for such rows): an empty text, which holds no token (before: the line was refused).
@@ -376,7 +379,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& key) override {
     at_field_ = depth_ == 1 && key == field_;
-    if (depth_ == 1 && fields_.size() < kFieldsNamed) fields_.push_back(key);
+    if (name_fields_ && depth_ == 1 && fields_.size() < kFieldsNamed) fields_.push_back(key);
     return true;
   }
   bool end_object() override {
@@ -401,7 +404,8 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   bool found() const { return found_; }
   std::string& text() { return text_; }
   const std::string& error() const { return error_; }
-  // The top-level object's first keys, for a message when the text field is not among them.
+  // The top-level object's first keys (kept by a reader made with name_fields), for a message when the text
+  // field is not among them.
   const std::vector<std::string>& fields() const { return fields_; }
   static constexpr std::size_t kFieldsNamed = 16;
   // What the text field holds when it is there but no string ("an array", "a number"); "" otherwise.
@@ -420,6 +424,7 @@ class TextFieldReader final : public nlohmann::json_sax<nlohmann::json> {
   }
 
   const std::string& field_;
+  const bool name_fields_;
   int depth_ = 0;
   bool at_field_ = false, top_is_object_ = false, found_ = false;
   std::string text_, error_, wrong_kind_;
@@ -467,7 +472,9 @@ std::string document_text(RawDocument&& document, const std::vector<CorpusFile>&
                      fix_it + ", or name the top-level field that holds the text as a string with --text-field");
     }
     if (!parsed.top_is_object() || !parsed.found()) {
-      throw bad_line(fmt::format("no string \"{}\" field{}", text_field, fields_named(parsed)),
+      TextFieldReader naming(text_field, /*name_fields=*/true);
+      nlohmann::json::sax_parse(document.bytes, &naming);  // the line parsed once already
+      throw bad_line(fmt::format("no string \"{}\" field{}", text_field, fields_named(naming)),
                      fix_it +
                          ", or name the top-level field that holds the text with --text-field (loco reads "
                          "a field of the object itself, never one nested inside another)");

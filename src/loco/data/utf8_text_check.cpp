@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -50,8 +49,7 @@ std::string shell_word(const fs::path& path) {
 
 // Whether `path` has a short name of a compressed tar archive (a.tgz); a.tar.gz is named by its decompressed bytes.
 bool is_compressed_tar_name(const fs::path& path) {
-  std::string extension = path.extension().string();
-  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string extension = file_extension(path);
   for (const std::string_view tar : {".tgz", ".taz", ".tbz", ".tbz2", ".txz", ".tzst"}) {
     if (extension == tar) return true;
   }
