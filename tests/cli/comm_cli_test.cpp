@@ -122,7 +122,10 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
       {{"--sizes", "18446744073709551615"}, "is more than 1 TiB per rank"},
       {{"--sizes", "1MB,1000GB"}, "--sizes 1MB,1000GB: 2 rank(s) in this process hold at least 7450.6 GiB"},
       // No float32 value: the bench reported a time for 0 bytes.
-      {{"--sizes", "1MB,1B"}, "size '1B' in '1MB,1B' is less than one float32 value (4 bytes)"}};
+      {{"--sizes", "1MB,1B"}, "size '1B' in '1MB,1B' is less than one float32 value (4 bytes)"},
+      // A unit of another scale is named as such (before: "is not a byte count").
+      {{"--sizes", "1TB"},
+       "size '1TB' in '1TB' has the unit 'TB', which is none of B, KB, MB, GB, KiB, MiB, GiB, K, M"}};
   for (const auto& [options, says] : unbounded) {
     std::vector<std::string> args = {"bench", "allreduce", "--backend", "local", "--nproc", "2"};
     args.insert(args.end(), options.begin(), options.end());
@@ -130,6 +133,16 @@ TEST(BenchAllReduceCli, BadArgumentsAreConfigErrors) {
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_NE(result.output.find(says), std::string::npos) << result.output;
   }
+}
+
+// The local backend's ranks are its --nproc threads, inside a launcher's job too (before: its link was checked
+// against the job's WORLD_SIZE, and "100,200" for 2 threads was "2 values for 4 ranks").
+TEST(CommCli, ALocalBenchInsideALaunchedJobHasItsOwnRanks) {
+  RankEnvironment environment(0, 4, 1);
+  const auto result =
+      run_loco_within(120, {"bench", "allreduce", "--backend", "local", "--nproc", "2", "--sizes", "4KB", "--codec",
+                            "fp32", "--bandwidth-mbps", "100,200", "--repeats", "1", "--warmup", "0"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
 TEST(RendezvousCli, PortInUseIsReportedAtOnce) {

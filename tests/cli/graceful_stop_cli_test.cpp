@@ -2,8 +2,11 @@
 // or SIGINT (Ctrl-C) stops after a step where its replicas meet, writes a checkpoint of every replica there,
 // says how to continue, and exits with 128 + the signal; resuming from that checkpoint trains what the
 // uninterrupted run trains. A second signal ends the process at once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -193,6 +196,30 @@ TEST_F(GracefulStopCli, LaunchedRanksStopTogetherAtASynchronisation) {
   EXPECT_GE(step, 4) << output("ranks");
   EXPECT_EQ(step % 4, 0) << output("ranks");
   EXPECT_EQ(read_metrics(*dir_ / "ranks" / "replica_1").back().at("step"), step) << output("ranks");
+}
+
+// `loco train 2>&1 | tee log` whose ssh session closed: tee is gone when SIGHUP comes, and the output has no reader
+// (before: SIGPIPE killed the run at its first word about the stop, without a checkpoint); and output to a full
+// disk (before: SIGABRT, a failed write in main's error handler). Both stop with their checkpoint, exit 129.
+TEST_F(GracefulStopCli, AStopWhoseOutputCannotBeWrittenStillKeepsItsCheckpoint) {
+  const fs::path fifo = *dir_ / "output.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  for (const auto& [run, out] :
+       std::vector<std::pair<std::string, fs::path>>{{"no-reader", fifo}, {"full", "/dev/full"}}) {
+    const pid_t pid = test::start_loco(train_args(run, {}), out, out);
+    const bool started =
+        test::eventually([&] { return read_metrics(*dir_ / run).size() >= 3; }, std::chrono::seconds(60));
+    if (run == "no-reader") ::close(reader);  // the output's reader goes first, as tee does
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::kill(pid, SIGHUP);
+    const int status = test::wait_exit(pid, std::chrono::seconds(60));
+    EXPECT_TRUE(started) << run;
+    EXPECT_EQ(status, 128 + SIGHUP) << run;
+    const std::int64_t last = read_metrics(*dir_ / run).back().at("step");
+    EXPECT_TRUE(fs::exists(*dir_ / run / "checkpoints" / ("step_" + std::to_string(last)) / "state.json")) << run;
+  }
 }
 
 // A rank that waits for its run's other ranks to come (rank 0 for rank 1, rank 1 for rank 0's store) stops at

@@ -226,6 +226,11 @@ TEST(PrepareCli, MissingSentencepiecePluginIsAClearError) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "cannot load the sentencepiece plugin")) << result.output;
   EXPECT_TRUE(contains(result.output, "absent.so")) << result.output;
+  // Empty is unset (before: dlopen("") opened the binary and named it "a plugin from another loco version").
+  ::setenv("LOCO_SENTENCEPIECE_PLUGIN", "", 1);
+  result = run_loco({"prepare", "--input", corpus, "--out", (dir / "out").string(), "--vocab-size", "265"});
+  ::unsetenv("LOCO_SENTENCEPIECE_PLUGIN");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
 TEST(PrepareCli, UnknownTokenizerIsRejectedByTheParser) {

@@ -168,6 +168,26 @@ TEST(SimCli, ImpossibleSimulationsAreClearErrors) {
   auto calibrate = with({"--calibrate"});
   EXPECT_EQ(calibrate.exit_code, 2);
   EXPECT_NE(calibrate.output.find("drop --params"), std::string::npos) << calibrate.output;
+  // Options the calibration's fixed scenario would ignore, and options that refine one not given (before:
+  // accepted, and nothing read them).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> ignored = {
+      {{"simulate", "--calibrate", "--latency", "0.5"},
+       "--calibrate runs the fixed scenario of the published "
+       "table; drop --latency"},
+      {{"simulate", "--calibrate", "--forward-share", "0.5", "--json"}, "drop --forward-share"},
+      {{"simulate", "--params", "1e9", "--layers", "24", "--count", "non-embedding", "--step-time", "0.1"},
+       "--count is read only with --config: give --config too, or drop --count"},
+      {{"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--chip-flops", "1e15"},
+       "--chip-flops is read only with --batch-tokens"},
+      {{"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--sweep-points", "10"},
+       "--sweep-points is read only with --sweep"},
+      {{"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--sweep-range", "1,10"},
+       "--sweep-range is read only with --sweep"}};
+  for (const auto& [args, says] : ignored) {
+    const auto result = run_loco(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(says), std::string::npos) << result.output;
+  }
 }
 
 TEST(SimCli, FitsThePublishedTable) {

@@ -140,6 +140,26 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   }
 }
 
+// LOCO_PROFILE is tried before the first step: a libtorch without Kineto (Debian's) cannot save a trace, and a run
+// asked for one died at the profile's last step with "unexpected error" and without its checkpoint (audit round 11).
+TEST_F(TrainCli, AProfileThatCannotBeWrittenIsRefusedBeforeTraining) {
+  ::setenv("LOCO_PROFILE", (*dir_ / "trace.json").c_str(), 1);
+  ::setenv("LOCO_PROFILE_START", "2", 1);
+  ::setenv("LOCO_PROFILE_STEPS", "9223372036854775807", 1);  // its window's end overflowed
+  const auto unbounded = run_loco({"train", "--config", config("profile").string()});
+  ::setenv("LOCO_PROFILE_STEPS", "1", 1);
+  const auto r = run_loco({"train", "--config", config("profile").string()});
+  for (const char* name : {"LOCO_PROFILE", "LOCO_PROFILE_START", "LOCO_PROFILE_STEPS"}) ::unsetenv(name);
+  expect_error(unbounded, 2, "LOCO_PROFILE_STEPS=9223372036854775807 must be a whole number of steps from 1 to");
+  if (r.exit_code == 0) {  // a libtorch with Kineto
+    EXPECT_TRUE(fs::exists(*dir_ / "trace.json"));
+    return;
+  }
+  expect_error(r, 2, "LOCO_PROFILE: this libtorch cannot write a trace (it was built without Kineto");
+  EXPECT_FALSE(fs::exists(*dir_ / "profile" / "checkpoints")) << r.output;
+  EXPECT_FALSE(fs::exists(*dir_ / "trace.json"));
+}
+
 TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   ASSERT_EQ(run_loco({"train", "--config", config("extend").string()}).exit_code, 0);
   const fs::path checkpoint = *dir_ / "extend" / "checkpoints" / "step_6";
@@ -157,6 +177,20 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(moved / "step_10" / "state.json"));
   EXPECT_FALSE(fs::exists(*dir_ / "extend"));
+  // A run sized by a token budget goes on by a larger one, or by steps, as the "already at step" message says
+  // (before: its checkpoint's resolved steps disagreed with every new budget).
+  ASSERT_EQ(
+      run_loco({"train", "--config", config("budget").string(), "--set", "train.steps=0", "--set", "train.tokens=128"})
+          .exit_code,
+      0);  // 2 steps of 4 sequences of 16 tokens
+  const fs::path budget = *dir_ / "budget" / "checkpoints";
+  expect_error(run_loco({"train", "--resume", (budget / "step_2").string()}), 2,
+               "(for example --set train.tokens=256)");
+  r = run_loco({"train", "--resume", (budget / "step_2").string(), "--set", "train.tokens=256"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_loco({"train", "--resume", (budget / "step_4").string(), "--set", "train.steps=5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(budget / "step_5" / "state.json"));
   // Another replica count is named first (it was the checkpoint's micro-batch, resolved for its replicas).
   expect_error(run_loco({"train", "--resume", (moved / "step_10").string(), "--set", "train.steps=12", "--set",
                          "dist.replicas=2"}),

@@ -70,6 +70,11 @@ TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {
   // An option of one value given twice (was CLI11's "At Most 1 required but received 2").
   expect_usage_error({"generate", "--checkpoint", "x", "--prompt", "a", "--prompt", "b"},
                      {"--prompt was given 2 times; it takes one value, so give it once", "loco generate --checkpoint"});
+  // Words no option takes, in the order given (CLI11 listed them last first: "extra2 extra1").
+  expect_usage_error({"eval", "--checkpoint", "x", "--data", "y", "extra1", "extra2"},
+                     {"extra1 extra2 were not expected: loco eval takes no words outside its options"});
+  expect_usage_error({"bench", "allreduce", "--sizes", "1MB", "4MB"},
+                     {"4MB was not expected: loco bench allreduce takes no words", "needs quotes"});
 }
 
 TEST(UsageCli, HelpShowsAnExampleAndExitsZero) {

@@ -579,6 +579,16 @@ TEST(Config, RobustAggregationAndASimulatedAdversary) {
                                              "dist.aggregation=trimmed_mean"})
                 .find("no value can be dropped; use dist.aggregation = \"mean\" or \"median\""),
             std::string::npos);
+  // An elastic run of threads has at most its dist.replicas members (before: b = 5 of 2 threads ran as the mean);
+  // one of processes may grow, and b is lowered at each synchronisation.
+  const std::vector<std::string> elastic = {
+      "dist.algorithm=diloco",         "dist.elastic=true", "dist.replicas=3", "dist.batch=per_replica",
+      "dist.aggregation=trimmed_mean", "dist.trim=5"};
+  EXPECT_NE(config_error(dir, kValidConfig, elastic).find("with dist.replicas = 3 set dist.trim to at most 1"),
+            std::string::npos);
+  std::vector<std::string> processes = elastic;
+  processes.push_back("dist.backend=gloo");
+  EXPECT_EQ(load_text(dir, kValidConfig, processes).exchange().aggregation.trim, 5);
 
   const auto adversary = load_text(dir, kValidConfig, with({"dist.adversary=3@100:scale=-100"})).exchange().adversary;
   ASSERT_TRUE(adversary.has_value());
@@ -793,6 +803,12 @@ TEST(Config, ChurnSchedulesAreParsedAndCheckedBeforeTraining) {
   EXPECT_NE(error("2@40:explode").find("'2@40:explode' is not an event; write R@S:leave"), std::string::npos);
   EXPECT_NE(error("3@40:leave").find("names replica 3, but dist.replicas is 3"), std::string::npos);
   EXPECT_NE(error("1@0:leave").find("steps count from 1"), std::string::npos);
+  // A fault after the last step never happens (before: accepted, and the run looked as if it survived it).
+  EXPECT_NE(error("1@101:leave")
+                .find("'1@101:leave' is at step 101, after the run's last step 100 (train.steps): "
+                      "it would never happen; give a step from 1 to 100"),
+            std::string::npos);
+  EXPECT_EQ(parse_churn_schedule("1@100:stall=1", 3, 100).size(), 1u);
   EXPECT_NE(error("1@5:stall=0").find("positive number of seconds"), std::string::npos);
   // Bounded as comm.timeout_s: 10^11 s overflowed the pause's nanoseconds (the run hung), 400 digits were
   // "unexpected error: stod".

@@ -109,8 +109,32 @@ TEST(CsvText, WhatDoesNotLineUpIsRefusedNamingTheLine) {
   EXPECT_NE(error("row.csv", "id,text\n1" + std::string(50'000'000, ','))
                 .find("row.csv line 2: row 1 has more fields than the 2"),
             std::string::npos);
-  // A .csv of tabs is one column: the header names "id\ttext", not "text".
-  EXPECT_NE(error("e.csv", "id\ttext\n1\tx\n").find("has no column 'text'"), std::string::npos);
+  // A header of another delimiter is said as such (before: "its columns are id;text. Name the one that holds the
+  // text with --text-field", which then read every row whole).
+  EXPECT_NE(error("e.csv", "id\ttext\n1\tx\n")
+                .find("e.csv: its header 'id\ttext' holds no ',' but tabs: the file is separated by tabs, and loco "
+                      "reads a .csv file as separated by commas. Name it with .tsv at the end"),
+            std::string::npos);
+  EXPECT_NE(error("f.tsv", "id,text\n1,x\n")
+                .find("the file is separated by ',', and loco reads a .tsv file as "
+                      "separated by tabs. Name it with .csv at the end"),
+            std::string::npos);
+  EXPECT_NE(error("semicolons.csv", "id;text\n1;\"hello, there\"\n")
+                .find("semicolons.csv: its header 'id;text' holds no ',' but ';': the file is separated by ';' (as "
+                      "Excel writes CSV in many locales), and loco reads a .csv file as separated by commas. Save it "
+                      "again as \"CSV UTF-8 (comma delimited)\", or convert it: `python3 -c"),
+            std::string::npos);
+  EXPECT_NE(error("excel.csv", "sep=;\nid;text\n1;x\n")
+                .find("excel.csv: its first line 'sep=;' is Excel's note of the delimiter: the file is separated by "
+                      "';'"),
+            std::string::npos);
+  EXPECT_NE(error("one.csv", "body\nx\n").find("one.csv has no column 'text'; its columns are body."),
+            std::string::npos);
+  // pandas reads the first of two columns of one name, Python's csv.DictReader the last.
+  EXPECT_NE(error("twice.csv", "text,id,text\nfirst,1,second\n")
+                .find("twice.csv: its header names the column 'text' twice (columns 1 and 3), and which of them holds "
+                      "the text is not clear. Rename one, or name another with --text-field"),
+            std::string::npos);
   // Listed in a corpus, .csv and .tsv (compressed too) are read as tables.
   write_text(scratch / "list/a.csv", "text\nx\n");
   write_text(scratch / "list/b.tsv.zst", "");

@@ -603,6 +603,11 @@ TEST(DataPrepare, TokenizerFromSharesOneVocabularyAcrossCorpora) {
             std::string::npos)
       << error;
   EXPECT_FALSE(fs::exists(scratch / "c"));
+  // The --out directory itself, however written (before: its own marker was blamed on it).
+  options.tokenizer_from = (scratch / "x" / ".." / "c" / "").string();
+  error = prepare_error(options);
+  EXPECT_NE(error.find("names the --out directory, which this run writes"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(scratch / "c"));
 }
 
 // A model's vocabulary: the data's when the config leaves it at 0, the config's when it holds the data's ids,

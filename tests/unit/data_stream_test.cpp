@@ -1,21 +1,24 @@
 // The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
 // split and the tokenizer's sample.
-#include <fmt/format.h>
-#include <sys/stat.h>
 #include <bzlib.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <lzma.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/corpus_files.h"
 #include "loco/data/corpus_stream.h"
 #include "loco/data/document_split.h"
 #include "loco/data/tokenizer_sample.h"
+#include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
@@ -116,18 +119,30 @@ TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
 
 // Zero bytes after the last member (tar's and block devices' padding) are no data, as gzip reads them (they
 // were refused as a damaged download); other bytes after a member are named as appended, not as a cut file.
-TEST(DataByteStream, ZeroPaddingAfterTheLastGzipMemberIsSkipped) {
+TEST(DataByteStream, ZeroPaddingAfterTheLastGzipMemberOrBzip2StreamIsSkipped) {
   ScratchDir scratch;
-  const std::string a = varied_text(300000, 5);
-  write_text(scratch / "padded.txt.gz", gzip(a) + std::string(1 << 17, '\0'));
-  EXPECT_EQ(read_stream(scratch / "padded.txt.gz"), a);
-  write_text(scratch / "appended.txt.gz", gzip(a) + std::string(10, '\0') + "trailer");
-  const std::string error = error_of(scratch / "appended.txt.gz");
-  EXPECT_NE(error.find("appended.txt.gz: after a whole gzip member and 10 zero bytes the file holds bytes that are "
-                       "not gzip data (from byte " +
-                       std::to_string(gzip(a).size() + 10) + " on): something was appended"),
-            std::string::npos)
-      << error;
+  const std::string a = varied_text(300000, 5), b = varied_text(1000, 6);
+  // bzip2 as gzip since audit round 11 (before: "not valid bzip2 data (libbz2 error -5)… cut short").
+  for (const auto& [name, compress, unit] :
+       std::vector<std::tuple<std::string, std::function<std::string(const std::string&)>, std::string>>{
+           {"gz", gzip, "gzip member"}, {"bz2", bzip2, "bzip2 stream"}}) {
+    const fs::path padded = scratch / ("padded.txt." + name);
+    write_text(padded, compress(a) + std::string(1 << 17, '\0'));
+    EXPECT_EQ(read_stream(padded), a) << name;
+    const fs::path between = scratch / ("between.txt." + name);
+    write_text(between, compress(a) + std::string(100, '\0') + compress(b) + std::string(3, '\0'));
+    EXPECT_EQ(read_stream(between), a + b) << name;
+    const fs::path appended = scratch / ("appended.txt." + name);
+    write_text(appended, compress(a) + std::string(10, '\0') + "trailer");
+    const std::string error = error_of(appended);
+    EXPECT_NE(error.find("appended.txt." + name + ": after a whole " + unit +
+                         " and 10 zero bytes the file holds "
+                         "bytes that are not " +
+                         unit.substr(0, unit.find(' ')) + " data (from byte " +
+                         std::to_string(compress(a).size() + 10) + " on): something was appended"),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(DataByteStream, DecodesXzAndBzip2IncludingConcatenatedStreams) {
@@ -414,6 +429,27 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_EQ(refusal("bom8.txt.gz", gzip("\xEF\xBB\xBFtext")), "read: text");
   // The conversion keeps the name's format (.txt would make JSON Lines text) and decompresses first (iconv of
   // gzip bytes is garbage).
+  // Windows-1252 or Latin-1 text (before: every letter beyond ASCII trained on as U+FFFD, without a word), and
+  // stray bytes in UTF-8 text, each with the iconv that fixes it; a character cut by the end of the bytes looked
+  // at is not one of them.
+  EXPECT_NE(refusal("latin1.txt", "caf\xE9 cr\xE8me\n")
+                .find("latin1.txt is not UTF-8: byte 3 (0xE9, in \"caf\\xE9 cr\\xE8me\\x0A\") starts no UTF-8 "
+                      "sequence, and no letter beyond ASCII in its first 11 bytes is UTF-8. It looks like text in an "
+                      "8-bit encoding such as Windows-1252 or Latin-1 (what Excel and older tools save), whose letters "
+                      "beyond ASCII would be trained on as U+FFFD. Convert it, e.g. `iconv -f WINDOWS-1252 -t UTF-8 " +
+                      (scratch / "latin1.txt").string() + " > " + (scratch / "latin1.utf8.txt").string() + "`"),
+            std::string::npos);
+  EXPECT_NE(refusal("excel.csv.gz", gzip("id,text\r\n1,\"\x93quoted\x94 na\xEFve\"\r\n"))
+                .find("`zcat " + (scratch / "excel.csv.gz").string() + " | iconv -f WINDOWS-1252 -t UTF-8 > " +
+                      (scratch / "excel.utf8.csv").string() + "`"),
+            std::string::npos);
+  EXPECT_NE(refusal("stray.txt", "caf\xC3\xA9 and a stray \xFF byte")
+                .find("stray.txt is not UTF-8 throughout: byte 18 (0xFF, in \"caf\xC3\xA9 and a stray \\xFF byte\") "
+                      "starts no UTF-8 sequence amid UTF-8 text, and would be trained on as U+FFFD. Drop such bytes, "
+                      "e.g. `iconv -f UTF-8 -t UTF-8 -c "),
+            std::string::npos);
+  const std::string cut_at_the_window = std::string(kBinaryTestBytes - 1, 'a') + "\xC3\xA9 rest";
+  EXPECT_EQ(refusal("cut.txt", cut_at_the_window), "read: " + cut_at_the_window);
   EXPECT_NE(refusal("u16.jsonl", "\xFF\xFE" + hello16).find("`iconv -f UTF-16 -t UTF-8 " +
                                                              (scratch / "u16.jsonl").string() + " > " +
                                                              (scratch / "u16.utf8.jsonl").string() + "`"),
@@ -524,7 +560,9 @@ TEST(DataCorpusStream, AJsonLineThatIsNotJsonIsRefusedForWhatItIs) {
   };
   const std::string cr = refusal("cr.jsonl", "{\"text\": \"a\"}\r{\"text\": \"b\"}\r");
   EXPECT_NE(cr.find("lines may end with CR alone"), std::string::npos) << cr;
-  const std::string latin1 = refusal("latin1.jsonl", "{\"text\": \"bad \xff byte\"}\n");
+  // Past the start looked at before reading (utf8_text_check.h), bytes that are not UTF-8 are the parser's to name.
+  const std::string latin1 = refusal(
+      "latin1.jsonl", "{\"text\": \"" + std::string(kBinaryTestBytes, 'a') + "\"}\n{\"text\": \"bad \xff byte\"}\n");
   EXPECT_NE(latin1.find("\\xFF"), std::string::npos) << latin1;
   EXPECT_EQ(latin1.find('\xff'), std::string::npos) << latin1;
   const std::string nested = refusal("nested.jsonl", "{\"meta\": {\"text\": \"x\"}, \"id\": 1}\n");
@@ -575,7 +613,9 @@ TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
 // document, part 0, as it was.
 TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile) {
   ScratchDir scratch;
-  std::string paragraphs, lines, unbroken, not_utf8(5 * kTextPartBytes, static_cast<char>(0x80));
+  // Bytes that are not UTF-8 past the start that is looked at before reading (utf8_text_check.h): cut all the same.
+  std::string paragraphs, lines, unbroken,
+      not_utf8 = std::string(kBinaryTestBytes, 'a') + std::string(5 * kTextPartBytes, static_cast<char>(0x80));
   while (paragraphs.size() < 5 * kTextPartBytes) {
     paragraphs += varied_text(900 + paragraphs.size() % 700, static_cast<std::uint32_t>(paragraphs.size())) +
                   (paragraphs.size() % 3 ? "\n\n" : "\n\r\n");

@@ -11,6 +11,7 @@
 #include "loco/comm/comm_error.h"
 #include "loco/util/error.h"
 #include "loco/util/portable_random.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco {
@@ -356,10 +357,10 @@ bool Diloco::finish(std::vector<Exchange>& xs) {
       }
     } else if (who.group->rank() == 0 && every_replica_dropped(*who.group, x.fragment)) {
       // Said once, as a step left out for NaN is: a rate near 1 otherwise trained nothing without a word.
-      fmt::print(stderr,
-                 "{}: the outer step of {} after step {} left out every replica's pseudo-gradient "
-                 "(diloco.drop_rate = {}): the global parameters stay as they were\n",
-                 settings_.name, fragments_[x.fragment].name(), who.step, settings_.drop_rate);
+      loco::print_unchecked(stderr,
+                            "{}: the outer step of {} after step {} left out every replica's pseudo-gradient "
+                            "(diloco.drop_rate = {}): the global parameters stay as they were\n",
+                            settings_.name, fragments_[x.fragment].name(), who.step, settings_.drop_rate);
     }
     rejected.insert(rejected.end(), x.result->averaged.rejected.begin(), x.result->averaged.rejected.end());
   }

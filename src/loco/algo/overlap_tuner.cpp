@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco {
@@ -26,9 +27,9 @@ void OverlapTuner::adopt(const std::string& name, const ExchangeTiming& timing, 
   const std::int64_t next = next_overlap(timing, tau, most_);
   if (next == tau) return;
   if (announce_) {
-    fmt::print(stderr, "streaming: {}: tau {} -> {} ({}exchange {:.3f} s{}, slowest inner step {:.3f} s)\n", name, tau,
-               next, source.empty() ? "" : "predicted ", timing.exchange_s, source.empty() ? "" : " from " + source,
-               timing.step_s);
+    loco::print_unchecked(stderr, "streaming: {}: tau {} -> {} ({}exchange {:.3f} s{}, slowest inner step {:.3f} s)\n",
+                          name, tau, next, source.empty() ? "" : "predicted ", timing.exchange_s,
+                          source.empty() ? "" : " from " + source, timing.step_s);
   }
   tau = next;
 }

@@ -9,6 +9,7 @@
 #include "loco/algo/replica_mean.h"
 #include "loco/comm/piecewise_reduce.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco {
 
@@ -49,16 +50,18 @@ PseudoGradientAverage average_pseudo_gradients(comm::Group& group, torch::Tensor
   if (aggregation.rule != "mean") {
     PseudoGradientAverage out = replica_aggregate(group, delta, codec, aggregation, weight.value_or(1.0));
     if (!out.rejected.empty()) {
-      fmt::print(stderr, "{}: the pseudo-gradient of replica(s) {} held NaN or Inf; left out of the {}\n", what,
-                 fmt::join(out.rejected, ", "), aggregation.rule);
+      loco::print_unchecked(stderr, "{}: the pseudo-gradient of replica(s) {} held NaN or Inf; left out of the {}\n",
+                            what, fmt::join(out.rejected, ", "), aggregation.rule);
     }
     return out;
   }
   PseudoGradientAverage out{replica_mean(group, delta, codec, weight), {}};
   if (out.weight > 0 && !delta.isfinite().all().item<bool>()) {
-    fmt::print(stderr, "{}: the mean of the pseudo-gradients holds NaN or Inf (a replica diverged, or sent one); "
-                       "not applied. A robust dist.aggregation (clip, for one) checks each replica's and leaves "
-                       "such a replica out\n", what);
+    loco::print_unchecked(stderr,
+                          "{}: the mean of the pseudo-gradients holds NaN or Inf (a replica diverged, or sent one); "
+                          "not applied. A robust dist.aggregation (clip, for one) checks each replica's and leaves "
+                          "such a replica out\n",
+                          what);
     out.weight = 0;
   }
   return out;

@@ -14,6 +14,7 @@
 #include "loco/comm/link/link_fit.h"
 #include "loco/comm/paced_all_gather.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco {
@@ -178,9 +179,10 @@ SparseRound sparse_exchange(comm::Group& group, const SparseLayout& layout, cons
   delta.copy_(average.view(delta.sizes()));
   round.decode_s = seconds_since(started);
   if (!round.averaged.rejected.empty()) {
-    fmt::print(stderr, "{}: the sparse contribution of replica(s) {} did not decode (indices outside a tile, "
-                       "duplicated or unsorted, or values that are not finite numbers); left out\n",
-               what, fmt::join(round.averaged.rejected, ", "));
+    loco::print_unchecked(stderr,
+                          "{}: the sparse contribution of replica(s) {} did not decode (indices outside a tile, "
+                          "duplicated or unsorted, or values that are not finite numbers); left out\n",
+                          what, fmt::join(round.averaged.rejected, ", "));
   }
   return round;
 }

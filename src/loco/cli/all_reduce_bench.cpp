@@ -1,6 +1,7 @@
 #include "loco/cli/all_reduce_bench.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -86,6 +87,16 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
         {"", 1},          {"B", 1},         {"KB", 1e3},      {"MB", 1e6},    {"GB", 1e9},
         {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}};
     const auto found = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.first == unit; });
+    if (number && number->value >= 0 && found == units.end()) {
+      std::vector<std::string> names;
+      for (const auto& u : units) {
+        if (!u.first.empty()) names.push_back(u.first);
+      }
+      throw ConfigError(
+          fmt::format("size '{}' in '{}' has the unit '{}', which is none of {}: write e.g. 64KiB, "
+                      "4MB or 1GiB (sizes beyond 1 TiB per rank are refused)",
+                      item, text, unit, fmt::join(names, ", ")));
+    }
     if (!number || found == units.end() || number->value < 0) {
       throw ConfigError(
           fmt::format("size '{}' in '{}' is not a byte count: write e.g. 1000, 64KiB, 4MB or 1GiB.", item, text));

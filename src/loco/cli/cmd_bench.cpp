@@ -8,6 +8,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "loco/cli/all_reduce_bench.h"
 #include "loco/cli/commands.h"
@@ -16,8 +17,8 @@
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/local/local_group.h"
-#include "loco/config/load_config.h"
 #include "loco/config/dist_checks.h"
+#include "loco/config/load_config.h"
 #include "loco/launch/launcher.h"
 #include "loco/train/memory_need.h"
 #include "loco/train/runtime.h"
@@ -112,7 +113,9 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   // 2 ranks: 1.08 s of it, 0.52 s with the heap kept).
   keep_freed_memory_in_heap();
 
-  const auto environment = comm::rank_environment_from_env();
+  // The local backend's ranks are --nproc threads, whatever WORLD_SIZE a launcher around loco set (before: its
+  // link was checked against the launcher's rank count).
+  const auto environment = o.backend == "local" ? std::nullopt : comm::rank_environment_from_env();
   const int world_size = environment ? environment->world_size : o.nproc;
   check_emulated_link("--bandwidth-mbps", o.bandwidth_mbps, "--latency-ms", o.latency_ms, world_size);  // as train's
   comm::GroupOptions group_options;

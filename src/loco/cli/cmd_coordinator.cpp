@@ -21,6 +21,7 @@
 #include "loco/run/served_coordinator.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::cli {
 
@@ -70,9 +71,9 @@ void kill_on_abort_if_asked(membership::CoordinatorOptions& options) {
                     membership::loggable(fault)));
   }
   options.on_event = [](const std::string& kind, const std::string& detail) {
-    fmt::print(stderr, "{}\n", membership::loggable(fmt::format("loco coordinator: {} {}", kind, detail)));
+    loco::print_unchecked(stderr, "{}\n", membership::loggable(fmt::format("loco coordinator: {} {}", kind, detail)));
     if (kind != "abort") return;
-    fmt::print(stderr, "loco coordinator: LOCO_COORDINATOR_FAULT=abort:KILL\n");
+    loco::print_unchecked(stderr, "loco coordinator: LOCO_COORDINATOR_FAULT=abort:KILL\n");
     std::fflush(nullptr);
     std::raise(SIGKILL);
   };
@@ -108,10 +109,10 @@ void run_coordinator(const CoordinatorArgs& args) {
   run::ServedCoordinator coordinator(options, args.store_port);
   if (!secret.file_to_create.empty()) {
     membership::create_secret_file(secret.file_to_create, secret.secret);
-    fmt::print(stderr,
-               "loco coordinator: wrote a new run secret to {} (readable by you only); give it to the "
-               "members: LOCO_RUN_SECRET_FILE={}\n",
-               secret.file_to_create, secret.file_to_create);
+    loco::print_unchecked(stderr,
+                          "loco coordinator: wrote a new run secret to {} (readable by you only); give it to the "
+                          "members: LOCO_RUN_SECRET_FILE={}\n",
+                          secret.file_to_create, secret.file_to_create);
   }
   membership::CoordinatorServer& server = coordinator.server();
 

@@ -15,6 +15,7 @@
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::cli {
@@ -77,12 +78,13 @@ void run_prepare(const PrepareArgs& args) {
   // more than asked, which training then never sees.
   const double val_share = tokens == 0 ? 0 : static_cast<double>(summary.val_tokens) / static_cast<double>(tokens);
   if (options.val_fraction > 0 && val_share > std::max(3 * options.val_fraction, 0.05)) {
-    fmt::print(stderr,
-               "loco prepare: warning: the validation split holds {:.0f}% of the tokens (--val-fraction {:g} asked): "
-               "a document is never split between train and validation, and this corpus has only {} (a text file "
-               "is one per part of about {} KiB). Add text for a smaller share, or pass --val-fraction 0 to train on "
-               "all of it without validation data\n",
-               100 * val_share, options.val_fraction, summary.documents, data::kTextPartBytes >> 10);
+    loco::print_unchecked(
+        stderr,
+        "loco prepare: warning: the validation split holds {:.0f}% of the tokens (--val-fraction {:g} asked): "
+        "a document is never split between train and validation, and this corpus has only {} (a text file "
+        "is one per part of about {} KiB). Add text for a smaller share, or pass --val-fraction 0 to train on "
+        "all of it without validation data\n",
+        100 * val_share, options.val_fraction, summary.documents, data::kTextPartBytes >> 10);
   }
 }
 

@@ -118,10 +118,10 @@ sim::Scenario build_scenario(const SimulateOptions& o, const CLI::App& cmd) {
 }
 
 void print_calibration(const SimulateOptions& o, const CLI::App& cmd) {
-  for (const char* name :
-       {"--params", "--layers", "--config", "--step-time", "--batch-tokens", "--workers", "--replicas", "--bandwidth",
-        "--algorithms", "--h", "--bits", "--tau", "--targets", "--model", "--sweep"}) {
-    if (cmd.count(name) > 0) {
+  // Every option but --json describes a scenario of one's own, which the calibration would ignore.
+  for (const CLI::Option* option : cmd.get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() > 0 && name != "--calibrate" && name != "--json") {
       throw ConfigError(
           fmt::format("--calibrate runs the fixed scenario of the published table; drop "
                       "{} (or drop --calibrate to simulate your own).",
@@ -193,14 +193,21 @@ void add_simulate_command(CLI::App& app) {
   set_example(cmd, "loco simulate --params 1e9 --layers 24 --step-time 0.1 --bandwidth 1");
   cmd->add_option("--params", o.params, "Parameters N exchanged by a full sync, e.g. 1e9")->check(finite_number());
   cmd->add_option("--layers", o.layers, "Transformer layers L (N is spread evenly over them)");
-  cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead")
-      ->check(path_given());
+  CLI::Option* config =
+      cmd->add_option("--config", o.config, "A loco config (TOML) whose [model] gives N and L instead")
+          ->check(path_given());
+  // Options that refine another are refused without it (before: read by nothing, and the user's value ignored).
   cmd->add_option("--count", o.count, "Parameter convention for --config: total | non-embedding")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(config);
   cmd->add_option("--step-time", o.step_time_s, "Compute seconds of one inner step on one worker")->check(finite_number());
-  cmd->add_option("--batch-tokens", o.batch_tokens, "Global tokens per step; derives the step time as 6·N·B/(R·Q)")->check(finite_number());
-  cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")->check(finite_number())
-      ->capture_default_str();
+  CLI::Option* batch_tokens =
+      cmd->add_option("--batch-tokens", o.batch_tokens, "Global tokens per step; derives the step time as 6·N·B/(R·Q)")
+          ->check(finite_number());
+  cmd->add_option("--chip-flops", o.chip_flops, "Q: FLOP/s one worker sustains (with --batch-tokens)")
+      ->check(finite_number())
+      ->capture_default_str()
+      ->needs(batch_tokens);
   cmd->add_option("--forward-share", o.forward_share, "Forward's share of a step's compute")->check(finite_number())->capture_default_str();
   cmd->add_option("--workers", o.workers, "R: workers in all (default: one per replica)");
   cmd->add_option("--replicas", o.replicas, "M: replicas (e.g. datacenters)")->capture_default_str();
@@ -225,13 +232,15 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--targets", o.targets, "Target utilisations in percent")->capture_default_str();
   cmd->add_option("--model", o.model, "Timing model: schedule | analytic | both")->capture_default_str();
   cmd->add_flag("--json", o.json, "Print JSON instead of a table");
-  cmd->add_option("--sweep", o.sweep_dir,
-                  "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)")
-      ->check(path_given());
-  cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str();
+  CLI::Option* sweep =
+      cmd->add_option("--sweep", o.sweep_dir,
+                      "Write DIR/utilisation.csv and DIR/utilisation.png (utilisation against bandwidth)")
+          ->check(path_given());
+  cmd->add_option("--sweep-range", o.sweep_range, "LOW,HIGH Gbit/s of the sweep")->capture_default_str()->needs(sweep);
   cmd->add_option("--sweep-points", o.sweep_points,
                   fmt::format("Bandwidths in the sweep (2 to {})", sim::kMaxSweepPoints))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(sweep);
   cmd->add_flag("--calibrate", o.calibrate,
                 "Reproduce the published table of docs/algorithm-reference.md §4 and print the relative errors");
   cmd->callback([options, cmd] { run_simulate(*options, *cmd); });

@@ -12,6 +12,7 @@
 #include "loco/sweep/sweep_runner.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 
 namespace loco::cli {
@@ -65,10 +66,10 @@ void run_sweep_command(const SweepArgs& args) {
   // signal. A second signal ends the sweep at once, and its runs get SIGTERM as it dies (run_program.h).
   StoppablePrograms programs;
   const StopOnSignal stop_on_signal([&programs](int signal) {
-    fmt::print(stderr,
-               "loco sweep: {} received: the runs in progress stop at their next step and no other starts; "
-               "run the same command again to go on (a second signal stops at once)\n",
-               signal_name(signal));
+    loco::print_unchecked(stderr,
+                          "loco sweep: {} received: the runs in progress stop at their next step and no other starts; "
+                          "run the same command again to go on (a second signal stops at once)\n",
+                          signal_name(signal));
     programs.stop(signal);
   });
   const int failed = run_sweep(plan, {"/proc/self/exe", jobs, &programs});

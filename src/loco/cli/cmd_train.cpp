@@ -20,6 +20,7 @@
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/config/load_config.h"
 #include "loco/config/strategy_checks.h"
+#include "loco/config/unused_settings.h"
 #include "loco/data/dataset_meta.h"
 #ifdef LOCO_HAVE_MEMBERSHIP
 #include "loco/run/elastic_member_run.h"
@@ -34,6 +35,7 @@
 #include "loco/train/runtime.h"
 #include "loco/train/trainer.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 #include "loco/util/stop_requested.h"
 
@@ -64,7 +66,15 @@ RunConfig given_config(const TrainArgs& args) {
   // run beside the first, and a later checkpoint of the first went unseen.
   if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
   const std::int64_t written_replicas = config.dist.replicas, written_stages = config.dist.stages;
+  const TrainConfig written = config.train;
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
+  // A checkpoint's config holds both its token budget and the steps resolved from it: a new length given by one
+  // of them replaces the other (before: every --set train.tokens was refused as disagreeing with the old steps,
+  // the very change the "already at step" message suggests).
+  const bool tokens_changed = config.train.tokens != written.tokens,
+             steps_changed = config.train.steps != written.steps;
+  if (tokens_changed && !steps_changed) config.train.steps = 0;
+  if (steps_changed && !tokens_changed) config.train.tokens = 0;
   // A static run resumes with the replicas and stages it has parts for: said first, before what the change
   // also breaks (the checkpoint's micro-batch, resolved for its replica count, was named instead).
   const std::tuple<const char*, std::int64_t, std::int64_t> counts[] = {
@@ -102,29 +112,30 @@ std::string continue_command(const RunConfig& config, const std::filesystem::pat
 
 void print_summary(const TrainSummary& s, const std::string& continue_with) {
   if (s.stopped_by != 0 && s.last_checkpoint.empty()) {  // an elastic member stopped before it trained a step
-    fmt::print("stopped by {} at step {} in {}, before it trained a step: it wrote no checkpoint\n",
-               signal_name(s.stopped_by), s.steps, format_duration(s.elapsed_s));
+    loco::print_unchecked(stdout, "stopped by {} at step {} in {}, before it trained a step: it wrote no checkpoint\n",
+                          signal_name(s.stopped_by), s.steps, format_duration(s.elapsed_s));
     return;
   }
   if (s.stopped_by != 0) {
-    fmt::print("stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\ncontinue the run with: {}\n",
-               signal_name(s.stopped_by), s.steps, s.tokens, format_duration(s.elapsed_s), s.last_checkpoint.string(),
-               continue_with);
+    loco::print_unchecked(stdout,
+                          "stopped by {} after step {} ({} tokens) in {}; checkpoint: {}\ncontinue the run with: {}\n",
+                          signal_name(s.stopped_by), s.steps, s.tokens, format_duration(s.elapsed_s),
+                          s.last_checkpoint.string(), continue_with);
     return;
   }
-  fmt::print("trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens, format_duration(s.elapsed_s),
-             s.tokens_per_s);
+  loco::print_unchecked(stdout, "trained {} steps, {} tokens in {} ({:.0f} tokens/s)\n", s.steps, s.tokens,
+                        format_duration(s.elapsed_s), s.tokens_per_s);
   if (s.bytes_sent > 0) {
-    fmt::print("replica 0 sent {:.1f} MB; emulated wall clock {}\n", static_cast<double>(s.bytes_sent) / 1e6,
-               format_duration(s.sim_wall_s));
+    loco::print_unchecked(stdout, "replica 0 sent {:.1f} MB; emulated wall clock {}\n",
+                          static_cast<double>(s.bytes_sent) / 1e6, format_duration(s.sim_wall_s));
   }
   if (s.eval.tokens > 0) {
-    fmt::print("validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss, s.eval.perplexity,
-               s.eval.tokens);
+    loco::print_unchecked(stdout, "validation loss {:.4f}, perplexity {:.2f} (on {} tokens)\n", s.eval.loss,
+                          s.eval.perplexity, s.eval.tokens);
   } else {
-    fmt::print("no validation loss (the data have no validation split)\n");
+    loco::print_unchecked(stdout, "no validation loss (the data have no validation split)\n");
   }
-  fmt::print("checkpoint: {}\n", s.last_checkpoint.string());
+  loco::print_unchecked(stdout, "checkpoint: {}\n", s.last_checkpoint.string());
 }
 
 // Fails when a process that runs one replica (dist.backend gloo or nccl) was not started as a rank.
@@ -139,9 +150,10 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
   return *environment;
 }
 
-// Valid settings that loco's own measurements show hurting (sim/outer_momentum_advice.h): said once, before
-// training, and the run goes on.
+// Valid settings that loco's own measurements show hurting (sim/outer_momentum_advice.h), and settings the run
+// never reads (config/unused_settings.h): said once, before training, and the run goes on.
 void advise(RunConfig config) {
+  for (const std::string& note : unused_settings(config)) loco::print_unchecked(stderr, "loco train: note: {}\n", note);
   // The vocabulary the data will give the model (the trainer resolves it; here only the advice's estimate
   // counts with it). Data that cannot be read are the trainer's to report.
   if (config.model.vocab_size == 0) {
@@ -151,7 +163,7 @@ void advise(RunConfig config) {
     }
   }
   for (const auto& warning : {sim::outer_momentum_warning(config), sim::slow_link_warning(config)}) {
-    if (warning) fmt::print(stderr, "loco train: warning: {}\n", *warning);
+    if (warning) loco::print_unchecked(stderr, "loco train: warning: {}\n", *warning);
   }
 }
 
@@ -163,7 +175,7 @@ void end_stopped_run(const TrainSummary& summary) {
 
 // A member of an elastic run: it finds its coordinator, not its rank, in the environment.
 void run_elastic(const TrainOptions& options) {
-  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+  loco::print_unchecked(stderr, "resolved config:\n{}\n", to_toml(options.config));
 #ifdef LOCO_HAVE_MEMBERSHIP
   const std::optional<TrainSummary> summary = options.config.dist.backend == "local"
                                                   ? run::train_local_elastic(options)
@@ -193,9 +205,12 @@ void run_train(const TrainArgs& args) {
   // process at once.
   const bool elastic = options.config.dist.elastic;
   const StopOnSignal stop_on_signal([elastic](int signal) {
-    fmt::print(stderr, "loco train: {} received: stopping after the next step{}, with a checkpoint (a second "
-                       "signal stops at once, without one)\n",
-               signal_name(signal), elastic ? " and leaving the run (members of other processes go on)" : " where the replicas meet");
+    loco::print_unchecked(
+        stderr,
+        "loco train: {} received: stopping after the next step{}, with a checkpoint (a second "
+        "signal stops at once, without one)\n",
+        signal_name(signal),
+        elastic ? " and leaving the run (members of other processes go on)" : " where the replicas meet");
   });
   options.stop_requested = [&stop_on_signal] { return stop_on_signal.received(); };
   if (elastic) {
@@ -243,7 +258,7 @@ void add_train_command(CLI::App& app) {
     try {
       run_train(*args);
     } catch (const StopRequested& stop) {  // a member stopped before its run began (waiting to join)
-      fmt::print(stderr, "loco train: {}; nothing was trained or written\n", stop.what());
+      loco::print_unchecked(stderr, "loco train: {}; nothing was trained or written\n", stop.what());
       throw CLI::RuntimeError(128 + stop.signal());
     }
   });

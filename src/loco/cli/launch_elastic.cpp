@@ -9,6 +9,7 @@
 #include "loco/membership/run_secret.h"
 #include "loco/run/served_coordinator.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::cli {
 
@@ -24,7 +25,7 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
           elastic.store_port, coordinator));
     }
     // Several hosts: the ranks find the run's own coordinator through the inherited environment.
-    fmt::print(stderr, "loco launch: elastic ranks of the run at coordinator {}\n", coordinator);
+    loco::print_unchecked(stderr, "loco launch: elastic ranks of the run at coordinator {}\n", coordinator);
     return launch::launch(options);
   }
   // The coordinator below listens on 127.0.0.1: only this launch's ranks can join it.
@@ -53,7 +54,7 @@ int launch_elastic(launch::LaunchOptions options, const ElasticLaunchOptions& el
   run::ServedCoordinator served(server_options, elastic.store_port);
   membership::CoordinatorServer& server = served.server();
   server.start();
-  fmt::print(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{}\n", run_id, server.port());
+  loco::print_unchecked(stderr, "loco launch: coordinator of elastic run {} at 127.0.0.1:{}\n", run_id, server.port());
   served.show_dashboard_link("127.0.0.1", "loco launch");
   options.environment = {fmt::format("LOCO_COORDINATOR=127.0.0.1:{}", server.port()),
                          fmt::format("LOCO_RUN_ID={}", run_id)};

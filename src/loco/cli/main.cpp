@@ -16,6 +16,7 @@
 #include "loco/cli/usage.h"
 #include "loco/util/error.h"
 #include "loco/util/open_file_limit.h"
+#include "loco/util/print_unchecked.h"
 
 namespace {
 
@@ -41,7 +42,7 @@ std::string shorten_long_words(std::string_view text) {
 }
 
 int report(const char* kind, std::string_view message, int exit_code) {
-  fmt::print(stderr, "loco: {}{}\n", kind, shorten_long_words(message));
+  loco::print_unchecked(stderr, "loco: {}{}\n", kind, shorten_long_words(message));
   return exit_code;
 }
 
@@ -79,7 +80,7 @@ int report_out_of_memory(std::string_view detail, const CLI::App& app) {
   return report("error: ", fmt::format("out of memory ({}). {}", without_backtrace(detail), what_to_lower(app)), 1);
 }
 
-// Output lost on the way (a full disk behind stdout; a reader gone while SIGPIPE is ignored): the output is
+// Output lost on the way (a full disk behind stdout; a reader gone, SIGPIPE being handled): the output is
 // what eval, generate, fit and simulate ran for, so the command failed whatever else it did. `error`: errno
 // of the failed flush, 0 where an earlier write failed.
 int report_lost_output(int error) {
@@ -140,6 +141,11 @@ int run(CLI::App& app, int argc, char** argv) {
   // of SIGXFSZ killed the process mid-checkpoint. A handler that does nothing rather than SIG_IGN: an ignored
   // signal stays ignored in the programs loco starts (launch's ranks, gnuplot), a handler does not.
   std::signal(SIGXFSZ, [](int) {});
+  // Likewise a write to a pipe whose reader is gone fails with EPIPE rather than ending the process: `loco train
+  // 2>&1 | tee log` stopped by SIGHUP (an ssh session closed, tee gone with it) died of SIGPIPE writing its first
+  // word about the stop, before the checkpoint the stop exists for. Progress is lost (util/print_unchecked.h); a
+  // command's result is reported lost (report_lost_output).
+  std::signal(SIGPIPE, [](int) {});
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "loco/util/parse_number.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::cli {
 
@@ -98,11 +99,27 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
         "or not a number",
         m[1].str(), m[2].str());
   }
+  // CLI11 says "--count requires --config" of an option that refines another (CLI::Option::needs).
+  static const std::regex requires_other("^(\\S+) requires (\\S+)$");
+  if (std::smatch m; std::regex_match(what, m, requires_other)) {
+    what = fmt::format("{0} is read only with {1}: give {1} too, or drop {0}", m[1].str(), m[2].str());
+  }
   const CLI::App* command = &app;
   while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
   std::string path;  // "bench allreduce"
   for (const CLI::App* c = command; c != &app && c != nullptr; c = c->get_parent()) {
     path = path.empty() ? c->get_name() : c->get_name() + " " + path;
+  }
+  // CLI11 lists the words it did not expect last first ("were not expected: c b a"): in the order given.
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    std::vector<std::string> extra = command->remaining();
+    if (extra.empty()) extra = app.remaining();
+    if (!extra.empty()) {
+      what = fmt::format(
+          "{} {} not expected: loco{} takes no words outside its options (a value that holds spaces "
+          "needs quotes)",
+          fmt::join(extra, " "), extra.size() == 1 ? "was" : "were", path.empty() ? "" : " " + path);
+    }
   }
   std::vector<std::string> commands;  // what the deepest command parsed has below it (loco's, bench's)
   for (const CLI::App* c : command->get_subcommands([](const CLI::App*) { return true; })) {
@@ -116,7 +133,7 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
   const auto example = examples().find(command);  // a command without one shows the top level's
   const std::string shown = example != examples().end() ? example->second : examples()[&app];
   const std::string help = path.empty() ? "loco --help" : fmt::format("loco {} --help", path);
-  fmt::print(stderr, "loco: error: {}; for example: {} (all options: {})\n", what, shown, help);
+  loco::print_unchecked(stderr, "loco: error: {}; for example: {} (all options: {})\n", what, shown, help);
   return 2;
 }
 

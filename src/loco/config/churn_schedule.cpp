@@ -124,6 +124,13 @@ std::vector<ChurnEvent> parse_events(const std::string& text, std::int64_t repli
           replicas));
     }
     if (e.step < 1) throw ConfigError(fmt::format("dist.churn: '{}': steps count from 1", item));
+    // A fault after the run's last step would never happen, and the run would be taken for one that survived it.
+    if (e.step > steps) {
+      throw ConfigError(
+          fmt::format("dist.churn: '{}' is at step {}, after the run's last step {} (train.steps): it "
+                      "would never happen; give a step from 1 to {}",
+                      item, e.step, steps, steps));
+    }
     // Bounded as comm.timeout_s: a stall of 10^11 s overflowed the heartbeat pause's nanoseconds (never paused).
     if (m[4].matched && !(e.seconds > 0 && e.seconds <= kLongestWaitSeconds)) {
       throw ConfigError(fmt::format("dist.churn: '{}': a stall lasts a positive number of seconds, at most {:g} "

@@ -134,10 +134,12 @@ void check_dist_section(const RunConfig& c) {
   }
   if (d.trim < 1) reject(fmt::format("dist.trim ({}) must be at least 1", d.trim));
   // An elastic run's count of members changes, and b is lowered to what each synchronisation's count allows
-  // (docs/algorithms.md); a static run's is known here: a b it cannot drop would silently be a smaller one.
+  // (docs/algorithms.md); a static run's is known here, and so is the most an elastic run of threads can have: a b
+  // it cannot drop would silently be a smaller one (an elastic run of 2 threads with b = 5 was the mean).
   // (Compared as trim > most: 2·trim overflowed for trim of 2^62, and the check let it through.)
   const std::int64_t most = (d.replicas - 1) / 2;
-  if (d.aggregation == "trimmed_mean" && !d.elastic && d.replicas > 0 && d.trim > most) {
+  const bool members_known = !d.elastic || d.backend == "local";
+  if (d.aggregation == "trimmed_mean" && members_known && d.replicas > 0 && d.trim > most) {
     reject(
         fmt::format("dist.trim ({}) drops that many of each coordinate's {} values from each end, but trimmed_mean "
                     "must keep at least one: with dist.replicas = {} {}",

@@ -84,6 +84,27 @@ class ByteStream::Decoder {
     return !input_.empty();
   }
 
+  // After a whole member or stream (`unit`): skips the zero bytes that tar and block devices pad a file with
+  // (gzip and bzip2 themselves ignore them; they were refused as a damaged download), then says whether input
+  // follows. Anything else after it must begin the next one, with `first_byte`.
+  bool skip_padding(const char* unit, char first_byte) {
+    std::uint64_t zeros = 0;
+    for (bool more = refill(); more; more = refill()) {
+      const char* at =
+          std::find_if(input_.data() + input_position_, input_.data() + input_.size(), [](char c) { return c != 0; });
+      zeros += static_cast<std::uint64_t>(at - (input_.data() + input_position_));
+      input_position_ = static_cast<std::size_t>(at - input_.data());
+      if (input_position_ == input_.size()) continue;
+      if (*at == first_byte) return true;  // the next one's first byte: the decoder checks the rest
+      throw DataError(
+          fmt::format("{}: after a whole {}{} the file holds bytes that are not {} data (from byte {} on): something "
+                      "was appended to the compressed text. Cut them off, or compress the text again",
+                      file_.path().string(), unit, zeros > 0 ? fmt::format(" and {} zero bytes", zeros) : "",
+                      format_->name, file_.consumed() - (input_.size() - input_position_)));
+    }
+    return false;
+  }
+
   FileReader file_;
   std::vector<char> input_;
   std::size_t input_position_ = 0;
@@ -131,7 +152,7 @@ class GzipDecoder final : public ByteStream::Decoder {
     std::size_t produced = 0;
     while (produced == 0 && capacity > 0) {
       // At the end of the file a member still open may hold output: inflate once more without input.
-      const bool more = in_member_ || !after_member_ ? refill() : skip_padding();
+      const bool more = in_member_ || !after_member_ ? refill() : skip_padding("gzip member", '\x1f');
       if (!more && !in_member_) return 0;
       stream_.next_in = more ? reinterpret_cast<Bytef*>(input_.data() + input_position_) : nullptr;
       stream_.avail_in = more ? static_cast<uInt>(input_.size() - input_position_) : 0;
@@ -156,28 +177,6 @@ class GzipDecoder final : public ByteStream::Decoder {
   }
 
  private:
-  // After a whole member: skips the zero bytes that tar and block devices pad a file with (gzip itself ignores
-  // them; they were refused as a damaged download), then says whether input follows. Anything else after a
-  // member must be the next member.
-  bool skip_padding() {
-    std::uint64_t zeros = 0;
-    for (bool more = refill(); more; more = refill()) {
-      const char* at =
-          std::find_if(input_.data() + input_position_, input_.data() + input_.size(), [](char c) { return c != 0; });
-      zeros += static_cast<std::uint64_t>(at - (input_.data() + input_position_));
-      input_position_ = static_cast<std::size_t>(at - input_.data());
-      if (input_position_ == input_.size()) continue;
-      if (static_cast<unsigned char>(*at) == 0x1f) return true;  // a member's first byte: inflate checks the rest
-      throw DataError(
-          fmt::format("{}: after a whole gzip member{} the file holds bytes that are not gzip data (from "
-                      "byte {} on): something was appended to the compressed text. Cut them off, or "
-                      "compress the text again",
-                      file_.path().string(), zeros > 0 ? fmt::format(" and {} zero bytes", zeros) : "",
-                      file_.consumed() - (input_.size() - input_position_)));
-    }
-    return false;
-  }
-
   z_stream stream_;
   bool in_member_ = false;
   bool after_member_ = false;  // a member ended, and no other has begun
@@ -289,7 +288,7 @@ class Bzip2Decoder final : public ByteStream::Decoder {
     capacity = std::min<std::size_t>(capacity, kFileChunk);  // libbz2 counts in 32-bit unsigned int
     std::size_t produced = 0;
     while (produced == 0 && capacity > 0) {
-      const bool more = refill();
+      const bool more = in_stream_ || !after_stream_ ? refill() : skip_padding("bzip2 stream", 'B');
       if (!more && !in_stream_) return 0;
       stream_.next_in = more ? input_.data() + input_position_ : nullptr;
       stream_.avail_in = more ? static_cast<unsigned int>(input_.size() - input_position_) : 0;
@@ -302,8 +301,10 @@ class Bzip2Decoder final : public ByteStream::Decoder {
         BZ2_bzDecompressEnd(&stream_);
         start();
         in_stream_ = false;
+        after_stream_ = true;
       } else if (result == BZ_OK) {
         in_stream_ = true;
+        after_stream_ = false;
         if (!more && produced == 0) throw corrupt(file_.path(), "the bzip2 data ends in the middle of a stream");
       } else {
         throw corrupt(file_.path(), fmt::format("not valid bzip2 data (libbz2 error {})", result));
@@ -320,6 +321,7 @@ class Bzip2Decoder final : public ByteStream::Decoder {
 
   bz_stream stream_;
   bool in_stream_ = false;
+  bool after_stream_ = false;  // a stream ended, and no other has begun
 };
 
 }  // namespace

@@ -20,6 +20,34 @@ constexpr std::size_t kReadBuffer = 256 << 10;
 // millions of empty fields); Excel's sheets end at 16,384 columns.
 constexpr std::size_t kMaxCsvColumns = 1 << 16;
 
+// A header read as one field, that is another delimiter's header: Excel in many European locales writes CSV
+// separated by ';' (and may begin it with "sep=;", its note of the delimiter), and a .csv may be tab-separated or
+// a .tsv comma-separated. Said as such, with what converts it: naming the one field with --text-field would read
+// every row whole.
+void refuse_another_delimiter(const fs::path& path, const std::string& field, char delimiter) {
+  const bool excel_note = field.rfind("sep=", 0) == 0 && field.size() == 5;
+  char other = excel_note ? field[4] : '\0';
+  for (const char candidate : {';', '\t', ','}) {
+    if (other == '\0' && candidate != delimiter && field.find(candidate) != std::string::npos) other = candidate;
+  }
+  if (other == '\0' || other == delimiter) return;
+  const auto name = [](char c) { return c == '\t' ? std::string("tabs") : fmt::format("'{}'", c); };
+  const std::string expected =
+      delimiter == '\t' ? "a .tsv file as separated by tabs" : "a .csv file as separated by commas";
+  const std::string found = excel_note ? fmt::format("its first line '{}' is Excel's note of the delimiter:", field)
+                                       : fmt::format("its header '{}' holds no {} but {}:", field,
+                                                     delimiter == '\t' ? "tab" : "','", name(other));
+  if (other != ';') {
+    throw DataError(fmt::format("{}: {} the file is separated by {}, and loco reads {}. Name it with {} at the end",
+                                path.string(), found, name(other), expected, other == '\t' ? ".tsv" : ".csv"));
+  }
+  throw DataError(fmt::format(
+      "{}: {} the file is separated by ';' (as Excel writes CSV in many locales), and loco reads {}. Save it "
+      "again as \"CSV UTF-8 (comma delimited)\", or convert it{}: `python3 -c 'import csv, sys; "
+      "csv.writer(sys.stdout).writerows(csv.reader(sys.stdin, delimiter=\";\"))' < IN > OUT.csv`",
+      path.string(), found, expected, excel_note ? " without its sep= line" : ""));
+}
+
 // The reader of csv_text.h.
 class CsvTextReader final : public ColumnTextReader {
  public:
@@ -43,8 +71,16 @@ class CsvTextReader final : public ColumnTextReader {
     }
     const auto found = std::find(fields_.begin(), fields_.end(), column);
     if (found == fields_.end()) {
+      if (fields_.size() == 1) refuse_another_delimiter(path, fields_.front(), delimiter);
       fields_.resize(std::min<std::size_t>(fields_.size(), 20));
       throw problems_.missing_column(fields_);
+    }
+    // Readers disagree on a name given twice (pandas reads the first, Python's csv.DictReader the last).
+    if (const auto again = std::find(found + 1, fields_.end(), column); again != fields_.end()) {
+      throw DataError(
+          fmt::format("{}: its header names the column '{}' twice (columns {} and {}), and which of them "
+                      "holds the text is not clear. Rename one, or name another with --text-field",
+                      path.string(), column, found - fields_.begin() + 1, again - fields_.begin() + 1));
     }
     header_fields_ = fields_.size();
     text_index_ = static_cast<std::size_t>(found - fields_.begin());

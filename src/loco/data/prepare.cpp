@@ -27,6 +27,7 @@
 #include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::data {
@@ -35,7 +36,7 @@ namespace {
 
 template <typename... Args>
 void progress(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  loco::print_unchecked(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
 
 constexpr unsigned kMostPrepareThreads = 1024;
@@ -74,6 +75,14 @@ void check_options(const PrepareOptions& options) {
   }
   if (options.tokenizer_sample_bytes == 0) {
     throw ConfigError("--tokenizer-sample-mb must be above 0: the BPE tokenizer needs text to train on.");
+  }
+  // Before: the run's own "did not finish" marker was taken for the directory's, and blamed.
+  if (!options.tokenizer_from.empty() && without_trailing_separator(fs::weakly_canonical(options.tokenizer_from)) ==
+                                             without_trailing_separator(fs::weakly_canonical(options.out_dir))) {
+    throw ConfigError(
+        fmt::format("--tokenizer-from {} names the --out directory, which this run writes: give the "
+                    "directory of an earlier `loco prepare` (or a checkpoint) whose tokenizer to use",
+                    options.tokenizer_from.string()));
   }
 }
 

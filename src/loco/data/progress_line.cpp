@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "loco/util/print_unchecked.h"
+
 namespace loco::data {
 
 namespace {
@@ -31,11 +33,12 @@ void ProgressLine::update(std::uint64_t done_bytes, std::uint64_t text_bytes, st
   const double rate = static_cast<double>(done_bytes) / elapsed;
   const double share = total_bytes_ == 0 ? 1 : std::min(1.0, static_cast<double>(done_bytes) / total_bytes_);
   const double left = rate > 0 ? static_cast<double>(total_bytes_ - std::min(done_bytes, total_bytes_)) / rate : 0;
-  fmt::print(stderr,
-             "prepare: {}: {:.0f} of {:.0f} MB of files ({:.0f}%), {:.1f} MB/s, {} documents of {:.0f} MB of text, about "
-             "{} left\n",
-             what_, done_bytes / 1e6, total_bytes_ / 1e6, 100 * share, rate / 1e6, documents, text_bytes / 1e6,
-             duration(left));
+  loco::print_unchecked(
+      stderr,
+      "prepare: {}: {:.0f} of {:.0f} MB of files ({:.0f}%), {:.1f} MB/s, {} documents of {:.0f} MB of text, about "
+      "{} left\n",
+      what_, done_bytes / 1e6, total_bytes_ / 1e6, 100 * share, rate / 1e6, documents, text_bytes / 1e6,
+      duration(left));
 }
 
 PeriodicNotice::PeriodicNotice(std::string what, std::string hint, double every_s)
@@ -43,7 +46,7 @@ PeriodicNotice::PeriodicNotice(std::string what, std::string hint, double every_
         const auto start = SteadyClock::now();
         std::unique_lock lock(mutex_);
         while (!finished_.wait_for(lock, std::chrono::duration<double>(every_s), [this] { return done_; })) {
-          fmt::print(stderr, "prepare: {}: {} so far; {}\n", what, duration(seconds_since(start)), hint);
+          loco::print_unchecked(stderr, "prepare: {}: {} so far; {}\n", what, duration(seconds_since(start)), hint);
         }
       }) {}
 

@@ -18,7 +18,10 @@ namespace fs = std::filesystem;
 constexpr const char* kPluginFileName = "loco_sentencepiece.so";
 
 std::vector<fs::path> plugin_candidates() {
-  if (const char* chosen = std::getenv("LOCO_SENTENCEPIECE_PLUGIN")) return {chosen};
+  // Empty is unset, as with every LOCO_ variable (dlopen("") opened the loco binary itself).
+  if (const char* chosen = std::getenv("LOCO_SENTENCEPIECE_PLUGIN"); chosen != nullptr && *chosen != '\0') {
+    return {chosen};
+  }
   std::vector<fs::path> candidates;
   std::error_code ec;
   fs::path executable = fs::read_symlink("/proc/self/exe", ec);

@@ -8,6 +8,7 @@
 
 #include "loco/data/byte_stream.h"
 #include "loco/util/error.h"
+#include "loco/util/utf8.h"
 
 namespace loco::data {
 
@@ -56,6 +57,51 @@ bool is_compressed_tar_name(const fs::path& path) {
   return false;
 }
 
+// The command that converts `path` with `iconv ARGUMENTS` into a file beside it, keeping the name's format
+// extension (u16.jsonl -> u16.utf8.jsonl: .txt would make JSON Lines text). A compressed file is decompressed on
+// the way: iconv of compressed bytes is garbage.
+std::string conversion_command(const fs::path& path, const std::string& iconv_arguments) {
+  const fs::path plain = without_compression_extension(path);
+  const fs::path converted = fs::path(plain).replace_extension(".utf8" + plain.extension().string());
+  const CompressionFormat* compressed = compression_format(compression_of(path));
+  return compressed == nullptr
+             ? fmt::format("iconv {} {} > {}", iconv_arguments, shell_word(path), shell_word(converted))
+             : fmt::format("{} {} | iconv {} > {}", compressed->decompressor, shell_word(path), iconv_arguments,
+                           shell_word(converted));
+}
+
+// Text in an 8-bit encoding (Windows-1252, Latin-1: what Excel and older tools save) is not UTF-8 wherever it
+// goes beyond ASCII, and sentencepiece's normaliser turned each such letter into U+FFFD without a word (a JSON
+// parser refuses it, so only text, CSV and TSV files were trained on that way). Within the bytes looked at: text
+// with no UTF-8 character of more than one byte is taken for an 8-bit encoding, text with some for UTF-8 with
+// stray bytes, and the fix differs (converting UTF-8 from Windows-1252 would garble its characters).
+void refuse_bytes_that_are_not_utf8(const fs::path& path, std::string_view start) {
+  const std::string_view window = start.substr(0, kBinaryTestBytes);
+  const Utf8Scan scan = scan_utf8(window, /*more_follow=*/start.size() >= kBinaryTestBytes);
+  if (!scan.first_invalid) return;
+  const std::size_t at = *scan.first_invalid;
+  const std::size_t from = at > 20 ? at - 20 : 0;
+  // The bytes around it, printable: ill-formed ones and control characters (a line end) as \xNN.
+  std::string context;
+  for (const char c : escape_invalid_utf8(utf8_prefix(window.substr(from), at - from + 20))) {
+    const auto u = static_cast<unsigned char>(c);
+    context += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02X}", u) : std::string(1, c);
+  }
+  const auto byte = static_cast<unsigned char>(window[at]);
+  if (!scan.multibyte) {
+    throw DataError(fmt::format(
+        "{} is not UTF-8: byte {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence, and no letter beyond ASCII in "
+        "its first {} bytes is UTF-8. It looks like text in an 8-bit encoding such as Windows-1252 or Latin-1 (what "
+        "Excel and older tools save), whose letters beyond ASCII would be trained on as U+FFFD. Convert it, e.g. "
+        "`{}`, and give that instead",
+        path.string(), at, byte, context, window.size(), conversion_command(path, "-f WINDOWS-1252 -t UTF-8")));
+  }
+  throw DataError(fmt::format(
+      "{} is not UTF-8 throughout: byte {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence amid UTF-8 text, and "
+      "would be trained on as U+FFFD. Drop such bytes, e.g. `{}`, and give that instead",
+      path.string(), at, byte, context, conversion_command(path, "-f UTF-8 -t UTF-8 -c")));
+}
+
 }  // namespace
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
@@ -65,20 +111,10 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
                          : begins("\xFF\xFE") || begins("\xFE\xFF") ? "UTF-16"
                                                                     : nullptr;
   if (encoding != nullptr) {
-    // The converted file keeps the name's format extension (u16.jsonl -> u16.utf8.jsonl): .txt would make JSON
-    // Lines text. A compressed file is decompressed on the way: iconv of compressed bytes is garbage.
-    const fs::path plain = without_compression_extension(path);
-    const fs::path converted = fs::path(plain).replace_extension(".utf8" + plain.extension().string());
-    const CompressionFormat* compressed = compression_format(compression_of(path));
-    const std::string command =
-        compressed == nullptr
-            ? fmt::format("iconv -f {} -t UTF-8 {} > {}", encoding, shell_word(path), shell_word(converted))
-            : fmt::format("{} {} | iconv -f {} -t UTF-8 > {}", compressed->decompressor, shell_word(path), encoding,
-                          shell_word(converted));
     throw DataError(fmt::format(
         "{} is {} text (it begins with a byte-order mark), but loco reads UTF-8: convert it, e.g. `{}`, and give "
         "that instead",
-        path.string(), encoding, command));
+        path.string(), encoding, conversion_command(path, fmt::format("-f {} -t UTF-8", encoding))));
   }
   const std::size_t nul = start.substr(0, kBinaryTestBytes).find('\0');
   if (nul != std::string_view::npos) {
@@ -117,6 +153,7 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
                     "UTF-32. Leave it out of --input, or convert it to UTF-8 text",
                     path.string(), nul));
   }
+  refuse_bytes_that_are_not_utf8(path, start);
 }
 
 }  // namespace loco::data

@@ -11,6 +11,7 @@
 #include "loco/elastic/state_transfer.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 
 namespace loco::elastic {
@@ -56,7 +57,8 @@ void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
 }
 
 void ElasticMember::aborted(std::int64_t step, const std::string& reason) {
-  fmt::print(stderr, "elastic: synchronisation at step {} aborted ({}); retrying with the next quorum\n", step, reason);
+  loco::print_unchecked(stderr, "elastic: synchronisation at step {} aborted ({}); retrying with the next quorum\n",
+                        step, reason);
   log_.add("abort", step, seconds_since(started_), reason);
 }
 
@@ -72,7 +74,7 @@ void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double wa
   if (quorum.store_prefix == last_quorum_) return;
   last_quorum_ = quorum.store_prefix;
   const std::string members = fmt::format("{} members ({})", quorum.members.size(), fmt::join(quorum.members, ", "));
-  fmt::print(stderr, "elastic: quorum q{} at step {}: {}\n", quorum.quorum_id, quorum.step, members);
+  loco::print_unchecked(stderr, "elastic: quorum q{} at step {}: {}\n", quorum.quorum_id, quorum.step, members);
   log_.set_quorum(quorum.quorum_id, quorum.members.size(), now.member_id);
   log_.add("quorum", replica_.step(), waited_s, fmt::format("q{}: {}", quorum.quorum_id, members));
 }
@@ -153,7 +155,7 @@ HealOutcome ElasticMember::heal(comm::Group& group, const NamedTensors& compared
   }
   const std::string detail = fmt::format("from {}, {:.1f} MB, step {} -> {}", sender, state.size() / 1e6, was,
                                          replica_.step());
-  fmt::print(stderr, "elastic: healed {}\n", detail);
+  loco::print_unchecked(stderr, "elastic: healed {}\n", detail);
   log_.add("heal", replica_.step(), seconds_since(started), detail);
   return {plan.receivers, true};
 }
@@ -187,16 +189,20 @@ std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t 
         // whose members retry and are healed (they are behind) at the next synchronisation. The hash vote
         // there finds any member that differs. A pipeline stage's presumption yields to an abort that another
         // stage of its replica read (note "stage-agreement", vote()).
-        fmt::print(stderr, "elastic: the coordinator was replaced before deciding the synchronisation at step {}; "
-                           "presumed committed (checked by the next synchronisation's vote)\n", step);
+        loco::print_unchecked(stderr,
+                              "elastic: the coordinator was replaced before deciding the synchronisation at step {}; "
+                              "presumed committed (checked by the next synchronisation's vote)\n",
+                              step);
         log_.add("presumed_commit", step, 0, e.what());
         return membership::CommitReply{membership::Outcome::commit, hash, false, {}, ""};
       case membership::Refusal::unknown_member:
       case membership::Refusal::stale_quorum:
         // This member was expired or expelled (its quorum broke), or the quorum was superseded: nothing
         // was committed with this vote.
-        fmt::print(stderr, "elastic: vote for the synchronisation at step {} refused ({}); retrying with the next "
-                           "quorum\n", step, e.what());
+        loco::print_unchecked(stderr,
+                              "elastic: vote for the synchronisation at step {} refused ({}); retrying with the next "
+                              "quorum\n",
+                              step, e.what());
         log_.add("abort", step, 0, e.what());
         groups_.abandon();
         return std::nullopt;
@@ -208,7 +214,8 @@ std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t 
 
 void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,
                             const std::string& why) {
-  fmt::print(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n", step, why);
+  loco::print_unchecked(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n",
+                        step, why);
   log_.add("abort", step, seconds_since(started_), why);
   report_failure(quorum, step);
   // Outside synchronise (an overlapped exchange), the replica's other stages learn it here; inside, as the
@@ -218,8 +225,10 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
 
 void ElasticMember::skip(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,
                          const std::string& partners, const std::string& why) {
-  fmt::print(stderr, "elastic: averaging with {} at step {} failed ({}); skipped, paired again at the next "
-                     "synchronisation\n", partners, step, why);
+  loco::print_unchecked(stderr,
+                        "elastic: averaging with {} at step {} failed ({}); skipped, paired again at the next "
+                        "synchronisation\n",
+                        partners, step, why);
   log_.add("skip", step, seconds_since(started_), why);
   report_failure(quorum, step);
 }

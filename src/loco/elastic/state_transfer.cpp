@@ -7,6 +7,7 @@
 
 #include "loco/comm/comm_error.h"
 #include "loco/membership/sha256.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::elastic {
 namespace {
@@ -88,10 +89,11 @@ void transfer_state(comm::Group& group, std::string& bytes, int root, const std:
                                           attempt));
       }
       if (!intact) {
-        fmt::print(stderr, "elastic: {} does not match its SHA-256; refused, asking for it again (try {} of {})\n",
-                   what, attempt + 1, options.tries_per_chunk);
+        loco::print_unchecked(stderr,
+                              "elastic: {} does not match its SHA-256; refused, asking for it again (try {} of {})\n",
+                              what, attempt + 1, options.tries_per_chunk);
       } else if (sending) {
-        fmt::print(stderr, "elastic: {} member(s) refused {}; sending it again\n", failed, what);
+        loco::print_unchecked(stderr, "elastic: {} member(s) refused {}; sending it again\n", failed, what);
       }
     }
   }

@@ -15,6 +15,7 @@
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/dashboard_routes.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::membership {
 
@@ -127,7 +128,7 @@ struct CoordinatorServer::Impl {
   // stderr unless told otherwise; every event of the coordinator (joins, expiries, quorums, decisions) is
   // one line of the log, escaped (untrusted_text.h): what a sender wrote cannot start a line of its own.
   static ServerOptions with_logs(ServerOptions o) {
-    if (!o.log) o.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    if (!o.log) o.log = [](const std::string& line) { loco::print_unchecked(stderr, "{}\n", line); };
     o.log = [write = std::move(o.log)](const std::string& line) { write(loggable(line)); };
     if (!o.coordinator.on_event) {
       o.coordinator.on_event = [log = o.log](const std::string& kind, const std::string& detail) {

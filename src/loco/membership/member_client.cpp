@@ -14,6 +14,7 @@
 #include "loco/membership/wire.h"
 #include "loco/monitor/metric_point.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 #include "loco/util/stop_requested.h"
 
@@ -225,7 +226,7 @@ void MemberClient::say(const std::string& line) const {
   if (options_.log) {
     options_.log(line);
   } else {
-    fmt::print(stderr, "{}\n", line);
+    loco::print_unchecked(stderr, "{}\n", line);
   }
 }
 

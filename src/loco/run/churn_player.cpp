@@ -5,11 +5,13 @@
 #include <chrono>
 #include <thread>
 
+#include "loco/util/print_unchecked.h"
+
 namespace loco::run {
 
 void say_what_was_drawn(const std::string& spec, const std::vector<ChurnEvent>& schedule) {
   if (spec.find('@') == std::string::npos && !schedule.empty()) {
-    fmt::print(stderr, "churn: {} drew {}\n", spec, format_churn_schedule(schedule));
+    loco::print_unchecked(stderr, "churn: {} drew {}\n", spec, format_churn_schedule(schedule));
   }
 }
 
@@ -17,7 +19,9 @@ ChurnPlayer::ChurnPlayer(int replica, std::vector<ChurnEvent> events, std::funct
                          std::function<bool(std::int64_t)> run_reached)
     : replica_(replica), events_(std::move(events)), leave_(std::move(leave)), run_reached_(std::move(run_reached)) {}
 
-void ChurnPlayer::say(const std::string& what) const { fmt::print(stderr, "churn: replica {} {}\n", replica_, what); }
+void ChurnPlayer::say(const std::string& what) const {
+  loco::print_unchecked(stderr, "churn: replica {} {}\n", replica_, what);
+}
 
 void ChurnPlayer::skip_lives(int lives) {
   for (int life = 0; life < lives && next_ < events_.size(); ++next_) {

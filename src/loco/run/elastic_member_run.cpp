@@ -28,6 +28,7 @@
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 
 namespace loco::run {
@@ -105,10 +106,11 @@ void resume_from_earlier_life(TrainOptions& options, std::int64_t life, const st
   if (!options.resume_from) return;
   const std::string whose =
       member == first_stage ? "its rank" : fmt::format("its replica's first stage, {},", first_stage);
-  fmt::print(stderr,
-             "loco train: member {} (process {} of its rank) resumes from {}, the latest checkpoint that the "
-             "earlier processes of {} wrote\n",
-             member, life, options.resume_from->string(), whose);
+  loco::print_unchecked(
+      stderr,
+      "loco train: member {} (process {} of its rank) resumes from {}, the latest checkpoint that the "
+      "earlier processes of {} wrote\n",
+      member, life, options.resume_from->string(), whose);
 }
 
 }  // namespace
@@ -145,9 +147,9 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
     directory_member = replica_members.members.front();
     resume_from_earlier_life(options, life, member_options.name,
                              directory_member.substr(0, directory_member.find('#')));
-    fmt::print(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",
-               member.credentials().member_id, member_options.place.stage, member_options.place.unit,
-               fmt::join(replica_members.members, ", "));
+    loco::print_unchecked(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",
+                          member.credentials().member_id, member_options.place.stage, member_options.place.unit,
+                          fmt::join(replica_members.members, ", "));
   }
   // Note "stage-agreement": the stages of a replica settle each outer step alike; NoLoCo has no vote to settle.
   comm::Group* replica_stages =
@@ -161,8 +163,9 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
   options.on_metrics = [&member](const nlohmann::json& record) { member.report(record); };
   options.communication_stats = [&groups] { return groups.stats(); };
   if (after_step) options.after_step = [&after_step, &member](std::int64_t step) { after_step(step, member); };
-  fmt::print(stderr, "loco train: member {} of elastic run {} (coordinator {}:{})\n", member.credentials().member_id,
-             member_options.run_id, member_options.coordinator.host, member_options.coordinator.port);
+  loco::print_unchecked(stderr, "loco train: member {} of elastic run {} (coordinator {}:{})\n",
+                        member.credentials().member_id, member_options.run_id, member_options.coordinator.host,
+                        member_options.coordinator.port);
   try {
     TrainSummary summary = Trainer(options).run();
     if (summary.stopped_by != 0) {
@@ -171,23 +174,26 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
       try {
         member.leave(fmt::format("stopped by {}", signal_name(summary.stopped_by)));
       } catch (const membership::MembershipError& e) {  // the coordinator may be going away too
-        fmt::print(stderr, "loco train: member {} could not tell its coordinator that it leaves ({}); the "
-                           "coordinator expires it instead\n", member.credentials().member_id, e.what());
+        loco::print_unchecked(stderr,
+                              "loco train: member {} could not tell its coordinator that it leaves ({}); the "
+                              "coordinator expires it instead\n",
+                              member.credentials().member_id, e.what());
       }
-      fmt::print(stderr, "loco train: member {} left the run after step {}: stopped by {}\n",
-                 member.credentials().member_id, summary.steps, signal_name(summary.stopped_by));
+      loco::print_unchecked(stderr, "loco train: member {} left the run after step {}: stopped by {}\n",
+                            member.credentials().member_id, summary.steps, signal_name(summary.stopped_by));
       return summary;
     }
     member.leave("finished the run", /*finished=*/true);
     if (summary.steps_trained == 0) {  // it joined at the last synchronisation: nothing was left to train
-      fmt::print(stderr, "loco train: member {} stops: it took the state of step {} from a member that finished the "
-                         "run; the final state is in that member's directory\n",
-                 member.credentials().member_id, summary.steps);
+      loco::print_unchecked(stderr,
+                            "loco train: member {} stops: it took the state of step {} from a member that finished the "
+                            "run; the final state is in that member's directory\n",
+                            member.credentials().member_id, summary.steps);
       return std::nullopt;
     }
     return summary;
   } catch (const membership::RunFinished& e) {
-    fmt::print(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());
+    loco::print_unchecked(stderr, "loco train: member {} stops: {}\n", member.credentials().member_id, e.what());
     return std::nullopt;
   } catch (const std::exception& e) {
     // A stage cannot train without its replica's others, nor rejoin their successors' pipeline: the process

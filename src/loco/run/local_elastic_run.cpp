@@ -22,6 +22,7 @@
 #include "loco/train/run_directory.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/run_on_threads.h"
 
 namespace loco::run {
@@ -104,11 +105,12 @@ std::optional<std::filesystem::path> own_checkpoint(const TrainOptions& options,
         checkpoint_of_lives(members, fmt::format("replica-{}", r), static_cast<int>(options.config.dist.stages), *step);
   }
   if (own || r == 0) {
-    if (r > 0 || own != named) fmt::print(stderr, "replica-{} resumes from {}\n", r, (own ? *own : named).string());
+    if (r > 0 || own != named)
+      loco::print_unchecked(stderr, "replica-{} resumes from {}\n", r, (own ? *own : named).string());
     return own ? own : named;
   }
-  fmt::print(stderr, "replica-{} has no checkpoint of {}: it starts afresh and heals from the others\n", r,
-             named.filename().string());
+  loco::print_unchecked(stderr, "replica-{} has no checkpoint of {}: it starts afresh and heals from the others\n", r,
+                        named.filename().string());
   return std::nullopt;
 }
 

@@ -14,6 +14,7 @@
 #include "loco/config/load_config.h"
 #include "loco/train/runtime.h"
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::run {
 
@@ -71,7 +72,7 @@ TrainSummary train_local_pipelines(const TrainOptions& options) {
 }  // namespace
 
 TrainSummary train_local_replicas(const TrainOptions& options) {
-  fmt::print(stderr, "resolved config:\n{}\n", to_toml(options.config));
+  loco::print_unchecked(stderr, "resolved config:\n{}\n", to_toml(options.config));
   if (options.config.dist.stages > 1) return train_local_pipelines(options);
   const int replicas = static_cast<int>(options.config.dist.replicas);
   if (algorithm_named(options.config.dist.algorithm) == Algorithm::none) return Trainer(options).run();
@@ -154,7 +155,7 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
                                   "the launcher",
                                   config.dist.replicas, environment.world_size));
   }
-  if (environment.rank == 0) fmt::print(stderr, "resolved config:\n{}\n", to_toml(config));
+  if (environment.rank == 0) loco::print_unchecked(stderr, "resolved config:\n{}\n", to_toml(config));
   // Note "blas-pool": ranks that share a machine would each keep a pool of one BLAS thread per core.
   if (environment.local_world_size > 1) limit_blas_threads(config.train.threads);
   const comm::Timeout timeout = comm_timeout(config.comm);

@@ -15,6 +15,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/parse_number.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::sim {
 
@@ -216,7 +217,7 @@ std::vector<FitPoint> load_results(const std::vector<std::string>& inputs, Param
     std::error_code unresolved;
     const fs::path canonical = fs::weakly_canonical(path, unresolved);
     if (read.insert(unresolved ? path.lexically_normal() : canonical).second) return true;
-    fmt::print(stderr, "fit: {} was named already; read once\n", path.string());
+    loco::print_unchecked(stderr, "fit: {} was named already; read once\n", path.string());
     return false;
   };
   for (const auto& input : inputs) {

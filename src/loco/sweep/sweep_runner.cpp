@@ -16,6 +16,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_difference.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/run_program.h"
 
 namespace loco {
@@ -325,8 +326,8 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     std::vector<SweepRun> repeats;
     for (const SweepCell& cell : find_cells(plan, read_results(plan))) {
       if (cell.best == nullptr) {
-        fmt::print(stderr, "cell {}: some of its runs failed; its best run is repeated once they all finish\n",
-                   cell.name);
+        loco::print_unchecked(
+            stderr, "cell {}: some of its runs failed; its best run is repeated once they all finish\n", cell.name);
         continue;
       }
       for (SweepRun& repeat : repeats_of(plan, *cell.best)) repeats.push_back(std::move(repeat));

@@ -4,6 +4,8 @@
 
 #include <exception>
 
+#include "loco/util/print_unchecked.h"
+
 #if LOCO_CUDA_GRAPHS
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -84,8 +86,10 @@ void CudaGraph::run(const std::function<void()>& work) {
     graph->capture_end();
   } catch (const std::exception& e) {
     g.failed = true;
-    fmt::print(stderr, "loco: warning: a CUDA graph capture failed, so this part of the step runs kernel by kernel "
-                       "(set train.cuda_graphs = false to skip the attempt): {}\n", message_of(e));
+    loco::print_unchecked(stderr,
+                          "loco: warning: a CUDA graph capture failed, so this part of the step runs kernel by kernel "
+                          "(set train.cuda_graphs = false to skip the attempt): {}\n",
+                          message_of(e));
     work();  // a failed capture executed none of the work
     return;
   }

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "loco/util/print_unchecked.h"
+
 namespace loco {
 
 Progress::Progress(std::int64_t total_steps) : total_(total_steps), tty_(::isatty(STDERR_FILENO) == 1) {}
@@ -21,26 +23,26 @@ std::string format_duration(double seconds) {
 void Progress::update(std::int64_t step, double elapsed_s, double steps_per_s, const std::string& status) {
   const double eta = steps_per_s > 0 ? static_cast<double>(total_ - step) / steps_per_s : 0.0;
   if (!tty_) {
-    fmt::print(stderr, "step {}/{} {} elapsed {} eta {}\n", step, total_, status, format_duration(elapsed_s),
-               format_duration(eta));
+    loco::print_unchecked(stderr, "step {}/{} {} elapsed {} eta {}\n", step, total_, status, format_duration(elapsed_s),
+                          format_duration(eta));
     return;
   }
   constexpr int kWidth = 24;
   const int filled = total_ > 0 ? static_cast<int>(kWidth * step / total_) : kWidth;
-  fmt::print(stderr, "\r\033[K[{}{}] {}/{} {} eta {}", std::string(filled, '#'), std::string(kWidth - filled, ' '),
-             step, total_, status, format_duration(eta));
+  loco::print_unchecked(stderr, "\r\033[K[{}{}] {}/{} {} eta {}", std::string(filled, '#'),
+                        std::string(kWidth - filled, ' '), step, total_, status, format_duration(eta));
   std::fflush(stderr);
   bar_visible_ = true;
 }
 
 void Progress::note(const std::string& line) {
-  if (bar_visible_) fmt::print(stderr, "\r\033[K");
-  fmt::print(stderr, "{}\n", line);
+  if (bar_visible_) loco::print_unchecked(stderr, "\r\033[K");
+  loco::print_unchecked(stderr, "{}\n", line);
   bar_visible_ = false;
 }
 
 void Progress::finish() {
-  if (bar_visible_) fmt::print(stderr, "\n");
+  if (bar_visible_) loco::print_unchecked(stderr, "\n");
   bar_visible_ = false;
 }
 

@@ -4,10 +4,13 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "loco/util/error.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco {
 
@@ -16,12 +19,18 @@ namespace {
 namespace kineto = torch::autograd::profiler;
 namespace impl = torch::profiler::impl;
 
+// A run has at most 2^40 steps (a checkpoint's bound), so a window beyond it would never close.
+constexpr std::int64_t kMostStep = std::int64_t{1} << 40;
+
 std::int64_t env_int(const char* name, std::int64_t fallback) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long long parsed = std::strtoll(value, &end, 10);
-  if (*end != '\0' || parsed < 1) throw ConfigError(fmt::format("{}={} must be a positive integer", name, value));
+  if (*end != '\0' || errno != 0 || parsed < 1 || parsed > kMostStep) {
+    throw ConfigError(fmt::format("{}={} must be a whole number of steps from 1 to {}", name, value, kMostStep));
+  }
   return parsed;
 }
 
@@ -33,11 +42,38 @@ std::set<impl::ActivityType> activities(bool cuda) {
 
 }  // namespace
 
-std::unique_ptr<StepProfiler> StepProfiler::from_environment(bool cuda) {
+std::unique_ptr<StepProfiler> StepProfiler::from_environment(bool cuda, std::int64_t done, std::int64_t steps) {
   const char* path = std::getenv("LOCO_PROFILE");
   if (path == nullptr || *path == '\0') return nullptr;
-  return std::unique_ptr<StepProfiler>(
+  auto profiler = std::unique_ptr<StepProfiler>(
       new StepProfiler(path, env_int("LOCO_PROFILE_START", 6), env_int("LOCO_PROFILE_STEPS", 2), cuda));
+  // A libtorch built without Kineto (Debian's) records a profile but cannot save it: found by one empty trace
+  // saved now, not when the window closes (which ended the run there, without its checkpoint).
+  profiler->before_step(profiler->first_);
+  profiler->save_trace(
+      "LOCO_PROFILE: this libtorch cannot write a trace (it was built without Kineto, as "
+      "Debian's is). Unset LOCO_PROFILE, or build loco on a libtorch with Kineto (the CUDA wheel: "
+      "docs/build.md)");
+  std::error_code ignored;
+  std::filesystem::remove(profiler->path_, ignored);
+  if (profiler->first_ > steps || profiler->last_ <= done) {
+    loco::print_unchecked(stderr,
+                          "loco: note: LOCO_PROFILE_START={} and LOCO_PROFILE_STEPS={} lie outside this run's steps {} "
+                          "to {}: no trace is written\n",
+                          profiler->first_, profiler->last_ - profiler->first_ + 1, done + 1, steps);
+  }
+  return profiler;
+}
+
+void StepProfiler::save_trace(const std::string& refusal) {
+  if (cuda_) torch::cuda::synchronize();
+  auto result = kineto::disableProfiler();
+  active_ = false;
+  try {
+    result->save(path_);
+  } catch (const c10::Error& e) {
+    throw ConfigError(fmt::format("{} ({})", refusal, e.what_without_backtrace()));
+  }
 }
 
 StepProfiler::StepProfiler(std::string path, std::int64_t first, std::int64_t count, bool cuda)
@@ -54,11 +90,13 @@ void StepProfiler::before_step(std::int64_t step) {
 
 void StepProfiler::after_step(std::int64_t step) {
   if (step != last_ || !active_) return;
-  if (cuda_) torch::cuda::synchronize();
-  auto result = kineto::disableProfiler();
-  active_ = false;
-  result->save(path_);
-  fmt::print(stderr, "loco: profile of steps {}-{} written to {}\n", first_, last_, path_);
+  // A trace that cannot be written (a full disk, a missing directory) is said, and the run goes on.
+  try {
+    save_trace("LOCO_PROFILE: the trace could not be written");
+    loco::print_unchecked(stderr, "loco: profile of steps {}-{} written to {}\n", first_, last_, path_);
+  } catch (const ConfigError& e) {
+    loco::print_unchecked(stderr, "loco: warning: {}; training goes on\n", e.what());
+  }
 }
 
 StepProfiler::~StepProfiler() {

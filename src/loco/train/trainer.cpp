@@ -38,6 +38,7 @@
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_problem.h"
+#include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
 #include "loco/util/stop_requested.h"
 #include "loco/util/torch_compat.h"
@@ -119,7 +120,7 @@ struct Trainer::State {
 
   int replicas() const { return group ? group->size() : 1; }
   void say(const std::string& line) const {
-    if (!quiet) fmt::print(stderr, "{}\n", line);
+    if (!quiet) loco::print_unchecked(stderr, "{}\n", line);
   }
   std::int64_t tokens_per_step() const { return config.global_batch() * config.data.seq_len; }  // all replicas
   // Before the loop starts (a heal while the strategy attaches) this process has trained for no time.
@@ -184,6 +185,7 @@ TrainSummary Trainer::run() {
   try {
     set_up();
     restore();
+    s.profiler = StepProfiler::from_environment(s.device.is_cuda(), s.step, s.config.train.steps);
   } catch (const StopRequested& stop) {
     // An elastic member signalled while it waited for its first quorum: it stops where it started.
     if (!s.communication) throw;
@@ -201,7 +203,6 @@ TrainSummary Trainer::run() {
   announce();
   s.start = s.interval_start = Clock::now();
   s.progress.emplace(s.config.train.steps);
-  s.profiler = StepProfiler::from_environment(s.device.is_cuda());
   const auto fault = FaultInjection::from_environment();
   // Warm-up, capture and replay all on one side stream (note "cuda-graphs").
   std::optional<CudaSideStream> side_stream;
@@ -350,8 +351,8 @@ void Trainer::set_up() {
   s.out_dir_lock = claim_run_directory(s.out_dir, tc.out_dir, s.options.resume_from);
   const auto interrupted = remove_interrupted_checkpoints(s.out_dir / "checkpoints");
   if (!interrupted.empty()) {
-    fmt::print(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
-               (s.out_dir / "checkpoints").string(), fmt::join(interrupted, ", "));
+    loco::print_unchecked(stderr, "removed what a stopped run left while writing a checkpoint in {}: {}\n",
+                          (s.out_dir / "checkpoints").string(), fmt::join(interrupted, ", "));
   }
   if (s.resumed) agree_on_resume();
 
@@ -502,9 +503,10 @@ void Trainer::agree_on_resume() {
   }
   for (const auto& [step, dir] : mine) {
     if (step <= resumed) continue;
-    fmt::print(stderr, "removing {}: the run's other replicas or stages did not write step {} (it was stopped while "
-                       "they wrote it), so the run resumes from step {}\n",
-               dir.string(), step, resumed);
+    loco::print_unchecked(stderr,
+                          "removing {}: the run's other replicas or stages did not write step {} (it was stopped while "
+                          "they wrote it), so the run resumes from step {}\n",
+                          dir.string(), step, resumed);
     std::error_code failed;
     if (!remove_tree(dir, failed)) {
       throw IoError(fmt::format("cannot remove {}: {}. Remove it by hand and resume again", dir.string(),
@@ -525,8 +527,8 @@ void Trainer::announce() const {
   if (s.device.is_cuda()) s.say("cuda graphs: " + s.capture_decision);
   // Every stage of the lead replica says what it holds (a stage's memory is the point of the stages).
   if (s.stage_runner && s.lead && !s.options.quiet) {
-    fmt::print(stderr, "pipeline: {} stages per replica; this process is {}\n", s.stage_runner->stages(),
-               s.stage_runner->describe());
+    loco::print_unchecked(stderr, "pipeline: {} stages per replica; this process is {}\n", s.stage_runner->stages(),
+                          s.stage_runner->describe());
   }
   s.say(fmt::format("data: {} train tokens, {}; {} steps of {} sequences x {} tokens ({} per "
                     "replica, dist.batch = {}){}",
@@ -745,7 +747,7 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
 void Trainer::note_stop_while_waiting(const StopRequested& stop) {
   State& s = *state_;
   s.stopped_waiting = stop.signal();
-  fmt::print(stderr, "{}: {}\n", s.membership->describe(), stop.what());
+  loco::print_unchecked(stderr, "{}: {}\n", s.membership->describe(), stop.what());
 }
 
 void Trainer::save() {

@@ -54,6 +54,27 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
   return std::nullopt;
 }
 
+Utf8Scan scan_utf8(std::string_view bytes, bool more_follow) {
+  Utf8Scan scan;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const Sequence sequence = sequence_at(bytes, i);
+    if (!sequence.well_formed) {
+      // Cut by the end of what was read, not ill-formed: every byte up to the end fits the sequence.
+      if (more_follow && i + sequence.length == bytes.size() && sequence.length > 1) break;
+      if (more_follow && i + 1 == bytes.size() && static_cast<unsigned char>(bytes[i]) >= 0xC2 &&
+          static_cast<unsigned char>(bytes[i]) <= 0xF4) {
+        break;
+      }
+      if (!scan.first_invalid) scan.first_invalid = i;
+    } else if (sequence.length > 1) {
+      scan.multibyte = true;
+    }
+    if (scan.first_invalid && scan.multibyte) break;
+    i += sequence.length;
+  }
+  return scan;
+}
+
 std::string replace_invalid_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

@@ -14,6 +14,15 @@ namespace loco {
 // every byte does.
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes);
 
+// What one pass over `bytes` found: the offset of the first byte that does not start or continue a well-formed
+// sequence, and whether any well-formed character of more than one byte is among them. `bytes` that are the
+// start of a longer text (`more_follow`) may end inside a character: that last part counts as neither.
+struct Utf8Scan {
+  std::optional<std::size_t> first_invalid;
+  bool multibyte = false;
+};
+Utf8Scan scan_utf8(std::string_view bytes, bool more_follow);
+
 // `bytes` with each ill-formed sequence (its maximal subpart) replaced by U+FFFD, as Python's errors="replace"
 // decodes: text for a terminal or a JSON document, from bytes that need not be UTF-8 (a byte tokenizer's).
 std::string replace_invalid_utf8(std::string_view bytes);

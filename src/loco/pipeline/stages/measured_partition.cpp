@@ -12,6 +12,7 @@
 
 #include "loco/model/llama.h"
 #include "loco/pipeline/partition.h"
+#include "loco/util/print_unchecked.h"
 
 namespace loco::pipeline {
 
@@ -84,9 +85,10 @@ std::string measured_partition(const RunConfig& config, comm::Group& pipeline, c
   for (const StageLayers& stage : balanced_partition(layers, pipeline.size(), s[1], s[2])) counts.push_back(stage.count);
   const std::string split = fmt::format("{}", fmt::join(counts, ","));
   if (first_stage && first_replica) {
-    fmt::print(stderr, "pipeline: partition measured: {:.2f} ms a decoder layer, {:.2f} ms the embedding, {:.2f} ms "
-                       "the norm, head and loss per micro-batch: layers per stage {}\n",
-               1e3 * s[0], 1e3 * s[1], 1e3 * s[2], split);
+    loco::print_unchecked(stderr,
+                          "pipeline: partition measured: {:.2f} ms a decoder layer, {:.2f} ms the embedding, {:.2f} ms "
+                          "the norm, head and loss per micro-batch: layers per stage {}\n",
+                          1e3 * s[0], 1e3 * s[1], 1e3 * s[2], split);
   }
   return split;
 }
