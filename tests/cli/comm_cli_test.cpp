@@ -179,6 +179,29 @@ TEST(RendezvousCli, AStoreThatClosesTheConnectionIsACommError) {
   EXPECT_NE(result.output.find("127.0.0.1:" + std::to_string(store.port())), std::string::npos) << result.output;
 }
 
+// A host that does not resolve and an interface this machine lacks are named at once (before: the whole timeout,
+// then "check that rank 0 is running"; Gloo's "[enforce fail at …] ifa != nullptr").
+TEST(RendezvousCli, AnUnknownHostOrInterfaceIsNamedAtOnce) {
+  RankEnvironment environment(1, 2, 29999);
+  ::setenv("MASTER_ADDR", "no.such.host.invalid", 1);
+  const auto start = Clock::now();
+  auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "60", "--sizes", "1KiB"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("rank 1 cannot resolve the rendezvous host 'no.such.host.invalid' (MASTER_ADDR)"),
+            std::string::npos)
+      << result.output;
+  EXPECT_LT(seconds_since(start), 30.0);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("LOCO_SOCKET_IFNAME", "nosuchif0", 1);
+  result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "5", "--sizes", "1KiB"});
+  ::unsetenv("LOCO_SOCKET_IFNAME");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("LOCO_SOCKET_IFNAME=nosuchif0 names no network interface of this machine (its "
+                               "interfaces: lo"),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(RendezvousCli, UnreachableMasterTimesOutWithinTheTimeout) {
   int free_port = 0;
   {

@@ -127,6 +127,14 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   EXPECT_TRUE(fs::is_symlink(*dir_ / "dangling"));
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", ""}), 2, "--out: the path is empty");
   expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", ""}), 2, "--data: the path is empty");
+  // An export given where data or a tokenizer belongs is named as one (before: "malformed (key 'kind' not found)"
+  // of loco's own file, and a prepare into it as the fix).
+  expect_error(run_loco({"eval", "--checkpoint", checkpoint.string(), "--data", (*dir_ / "hf").string()}), 1,
+               "hf is a Hugging Face export (as `loco export` writes), not a prepared data directory");
+  write_text(*dir_ / "hf-input.txt", "a document\n");
+  expect_error(run_loco({"prepare", "--input", (*dir_ / "hf-input.txt").string(), "--out", (*dir_ / "from-hf").string(),
+                         "--tokenizer-from", (*dir_ / "hf").string()}),
+               1, "tokenizer.json is a Hugging Face tokenizer (as `loco export` writes)");
   // Without CUDA, asking for it names the option the user gave, not always train.device.
   r = run_loco(
       {"generate", "--checkpoint", checkpoint.string(), "--prompt", "the", "--tokens", "2", "--device", "cuda"});

@@ -77,6 +77,40 @@ TEST(UsageCli, MissingAndUnknownOptionsAndCommands) {
                      {"4MB was not expected: loco bench allreduce takes no words", "needs quotes"});
 }
 
+// Options that another makes meaningless, or that read one not given, are refused before any work (audit round 11:
+// each was accepted and ignored).
+TEST(UsageCli, OptionsThatWouldBeIgnoredAreRefused) {
+  expect_usage_error({"sweep", "s.toml", "--dry-run", "--tables-only"},
+                     {"--dry-run and --tables-only do not go together"});
+  expect_usage_error({"status", "--coordinator", "127.0.0.1:1", "--json", "--events", "3"},
+                     {"--json and --events do not go together"});
+  expect_usage_error({"coordinator", "--run-id", ""}, {"--run-id", "the value is empty"});
+  expect_usage_error({"coordinator", "--host", ""}, {"--host", "the value is empty"});
+  expect_usage_error({"coordinator", "--heartbeat-timeout-s", "1e300"},
+                     {"--heartbeat-timeout-s", "1e300 is not a number from 0 to 1000000"});
+  const auto refused = [](const std::vector<std::string>& args, const std::string& text) {
+    const auto r = test::run_loco_within(60, args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << r.output;
+  };
+  refused({"generate", "--checkpoint", "nowhere", "--prompt", "a", "--temperature", "0", "--top-k", "5"},
+          "--top-k is read only when sampling, and --temperature 0 decodes greedily");
+  refused({"generate", "--checkpoint", "nowhere", "--prompt", "a", "--temperature", "0", "--seed", "1"},
+          "--seed is read only when sampling");
+  refused({"bench", "allreduce", "--codec", "fp32,bf16", "--block-size", "64"},
+          "--block-size sizes the scale blocks of int8, fp4 and int4, and --codec fp32,bf16 has none of them");
+  refused({"bench", "allreduce", "--delay", "full"},
+          "--delay full shows an emulated link in real time, and no "
+          "--bandwidth-mbps or --latency-ms emulates one");
+  refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms", "dp", "--h", "50"},
+          "--h is a default of the diloco, streaming and noloco specs in --algorithms, and --algorithms dp holds none");
+  refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms", "dp,diloco", "--tau",
+           "1"},
+          "--tau is a default of the streaming specs");
+  refused({"coordinator", "--min-replicas", "3", "--start-replicas", "2", "--secret-file", "/nonexistent/s"},
+          "--start-replicas 2 is below --min-replicas 3");
+}
+
 TEST(UsageCli, HelpShowsAnExampleAndExitsZero) {
   const auto r = run_loco({"generate", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -393,6 +393,12 @@ TEST(Config, BadTomlAndMissingFileAreConfigErrors) {
   EXPECT_NE(config_error(dir, "[model\nhidden_size = 3").find("cannot parse"), std::string::npos);
   EXPECT_THROW(load_run_config(dir / "absent.toml", {}), ConfigError);
   EXPECT_THROW(load_run_config(dir.path(), {}), ConfigError);  // a directory
+  EXPECT_NE(config_error(dir, "[[train]]\nsteps = 4\n")
+                .find("[[train]] in " + (dir / "run.toml").string() +
+                      " is an array of tables (double brackets); a loco "
+                      "config has one table per section: write [train]"),
+            std::string::npos);
+  EXPECT_NE(config_error(dir, "steps = 4\n").find("'steps' in"), std::string::npos);
 }
 
 // toml11 reads past its buffer on a literal string holding invalid UTF-8 (found by the config fuzzer):

@@ -205,6 +205,19 @@ TEST(DataPrepare, TextFieldNamesTheJsonlFieldThatHoldsTheText) {
   options.out_dir = scratch / "out3";
   options.text_field = "";
   EXPECT_THROW(prepare_dataset(options), ConfigError);
+  // Given for text files only, it would be ignored (before: without a word); beside a JSON file it is read.
+  write_text(scratch / "a.txt", "a whole document\n");
+  options = byte_options({scratch / "a.txt"}, scratch / "out4", 0);
+  options.text_field = "body";
+  options.text_field_given = true;
+  const std::string unused = prepare_error(options);
+  EXPECT_NE(unused.find("--text-field body names a field of JSON, CSV, TSV, Parquet or Arrow records, and every "
+                        "input is a text file, read whole: drop --text-field"),
+            std::string::npos)
+      << unused;
+  EXPECT_FALSE(fs::exists(scratch / "out4"));
+  options.inputs.push_back(scratch / "docs.jsonl");
+  EXPECT_EQ(prepare_dataset(options).documents, 3u);
 }
 
 TEST(DataPrepare, RefusesToOverwriteAPreparedDirectory) {
@@ -474,6 +487,19 @@ TEST(DataPrepare, ARefusedRunTakesBackWhatItWroteAndAKilledRunIsClearedByTheNext
   EXPECT_FALSE(fs::exists(scratch / "out/train_999.bin"));
   EXPECT_FALSE(fs::exists(scratch / "out/.val_003.bin.tmp-4242"));
   EXPECT_FALSE(fs::exists(scratch / "out" / kPrepareMarkerFileName));
+  // A run killed right after it probed the directory left only its probe (before: "holds .loco-write-test-…,
+  // which `loco prepare` did not write").
+  write_text(scratch / "probed/.loco-write-test-12868", "");
+  options.out_dir = scratch / "probed";
+  prepare_dataset(options, tiny);
+  EXPECT_FALSE(fs::exists(scratch / "probed/.loco-write-test-12868"));
+  // One killed after it wrote meta.json, before it removed its marker, is whole: its tokenizer serves another
+  // (before: "a loco prepare that did not finish … run that prepare again", which refused the whole directory).
+  write_text(scratch / "fresh" / kPrepareMarkerFileName, "loco prepare is writing this directory\n");
+  options.tokenizer_from = scratch / "fresh";
+  options.out_dir = scratch / "from-fresh";
+  prepare_dataset(options, tiny);
+  EXPECT_TRUE(fs::exists(scratch / "from-fresh" / kMetaFileName));
 }
 
 // --out is a new or empty directory (or an interrupted run's): prepare's files beside another's could be taken

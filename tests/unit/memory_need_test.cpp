@@ -43,6 +43,14 @@ TEST(MemoryNeed, CountsWeightsStateAndActivationsByHand) {
   EXPECT_DOUBLE_EQ(middle.activation_bytes, 4.0 * 10 * 1 * 122);
   // A fused attention keeps no scores: 2·5 floats less per token and layer.
   EXPECT_DOUBLE_EQ(memory_need(small(), 1, 2, false, false, false).activation_bytes, 4.0 * 10 * 1 * 112);
+  // The strategy's float32 copies: none alone, the outer step's three in the DiLoCo family (audit round 11: 20
+  // DiLoCo replicas as threads held 3 times the weights' and AdamW's 16 bytes per parameter).
+  EXPECT_DOUBLE_EQ(whole.strategy_bytes, 0);
+  RunConfig diloco = small();
+  diloco.dist.algorithm = "diloco";
+  EXPECT_DOUBLE_EQ(memory_need(diloco, 0, 3, true, true, true).strategy_bytes, 12.0 * (3 * 576 + 2 * 80));
+  diloco.dist.algorithm = "ddp";
+  EXPECT_DOUBLE_EQ(memory_need(diloco, 0, 3, true, true, true).strategy_bytes, 4.0 * (3 * 576 + 2 * 80));
   // Tied embeddings: the head is the embedding.
   RunConfig tied = small();
   tied.model.tie_word_embeddings = true;

@@ -35,6 +35,7 @@ struct BenchAllReduceOptions {
   std::string sizes = "1MB,4MB,16MB";
   std::string codecs = "fp32,bf16,int8,fp4,int4";
   std::size_t block_size = 128;
+  bool block_size_given = false;
   std::string round_kib = "auto";
   std::string bandwidth_mbps;
   std::string latency_ms;
@@ -75,6 +76,21 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.sizes_bytes = parse_sizes(o.sizes);
   bench.codecs = split_list(o.codecs);
   for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
+  // Options read only beside another (before: accepted, and nothing read them), as train names its settings.
+  const bool quantises = std::any_of(bench.codecs.begin(), bench.codecs.end(),
+                                     [](const std::string& c) { return c == "int8" || c == "fp4" || c == "int4"; });
+  if (o.block_size_given && !quantises) {
+    throw ConfigError(
+        fmt::format("--block-size sizes the scale blocks of int8, fp4 and int4, and --codec {} has none "
+                    "of them: drop --block-size, or add such a codec",
+                    o.codecs));
+  }
+  if (o.delay != "none" && o.bandwidth_mbps.empty() && o.latency_ms.empty()) {
+    throw ConfigError(
+        fmt::format("--delay {} shows an emulated link in real time, and no --bandwidth-mbps or "
+                    "--latency-ms emulates one: give one, or drop --delay",
+                    o.delay));
+  }
   bench.block_size = o.block_size;
   bench.repeats = o.repeats;
   bench.warmup = o.warmup;
@@ -171,7 +187,15 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--nproc", o.nproc, "Ranks (ignored when started as one rank by a launcher)")->capture_default_str();
   cmd->add_option("--sizes", o.sizes, "Message sizes per rank, e.g. 1MB,4MB,64MiB")->capture_default_str();
   cmd->add_option("--codec", o.codecs, "Codecs, comma-separated: fp32,bf16,int8,fp4,int4")->capture_default_str();
-  cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
+  cmd->add_option_function<std::size_t>(
+         "--block-size",
+         [options](const std::size_t& size) {
+           auto& o = *options;
+           o.block_size = size;
+           o.block_size_given = true;
+         },
+         "Values per scale for int8, fp4 and int4")
+      ->default_str(std::to_string(o.block_size));
   cmd->add_option("--round-kib", o.round_kib,
                   "Pacing: KiB per peer and round, off (one round; fp32 takes the backend's ring) or auto "
                   "(from --bandwidth-mbps/--latency-ms; without a bandwidth, from the link Gloo/NCCL exchanges measure, "

@@ -90,6 +90,12 @@ void run_coordinator(const CoordinatorArgs& args) {
                                   "need a port of their own. Give two different ports (or 0 for any free one)",
                                   args.port));
   }
+  if (args.rules.start_replicas > 0 && args.rules.start_replicas < args.rules.min_replicas) {
+    throw ConfigError(
+        fmt::format("--start-replicas {} is below --min-replicas {}: the first quorum waits for at least "
+                    "--min-replicas members anyway. Give --start-replicas {} or more (or 0: the minimum)",
+                    args.rules.start_replicas, args.rules.min_replicas, args.rules.min_replicas));
+  }
   membership::ServerOptions options;
   options.host = args.host;
   options.port = args.port;
@@ -135,7 +141,7 @@ void add_coordinator_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "coordinator", "Serve a run's membership: joins, heartbeats, quorums, status (docs/fault-tolerance.md)");
   set_example(cmd, "loco coordinator --port 29400 --run-id my-run --min-replicas 2");
-  cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--host", args->host, "Address to listen on")->check(text_given())->capture_default_str();
   cmd->add_option("--port", args->port, "TCP port; 0 picks a free one (printed)")
       ->check(tcp_port())
       ->capture_default_str();
@@ -143,7 +149,9 @@ void add_coordinator_command(CLI::App& app) {
                   "TCP port of the run's rendezvous store, on every interface; 0 picks a free one (members learn it)")
       ->check(tcp_port())
       ->capture_default_str();
-  cmd->add_option("--run-id", args->run_id, "The run's id, which members must present (default: LOCO_RUN_ID, or random)");
+  cmd->add_option("--run-id", args->run_id,
+                  "The run's id, which members must present (default: LOCO_RUN_ID, or random)")
+      ->check(text_given());
   cmd->add_option("--secret-file", args->secret_file,
                   "The run's secret, which members prove to join (created with a new one if missing; default: "
                   "LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)")

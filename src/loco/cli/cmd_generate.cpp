@@ -86,7 +86,18 @@ void add_generate_command(CLI::App& app) {
       ->check(whole_number_at_least(0));
   cmd->add_option("--seed", args->sampling.seed, "sampling seed")->check(whole_number_at_least(0));
   cmd->add_option("--device", args->device, "cpu | cuda | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  cmd->callback([args] { run_generate(*args); });
+  cmd->callback([args, cmd] {
+    // Greedy decoding takes the most likely token: nothing is drawn, so a top-k or a seed would be ignored.
+    for (const char* option : {"--top-k", "--seed"}) {
+      if (args->sampling.temperature == 0 && cmd->count(option) > 0) {
+        throw ConfigError(
+            fmt::format("{} is read only when sampling, and --temperature 0 decodes greedily (the "
+                        "most likely token each time): drop {}, or give a temperature above 0",
+                        option, option));
+      }
+    }
+    run_generate(*args);
+  });
 }
 
 }  // namespace loco::cli

@@ -146,7 +146,10 @@ void add_prepare_command(CLI::App& app) {
                   "Parquet or Arrow file, "
                   "that holds the text")
       ->capture_default_str();
-  cmd->callback([args] { run_prepare(*args); });
+  cmd->callback([args, cmd] {
+    args->options.text_field_given = cmd->count("--text-field") > 0;
+    run_prepare(*args);
+  });
 }
 
 }  // namespace loco::cli

@@ -3,9 +3,11 @@
 // needs; a sweep (CSV + PNG); and the calibration against the published table (--calibrate).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/usage.h"
@@ -141,6 +143,22 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
   request.scenario = build_scenario(o, cmd);
   sim::AlgorithmDefaults defaults{o.inner_steps, o.fragment_layers, o.overlap_steps, 0};
   request.algorithms = sim::parse_algorithms(o.algorithms, defaults, request.scenario.layers);
+  // Defaults of specs --algorithms does not hold would be ignored (before: accepted without a word).
+  const auto holds = [&](bool (*kind)(sim::Algorithm)) {
+    return std::any_of(request.algorithms.begin(), request.algorithms.end(),
+                       [&](const sim::AlgorithmSpec& spec) { return kind(spec.kind); });
+  };
+  const auto synchronises = [](sim::Algorithm kind) { return kind != sim::Algorithm::kDataParallel; };
+  const auto streams = [](sim::Algorithm kind) { return kind == sim::Algorithm::kStreaming; };
+  for (const auto& [option, read] : {std::pair{"--h", holds(synchronises)}, std::pair{"--tau", holds(streams)},
+                                     std::pair{"--fragment-layers", holds(streams)}}) {
+    if (cmd.count(option) > 0 && !read) {
+      throw ConfigError(fmt::format(
+          "{} is a default of the {} specs in --algorithms, and --algorithms {} holds none: "
+          "drop {}, or add such a spec",
+          option, std::string(option) == "--h" ? "diloco, streaming and noloco" : "streaming", o.algorithms, option));
+    }
+  }
   request.models = parse_models(o.model);
   for (double percent : parse_numbers(o.targets, "--targets")) request.targets.push_back(percent / 100);
   // Bandwidths are checked as given, in Gbit/s: converted to bit/s first, 1e300 would already be infinite.

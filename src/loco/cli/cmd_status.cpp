@@ -51,8 +51,10 @@ void add_status_command(CLI::App& app) {
   cmd->add_option("--secret-file", args->secret_file,
                   "the run's secret (default: LOCO_RUN_SECRET_FILE / LOCO_RUN_SECRET)")
       ->check(path_given());
-  cmd->add_flag("--json", args->json, "print the coordinator's whole status as one JSON line");
-  cmd->add_option("--events", args->events, "last events shown")->check(whole_number_at_least(0));
+  CLI::Option* json = cmd->add_flag("--json", args->json, "print the coordinator's whole status as one JSON line");
+  cmd->add_option("--events", args->events, "last events shown")
+      ->check(whole_number_at_least(0))
+      ->excludes(json);  // the JSON holds every event the coordinator keeps
   cmd->add_option("--timeout-s", args->timeout_s, "how long to wait for the coordinator")->check(number_in(0.1, 600));
   cmd->callback([args] { run_status(*args); });
 }

@@ -100,10 +100,12 @@ void add_sweep_command(CLI::App& app) {
       ->check(number_in(1, kMaxSweepJobs));
   cmd->add_option("--profile", args->profile,
                   "Apply the file's [profile.NAME]: its settings and axes replace the file's (e.g. larger models)");
-  cmd->add_flag("--dry-run", args->dry_run, "Check every run's config and list the runs, without running them");
+  CLI::Option* dry_run =
+      cmd->add_flag("--dry-run", args->dry_run, "Check every run's config and list the runs, without running them");
   cmd->add_flag("--tables-only", args->tables_only,
                 "Write the summary (and cells) tables of the runs finished so far, without running any (e.g. while "
-                "the sweep runs)");
+                "the sweep runs)")
+      ->excludes(dry_run);  // a dry run writes nothing: the tables were silently not written
   cmd->callback([args] { run_sweep_command(*args); });
 }
 

@@ -104,6 +104,12 @@ int report_usage_error(CLI::App& app, const CLI::ParseError& error) {
   if (std::smatch m; std::regex_match(what, m, requires_other)) {
     what = fmt::format("{0} is read only with {1}: give {1} too, or drop {0}", m[1].str(), m[2].str());
   }
+  // CLI11 says "--events excludes --json" of two options that contradict each other (CLI::Option::excludes).
+  static const std::regex excludes_other("^(\\S+) excludes (\\S+)$");
+  if (std::smatch m; std::regex_match(what, m, excludes_other)) {
+    what = fmt::format("{} and {} do not go together (one makes the other meaningless): give one of them", m[1].str(),
+                       m[2].str());
+  }
   const CLI::App* command = &app;
   while (!command->get_subcommands().empty()) command = command->get_subcommands().front();
   std::string path;  // "bench allreduce"
@@ -171,6 +177,11 @@ CLI::Validator non_negative_number() {
 
 CLI::Validator finite_number() {
   return number_rule("a finite number", [](double) { return true; });
+}
+
+CLI::Validator text_given() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "the value is empty; give one" : ""; }, "TEXT");
 }
 
 CLI::Validator path_given() {

@@ -35,5 +35,6 @@ CLI::Validator tcp_port();
 // A path that is not empty: '' (an unset shell variable) is named as the option's mistake, not left to the
 // file system ("cannot use '': Invalid argument").
 CLI::Validator path_given();
+CLI::Validator text_given();  // any text but the empty one (an address, a run's id)
 
 }  // namespace loco::cli

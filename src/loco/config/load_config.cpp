@@ -132,6 +132,14 @@ ConfigValue toml_to_value(const ConfigKey& key, const toml::value& v, const std:
 
 void apply_toml(RunConfig& config, const toml::value& root, const std::string& file) {
   for (const auto& [section, table] : root.as_table()) {
+    // [[train]] is an array of tables: said as such (it was "a value at the top level").
+    const bool array_of_tables = table.is_array() && !table.as_array().empty() && table.as_array().front().is_table();
+    if (array_of_tables) {
+      throw ConfigError(
+          fmt::format("[[{0}]] in {1} is an array of tables (double brackets); a loco config has one "
+                      "table per section: write [{0}]",
+                      section, file));
+    }
     if (!table.is_table()) {
       throw ConfigError(fmt::format(
           "'{}' in {} is a value at the top level; loco configs put every key in a section such as "

@@ -74,6 +74,13 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
                 data_dir.string())
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
+      // What `loco export` writes: weights and a Hugging Face tokenizer, no data (prepare refuses it as --out).
+      : made == nullptr && fs::exists(data_dir / "config.json", unreadable) &&
+              fs::exists(data_dir / "model.safetensors", unreadable)
+          ? fmt::format(
+                "{} is a Hugging Face export (as `loco export` writes), not a prepared data directory: give "
+                "the directory `loco prepare` wrote (data.dir in the config of the run it was exported from)",
+                data_dir.string())
       // A directory of files loco did not write is a corpus, mostly, which prepare refuses as its own --out.
       : made == nullptr && looks_like_a_corpus(data_dir)
           ? fmt::format(

@@ -105,7 +105,8 @@ void refuse_prepared_directory(const fs::path& out_dir) {
 std::vector<fs::path> prepare_outputs_in(const fs::path& out_dir) {
   static const std::regex output(
       R"(\.?(tokenizer\.json|tokenizer\.model|(train|val)_[0-9]+\.bin)(\.tmp-[0-9]+)?|\.meta\.json\.tmp-[0-9]+|)"
-      R"(\.\.loco-prepare-incomplete\.tmp-[0-9]+)");  // the marker's own temporary file, of a run killed writing it
+      R"(\.\.loco-prepare-incomplete\.tmp-[0-9]+|)"  // the marker's own temporary file, of a run killed writing it
+      R"(\.loco-write-test-[0-9]+)");                // the write probe (util/fs.h), of a run killed right after it
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(out_dir)) {
     if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), output)) {
@@ -130,10 +131,13 @@ std::optional<fs::path> foreign_entry(const fs::path& out_dir, const std::vector
 std::vector<fs::path> interrupted_run_outputs(const fs::path& out_dir) {
   try {
     std::vector<fs::path> found = prepare_outputs_in(out_dir);
-    // The marker, or its temporary file: a run killed while it wrote the marker wrote nothing else.
+    // The marker, or its temporary file, or the write probe: a run killed while it wrote the marker, or right after
+    // it probed the directory, wrote nothing else.
     const bool interrupted = fs::exists(out_dir / kPrepareMarkerFileName) ||
                              std::any_of(found.begin(), found.end(), [](const fs::path& path) {
-                               return path.filename().string().rfind(std::string(".") + kPrepareMarkerFileName, 0) == 0;
+                               const std::string name = path.filename().string();
+                               return name.rfind(std::string(".") + kPrepareMarkerFileName, 0) == 0 ||
+                                      name.rfind(".loco-write-test-", 0) == 0;
                              });
     if (!found.empty() && !interrupted) {
       throw DataError(fmt::format(
@@ -254,8 +258,10 @@ std::unique_ptr<Tokenizer> build_tokenizer(const PrepareOptions& options, const 
   if (!options.tokenizer_from.empty()) {
     // An unfinished prepare's tokenizer is no data directory's: redone with other options, it is replaced, and
     // what was encoded with it stands alone (train and eval refuse that directory).
+    // meta.json marks a prepare complete: a marker beside it is that of a run killed after writing it.
     std::error_code unknown;
-    if (fs::exists(options.tokenizer_from / kPrepareMarkerFileName, unknown)) {
+    if (fs::exists(options.tokenizer_from / kPrepareMarkerFileName, unknown) &&
+        !fs::exists(options.tokenizer_from / kMetaFileName, unknown)) {
       throw DataError(
           fmt::format("--tokenizer-from {} is a loco prepare that did not finish (it holds {}): its "
                       "tokenizer belongs to no prepared data. Run that prepare again to its end, or "
@@ -386,6 +392,14 @@ PrepareSummary prepare_dataset(const PrepareOptions& options, const PrepareLimit
   std::vector<SkippedInput> skipped;
   const std::vector<CorpusFile> files = list_corpus_files(options.inputs, options.out_dir, &skipped);  // before writing
   report_skipped(skipped);
+  // A field named for inputs that have none would be ignored (before: without a word).
+  if (options.text_field_given && !files.empty() &&
+      std::all_of(files.begin(), files.end(), [](const CorpusFile& f) { return f.format == CorpusFormat::text; })) {
+    throw ConfigError(
+        fmt::format("--text-field {} names a field of JSON, CSV, TSV, Parquet or Arrow records, and "
+                    "every input is a text file, read whole: drop --text-field",
+                    options.text_field));
+  }
   if (files.empty()) {
     throw DataError(fmt::format("no corpus files in {}{}; pass files or directories that contain text.",
                                 describe_inputs(options.inputs),

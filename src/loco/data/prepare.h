@@ -36,6 +36,7 @@ struct PrepareOptions {
   double val_fraction = 0.01;
   std::uint64_t seed = 1234;
   std::string text_field = "text";  // the field of a JSONL line that holds its document
+  bool text_field_given = false;    // --text-field was given: refused where no input has fields
   std::uint64_t tokenizer_sample_bytes = 32'000'000;  // text the BPE tokenizer is trained on
   unsigned threads = 0;             // encoding threads; 0: one per core
 };

@@ -30,6 +30,15 @@ void write_tokenizer_info(const fs::path& dir, const TokenizerInfo& info) {
 TokenizerInfo read_tokenizer_info(const fs::path& dir) {
   fs::path path = dir / kTokenizerFileName;
   nlohmann::json j = read_json_file(path, kTokenizerFix);
+  // A Hugging Face tokenizer (what `loco export` writes beside its weights) is said as such: it was "malformed (key
+  // 'kind' not found)", of a file loco wrote itself.
+  if (j.is_object() && j.contains("model") && j.contains("version") && !j.contains("kind")) {
+    throw DataError(
+        fmt::format("{} is a Hugging Face tokenizer (as `loco export` writes), not one of a prepared data "
+                    "directory or checkpoint: give the checkpoint the export was made from, or a "
+                    "directory of `loco prepare`",
+                    path.string()));
+  }
   TokenizerInfo info = read_json_fields(path, kTokenizerFix, [&] {
     // json_integer refuses what get<std::uint32_t> would wrap (10^12, -1) or truncate (2.5).
     return TokenizerInfo{j.at("kind").get<std::string>(), json_integer<std::uint32_t>(j.at("vocab_size")),

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "loco/config/algorithms.h"
 #include "loco/util/error.h"
 
 namespace loco {
@@ -31,6 +32,23 @@ double control_group_limit() {
     } catch (const std::exception&) {
       continue;
     }
+  }
+  return 0;
+}
+
+double strategy_bytes_per_parameter(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::none:
+      return 0;
+    case Algorithm::ddp:
+      return kFloat32;
+    case Algorithm::noloco:
+      return 2 * kFloat32;
+    case Algorithm::diloco:
+    case Algorithm::streaming:
+    case Algorithm::localsgd:
+    case Algorithm::sparseloco:
+      return 3 * kFloat32;
   }
   return 0;
 }
@@ -58,6 +76,7 @@ MemoryNeed memory_need(const RunConfig& config, std::int64_t first_layer, std::i
   MemoryNeed need;
   need.parameters = static_cast<std::int64_t>(parameters);
   need.state_bytes = kStateBytesPerParameter * parameters;
+  need.strategy_bytes = strategy_bytes_per_parameter(algorithm_named(config.dist.algorithm)) * parameters;
   need.activation_bytes = kFloat32 * tokens * layers * per_token_layer;
   return need;
 }
@@ -113,12 +132,14 @@ void require_host_memory(const MemoryNeed& need, int replicas, double available_
   const std::string who = replicas > 1 ? fmt::format("{} replicas (threads of this process) need", replicas)
                                        : std::string("this replica needs");
   throw ConfigError(fmt::format(
-      "{} at least {:.1f} GiB of memory, more than the {:.1f} GiB available to this process: {:.3g} parameters × 16 bytes "
-      "(weights, gradients, AdamW's moments) = {:.1f} GiB, and {:.1f} GiB of activations per micro-batch. Lower "
+      "{} at least {:.1f} GiB of memory, more than the {:.1f} GiB available to this process: {:.3g} parameters × 16 "
+      "bytes "
+      "(weights, gradients, AdamW's moments) = {:.1f} GiB, {:.1f} GiB of the strategy's copies, and {:.1f} GiB of "
+      "activations per micro-batch. Lower "
       "train.micro_batch_size (the same batch in smaller pieces) or train.batch_size, data.seq_len or the model's "
       "size{}",
       who, need.total_bytes(replicas) / kGiB, available_bytes / kGiB, static_cast<double>(need.parameters),
-      need.state_bytes / kGiB, need.activation_bytes / kGiB,
+      need.state_bytes / kGiB, need.strategy_bytes / kGiB, need.activation_bytes / kGiB,
       replicas > 1 ? ", or run the replicas as processes on several machines (dist.backend = \"gloo\")" : ""));
 }
 

@@ -57,6 +57,21 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
                          options.rendezvous_timeout > kConnectAttempt;
   const auto deadline = std::chrono::steady_clock::now() + options.rendezvous_timeout;
   if (stoppable) store_options.timeout = kConnectAttempt;
+  // A host name that does not resolve is said at once (before: retried until the timeout, then "could not reach
+  // the rendezvous store … Check that rank 0 is running").
+  if (!store_options.isServer) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (const int status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found); status != 0) {
+      throw CommError(fmt::format(
+          "rank {} cannot resolve the rendezvous host '{}' ({}): {}. Give the host name or IP "
+          "address of {}",
+          options.rank, options.master_addr, options.rank0_serves_store ? "MASTER_ADDR" : "the coordinator's address",
+          gai_strerror(status), options.rank0_serves_store ? "rank 0" : "the coordinator"));
+    }
+    freeaddrinfo(found);
+  }
   try {
     c10::intrusive_ptr<c10d::Store> store;
     while (!store) {

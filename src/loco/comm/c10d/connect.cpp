@@ -1,11 +1,16 @@
 #include "loco/comm/c10d/connect.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <net/if.h>
 
 #include <cstdlib>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "loco/comm/c10d/c10d_group.h"
+#include "loco/util/error.h"
 
 namespace loco::comm {
 
@@ -21,7 +26,20 @@ C10dOptions c10d_options(const RankEnvironment& environment, const std::string& 
   c10d.master_port = environment.master_port;
   for (const char* variable : {"LOCO_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const char* value = std::getenv(variable);
-    if (value != nullptr && *value != '\0' && c10d.interface.empty()) c10d.interface = value;
+    if (value == nullptr || *value == '\0' || !c10d.interface.empty()) continue;
+    // Named here, with the machine's interfaces (Gloo said "[enforce fail at …] ifa != nullptr").
+    if (::if_nametoindex(value) == 0) {
+      std::vector<std::string> names;
+      if (struct if_nameindex* interfaces = ::if_nameindex()) {
+        for (const struct if_nameindex* i = interfaces; i->if_index != 0; ++i) names.emplace_back(i->if_name);
+        ::if_freenameindex(interfaces);
+      }
+      throw ConfigError(
+          fmt::format("{}={} names no network interface of this machine (its interfaces: {}): name "
+                      "the one that reaches the other ranks, or unset {}",
+                      variable, value, fmt::join(names, ", "), variable));
+    }
+    c10d.interface = value;
   }
   c10d.rendezvous_timeout = rendezvous_timeout;
   c10d.cuda_device = environment.local_rank;

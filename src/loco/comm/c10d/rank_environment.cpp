@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 
 #include "loco/util/error.h"
 
@@ -41,8 +42,13 @@ class Environment {
     if (!value) return std::nullopt;
     auto number = parse_int(*value);
     if (!number) {
-      throw ConfigError(fmt::format("environment variable {}='{}' is not a whole number; it should be {} {}.", name,
-                                    *value, meaning, kFix));
+      // A whole number beyond an int is said as such (it was "not a whole number").
+      const bool too_large = !value->empty() && value->find_first_not_of("0123456789") == std::string::npos;
+      throw ConfigError(
+          fmt::format("environment variable {}='{}' is {}; it should be {} {}.", name, *value,
+                      too_large ? fmt::format("beyond the largest rank count ({})", std::numeric_limits<int>::max())
+                                : std::string("not a whole number"),
+                      meaning, kFix));
     }
     if (*number < minimum) {
       throw ConfigError(fmt::format("environment variable {}={} is below {}; it should be {} {}.", name, *number,
