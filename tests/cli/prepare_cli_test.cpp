@@ -233,6 +233,23 @@ TEST(PrepareCli, MissingSentencepiecePluginIsAClearError) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
+// A file name's control characters are shown, not obeyed by the terminal: an ESC sequence or a carriage return in
+// it rewrote the line, a newline forged one (audit round 11).
+TEST(PrepareCli, AFileNamesControlCharactersAreShownNotObeyed) {
+  ScratchDir dir;
+  const std::string name = "a\x1b[2Jb\rc\nloco: prepared.jsonl";
+  std::filesystem::create_directories(dir / "corpus");
+  write_text(dir / "corpus" / name, "{\"text\": 5}\n");
+  write_text(dir / "corpus" / ".hidden\x1b[31m", "x");
+  CommandResult result = run_loco(
+      {"prepare", "--input", (dir / "corpus").string(), "--out", (dir / "out").string(), "--tokenizer", "byte"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "a\\x1B[2Jb\\x0Dc\nloco: prepared.jsonl:1")) << result.output;
+  EXPECT_TRUE(contains(result.output, ".hidden\\x1B[31m")) << result.output;
+  EXPECT_FALSE(contains(result.output, "\x1b")) << result.output;
+  EXPECT_FALSE(contains(result.output, "\r")) << result.output;
+}
+
 TEST(PrepareCli, UnknownTokenizerIsRejectedByTheParser) {
   ScratchDir dir;
   CommandResult result =

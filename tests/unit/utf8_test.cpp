@@ -52,6 +52,30 @@ TEST(Utf8, OnlyTheBytesThatAreNotUtf8AreEscaped) {
 
 // One U+FFFD for each maximal ill-formed subpart, as Python's bytes.decode("utf-8", "replace") gives (its output
 // for each case written here).
+TEST(Utf8, ControlCharactersAreShownNotObeyed) {
+  const std::string name = "a\x1b[2J\rb\nc\td\x7f caf\xc3\xa9";
+  EXPECT_EQ(escape_control_characters(name, false), "a\\x1B[2J\\x0Db\\x0Ac\\x09d\\x7F caf\xc3\xa9");
+  EXPECT_EQ(escape_control_characters(name, true), "a\\x1B[2J\\x0Db\nc\td\\x7F caf\xc3\xa9");
+}
+
+// What starts a text is scanned for its first ill-formed byte and for characters of more than one byte; a
+// character cut by the end of what was read is neither, where more follows.
+TEST(Utf8, AScanTellsEightBitTextFromUtf8WithStrayBytes) {
+  EXPECT_EQ(scan_utf8("plain", false).first_invalid, std::nullopt);
+  EXPECT_FALSE(scan_utf8("plain", false).multibyte);
+  const Utf8Scan latin1 = scan_utf8("caf\xe9", false);
+  EXPECT_EQ(latin1.first_invalid, 3u);
+  EXPECT_FALSE(latin1.multibyte);
+  const Utf8Scan stray = scan_utf8("\xc3\xa9 \xff", false);
+  EXPECT_EQ(stray.first_invalid, 3u);
+  EXPECT_TRUE(stray.multibyte);
+  EXPECT_EQ(scan_utf8("ab\xe2\x82", true).first_invalid, std::nullopt);  // cut: more follows
+  EXPECT_EQ(scan_utf8("ab\xe2\x82", false).first_invalid, 2u);           // the end of the text
+  EXPECT_EQ(scan_utf8("ab\xe2", true).first_invalid, std::nullopt);
+  EXPECT_EQ(scan_utf8("ab\xe2\x41", true).first_invalid, 2u);  // not cut: a wrong byte follows
+  EXPECT_EQ(scan_utf8("ab\x80", true).first_invalid, 2u);      // no lead byte
+}
+
 TEST(Utf8, EachMaximalIllFormedPartIsOneReplacementCharacter) {
   const std::string r = "\xef\xbf\xbd";
   EXPECT_EQ(replace_invalid_utf8("caf\xc3\xa9 \xf0\x9f\x99\x82"), "caf\xc3\xa9 \xf0\x9f\x99\x82");

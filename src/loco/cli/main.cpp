@@ -17,6 +17,7 @@
 #include "loco/util/error.h"
 #include "loco/util/open_file_limit.h"
 #include "loco/util/print_unchecked.h"
+#include "loco/util/utf8.h"
 
 namespace {
 
@@ -42,7 +43,10 @@ std::string shorten_long_words(std::string_view text) {
 }
 
 int report(const char* kind, std::string_view message, int exit_code) {
-  loco::print_unchecked(stderr, "loco: {}{}\n", kind, shorten_long_words(message));
+  // A message quotes file names and values as given: their control characters are shown, not obeyed (a file
+  // named with an ESC sequence or a carriage return rewrote the terminal's line).
+  loco::print_unchecked(stderr, "loco: {}{}\n", kind,
+                        loco::escape_control_characters(shorten_long_words(message), /*keep_line_ends=*/true));
   return exit_code;
 }
 

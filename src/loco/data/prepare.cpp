@@ -29,6 +29,7 @@
 #include "loco/util/fs.h"
 #include "loco/util/print_unchecked.h"
 #include "loco/util/seconds_since.h"
+#include "loco/util/utf8.h"
 
 namespace loco::data {
 
@@ -36,7 +37,9 @@ namespace {
 
 template <typename... Args>
 void progress(fmt::format_string<Args...> format, Args&&... args) {
-  loco::print_unchecked(stderr, "prepare: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  // One line each, whatever the names of the corpus's files hold (a newline, an ESC sequence).
+  loco::print_unchecked(stderr, "prepare: {}\n",
+                        escape_control_characters(fmt::format(format, std::forward<Args>(args)...), false));
 }
 
 constexpr unsigned kMostPrepareThreads = 1024;

@@ -82,11 +82,8 @@ void refuse_bytes_that_are_not_utf8(const fs::path& path, std::string_view start
   const std::size_t at = *scan.first_invalid;
   const std::size_t from = at > 20 ? at - 20 : 0;
   // The bytes around it, printable: ill-formed ones and control characters (a line end) as \xNN.
-  std::string context;
-  for (const char c : escape_invalid_utf8(utf8_prefix(window.substr(from), at - from + 20))) {
-    const auto u = static_cast<unsigned char>(c);
-    context += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02X}", u) : std::string(1, c);
-  }
+  const std::string context = escape_control_characters(
+      escape_invalid_utf8(utf8_prefix(window.substr(from), at - from + 20)), /*keep_line_ends=*/false);
   const auto byte = static_cast<unsigned char>(window[at]);
   if (!scan.multibyte) {
     throw DataError(fmt::format(

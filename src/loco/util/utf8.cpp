@@ -110,4 +110,19 @@ std::string escape_invalid_utf8(std::string_view bytes) {
   return out.append(bytes);
 }
 
+std::string escape_control_characters(std::string_view text, bool keep_line_ends) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool control = byte < 0x20 || byte == 0x7F;
+    if (control && !(keep_line_ends && (c == '\n' || c == '\t'))) {
+      out += fmt::format("\\x{:02X}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace loco

@@ -36,4 +36,9 @@ std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 // library's message that quotes a file's bytes, made printable and fit for JSON.
 std::string escape_invalid_utf8(std::string_view bytes);
 
+// `text` with each control character (C0 and DEL) written as \xNN, but for line ends and tabs where
+// `keep_line_ends`: a file name or a quoted byte shown in a message can then forge no line of its own and move
+// no cursor of the terminal (an ESC sequence in a corpus file's name reached it as it was).
+std::string escape_control_characters(std::string_view text, bool keep_line_ends);
+
 }  // namespace loco
