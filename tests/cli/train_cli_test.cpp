@@ -199,6 +199,23 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
   r = run_loco({"train", "--resume", (budget / "step_4").string(), "--set", "train.steps=5"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(budget / "step_5" / "state.json"));
+  EXPECT_EQ(r.output.find("trained on one of"), std::string::npos) << r.output;
+  // Other data of the same tokenizer: the run goes on in them, and says so (before: without a word).
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += fmt::format("other words {} for another corpus. ", i % 11);
+  write_text(*dir_ / "other-text" / "a.txt", text);
+  write_text(*dir_ / "other-text" / "b.txt", text + "more");
+  ASSERT_EQ(run_loco({"prepare", "--input", (*dir_ / "other-text").string(), "--out", (*dir_ / "other-data").string(),
+                      "--tokenizer", "byte", "--val-fraction", "0.5"})
+                .exit_code,
+            0);
+  r = run_loco({"train", "--resume", (budget / "step_5").string(), "--set", "train.steps=6", "--set",
+                "data.dir=" + (*dir_ / "other-data").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loco train: note: the training split of " + (*dir_ / "other-data").string() + " holds"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("it goes on in these data from its saved position"), std::string::npos) << r.output;
   // Another replica count is named first (it was the checkpoint's micro-batch, resolved for its replicas).
   expect_error(run_loco({"train", "--resume", (moved / "step_10").string(), "--set", "train.steps=12", "--set",
                          "dist.replicas=2"}),

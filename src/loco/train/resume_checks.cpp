@@ -257,4 +257,18 @@ void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_st
   }
 }
 
+std::optional<std::string> other_training_data_note(const LoadedCheckpoint& checkpoint,
+                                                    const std::filesystem::path& data_dir, std::uint64_t train_tokens) {
+  const nlohmann::json& position = checkpoint.state.sampler;
+  if (!position.contains(kTrainTokensKey) || !position[kTrainTokensKey].is_number_unsigned()) return std::nullopt;
+  const auto trained_on = position[kTrainTokensKey].get<std::uint64_t>();
+  if (trained_on == train_tokens) return std::nullopt;
+  return fmt::format(
+      "the training split of {} holds {} tokens, and the run of checkpoint {} trained on one of {}: it "
+      "goes on in these data from its saved position (epoch {}, window {}), as continued training "
+      "does. If the data were meant to be the same, point data.dir at them",
+      data_dir.string(), train_tokens, checkpoint.dir.string(), trained_on, position.value("epoch", std::uint64_t{0}),
+      position.value("cursor", std::uint64_t{0}));
+}
+
 }  // namespace loco

@@ -4,8 +4,9 @@
 
 #include <cstdint>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "loco/config/run_config.h"
 #include "loco/train/checkpoint.h"
@@ -55,5 +56,15 @@ void require_own_part(const LoadedCheckpoint& part, int rank, int stage);
 // The run has steps left after the checkpoint (`total_steps`). Whether a later checkpoint of the run would be
 // overwritten is agreed by the ranks (Trainer, note "run-checkpoints").
 void require_resumable(const LoadedCheckpoint& checkpoint, std::int64_t total_steps);
+
+// The key of state.json's data position that holds the size of the training split it is a position in.
+inline constexpr const char* kTrainTokensKey = "train_tokens";
+
+// A note when the training split a resume reads (`train_tokens` of `data_dir`) is not the size of the one the
+// checkpoint's run trained on: a run may go on in other data (continued training), but its saved position then
+// points into them as into the old, and the tokenizer check alone let that pass without a word. Nothing for a
+// checkpoint written before loco recorded the size.
+std::optional<std::string> other_training_data_note(const LoadedCheckpoint& checkpoint,
+                                                    const std::filesystem::path& data_dir, std::uint64_t train_tokens);
 
 }  // namespace loco

@@ -473,6 +473,8 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
                     checkpoint.dir.string(), json_problem(e)));
   }
   s.sampler->restore(data::SamplerState::from_json(checkpoint.state.sampler));
+  const auto other_data = other_training_data_note(checkpoint, s.config.data.dir, s.train_data->size());
+  if (other_data && s.rank == 0 && s.stage == 0) loco::print_unchecked(stderr, "loco train: note: {}\n", *other_data);
   s.step = checkpoint.state.step;
   s.tokens = checkpoint.state.tokens;
   s.elapsed_before = checkpoint.state.elapsed_s;
@@ -732,11 +734,13 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
   // The strategy's tensors first: taking them waits for exchanges in flight (Streaming DiLoCo), whose
   // bytes then belong to the counts saved with them.
   CheckpointTensors tensors{model_parameters(s.model), s.optimizer->state_tensors(), s.strategy->state_tensors()};
+  nlohmann::json position = s.sampler->state().to_json();
+  position[kTrainTokensKey] = s.train_data->size();  // the split it is a position in (other_training_data_note)
   CheckpointState state{s.step,
                         s.tokens,
                         s.optimizer->steps_taken(),
                         s.elapsed_s(),
-                        s.sampler->state().to_json(),
+                        std::move(position),
                         s.strategy->state_json(),
                         s.communication ? s.communication->now() : nlohmann::json::object(),
                         /*part=*/std::nullopt};
