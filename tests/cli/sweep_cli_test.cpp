@@ -113,6 +113,14 @@ TEST_F(SweepCli, TrainsEvaluatesAndTabulatesTheGridThenSkipsWhatIsDone) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("done before, skipped"), std::string::npos) << r.output;
+  // So is one scored by another [eval] (before: kept, and listed beside runs scored on other tokens).
+  changed.replace(changed.find("batches = 2"), 11, "batches = 3");
+  write_text(file, changed);
+  r = run_loco({"sweep", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("algorithm-ddp_lr-0.001: its config changed since its result (eval.batches was 2, is 3)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(SweepCli, TheBestRunOfEachCellIsRepeatedAndTheCellsAreTabulated) {
@@ -220,6 +228,20 @@ TEST_F(SweepCli, ASweepIsNotWrittenIntoADataDirectory) {
   std::size_t after = 0;
   for (const auto& entry : fs::directory_iterator(data)) after += entry.is_regular_file();
   EXPECT_EQ(after, entries);
+  // Nor into a run's directory (before: a second sweep there was deleted when the first trained that run again).
+  for (const auto& [run, made] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"a-run", {"config.toml", "metrics.jsonl"}}, {"a-sweeps-run", {"sweep_result.json"}}}) {
+    for (const std::string& name : made) write_text(*dir_ / run / name, "{}");
+    std::string inside = test::read_text(sweep("into_run", "\"train.seed\" = [0]"));
+    inside.replace(inside.find((*dir_ / "into_run").string()), (*dir_ / "into_run").string().size(),
+                   (*dir_ / run / "sub").string());
+    write_text(*dir_ / "into_run.toml", inside);
+    const auto r = run_loco({"sweep", (*dir_ / "into_run.toml").string(), "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("is inside the directory of a run (" + (*dir_ / run).string() + ")"), std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(*dir_ / run / "sub"));
+  }
 }
 
 // The pids of processes whose command line mentions `text` (a sweep's runs name their out_dir).

@@ -151,21 +151,28 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
 // LOCO_PROFILE is tried before the first step: a libtorch without Kineto (Debian's) cannot save a trace, and a run
 // asked for one died at the profile's last step with "unexpected error" and without its checkpoint (audit round 11).
 TEST_F(TrainCli, AProfileThatCannotBeWrittenIsRefusedBeforeTraining) {
+  write_text(*dir_ / "trace.json", "an earlier trace");  // stays: the probe writes beside it
   ::setenv("LOCO_PROFILE", (*dir_ / "trace.json").c_str(), 1);
   ::setenv("LOCO_PROFILE_START", "2", 1);
   ::setenv("LOCO_PROFILE_STEPS", "9223372036854775807", 1);  // its window's end overflowed
   const auto unbounded = run_loco({"train", "--config", config("profile").string()});
   ::setenv("LOCO_PROFILE_STEPS", "1", 1);
   const auto r = run_loco({"train", "--config", config("profile").string()});
+  ::setenv("LOCO_PROFILE_START", "100", 1);  // beyond the run's 6 steps: said, and nothing is profiled
+  const auto outside = run_loco({"train", "--config", config("profile-outside").string()});
   for (const char* name : {"LOCO_PROFILE", "LOCO_PROFILE_START", "LOCO_PROFILE_STEPS"}) ::unsetenv(name);
+  EXPECT_EQ(outside.exit_code, 0) << outside.output;
+  EXPECT_NE(outside.output.find("LOCO_PROFILE_START=100 and LOCO_PROFILE_STEPS=1 lie outside this run's steps 1 to 6"),
+            std::string::npos)
+      << outside.output;
   expect_error(unbounded, 2, "LOCO_PROFILE_STEPS=9223372036854775807 must be a whole number of steps from 1 to");
   if (r.exit_code == 0) {  // a libtorch with Kineto
-    EXPECT_TRUE(fs::exists(*dir_ / "trace.json"));
+    EXPECT_NE(test::read_text(*dir_ / "trace.json"), "an earlier trace");
     return;
   }
   expect_error(r, 2, "LOCO_PROFILE: this libtorch cannot write a trace (it was built without Kineto");
   EXPECT_FALSE(fs::exists(*dir_ / "profile" / "checkpoints")) << r.output;
-  EXPECT_FALSE(fs::exists(*dir_ / "trace.json"));
+  EXPECT_EQ(test::read_text(*dir_ / "trace.json"), "an earlier trace");
 }
 
 TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::vector<loco::data::CorpusFile> files =
         loco::data::list_corpus_files({path}, loco::fuzz::scratch_dir() / "out");
     fuzz_require(files.size() == 1, "one input file is one corpus file");
-    loco::data::CorpusStream stream(files, "text");
+    loco::data::CorpusStream stream(files, "text", /*utf8_only=*/true);
     std::uint64_t last_line = 0;
     for (loco::data::RawDocument document; stream.next(document);) {
       fuzz_require(!loco::data::is_blank(document.bytes), "blank lines and files are skipped");

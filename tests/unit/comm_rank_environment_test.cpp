@@ -146,7 +146,7 @@ TEST(RankEnvironment, MalformedTorchrunVariablesNameTheVariable) {
   expect_error_naming(with({{"RANK", "2"}}), "RANK=2 is not below WORLD_SIZE=2");
   expect_error_naming(with({{"WORLD_SIZE", "0"}}), "WORLD_SIZE=0");
   expect_error_naming(with({{"WORLD_SIZE", "99999999999"}}),
-                      "WORLD_SIZE='99999999999' is beyond the largest rank count");
+                      "WORLD_SIZE='99999999999' is beyond the largest number it may hold (2147483647)");
   expect_error_naming({{"RANK", "0"}}, "WORLD_SIZE");
   expect_error_naming({{"WORLD_SIZE", "1"}}, "RANK");
   expect_error_naming(with({{"LOCAL_RANK", "x"}}), "LOCAL_RANK='x'");

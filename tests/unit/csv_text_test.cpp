@@ -33,7 +33,7 @@ const fs::path kCsv = fs::path(LOCO_FIXTURE_DIR) / "csv";
 using Rows = std::vector<std::pair<std::uint64_t, std::string>>;
 
 Rows read_all(const fs::path& path, char delimiter) {
-  const auto reader = open_csv_text(path, "text", delimiter);
+  const auto reader = open_csv_text(path, "text", delimiter, /*utf8_only=*/true);
   Rows rows;
   std::string text;
   for (std::uint64_t row = 0; reader->next(text, row);) rows.emplace_back(row, text);
@@ -129,6 +129,17 @@ TEST(CsvText, WhatDoesNotLineUpIsRefusedNamingTheLine) {
                       "';'"),
             std::string::npos);
   EXPECT_NE(error("one.csv", "body\nx\n").find("one.csv has no column 'text'; its columns are body."),
+            std::string::npos);
+  EXPECT_NE(error("pipes.csv", "sep=|\nid|text\n")
+                .find("its first line 'sep=|' is Excel's note of the delimiter, "
+                      "which loco does not read, and loco reads no file separated "
+                      "by '|'"),
+            std::string::npos);
+  EXPECT_NE(error("commas.csv", "sep=,\nid,text\n")
+                .find("its first line 'sep=,' is Excel's note of the delimiter, "
+                      "which loco does not read: drop that line"),
+            std::string::npos);
+  EXPECT_NE(error("tabs.csv", "sep=\t\nid\ttext\n").find("Name it with .tsv at the end, and drop its first line"),
             std::string::npos);
   // pandas reads the first of two columns of one name, Python's csv.DictReader the last.
   EXPECT_NE(error("twice.csv", "text,id,text\nfirst,1,second\n")

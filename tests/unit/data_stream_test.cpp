@@ -260,7 +260,7 @@ TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   EXPECT_EQ(files[1].format, CorpusFormat::text);
   EXPECT_EQ(files[2].format, CorpusFormat::json_lines);
 
-  CorpusStream stream(files, "text");
+  CorpusStream stream(files, "text", /*utf8_only=*/true);
   std::vector<std::pair<std::uint32_t, std::uint64_t>> positions;
   std::vector<std::string> texts;
   for (RawDocument document; stream.next(document);) {
@@ -401,7 +401,7 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
     RawDocument document;
     try {  // a .json file is looked at when it is listed, to tell its format
       const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
-      CorpusStream stream(files, "text");
+      CorpusStream stream(files, "text", /*utf8_only=*/true);
       stream.next(document);
     } catch (const DataError& e) {
       return e.what();
@@ -429,27 +429,39 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   EXPECT_EQ(refusal("bom8.txt.gz", gzip("\xEF\xBB\xBFtext")), "read: text");
   // The conversion keeps the name's format (.txt would make JSON Lines text) and decompresses first (iconv of
   // gzip bytes is garbage).
-  // Windows-1252 or Latin-1 text (before: every letter beyond ASCII trained on as U+FFFD, without a word), and
-  // stray bytes in UTF-8 text, each with the iconv that fixes it; a character cut by the end of the bytes looked
-  // at is not one of them.
-  EXPECT_NE(refusal("latin1.txt", "caf\xE9 cr\xE8me\n")
-                .find("latin1.txt is not UTF-8: byte 3 (0xE9, in \"caf\\xE9 cr\\xE8me\\x0A\") starts no UTF-8 "
-                      "sequence, and no letter beyond ASCII in its first 11 bytes is UTF-8. It looks like text in an "
-                      "8-bit encoding such as Windows-1252 or Latin-1 (what Excel and older tools save), whose letters "
-                      "beyond ASCII would be trained on as U+FFFD. Convert it, e.g. `iconv -f WINDOWS-1252 -t UTF-8 " +
-                      (scratch / "latin1.txt").string() + " > " + (scratch / "latin1.utf8.txt").string() + "`"),
-            std::string::npos);
+  // Windows-1252 or Latin-1 text (before: every letter beyond ASCII trained on as U+FFFD by BPE, without a word),
+  // and stray bytes in UTF-8 text, each with the iconv that fixes it; a character cut by the end of a gzip member
+  // is not one of them, and the byte tokenizer's text is not checked (it keeps every byte).
+  EXPECT_NE(
+      refusal("latin1.txt", "caf\xE9 cr\xE8me\n")
+          .find("latin1.txt is not UTF-8: the byte at offset 3 (0xE9, in \"caf\\xE9 cr\\xE8me\\x0A\") starts no "
+                "UTF-8 sequence, and no letter beyond ASCII in its first 11 bytes is UTF-8. It looks like text in "
+                "an 8-bit encoding such as Windows-1252 or Latin-1 (what Excel and older tools save), whose "
+                "letters beyond ASCII the BPE tokenizer would read as U+FFFD. Convert it, e.g. `iconv -f "
+                "WINDOWS-1252 -t UTF-8 " +
+                (scratch / "latin1.txt").string() + " > " + (scratch / "latin1.utf8.txt").string() +
+                "` (if UTF-8 letters come later in the file, drop the stray bytes instead: `iconv -f UTF-8 -t "
+                "UTF-8 -c "),
+      std::string::npos);
+  EXPECT_NE(
+      refusal("latin1b.txt", "caf\xE9").find("or prepare it with --tokenizer byte, which keeps every byte as it is"),
+      std::string::npos);
   EXPECT_NE(refusal("excel.csv.gz", gzip("id,text\r\n1,\"\x93quoted\x94 na\xEFve\"\r\n"))
                 .find("`zcat " + (scratch / "excel.csv.gz").string() + " | iconv -f WINDOWS-1252 -t UTF-8 > " +
                       (scratch / "excel.utf8.csv").string() + "`"),
             std::string::npos);
   EXPECT_NE(refusal("stray.txt", "caf\xC3\xA9 and a stray \xFF byte")
-                .find("stray.txt is not UTF-8 throughout: byte 18 (0xFF, in \"caf\xC3\xA9 and a stray \\xFF byte\") "
-                      "starts no UTF-8 sequence amid UTF-8 text, and would be trained on as U+FFFD. Drop such bytes, "
-                      "e.g. `iconv -f UTF-8 -t UTF-8 -c "),
+                .find("stray.txt is not UTF-8 throughout: the byte at offset 18 (0xFF, in \"caf\xC3\xA9 and a stray "
+                      "\\xFF byte\") starts no UTF-8 sequence amid UTF-8 text, and the BPE tokenizer would read it as "
+                      "U+FFFD. Drop such bytes, e.g. `iconv -f UTF-8 -t UTF-8 -c "),
             std::string::npos);
-  const std::string cut_at_the_window = std::string(kBinaryTestBytes - 1, 'a') + "\xC3\xA9 rest";
-  EXPECT_EQ(refusal("cut.txt", cut_at_the_window), "read: " + cut_at_the_window);
+  EXPECT_EQ(refusal("members.txt.gz", gzip("caf\xC3") + gzip("\xA9 au lait")), "read: caf\xC3\xA9 au lait");
+  write_text(scratch / "bytes.txt", "caf\xE9");
+  const std::vector<CorpusFile> bytes = list_corpus_files({scratch / "bytes.txt"}, scratch / "out");
+  CorpusStream kept(bytes, "text", /*utf8_only=*/false);
+  RawDocument document;
+  ASSERT_TRUE(kept.next(document));
+  EXPECT_EQ(document.bytes, "caf\xE9");
   EXPECT_NE(refusal("u16.jsonl", "\xFF\xFE" + hello16).find("`iconv -f UTF-16 -t UTF-8 " +
                                                              (scratch / "u16.jsonl").string() + " > " +
                                                              (scratch / "u16.utf8.jsonl").string() + "`"),
@@ -526,7 +538,7 @@ TEST(DataCorpusStream, AJsonLinesTextIsTheTopLevelFieldAndNothingElseIsKept) {
   for (const auto& line : lines) file += line + "\n";
   write_text(scratch / "a.jsonl", file);
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
-  CorpusStream stream(files, "text");
+  CorpusStream stream(files, "text", /*utf8_only=*/true);
   std::vector<std::string> read;
   for (RawDocument document; stream.next(document);) {
     try {
@@ -550,7 +562,7 @@ TEST(DataCorpusStream, AJsonLineThatIsNotJsonIsRefusedForWhatItIs) {
   const auto refusal = [&](const std::string& name, const std::string& content) {
     write_text(scratch / name, content);
     const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
-    CorpusStream stream(files, "text");
+    CorpusStream stream(files, "text", /*utf8_only=*/true);
     try {
       for (RawDocument document; stream.next(document);) document_text(std::move(document), files, "text");
     } catch (const DataError& e) {
@@ -588,7 +600,7 @@ TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
   write_text(scratch / "bad.jsonl", "{\"score\": NaN, \"text\": \"x\"\n");
   const auto read = [&](const std::string& name) {
     const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
-    CorpusStream stream(files, "text");
+    CorpusStream stream(files, "text", /*utf8_only=*/true);
     std::vector<std::string> texts;
     for (RawDocument document; stream.next(document);)
       texts.push_back(document_text(std::move(document), files, "text"));
@@ -613,9 +625,7 @@ TEST(DataCorpusStream, WhatPythonsJsonWritesIsReadAsPythonReadsIt) {
 // document, part 0, as it was.
 TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile) {
   ScratchDir scratch;
-  // Bytes that are not UTF-8 past the start that is looked at before reading (utf8_text_check.h): cut all the same.
-  std::string paragraphs, lines, unbroken,
-      not_utf8 = std::string(kBinaryTestBytes, 'a') + std::string(5 * kTextPartBytes, static_cast<char>(0x80));
+  std::string paragraphs, lines, unbroken, not_utf8(5 * kTextPartBytes, static_cast<char>(0x80));
   while (paragraphs.size() < 5 * kTextPartBytes) {
     paragraphs += varied_text(900 + paragraphs.size() % 700, static_cast<std::uint32_t>(paragraphs.size())) +
                   (paragraphs.size() % 3 ? "\n\n" : "\n\r\n");
@@ -635,7 +645,7 @@ TEST(DataCorpusStream, ALongTextFileIsCutIntoPartsThatPutBackTogetherAreTheFile)
   const std::vector<CorpusFile> files = list_corpus_files({scratch.path()}, scratch / "out");
   ASSERT_EQ(files.size(), 5u);
   std::vector<std::vector<std::string>> parts(files.size());
-  CorpusStream stream(files, "text");
+  CorpusStream stream(files, "text", /*utf8_only=*/false);  // bytes as the byte tokenizer reads them
   for (RawDocument document; stream.next(document);) {
     EXPECT_EQ(document.line, parts[document.file].size());
     const std::uint32_t file = document.file;
@@ -684,7 +694,7 @@ TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
   write_text(scratch / "a.jsonl", "{\"text\": \"one\"}\n" + std::string(9000, 'x'));
   fs::resize_file(scratch / "a.jsonl", (std::uintmax_t{300} << 20));
   const std::vector<CorpusFile> files = list_corpus_files({scratch / "a.jsonl"}, scratch / "out");
-  CorpusStream stream(files, "text");
+  CorpusStream stream(files, "text", /*utf8_only=*/true);
   RawDocument document;
   ASSERT_TRUE(stream.next(document));
   try {
@@ -698,7 +708,7 @@ TEST(DataCorpusStream, AJsonlLineBeyondAnyDocumentIsRefused) {
 
 // The documents of `files` with their positions: the text of each, or "error: MESSAGE" for one refused.
 std::vector<std::pair<std::uint64_t, std::string>> documents_of(const std::vector<CorpusFile>& files) {
-  CorpusStream stream(files, "text");
+  CorpusStream stream(files, "text", /*utf8_only=*/true);
   std::vector<std::pair<std::uint64_t, std::string>> read;
   for (RawDocument document; stream.next(document);) {
     const std::uint64_t line = document.line;

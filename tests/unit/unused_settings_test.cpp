@@ -45,18 +45,25 @@ TEST(UnusedSettings, TheDefaultsAndEveryKeyTheRunReadsSayNothing) {
 TEST(UnusedSettings, AnotherAlgorithmsKeyIsNamedWhereTheRunsOwnIsLeftAtItsDefault) {
   const auto notes = notes_of({"dist.algorithm=streaming", "dist.replicas=2", "diloco.sync_every=50",
                                "noloco.sync_every=20", "diloco.outer_lr=0.5", "diloco.weighted=true"});
-  ASSERT_EQ(notes.size(), 2u);
+  ASSERT_EQ(notes.size(), 3u);
   EXPECT_EQ(notes[0],
             "diloco.sync_every = 50, noloco.sync_every = 20 have no effect: dist.algorithm = \"streaming\" "
             "reads streaming.sync_every instead, left at its default 100");
   EXPECT_EQ(notes[1],
             "diloco.outer_lr = 0.5 has no effect: dist.algorithm = \"streaming\" reads streaming.outer_lr "
             "instead, left at its default 0.4");
-  // The presets' pattern: each algorithm's section tuned for a switch by --set; and keys without a counterpart
-  // in the run's section (diloco.weighted above), and the sections beside a lone replica, are not named.
+  // A key of one algorithm alone is named wherever it is changed (audit round 11: drop_rate under streaming).
+  EXPECT_EQ(notes[2], "diloco.weighted = true has no effect: dist.algorithm = \"streaming\" reads no [diloco] key");
+  // The presets' pattern: H, η and μ tuned in each algorithm's section for a switch by --set, and a lone replica
+  // or an algorithm without such a key beside them, say nothing.
   EXPECT_TRUE(notes_of({"dist.algorithm=streaming", "dist.replicas=2", "diloco.outer_lr=0.5", "streaming.outer_lr=0.5"})
                   .empty());
-  EXPECT_TRUE(notes_of({"diloco.sync_every=50", "ddp.overlap=false"}).empty());
+  EXPECT_TRUE(notes_of({"diloco.sync_every=50", "diloco.outer_momentum=0.5"}).empty());
+  EXPECT_TRUE(notes_of({"dist.algorithm=localsgd", "dist.replicas=2", "diloco.outer_lr=0.5"}).empty());
+  // Keys that only share a name are not paired (ddp.overlap is a switch, streaming.overlap a number of steps).
+  EXPECT_EQ(notes_of({"dist.algorithm=streaming", "dist.replicas=2", "ddp.overlap=false"}),
+            std::vector<std::string>{"ddp.overlap = false has no effect: dist.algorithm = \"streaming\" reads no "
+                                     "[ddp] key"});
 }
 
 TEST(UnusedSettings, ShapeDependentKeysAreNamedWhereTheShapeDoesNotReadThem) {
@@ -112,6 +119,10 @@ TEST(UnusedSettings, ALoneReplicasLinkKeysAreOneSentence) {
             std::vector<std::string>{"comm.bandwidth_mbps = \"10\" has no effect: a single replica (dist.replicas = 1, "
                                      "dist.stages = 1) exchanges nothing"});
   EXPECT_TRUE(notes_of({"dist.algorithm=diloco", "dist.replicas=2", "comm.bandwidth_mbps=10"}).empty());
+  // A lone replica's stages pass activations over [pipeline]'s link, and wait comm.timeout_s for each other.
+  EXPECT_EQ(notes_of({"model.num_hidden_layers=2", "dist.stages=2", "comm.bandwidth_mbps=10", "comm.timeout_s=30"}),
+            std::vector<std::string>{"comm.bandwidth_mbps = \"10\" has no effect: a single replica (dist.replicas = "
+                                     "1) exchanges nothing with others; its stages' link is [pipeline]'s"});
 }
 
 TEST(UnusedSettings, StopChecksAreNamedWhereReplicasMeetEveryStep) {

@@ -17,6 +17,7 @@
 #include "loco/comm/c10d/rank_environment.h"
 #include "loco/comm/codecs/codec.h"
 #include "loco/comm/local/local_group.h"
+#include "loco/config/config_keys.h"
 #include "loco/config/dist_checks.h"
 #include "loco/config/load_config.h"
 #include "loco/launch/launcher.h"
@@ -77,15 +78,15 @@ void run_bench(const BenchAllReduceOptions& o, const std::vector<std::string>& o
   bench.codecs = split_list(o.codecs);
   for (const auto& codec : bench.codecs) comm::make_codec(codec, o.block_size);  // names checked up front
   // Options read only beside another (before: accepted, and nothing read them), as train names its settings.
-  const bool quantises = std::any_of(bench.codecs.begin(), bench.codecs.end(),
-                                     [](const std::string& c) { return c == "int8" || c == "fp4" || c == "int4"; });
+  const bool quantises = std::any_of(bench.codecs.begin(), bench.codecs.end(), quantising_codec);
   if (o.block_size_given && !quantises) {
     throw ConfigError(
         fmt::format("--block-size sizes the scale blocks of int8, fp4 and int4, and --codec {} has none "
                     "of them: drop --block-size, or add such a codec",
                     o.codecs));
   }
-  if (o.delay != "none" && o.bandwidth_mbps.empty() && o.latency_ms.empty()) {
+  if (comm::parse_link_delay(o.delay, "--delay") != comm::LinkDelay::none && o.bandwidth_mbps.empty() &&
+      o.latency_ms.empty()) {
     throw ConfigError(
         fmt::format("--delay {} shows an emulated link in real time, and no --bandwidth-mbps or "
                     "--latency-ms emulates one: give one, or drop --delay",

@@ -2,8 +2,10 @@
 // same way, with one summary table that `loco fit` reads (sweep/sweep_plan.h, docs/sweep.md).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 #include <set>
+#include <string>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/stop_on_signal.h"
@@ -12,12 +14,15 @@
 #include "loco/sweep/sweep_runner.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/fs.h"
 #include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 
 namespace loco::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 struct SweepArgs {
   std::string file;
@@ -27,25 +32,49 @@ struct SweepArgs {
   bool tables_only = false;
 };
 
+// A sweep's runs and tables inside a run's directory would be mixed with its files, and a sweep that trains that
+// run again removes what the directory holds (audit round 11: a second sweep inside a run of the first was deleted
+// when the first retrained it). A run's directory holds its config.toml and metrics.jsonl, a sweep's run its result.
+void refuse_run_directories(const fs::path& out_dir, const std::string& what) {
+  std::error_code unresolved;
+  fs::path start = fs::weakly_canonical(fs::absolute(out_dir), unresolved);
+  if (unresolved) start = fs::absolute(out_dir).lexically_normal();
+  for (fs::path at = without_trailing_separator(start);; at = at.parent_path()) {
+    const bool run = (fs::exists(at / "config.toml", unresolved) && fs::exists(at / "metrics.jsonl", unresolved)) ||
+                     fs::exists(at / "sweep_result.json", unresolved);
+    if (run) {
+      throw ConfigError(
+          fmt::format("{} '{}' is {}the directory of a run ({}): the sweep's runs and tables would be "
+                      "mixed with its files, and lost when it is trained again. Choose a directory "
+                      "outside it",
+                      what, out_dir.string(), at == without_trailing_separator(start) ? "" : "inside ", at.string()));
+    }
+    if (at == at.parent_path()) return;
+  }
+}
+
 void run_sweep_command(const SweepArgs& args) {
   const SweepPlan plan = read_sweep_plan(args.file, args.profile);
   // Each run refuses its own train.out_dir there; the sweep's logs and summaries would still go in.
   refuse_data_and_checkpoint_directories(plan.out_dir, fmt::format("{}: out_dir", args.file));
+  refuse_run_directories(plan.out_dir, fmt::format("{}: out_dir", args.file));
   const int jobs = args.jobs > 0 ? args.jobs : plan.jobs;
-  fmt::print("sweep {}: {} run(s) of {} in {}, {} at a time, {} thread(s) each\n", args.file, plan.runs.size(),
-             plan.base.string(), plan.out_dir.string(), jobs, plan.threads);
+  loco::print_unchecked(stdout, "sweep {}: {} run(s) of {} in {}, {} at a time, {} thread(s) each\n", args.file,
+                        plan.runs.size(), plan.base.string(), plan.out_dir.string(), jobs, plan.threads);
   if (args.dry_run) {
     for (const SweepRun& run : plan.runs) {
       std::string sets;
       for (const auto& [key, value] : run.axis_values) sets += fmt::format(" {}={}", key, value);
-      fmt::print("  {}:{}{}\n", run.name, sets, run.launched ? fmt::format(" (loco launch, {} ranks)", run.replicas) : "");
+      loco::print_unchecked(stdout, "  {}:{}{}\n", run.name, sets,
+                            run.launched ? fmt::format(" (loco launch, {} ranks)", run.replicas) : "");
     }
     if (!plan.repeats.empty()) {
       std::set<std::string> cells;
       for (const SweepRun& run : plan.runs) cells.insert(run.cell);
       const auto repeats = repeats_of(plan, plan.runs.front()).size();
-      fmt::print("then the best run of each of the {} cells over {} again, {} time(s) each ({} runs)\n", cells.size(),
-                 fmt::join(plan.tuned, ", "), repeats, repeats * cells.size());
+      loco::print_unchecked(stdout,
+                            "then the best run of each of the {} cells over {} again, {} time(s) each ({} runs)\n",
+                            cells.size(), fmt::join(plan.tuned, ", "), repeats, repeats * cells.size());
     }
     return;
   }
@@ -57,8 +86,8 @@ void run_sweep_command(const SweepArgs& args) {
                       plan.out_dir.string()));
     }
     const int listed = write_sweep_summary(plan);
-    fmt::print("summary: {} run(s) with a result listed in {}; nothing was run\n", listed,
-               (plan.out_dir / "summary.csv").string());
+    loco::print_unchecked(stdout, "summary: {} run(s) with a result listed in {}; nothing was run\n", listed,
+                          (plan.out_dir / "summary.csv").string());
     return;
   }
   // The first SIGINT or SIGTERM stops the runs in progress as loco train stops (at their next step, with a
@@ -73,8 +102,10 @@ void run_sweep_command(const SweepArgs& args) {
     programs.stop(signal);
   });
   const int failed = run_sweep(plan, {"/proc/self/exe", jobs, &programs});
-  fmt::print("summary: {} and {}{}\n", (plan.out_dir / "summary.csv").string(), (plan.out_dir / "summary.jsonl").string(),
-             plan.tuned.empty() ? "" : fmt::format("; best of each cell: {}", (plan.out_dir / "cells.csv").string()));
+  loco::print_unchecked(
+      stdout, "summary: {} and {}{}\n", (plan.out_dir / "summary.csv").string(),
+      (plan.out_dir / "summary.jsonl").string(),
+      plan.tuned.empty() ? "" : fmt::format("; best of each cell: {}", (plan.out_dir / "cells.csv").string()));
   if (programs.stopped() != 0) throw CLI::RuntimeError(128 + programs.stopped());
   if (failed > 0) {
     throw Error(fmt::format("{} run(s) failed (their logs are named above); run the same command again to redo only "

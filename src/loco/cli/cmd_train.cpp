@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -66,15 +67,16 @@ RunConfig given_config(const TrainArgs& args) {
   // run beside the first, and a later checkpoint of the first went unseen.
   if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
   const std::int64_t written_replicas = config.dist.replicas, written_stages = config.dist.stages;
-  const TrainConfig written = config.train;
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
   // A checkpoint's config holds both its token budget and the steps resolved from it: a new length given by one
   // of them replaces the other (before: every --set train.tokens was refused as disagreeing with the old steps,
-  // the very change the "already at step" message suggests).
-  const bool tokens_changed = config.train.tokens != written.tokens,
-             steps_changed = config.train.steps != written.steps;
-  if (tokens_changed && !steps_changed) config.train.steps = 0;
-  if (steps_changed && !tokens_changed) config.train.tokens = 0;
+  // the very change the "already at step" message suggests). Both given are checked together, as in a config.
+  const auto sets = [&](const std::string& key) {
+    return std::any_of(args.overrides.begin(), args.overrides.end(),
+                       [&](const std::string& assignment) { return assignment.rfind(key + "=", 0) == 0; });
+  };
+  if (sets("train.tokens") && !sets("train.steps")) config.train.steps = 0;
+  if (sets("train.steps") && !sets("train.tokens")) config.train.tokens = 0;
   // A static run resumes with the replicas and stages it has parts for: said first, before what the change
   // also breaks (the checkpoint's micro-batch, resolved for its replica count, was named instead).
   const std::tuple<const char*, std::int64_t, std::int64_t> counts[] = {
@@ -228,8 +230,10 @@ void run_train(const TrainArgs& args) {
   // The config is checked first (its errors are the likelier mistake), then the launcher's variables.
   const auto environment = comm::rank_environment_from_env();
   complete_run_config(options.config, environment ? environment->world_size : 1);
-  if (!environment || environment->rank == 0) advise(options.config);
-  const TrainSummary summary = run::train_rank(options, require_launched(environment, options.config));
+  // Advice after the launch check: a run of many ranks started without them would be advised as a lone replica.
+  const comm::RankEnvironment launched = require_launched(environment, options.config);
+  if (launched.rank == 0) advise(options.config);
+  const TrainSummary summary = run::train_rank(options, launched);
   if (environment->rank == 0)
     print_summary(summary, continue_command(options.config, summary.last_checkpoint, environment));
   end_stopped_run(summary);

@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   // progress, and losing it fails nothing (a scheduler would run a finished training again).
   const auto ran = app.get_subcommands();
   const std::string command = ran.empty() ? std::string() : ran.front()->get_name();
-  for (const char* output_is_progress : {"train", "launch", "coordinator", "dashboard"}) {
+  for (const char* output_is_progress : {"train", "launch", "coordinator", "dashboard", "sweep"}) {
     if (command == output_is_progress) return status;
   }
   if (std::ferror(stdout)) return status != 0 ? status : report_lost_output(0);

@@ -280,6 +280,8 @@ std::string suggest_config_key(const std::string& dotted) {
   return best ? fmt::format("did you mean '{}'? ", best->dotted()) : "";
 }
 
+bool quantising_codec(const std::string& name) { return name == "int8" || name == "fp4" || name == "int4"; }
+
 std::string format_config_value(const ConfigValue& value) {
   return std::visit(
       [](const auto& v) -> std::string {

@@ -47,4 +47,7 @@ std::string suggest_config_key(const std::string& dotted);
 
 std::string format_config_value(const ConfigValue& value);
 
+// Whether codec `name` quantises with scale blocks of comm.block_size values (int8, fp4, int4; not fp32, bf16).
+bool quantising_codec(const std::string& name);
+
 }  // namespace loco

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "loco/config/algorithms.h"
 #include "loco/config/config_keys.h"
@@ -18,19 +19,22 @@ namespace {
 // Why `key` is not read by the run of `c`, or nothing when it is (or may be).
 using UnusedReason = std::function<std::optional<std::string>(const ConfigKey& key, const RunConfig& c)>;
 
-bool quantised(const std::string& codec) { return codec == "int8" || codec == "fp4" || codec == "int4"; }
-
 // The strategies whose outer step exchanges dense pseudo-gradients through comm.codec or streaming.codec and
 // combines them by dist.aggregation (algo/diloco.h).
 bool averages_pseudo_gradients(Algorithm a) {
   return a == Algorithm::diloco || a == Algorithm::localsgd || a == Algorithm::streaming || a == Algorithm::sparseloco;
 }
 
-// A config may carry the sections of several algorithms (the presets tune [diloco] and [streaming] for a switch
-// of dist.algorithm by --set), so another algorithm's key is named only where it looks meant for this run: the
-// run's own key of that name is left at its default.
+// A config may carry the sections of several algorithms (the presets tune [diloco] and [streaming] for a switch of
+// dist.algorithm by --set). Keys of one meaning in several of them (the outer step's H, η and μ) are named only
+// where they look meant for this run: the run's own key of that name is left at its default. Any other key of
+// another algorithm's section is named where it is changed (diloco.drop_rate under streaming, [ddp] under DiLoCo).
 std::optional<std::string> algorithm_section(const ConfigKey& key, const RunConfig& c) {
   if (!find_algorithm(key.section) || key.section == c.dist.algorithm) return std::nullopt;
+  static const std::set<std::string> kOneMeaning = {"sync_every", "outer_lr", "outer_momentum"};
+  if (kOneMeaning.count(key.name) == 0) {
+    return fmt::format("dist.algorithm = \"{}\" reads no [{}] key", c.dist.algorithm, key.section);
+  }
   const ConfigKey* own = find_config_key(c.dist.algorithm, key.name);
   const RunConfig defaults;
   if (own == nullptr || own->get(c) != own->get(defaults)) return std::nullopt;
@@ -63,12 +67,16 @@ std::optional<std::string> check_sync(const ConfigKey& key, const RunConfig& c) 
       c.dist.algorithm);
 }
 
-// A single replica without stages exchanges nothing, whatever its algorithm: no link to emulate, no rounds, no
-// wait. (Its codec still quantises its own Δ in the DiLoCo family: comm.block_size is not named here.)
+// A single replica exchanges nothing with other replicas, whatever its algorithm: no link to emulate, no rounds.
+// Its stages, where it has them, pass activations over [pipeline]'s link, and wait for each other comm.timeout_s.
+// (Its codec still quantises its own Δ in the DiLoCo family: comm.block_size is not named here.)
 std::optional<std::string> link_of_a_lone_replica(const ConfigKey& key, const RunConfig& c) {
   if (key.section != "comm" || key.name == "codec" || key.name == "block_size") return std::nullopt;
-  if (c.dist.replicas > 1 || c.dist.stages > 1 || c.dist.elastic) return std::nullopt;
-  return std::string("a single replica (dist.replicas = 1, dist.stages = 1) exchanges nothing");
+  if (c.dist.replicas > 1 || c.dist.elastic || (c.dist.stages > 1 && key.name == "timeout_s")) return std::nullopt;
+  return c.dist.stages > 1 ? std::string(
+                                 "a single replica (dist.replicas = 1) exchanges nothing with others; its "
+                                 "stages' link is [pipeline]'s")
+                           : std::string("a single replica (dist.replicas = 1, dist.stages = 1) exchanges nothing");
 }
 
 // Replicas that meet at every step (one alone, data parallel) check for a stop there; an elastic member stops
@@ -76,7 +84,7 @@ std::optional<std::string> link_of_a_lone_replica(const ConfigKey& key, const Ru
 std::optional<std::string> stop_check_every(const ConfigKey& key, const RunConfig& c) {
   if (key.dotted() != "train.stop_check_every") return std::nullopt;
   if (c.dist.elastic) return std::string("an elastic member stops after its current step");
-  if (c.dist.replicas == 1 && c.dist.stages == 1) return std::string("a single replica checks for a stop every step");
+  if (c.dist.replicas == 1) return std::string("a single replica checks for a stop every step");
   if (algorithm_named(c.dist.algorithm) == Algorithm::ddp) {
     return std::string("data parallel replicas meet, and check for a stop, every step");
   }
@@ -86,9 +94,9 @@ std::optional<std::string> stop_check_every(const ConfigKey& key, const RunConfi
 std::optional<std::string> codec_block_size(const ConfigKey& key, const RunConfig& c) {
   if (key.dotted() != "comm.block_size") return std::nullopt;
   const Algorithm algorithm = algorithm_named(c.dist.algorithm);
-  const bool outer_step_quantised =
-      averages_pseudo_gradients(algorithm) && algorithm != Algorithm::sparseloco && quantised(c.exchange().codec);
-  const bool stages_quantised = c.dist.stages > 1 && quantised(c.pipeline.codec);
+  const bool outer_step_quantised = averages_pseudo_gradients(algorithm) && algorithm != Algorithm::sparseloco &&
+                                    quantising_codec(c.exchange().codec);
+  const bool stages_quantised = c.dist.stages > 1 && quantising_codec(c.pipeline.codec);
   if (outer_step_quantised || stages_quantised) return std::nullopt;
   return std::string(
       "it sizes the scale blocks of the int8, fp4 and int4 codecs, and this run quantises nothing "

@@ -406,6 +406,16 @@ ByteStream::~ByteStream() = default;
 
 std::size_t ByteStream::read(char* buffer, std::size_t capacity) { return decoder_->read(buffer, capacity); }
 
+std::size_t ByteStream::read_at_least(char* buffer, std::size_t capacity, std::size_t least) {
+  std::size_t held = 0;
+  while (held < std::min(least, capacity)) {
+    const std::size_t got = read(buffer + held, capacity - held);
+    if (got == 0) break;
+    held += got;
+  }
+  return held;
+}
+
 std::uint64_t ByteStream::file_bytes_read() const { return decoder_->file_bytes_read(); }
 
 }  // namespace loco::data

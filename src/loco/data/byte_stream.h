@@ -54,6 +54,9 @@ class ByteStream {
   // Up to `capacity` bytes of content into `buffer`; 0 only at the end. DataError naming the file
   // when compressed data is corrupt or ends in the middle of a frame (a truncated download).
   std::size_t read(char* buffer, std::size_t capacity);
+  // As read, but on until `least` bytes (or `capacity`, if smaller) are held or the content ends: a decoder
+  // returns early at the end of each gzip member or zstd frame, and what a file begins with is looked at whole.
+  std::size_t read_at_least(char* buffer, std::size_t capacity, std::size_t least);
 
   // Bytes of the file itself consumed so far (compressed bytes where compressed), for progress.
   std::uint64_t file_bytes_read() const;

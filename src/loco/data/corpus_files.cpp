@@ -35,13 +35,7 @@ struct JsonStart {
 JsonStart json_start(const fs::path& path) {
   ByteStream stream(path);
   std::string start(kBinaryTestBytes, '\0');
-  std::size_t held = 0;
-  while (held < start.size()) {
-    const std::size_t got = stream.read(start.data() + held, start.size() - held);
-    if (got == 0) break;
-    held += got;
-  }
-  start.resize(held);
+  start.resize(stream.read_at_least(start.data(), start.size(), start.size()));
   refuse_what_is_not_utf8_text(path, start);
   std::string_view text = start;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);

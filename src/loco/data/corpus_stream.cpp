@@ -54,16 +54,16 @@ std::size_t text_part_end(const std::string& part, const char* next, std::size_t
 }
 
 // The reader of a table file's text column `column`; nullptr for a file read as a stream of bytes.
-std::unique_ptr<ColumnTextReader> open_table(const CorpusFile& file, const std::string& column) {
+std::unique_ptr<ColumnTextReader> open_table(const CorpusFile& file, const std::string& column, bool utf8_only) {
   switch (file.format) {
     case CorpusFormat::parquet:
       return open_parquet_text(file.path, column);
     case CorpusFormat::arrow:
       return open_arrow_text(file.path, column);
     case CorpusFormat::csv:
-      return open_csv_text(file.path, column, ',');
+      return open_csv_text(file.path, column, ',', utf8_only);
     case CorpusFormat::tsv:
-      return open_csv_text(file.path, column, '\t');
+      return open_csv_text(file.path, column, '\t', utf8_only);
     default:
       return nullptr;
   }
@@ -71,8 +71,8 @@ std::unique_ptr<ColumnTextReader> open_table(const CorpusFile& file, const std::
 
 }  // namespace
 
-CorpusStream::CorpusStream(const std::vector<CorpusFile>& files, std::string text_field)
-    : files_(files), text_field_(std::move(text_field)), buffer_(kReadBuffer) {}
+CorpusStream::CorpusStream(const std::vector<CorpusFile>& files, std::string text_field, bool utf8_only)
+    : files_(files), text_field_(std::move(text_field)), utf8_only_(utf8_only), buffer_(kReadBuffer) {}
 
 CorpusStream::~CorpusStream() = default;
 
@@ -84,15 +84,18 @@ bool CorpusStream::open_next_file() {
   if (next_file_ == files_.size()) return false;
   const CorpusFile& file = files_[next_file_++];
   const fs::path& path = file.path;
-  table_ = open_table(file, text_field_);
+  table_ = open_table(file, text_field_, utf8_only_);
   if (table_) return true;
   stream_ = std::make_unique<ByteStream>(path);
   begin_ = 0;
-  end_ = stream_->read(buffer_.data(), buffer_.size());
+  end_ = stream_->read_at_least(buffer_.data(), buffer_.size(), kBinaryTestBytes);
   end_of_file_ = end_ == 0;
   line_ = 0;
   array_opened_ = array_closed_ = false;
   refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
+  // Fewer bytes than were asked for: the file ended (read_at_least), and no character is cut at their end.
+  if (utf8_only_)
+    refuse_bytes_that_are_not_utf8(path, std::string_view(buffer_.data(), end_), end_ >= kBinaryTestBytes);
   skip_byte_order_mark();
   return true;
 }

@@ -40,8 +40,9 @@ struct RawDocument {
 class CorpusStream {
  public:
   // `text_field`: the column of a table file that holds its documents (a JSON record's field is taken by
-  // document_text, as the encoding threads parse them).
-  CorpusStream(const std::vector<CorpusFile>& files, std::string text_field);
+  // document_text, as the encoding threads parse them). `utf8_only`: the text is for a BPE tokenizer, and a file
+  // whose start holds bytes that are not UTF-8 is refused (utf8_text_check.h).
+  CorpusStream(const std::vector<CorpusFile>& files, std::string text_field, bool utf8_only);
   ~CorpusStream();
 
   // The next document; false after the last. Errors of the files (IoError, DataError) propagate.
@@ -75,6 +76,7 @@ class CorpusStream {
 
   const std::vector<CorpusFile>& files_;
   std::string text_field_;
+  bool utf8_only_;
   std::size_t next_file_ = 0;
   std::unique_ptr<ByteStream> stream_;       // the file at hand, but for a table file
   std::unique_ptr<ColumnTextReader> table_;  // the table file at hand

@@ -30,16 +30,26 @@ void refuse_another_delimiter(const fs::path& path, const std::string& field, ch
   for (const char candidate : {';', '\t', ','}) {
     if (other == '\0' && candidate != delimiter && field.find(candidate) != std::string::npos) other = candidate;
   }
-  if (other == '\0' || other == delimiter) return;
+  if (other == '\0' || (other == delimiter && !excel_note)) return;
   const auto name = [](char c) { return c == '\t' ? std::string("tabs") : fmt::format("'{}'", c); };
+  const std::string drop_note = excel_note ? ", and drop its first line (sep=…)" : "";
+  if (other == delimiter || (other != ';' && other != '\t' && other != ',')) {  // "sep=," in a .csv, "sep=|"
+    throw DataError(fmt::format("{}: its first line '{}' is Excel's note of the delimiter, which loco does not read{}",
+                                path.string(), field,
+                                other == delimiter ? ": drop that line"
+                                                   : fmt::format(", and loco reads no file separated by {}: save it "
+                                                                 "again as \"CSV UTF-8 (comma delimited)\"",
+                                                                 name(other))));
+  }
   const std::string expected =
       delimiter == '\t' ? "a .tsv file as separated by tabs" : "a .csv file as separated by commas";
   const std::string found = excel_note ? fmt::format("its first line '{}' is Excel's note of the delimiter:", field)
                                        : fmt::format("its header '{}' holds no {} but {}:", field,
                                                      delimiter == '\t' ? "tab" : "','", name(other));
   if (other != ';') {
-    throw DataError(fmt::format("{}: {} the file is separated by {}, and loco reads {}. Name it with {} at the end",
-                                path.string(), found, name(other), expected, other == '\t' ? ".tsv" : ".csv"));
+    throw DataError(fmt::format("{}: {} the file is separated by {}, and loco reads {}. Name it with {} at the end{}",
+                                path.string(), found, name(other), expected, other == '\t' ? ".tsv" : ".csv",
+                                drop_note));
   }
   throw DataError(fmt::format(
       "{}: {} the file is separated by ';' (as Excel writes CSV in many locales), and loco reads {}. Save it "
@@ -51,13 +61,17 @@ void refuse_another_delimiter(const fs::path& path, const std::string& field, ch
 // The reader of csv_text.h.
 class CsvTextReader final : public ColumnTextReader {
  public:
-  CsvTextReader(const fs::path& path, const std::string& column, char delimiter)
+  CsvTextReader(const fs::path& path, const std::string& column, char delimiter, bool utf8_only)
       : problems_{path, column, delimiter == '\t' ? "TSV" : "CSV"},
         delimiter_(delimiter),
         stream_(path),
         buffer_(kReadBuffer) {
-    refill();
+    end_ = stream_.read_at_least(buffer_.data(), buffer_.size(), kBinaryTestBytes);
+    end_of_file_ = end_ == 0;
     refuse_what_is_not_utf8_text(path, std::string_view(buffer_.data(), end_));
+    // Fewer bytes than were asked for: the file ended (read_at_least), and no character is cut at their end.
+    if (utf8_only)
+      refuse_bytes_that_are_not_utf8(path, std::string_view(buffer_.data(), end_), end_ >= kBinaryTestBytes);
     if (std::string_view(buffer_.data(), end_).substr(0, 3) == "\xEF\xBB\xBF") begin_ = 3;
     if (!next_record(kMaxCsvColumns)) {
       throw DataError(fmt::format("{} is empty: a {} corpus file begins with a header that names its columns",
@@ -72,6 +86,10 @@ class CsvTextReader final : public ColumnTextReader {
     const auto found = std::find(fields_.begin(), fields_.end(), column);
     if (found == fields_.end()) {
       if (fields_.size() == 1) refuse_another_delimiter(path, fields_.front(), delimiter);
+      // Excel's note of this very delimiter ("sep=," read as the fields "sep=" and "").
+      if (fields_.size() == 2 && fields_[0] == "sep=" && fields_[1].empty()) {
+        refuse_another_delimiter(path, std::string("sep=") + delimiter, delimiter);
+      }
       fields_.resize(std::min<std::size_t>(fields_.size(), 20));
       throw problems_.missing_column(fields_);
     }
@@ -216,8 +234,9 @@ class CsvTextReader final : public ColumnTextReader {
 
 }  // namespace
 
-std::unique_ptr<ColumnTextReader> open_csv_text(const fs::path& path, const std::string& column, char delimiter) {
-  return std::make_unique<CsvTextReader>(path, column, delimiter);
+std::unique_ptr<ColumnTextReader> open_csv_text(const fs::path& path, const std::string& column, char delimiter,
+                                                bool utf8_only) {
+  return std::make_unique<CsvTextReader>(path, column, delimiter, utf8_only);
 }
 
 }  // namespace loco::data

@@ -29,6 +29,6 @@ inline constexpr std::size_t kLongestCsvRecord = std::size_t{256} << 20;
 // Opens `path` and reads its header (DataError naming the columns there when none is `column`). Rows are
 // numbered from 1 after the header, blank lines not counted.
 std::unique_ptr<ColumnTextReader> open_csv_text(const std::filesystem::path& path, const std::string& column,
-                                                char delimiter);
+                                                char delimiter, bool utf8_only);
 
 }  // namespace loco::data

@@ -224,7 +224,7 @@ std::vector<std::string> sample_train_documents(const PrepareOptions& options, c
   ValidationFallback fallback(options.val_fraction > 0);
   std::uint64_t candidate_priority = 0, documents = 0;
   ProgressLine line("sampling text for the tokenizer", total_bytes(files));
-  CorpusStream stream(files, options.text_field);
+  CorpusStream stream(files, options.text_field, /*utf8_only=*/true);  // for BPE training
   for (RawDocument document; stream.next(document);
        line.update(stream.file_bytes_read(), stream.document_bytes_read(), ++documents)) {
     const std::uint64_t hash = split.hash(document.file, document.line);
@@ -315,7 +315,7 @@ DatasetWriter::Splits encode_corpus(const PrepareOptions& options, const std::ve
     }
   };
   ProgressLine line("encoding", total_bytes(files));
-  CorpusStream stream(files, options.text_field);
+  CorpusStream stream(files, options.text_field, /*utf8_only=*/tokenizer.kind() != ByteTokenizer::info().kind);
   std::vector<RawDocument> batch;
   std::uint64_t batch_bytes = 0;
   for (RawDocument document; stream.next(document);) {

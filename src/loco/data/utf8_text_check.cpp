@@ -70,36 +70,32 @@ std::string conversion_command(const fs::path& path, const std::string& iconv_ar
                            shell_word(converted));
 }
 
-// Text in an 8-bit encoding (Windows-1252, Latin-1: what Excel and older tools save) is not UTF-8 wherever it
-// goes beyond ASCII, and sentencepiece's normaliser turned each such letter into U+FFFD without a word (a JSON
-// parser refuses it, so only text, CSV and TSV files were trained on that way). Within the bytes looked at: text
-// with no UTF-8 character of more than one byte is taken for an 8-bit encoding, text with some for UTF-8 with
-// stray bytes, and the fix differs (converting UTF-8 from Windows-1252 would garble its characters).
-void refuse_bytes_that_are_not_utf8(const fs::path& path, std::string_view start) {
-  const std::string_view window = start.substr(0, kBinaryTestBytes);
-  const Utf8Scan scan = scan_utf8(window, /*more_follow=*/start.size() >= kBinaryTestBytes);
+}  // namespace
+
+void refuse_bytes_that_are_not_utf8(const fs::path& path, std::string_view start, bool more_follow) {
+  const Utf8Scan scan = scan_utf8(start, more_follow);
   if (!scan.first_invalid) return;
   const std::size_t at = *scan.first_invalid;
   const std::size_t from = at > 20 ? at - 20 : 0;
   // The bytes around it, printable: ill-formed ones and control characters (a line end) as \xNN.
   const std::string context = escape_control_characters(
-      escape_invalid_utf8(utf8_prefix(window.substr(from), at - from + 20)), /*keep_line_ends=*/false);
-  const auto byte = static_cast<unsigned char>(window[at]);
+      escape_invalid_utf8(utf8_prefix(start.substr(from), at - from + 20)), /*keep_line_ends=*/false);
+  const auto byte = static_cast<unsigned char>(start[at]);
+  constexpr const char* kByteTokenizer = "or prepare it with --tokenizer byte, which keeps every byte as it is";
   if (!scan.multibyte) {
     throw DataError(fmt::format(
-        "{} is not UTF-8: byte {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence, and no letter beyond ASCII in "
-        "its first {} bytes is UTF-8. It looks like text in an 8-bit encoding such as Windows-1252 or Latin-1 (what "
-        "Excel and older tools save), whose letters beyond ASCII would be trained on as U+FFFD. Convert it, e.g. "
-        "`{}`, and give that instead",
-        path.string(), at, byte, context, window.size(), conversion_command(path, "-f WINDOWS-1252 -t UTF-8")));
+        "{} is not UTF-8: the byte at offset {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence, and no letter beyond "
+        "ASCII in its first {} bytes is UTF-8. It looks like text in an 8-bit encoding such as Windows-1252 or Latin-1 "
+        "(what Excel and older tools save), whose letters beyond ASCII the BPE tokenizer would read as U+FFFD. Convert "
+        "it, e.g. `{}` (if UTF-8 letters come later in the file, drop the stray bytes instead: `{}`), {}",
+        path.string(), at, byte, context, start.size(), conversion_command(path, "-f WINDOWS-1252 -t UTF-8"),
+        conversion_command(path, "-f UTF-8 -t UTF-8 -c"), kByteTokenizer));
   }
   throw DataError(fmt::format(
-      "{} is not UTF-8 throughout: byte {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence amid UTF-8 text, and "
-      "would be trained on as U+FFFD. Drop such bytes, e.g. `{}`, and give that instead",
-      path.string(), at, byte, context, conversion_command(path, "-f UTF-8 -t UTF-8 -c")));
+      "{} is not UTF-8 throughout: the byte at offset {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence amid UTF-8 "
+      "text, and the BPE tokenizer would read it as U+FFFD. Drop such bytes, e.g. `{}`, {}",
+      path.string(), at, byte, context, conversion_command(path, "-f UTF-8 -t UTF-8 -c"), kByteTokenizer));
 }
-
-}  // namespace
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {
   const auto begins = [&](std::string_view mark) { return start.substr(0, mark.size()) == mark; };
@@ -150,7 +146,6 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
                     "UTF-32. Leave it out of --input, or convert it to UTF-8 text",
                     path.string(), nul));
   }
-  refuse_bytes_that_are_not_utf8(path, start);
 }
 
 }  // namespace loco::data

@@ -76,6 +76,30 @@ void QuorumMembership::synchronise(std::int64_t, const Synchronisation& sync) {
       });
 }
 
+namespace {
+
+// What makes a commit decision impossible, or "": outliers that are not a sorted list of distinct members of the
+// quorum, or all of them (no one to heal from). Only a coordinator that lies sends one (audit round 11: "every
+// member an outlier" read past the quorum's members, SIGSEGV; an unsorted list was searched as sorted), and it is
+// refused as an abort: nothing is committed, and the synchronisation is tried again. (The canonical hash is not
+// compared with this member's vote: a retried vote may be decided with the hashes of an earlier attempt.)
+std::string contradiction_in(const membership::CommitReply& decision, const membership::QuorumReply& quorum) {
+  const std::vector<std::string>& outliers = decision.outliers;
+  if (!std::is_sorted(outliers.begin(), outliers.end()) ||
+      std::adjacent_find(outliers.begin(), outliers.end()) != outliers.end()) {
+    return "its outliers are not a sorted list of distinct members";
+  }
+  for (const std::string& outlier : outliers) {
+    if (!std::binary_search(quorum.members.begin(), quorum.members.end(), outlier)) {
+      return fmt::format("it names {} an outlier, who is no member of the quorum", outlier);
+    }
+  }
+  if (!outliers.empty() && outliers.size() >= quorum.members.size()) return "it names every member an outlier";
+  return "";
+}
+
+}  // namespace
+
 bool QuorumMembership::commit(const Participants& who, const std::function<NamedTensors()>& candidate,
                               const std::vector<int>& rejected,
                               const std::function<void(comm::Group&, int root)>& share) {
@@ -90,10 +114,14 @@ bool QuorumMembership::commit(const Participants& who, const std::function<Named
       member_->aborted(who.step, decision->reason);
       return false;
     }
+    if (const std::string contradiction = contradiction_in(*decision, q); !contradiction.empty()) {
+      member_->aborted(who.step, "the coordinator's decision contradicts itself: " + contradiction);
+      return false;
+    }
     if (!decision->outliers.empty()) {
-      int canonical = 0;  // the lowest-ranked member whose vote held the common hash
+      int canonical = 0;  // the lowest-ranked member whose vote held the common hash (one is: checked above)
       while (std::binary_search(decision->outliers.begin(), decision->outliers.end(),
-                                q.members[static_cast<std::size_t>(canonical)])) {
+                                q.members.at(static_cast<std::size_t>(canonical)))) {
         ++canonical;
       }
       share(*who.group, canonical);

@@ -8,8 +8,6 @@
 
 namespace loco::http {
 
-namespace {
-
 std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -22,17 +20,16 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-// RFC 9110 "token": the characters of a header name.
 bool token_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-// Visible ASCII, space and tab: what a header value or a request target may hold (no CR, LF or NUL, which
-// would let a value end a line where the sender did not).
 bool plain_text(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c == '\t' || (c >= 0x20 && c < 0x7f); });
 }
+
+namespace {
 
 HttpRefusal malformed(const std::string& what) {
   return HttpRefusal(400, fmt::format("{}; send an HTTP/1.1 request", what));

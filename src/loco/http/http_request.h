@@ -60,4 +60,12 @@ std::optional<HeadEnd> find_head_end(std::string_view bytes);
 // than kMaxHeaders headers).
 HttpRequest parse_request_head(std::string_view head, std::size_t max_body_bytes);
 
+// The pieces of a head both sides read (http_client.h too).
+std::string lower(std::string_view text);
+std::string_view trimmed(std::string_view text);  // without the spaces and tabs at its ends
+bool token_char(char c);                          // RFC 9110 "token": a character of a header name
+// Visible ASCII, space and tab: what a header value or a request target may hold (no CR, LF or NUL, which would
+// let a value end a line where the sender did not).
+bool plain_text(std::string_view text);
+
 }  // namespace loco::http

@@ -1,9 +1,8 @@
 // One HTTP request to a coordinator, bounded in time and in size, as a member and `loco status` make them: the
 // peer at the address may be anything (another program, a hostile one), and neither may hang on it or hold
 // whatever it sends. The request ends within its timeout in all (connecting, sending, and the whole answer:
-// a peer that answers one byte at a time is cut off at the deadline, not at a per-read timeout), and an
-// answer body over kMaxAnswerBytes is refused after that many bytes. (The status line and headers are read by
-// cpp-httplib line by line: bounded in time by the deadline, not in size.)
+// a peer that answers one byte at a time is cut off at the deadline, not at a per-read timeout); the answer's
+// head is bounded as a request's is (http/http_client.h), and a body over kMaxAnswerBytes is refused.
 #pragma once
 
 #include <cstddef>

@@ -90,10 +90,14 @@ void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& 
     // the killed run's points stayed, and a torn last line was joined to a new one.
     history.clear(file.series);
     file.offset = 0;
-    file.partial.clear();
+    file.size_read = 0;
     file.skipping_line = false;
   }
   file.inode = inode;
+  if (size == file.size_read) {  // nothing new: an unfinished line is not read again until it grows
+    ::close(fd);
+    return;
+  }
   std::string chunk(static_cast<std::size_t>(std::min<std::uintmax_t>(size - file.offset, kMaxReadPerPoll)), '\0');
   std::size_t got = 0;
   while (got < chunk.size()) {
@@ -105,21 +109,21 @@ void RunFiles::read_new_lines(const fs::path& path, File& file, MetricsHistory& 
   ::close(fd);
   chunk.resize(got);
   if (chunk.empty()) return;
-  file.offset += chunk.size();
   std::size_t begin = 0;
   for (std::size_t end; (end = chunk.find('\n', begin)) != std::string::npos; begin = end + 1) {
     // A line longer than kMaxLineBytes is skipped whether it arrived in pieces or in one read.
-    if (!file.skipping_line && file.partial.size() + (end - begin) <= kMaxLineBytes) {
-      file.partial.append(chunk, begin, end - begin);
-      take_line(file.partial, file, history);
-    }
-    file.partial.clear();
+    if (!file.skipping_line && end - begin <= kMaxLineBytes) take_line(chunk.substr(begin, end - begin), file, history);
     file.skipping_line = false;
   }
-  if (!file.skipping_line) file.partial.append(chunk, begin, std::string::npos);
-  if (file.partial.size() > kMaxLineBytes) {
-    file.partial.clear();
+  // What follows the last line end is read again with the rest of its line, unless it is already too long.
+  // The file is read to its end when this read reached it: until it grows, the next poll reads nothing.
+  file.size_read = file.offset + got == size ? size : 0;
+  const std::size_t unfinished = chunk.size() - begin;
+  if (file.skipping_line || unfinished > kMaxLineBytes) {
+    file.offset += chunk.size();
     file.skipping_line = true;
+  } else {
+    file.offset += begin;
   }
 }
 

@@ -4,8 +4,8 @@
 // named by path.
 //
 // Reading is bounded: each poll reads at most kMaxReadPerPoll new bytes of a file (the rest at the next poll),
-// skips a line longer than kMaxLineBytes, and never holds more than one partial line. The newest kMaxEvents
-// membership events are kept, each cut to a kind of kMaxEventKindBytes and a detail of kMaxEventDetailBytes
+// skips a line longer than kMaxLineBytes, and holds no line not ended yet (it is read again once more came). The newest
+// kMaxEvents membership events are kept, each cut to a kind of kMaxEventKindBytes and a detail of kMaxEventDetailBytes
 // (the coordinator's are a few dozen bytes), so a /status answer stays under ~250 KB whatever the files hold.
 // A file that shrank was rewritten by a resume (metrics.h keeps the lines up to the resumed step): its series
 // starts again.
@@ -49,7 +49,9 @@ class RunFiles {
     std::string series;
     std::uintmax_t offset = 0;
     std::uint64_t inode = 0;    // the file read so far (a resume replaces it with another)
-    std::string partial;        // a line not ended yet
+    // A line not ended yet is not held (with thousands of files, a megabyte each was gigabytes): `offset` stays at
+    // its start, and it is read again once the file has grown past `size_read`.
+    std::uintmax_t size_read = 0;
     bool skipping_line = false;  // inside a line longer than kMaxLineBytes
     nlohmann::json quorum_id;    // an elastic member's, from its last line
   };

@@ -69,6 +69,11 @@ nlohmann::json outer_lr_of(const RunConfig& config) {
   return nullptr;
 }
 
+// How the sweep evaluates every run ([eval]): a result scored otherwise is not comparable with the others.
+nlohmann::json eval_settings(const SweepPlan& plan) {
+  return {{"batches", plan.eval_batches}, {"batch_size", plan.eval_batch_size}};
+}
+
 // The result of a trained run: its final checkpoint evaluated, its size and what it cost.
 nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, double wall_s) {
   const fs::path dir = run_dir(plan, run);
@@ -111,6 +116,7 @@ nlohmann::json evaluate_run(const SweepPlan& plan, const SweepRun& run, const Sw
   result["axes"] = axes;
   if (!run.repeat_of.empty()) result["repeat_of"] = run.repeat_of;
   result["settings"] = nlohmann::json::parse(run.settings);
+  result["eval"] = eval_settings(plan);
   return result;
 }
 
@@ -119,10 +125,19 @@ nlohmann::json read_result(const fs::path& file) {
   return nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
 }
 
-// How the run's config differs from the one its `result` was made with; nullopt when it does not, or the result
-// says nothing of its config (written before results kept it, or damaged: the tables say so).
-std::optional<std::string> changed_since_result(const nlohmann::json& result, const SweepRun& run) {
+// How the run's config, or the sweep's [eval], differs from what its `result` was made with; nullopt when it does
+// not, or the result says nothing of them (written before results kept them, or damaged: the tables say so).
+// (Before: a sweep whose [eval] changed kept the old scores beside new ones, on other numbers of tokens.)
+std::optional<std::string> changed_since_result(const nlohmann::json& result, const SweepPlan& plan,
+                                                const SweepRun& run) {
   if (!result.is_object() || !result.contains("settings")) return std::nullopt;
+  if (const auto scored = result.find("eval"); scored != result.end()) {
+    const nlohmann::json then = {{"eval", *scored}}, now = {{"eval", eval_settings(plan)}};
+    if (const auto difference = first_key_difference(then, now)) {
+      return fmt::format("{} was {}, is {}", difference->key, value_text(difference->in_a),
+                         value_text(difference->in_b));
+    }
+  }
   // Read as a config, so that a key a later loco added takes its default, as the plan's does, and is no change.
   nlohmann::json made_with;
   try {
@@ -140,7 +155,7 @@ class SweepProgress {
   SweepProgress(std::string phase, std::size_t runs) : phase_(std::move(phase)), runs_(runs) {}
   void say(const std::string& line, bool failed = false) {
     std::lock_guard<std::mutex> lock(mutex_);
-    fmt::print(failed ? stderr : stdout, "[{}{}/{}] {}\n", phase_, ++done_, runs_, line);
+    loco::print_unchecked(failed ? stderr : stdout, "[{}{}/{}] {}\n", phase_, ++done_, runs_, line);
     std::fflush(failed ? stderr : stdout);
   }
 
@@ -156,13 +171,13 @@ enum class RunOutcome { done, failed, stopped };
 RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions& options, SweepProgress& progress) {
   const fs::path dir = run_dir(plan, run);
   if (fs::exists(dir / kResultFile)) {
-    const std::optional<std::string> changed = changed_since_result(read_result(dir / kResultFile), run);
+    const std::optional<std::string> changed = changed_since_result(read_result(dir / kResultFile), plan, run);
     if (!changed) {
       progress.say(fmt::format("{}: done before, skipped", run.name));
       return RunOutcome::done;
     }
     // Before: the result of the old config was kept, and listed as this config's.
-    fmt::print("{}: its config changed since its result ({}): trained again\n", run.name, *changed);
+    loco::print_unchecked(stdout, "{}: its config changed since its result ({}): trained again\n", run.name, *changed);
   }
   std::error_code removed;
   if (!remove_tree(dir, removed)) {  // what an interrupted attempt left
@@ -259,9 +274,10 @@ SweepResults read_results(const SweepPlan& plan) {
           fmt::format("{} is damaged ({}): delete it, and loco sweep redoes that run", file.string(), damage));
     }
     // A result of another config is not this run's (--tables-only, or a sweep stopped before it was redone).
-    if (const auto changed = changed_since_result(result, run)) {
-      fmt::print("{}: not listed: its result was made with another config ({}); run the sweep to train it again\n",
-                 run.name, *changed);
+    if (const auto changed = changed_since_result(result, plan, run)) {
+      loco::print_unchecked(
+          stdout, "{}: not listed: its result was made with another config ({}); run the sweep to train it again\n",
+          run.name, *changed);
       return;
     }
     results[run.name] = std::move(result);
@@ -334,7 +350,7 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     }
     std::vector<const SweepRun*> pointers;
     for (const SweepRun& repeat : repeats) pointers.push_back(&repeat);
-    fmt::print("repeats: the best run of each cell again, {} run(s)\n", repeats.size());
+    loco::print_unchecked(stdout, "repeats: the best run of each cell again, {} run(s)\n", repeats.size());
     std::fflush(stdout);
     failed += run_all(plan, pointers, options, jobs, "repeat ");
   }

@@ -186,7 +186,9 @@ c10::intrusive_ptr<C10dBackend> make_gloo(const C10dOptions& options, const c10:
   // threads wait on a queue, idle, otherwise). Where the latency is injected in-process (note
   // "latency-injection"), one thread carries the rounds' bytes one after another, as a real link's
   // pipeline does, and the injection adds each round's latency from its own completion.
-  gloo_options->threads = options.group.delay == LinkDelay::none ? kMaxRoundsInFlight : 1;
+  // (comm.delay without an emulated link injects nothing: the real link's threads.)
+  const bool injected = options.group.delay != LinkDelay::none && options.group.link.emulates_anything();
+  gloo_options->threads = injected ? 1 : kMaxRoundsInFlight;
   if (!options.interface.empty()) {
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(options.interface));
   } else {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -57,20 +58,27 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
                          options.rendezvous_timeout > kConnectAttempt;
   const auto deadline = std::chrono::steady_clock::now() + options.rendezvous_timeout;
   if (stoppable) store_options.timeout = kConnectAttempt;
-  // A host name that does not resolve is said at once (before: retried until the timeout, then "could not reach
-  // the rendezvous store … Check that rank 0 is running").
-  if (!store_options.isServer) {
+  // A host name that does not resolve is retried until the deadline (a cluster's name for rank 0 may appear once
+  // its pod or node is up), then named with the resolver's answer (before: "could not reach the rendezvous store
+  // … Check that rank 0 is running").
+  for (int status = -1; !store_options.isServer && status != 0;) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    if (const int status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found); status != 0) {
+    status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found);
+    if (status == 0) {
+      freeaddrinfo(found);
+    } else if (std::chrono::steady_clock::now() >= deadline) {
       throw CommError(fmt::format(
-          "rank {} cannot resolve the rendezvous host '{}' ({}): {}. Give the host name or IP "
-          "address of {}",
+          "rank {} could not resolve the rendezvous host '{}' ({}) within {}: {}. Give the "
+          "host name or IP address of {}",
           options.rank, options.master_addr, options.rank0_serves_store ? "MASTER_ADDR" : "the coordinator's address",
-          gai_strerror(status), options.rank0_serves_store ? "rank 0" : "the coordinator"));
+          seconds(options.rendezvous_timeout), gai_strerror(status),
+          options.rank0_serves_store ? "rank 0" : "the coordinator"));
+    } else {
+      if (stoppable) stop_if_asked(options, "resolve the rendezvous host");
+      std::this_thread::sleep_for(kConnectPause);
     }
-    freeaddrinfo(found);
   }
   try {
     c10::intrusive_ptr<c10d::Store> store;
@@ -184,7 +192,8 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
                   : fmt::format("{} ranks ({}, …)", missing.size(),
                                 fmt::join(missing.begin(), missing.begin() + kMostNamed, ", "));
       } else {
-        who = fmt::format("{} of the ranks", options.world_size - store.add("loco/arrived", 0));
+        who = fmt::format("{} of the ranks",
+                          std::max<std::int64_t>(1, options.world_size - store.add("loco/arrived", 0)));
       }
       throw CommTimeout(fmt::format("rank {} of {}: {} did not come to the rendezvous within {}", options.rank,
                                     options.world_size, who, seconds(options.rendezvous_timeout)));

@@ -24,9 +24,10 @@ C10dOptions c10d_options(const RankEnvironment& environment, const std::string& 
   c10d.world_size = environment.world_size;
   c10d.master_addr = environment.master_addr;  // never empty: rank_environment_from_env resolves it
   c10d.master_port = environment.master_port;
+  // Gloo's interface; NCCL finds its own, and a cluster's setting for Gloo is no error of an NCCL run.
   for (const char* variable : {"LOCO_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const char* value = std::getenv(variable);
-    if (value == nullptr || *value == '\0' || !c10d.interface.empty()) continue;
+    if (backend != "gloo" || value == nullptr || *value == '\0' || !c10d.interface.empty()) continue;
     // Named here, with the machine's interfaces (Gloo said "[enforce fail at …] ifa != nullptr").
     if (::if_nametoindex(value) == 0) {
       std::vector<std::string> names;

@@ -44,11 +44,11 @@ class Environment {
     if (!number) {
       // A whole number beyond an int is said as such (it was "not a whole number").
       const bool too_large = !value->empty() && value->find_first_not_of("0123456789") == std::string::npos;
-      throw ConfigError(
-          fmt::format("environment variable {}='{}' is {}; it should be {} {}.", name, *value,
-                      too_large ? fmt::format("beyond the largest rank count ({})", std::numeric_limits<int>::max())
-                                : std::string("not a whole number"),
-                      meaning, kFix));
+      throw ConfigError(fmt::format(
+          "environment variable {}='{}' is {}; it should be {} {}.", name, *value,
+          too_large ? fmt::format("beyond the largest number it may hold ({})", std::numeric_limits<int>::max())
+                    : std::string("not a whole number"),
+          meaning, kFix));
     }
     if (*number < minimum) {
       throw ConfigError(fmt::format("environment variable {}={} is below {}; it should be {} {}.", name, *number,
