@@ -59,7 +59,7 @@ class CannedPeer {
   std::thread thread_;
 };
 
-std::optional<HttpResponse> ask(const CannedPeer& peer, std::string& why_not, double timeout_s = 5) {
+std::optional<HttpReply> ask(const CannedPeer& peer, std::string& why_not, double timeout_s = 5) {
   return exchange(HttpExchange{"127.0.0.1", peer.port(), "GET", "/status", {}, "", timeout_s, 1 << 20}, why_not);
 }
 

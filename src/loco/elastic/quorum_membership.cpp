@@ -8,6 +8,7 @@
 #include "loco/algo/outer_state_io.h"
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
+#include "loco/membership/commit_rules.h"
 #include "loco/train/replica_state.h"
 #include "loco/util/error.h"
 
@@ -76,30 +77,6 @@ void QuorumMembership::synchronise(std::int64_t, const Synchronisation& sync) {
       });
 }
 
-namespace {
-
-// What makes a commit decision impossible, or "": outliers that are not a sorted list of distinct members of the
-// quorum, or all of them (no one to heal from). Only a coordinator that lies sends one (audit round 11: "every
-// member an outlier" read past the quorum's members, SIGSEGV; an unsorted list was searched as sorted), and it is
-// refused as an abort: nothing is committed, and the synchronisation is tried again. (The canonical hash is not
-// compared with this member's vote: a retried vote may be decided with the hashes of an earlier attempt.)
-std::string contradiction_in(const membership::CommitReply& decision, const membership::QuorumReply& quorum) {
-  const std::vector<std::string>& outliers = decision.outliers;
-  if (!std::is_sorted(outliers.begin(), outliers.end()) ||
-      std::adjacent_find(outliers.begin(), outliers.end()) != outliers.end()) {
-    return "its outliers are not a sorted list of distinct members";
-  }
-  for (const std::string& outlier : outliers) {
-    if (!std::binary_search(quorum.members.begin(), quorum.members.end(), outlier)) {
-      return fmt::format("it names {} an outlier, who is no member of the quorum", outlier);
-    }
-  }
-  if (!outliers.empty() && outliers.size() >= quorum.members.size()) return "it names every member an outlier";
-  return "";
-}
-
-}  // namespace
-
 bool QuorumMembership::commit(const Participants& who, const std::function<NamedTensors()>& candidate,
                               const std::vector<int>& rejected,
                               const std::function<void(comm::Group&, int root)>& share) {
@@ -114,7 +91,8 @@ bool QuorumMembership::commit(const Participants& who, const std::function<Named
       member_->aborted(who.step, decision->reason);
       return false;
     }
-    if (const std::string contradiction = contradiction_in(*decision, q); !contradiction.empty()) {
+    if (const std::string contradiction = membership::impossible_outliers(decision->outliers, q.members);
+        !contradiction.empty()) {
       member_->aborted(who.step, "the coordinator's decision contradicts itself: " + contradiction);
       return false;
     }

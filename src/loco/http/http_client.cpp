@@ -120,8 +120,8 @@ std::string request_text(const HttpExchange& r) {
 
 }  // namespace
 
-std::optional<HttpResponse> parse_response_head(std::string_view head, std::string& why_not) {
-  HttpResponse response;
+std::optional<HttpReply> parse_response_head(std::string_view head, std::string& why_not) {
+  HttpReply response;
   bool first = true;
   while (!head.empty()) {
     const auto end = head.find('\n');
@@ -165,7 +165,7 @@ std::optional<HttpResponse> parse_response_head(std::string_view head, std::stri
   return response;
 }
 
-std::optional<HttpResponse> exchange(const HttpExchange& request, std::string& why_not) {
+std::optional<HttpReply> exchange(const HttpExchange& request, std::string& why_not) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(request.timeout_s));
   const Socket socket(connect_to(request.host, request.port, deadline, why_not));
@@ -194,7 +194,7 @@ std::optional<HttpResponse> exchange(const HttpExchange& request, std::string& w
     why_not = fmt::format("its answer's head is longer than {} bytes: it is no coordinator's", kMaxHeadBytes);
     return std::nullopt;
   }
-  std::optional<HttpResponse> response =
+  std::optional<HttpReply> response =
       parse_response_head(std::string_view(received).substr(0, head_end->head_size), why_not);
   if (!response) return std::nullopt;
   // The body: as long as Content-Length says (the coordinator always sends one), else to the connection's end.

@@ -17,7 +17,7 @@
 
 namespace loco::http {
 
-struct HttpResponse {
+struct HttpReply {
   int status = 0;
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
@@ -36,10 +36,10 @@ struct HttpExchange {
 
 // The answer, or nullopt with `why_not` saying what happened, in words ("cannot connect: …", "no whole answer
 // within 5.0 s", "its answer's head is longer than 8192 bytes", …).
-std::optional<HttpResponse> exchange(const HttpExchange& request, std::string& why_not);
+std::optional<HttpReply> exchange(const HttpExchange& request, std::string& why_not);
 
 // Parses an answer's head (its status line and header lines, without the empty line that ends them); nullopt
 // with `why_not` when it is not one of HTTP/1.x. Pure, for tests.
-std::optional<HttpResponse> parse_response_head(std::string_view head, std::string& why_not);
+std::optional<HttpReply> parse_response_head(std::string_view head, std::string& why_not);
 
 }  // namespace loco::http

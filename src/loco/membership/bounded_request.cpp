@@ -11,7 +11,7 @@ std::optional<HttpAnswer> bounded_request(const CoordinatorAddress& at, const st
                                           const std::vector<std::pair<std::string, std::string>>& headers,
                                           const std::string& body, double timeout_s, std::string& why_not) {
   http::HttpExchange request{at.host, at.port, method, path, headers, body, timeout_s, kMaxAnswerBytes};
-  std::optional<http::HttpResponse> response = http::exchange(request, why_not);
+  std::optional<http::HttpReply> response = http::exchange(request, why_not);
   if (!response) return std::nullopt;
   const auto mac = response->headers.find(http::lower(kMacHeader));
   return HttpAnswer{response->status, std::move(response->body),

@@ -7,6 +7,20 @@
 
 namespace loco::membership {
 
+std::string impossible_outliers(const std::vector<std::string>& outliers, const std::vector<std::string>& members) {
+  if (!std::is_sorted(outliers.begin(), outliers.end()) ||
+      std::adjacent_find(outliers.begin(), outliers.end()) != outliers.end()) {
+    return "its outliers are not a sorted list of distinct members";
+  }
+  for (const std::string& outlier : outliers) {
+    if (!std::binary_search(members.begin(), members.end(), outlier)) {
+      return fmt::format("it names {} an outlier, who is no member of the quorum", outlier);
+    }
+  }
+  if (!outliers.empty() && outliers.size() >= members.size()) return "it names every member an outlier";
+  return "";
+}
+
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
     case Outcome::pending: return "pending";

@@ -41,6 +41,12 @@ std::vector<CommitDecision> decide_commit_by_stage(const std::vector<std::vector
 
 const char* outcome_name(Outcome outcome);
 
+// What makes a commit decision's `outliers` impossible for a quorum of `members` (sorted), or "": not a sorted
+// list of distinct members of the quorum, or all of them (no one holds the common state to heal from). A member
+// checks the decision it is sent, which only a coordinator that lies gets wrong (audit round 11: "every member an
+// outlier" read past the quorum's members, SIGSEGV; an unsorted list was searched as sorted).
+std::string impossible_outliers(const std::vector<std::string>& outliers, const std::vector<std::string>& members);
+
 // The canonical one of `hashes` (in rank order): the most common; ties go to the lowest-ranked member's.
 // Empty for no hashes.
 std::string most_common_hash(const std::vector<std::string>& hashes);

@@ -36,6 +36,22 @@ TEST(CommitRules, ABrokenQuorumOrTooFewMembersAbort) {
 }
 
 // The most common hash is canonical; the others must heal. On a tie the lowest-ranked member's wins.
+// A member checks the outliers it is told of: only a coordinator that lies names every member, a stranger, or an
+// unsorted list (audit round 11: every member named read past the quorum, SIGSEGV).
+TEST(CommitRules, ImpossibleOutliersAreNamed) {
+  const Ids members = {"a#1", "b#1", "c#1"};
+  EXPECT_EQ(impossible_outliers({}, members), "");
+  EXPECT_EQ(impossible_outliers({"b#1"}, members), "");
+  EXPECT_EQ(impossible_outliers({"a#1", "c#1"}, members), "");
+  EXPECT_EQ(impossible_outliers({"a#1", "b#1", "c#1"}, members), "it names every member an outlier");
+  EXPECT_EQ(impossible_outliers({"c#1", "a#1"}, members), "its outliers are not a sorted list of distinct members");
+  EXPECT_EQ(impossible_outliers({"a#1", "a#1"}, members), "its outliers are not a sorted list of distinct members");
+  EXPECT_EQ(impossible_outliers({"z#9"}, members), "it names z#9 an outlier, who is no member of the quorum");
+  // An honest decision's outliers never are impossible.
+  const auto honest = decide_commit(members, {{"a#1", true, "h1"}, {"b#1", true, "h2"}, {"c#1", true, "h2"}}, false, 1);
+  EXPECT_EQ(impossible_outliers(honest.outliers, members), "");
+}
+
 TEST(CommitRules, TheMostCommonHashIsCanonical) {
   const auto d = decide_commit(kQuorum, {{"a", true, "h2"}, {"b", true, "h1"}, {"c", true, "h1"}}, false, 2);
   EXPECT_EQ(d.outcome, Outcome::commit);
