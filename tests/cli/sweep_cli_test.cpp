@@ -199,6 +199,19 @@ TEST_F(SweepCli, ADryRunChecksAndListsWithoutTraining) {
   r = run_loco({"sweep", sweep("bad", "\"optim.lr\" = [0.1, 0]").string(), "--dry-run"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("run lr-0: optim.lr (0) must be positive"), std::string::npos) << r.output;
+  // An axis no run reads trains one run once per value (before: two runs of one loss, said only in their logs);
+  // one that some of its runs read is kept.
+  r = run_loco({"sweep", sweep("unread", "\"streaming.outer_lr\" = [0.2, 0.9]").string(), "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the axis streaming.outer_lr is read by none of its runs (dist.algorithm = \"diloco\" reads "
+                          "no [streaming] key)"),
+            std::string::npos)
+      << r.output;
+  r = run_loco({"sweep",
+                sweep("partly", "\"dist.algorithm\" = [\"diloco\", \"streaming\"]\n\"streaming.outer_lr\" = [0.2, 0.9]")
+                    .string(),
+                "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   // Ten million runs: refused at once, before they are listed (which took minutes and gigabytes).
   std::string seven_axes;
   for (const char* key : {"train.seed", "optim.lr", "optim.warmup_steps", "train.steps", "train.batch_size",

@@ -147,5 +147,18 @@ TEST(UnusedSettings, ASchedulesRunTooShortToReachItIsNamed) {
   EXPECT_TRUE(notes_of({"train.steps=101"}).empty());
 }
 
+// A sweep's axis is judged whatever its value: any key of another algorithm's section, and the keys the notes
+// name for a shape.
+TEST(UnusedSettings, WhyAKeyIsNotReadWhateverItsValue) {
+  const RunConfig streaming = config_with({"dist.algorithm=streaming", "dist.replicas=2"});
+  EXPECT_EQ(why_not_read("diloco.outer_lr", streaming), "dist.algorithm = \"streaming\" reads no [diloco] key");
+  EXPECT_EQ(why_not_read("streaming.outer_lr", streaming), std::nullopt);
+  EXPECT_EQ(why_not_read("pipeline.schedule", streaming),
+            "[pipeline] shapes a replica split into stages, and dist.stages = 1 splits none");
+  EXPECT_EQ(why_not_read("optim.lr", streaming), std::nullopt);
+  EXPECT_EQ(why_not_read("no.such_key", streaming), std::nullopt);
+  EXPECT_EQ(why_not_read("nodot", streaming), std::nullopt);
+}
+
 }  // namespace
 }  // namespace loco

@@ -192,4 +192,18 @@ std::vector<std::string> unused_settings(const RunConfig& config) {
   return sentences;
 }
 
+std::optional<std::string> why_not_read(const std::string& dotted, const RunConfig& config) {
+  const auto dot = dotted.find('.');
+  const ConfigKey* key =
+      dot == std::string::npos ? nullptr : find_config_key(dotted.substr(0, dot), dotted.substr(dot + 1));
+  if (key == nullptr) return std::nullopt;
+  if (find_algorithm(key->section) && key->section != config.dist.algorithm) {
+    return fmt::format("dist.algorithm = \"{}\" reads no [{}] key", config.dist.algorithm, key->section);
+  }
+  for (const UnusedReason& reason : unused_reasons()) {
+    if (auto why = reason(*key, config)) return why;
+  }
+  return std::nullopt;
+}
+
 }  // namespace loco

@@ -6,6 +6,7 @@
 // a word. `loco train` says them before it trains (cli/cmd_train.cpp) and goes on.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,10 @@ namespace loco {
 // has no effect: dist.algorithm = "streaming" reads streaming.sync_every instead, left at its default 100`.
 // Empty when every changed key is read. `config` is completed (config/load_config.h).
 std::vector<std::string> unused_settings(const RunConfig& config);
+
+// Why the key `dotted` ("diloco.outer_lr") is read by no run of `config`'s shape, whatever its value: a sweep axis
+// over such a key trains the same run again for each value. Stricter than the notes for another algorithm's
+// section (any key of it, counterpart or not). Nullopt when it is read, may be, or names no key.
+std::optional<std::string> why_not_read(const std::string& dotted, const RunConfig& config);
 
 }  // namespace loco

@@ -9,6 +9,7 @@
 
 #include "loco/config/load_config.h"
 #include "loco/config/strategy_checks.h"
+#include "loco/config/unused_settings.h"
 #include "loco/util/error.h"
 #include "loco/util/utf8.h"
 
@@ -145,6 +146,10 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
                                     config.dist.backend));
     }
     complete_run_config(config, run.launched ? config.dist.replicas : 1);
+    run.unread_axes.clear();
+    for (const auto& [axis, value] : run.axis_values) {
+      if (auto why = why_not_read(axis, config)) run.unread_axes.emplace_back(axis, *why);
+    }
     run.settings = planned_settings(config);
     run.steps = config.train.steps;
     run.replicas = config.dist.replicas;
@@ -152,6 +157,32 @@ void check_run(const SweepPlan& plan, SweepRun& run) {
     run.device = config.train.device;
   } catch (const Error& e) {
     throw ConfigError(fmt::format("run {}: {}", run.name, e.what()));
+  }
+}
+
+// An axis that no run of it reads trains the same run once per value (audit round 11: diloco.outer_lr over a
+// Streaming sweep gave two runs of one loss, and said so only in each run's log).
+void require_read_axes(const SweepPlan& plan) {
+  for (const std::string& axis : plan.axes) {
+    std::optional<std::string> why;
+    bool read = false;
+    std::set<std::string> values;  // an axis of one value repeats no run
+    for (const SweepRun& run : plan.runs) {
+      const auto value = std::find_if(run.axis_values.begin(), run.axis_values.end(),
+                                      [&](const auto& entry) { return entry.first == axis; });
+      if (value == run.axis_values.end()) continue;
+      values.insert(value->second);
+      const auto unread = std::find_if(run.unread_axes.begin(), run.unread_axes.end(),
+                                       [&](const auto& entry) { return entry.first == axis; });
+      if (unread == run.unread_axes.end()) read = true;
+      if (unread != run.unread_axes.end() && !why) why = unread->second;
+    }
+    if (values.size() > 1 && !read) {
+      throw ConfigError(
+          fmt::format("the axis {} is read by none of its runs ({}): each of its values would train the "
+                      "same run again. Remove the axis, or set what makes the runs read it",
+                      axis, *why));
+    }
   }
 }
 
@@ -252,6 +283,7 @@ SweepPlan read_sweep_plan(const fs::path& file, const std::string& profile) {
       check_run(plan, run);
       for (const SweepRun& repeat : repeats_of(plan, run)) claim_name(names, repeat.name);
     }
+    require_read_axes(plan);
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));
   }

@@ -20,6 +20,7 @@ struct SweepRun {
   std::string cell;                                              // its grid and untuned axis values
   std::vector<std::pair<std::string, std::string>> axis_values;  // (axis, value) per axis, in axis order
   std::vector<std::string> overrides;                            // `key=value`: [set], then the axis values
+  std::vector<std::pair<std::string, std::string>> unread_axes;  // (axis, why): axes its config does not read
   std::int64_t steps = 0;                                        // train.steps once the config is complete
   std::int64_t replicas = 1;   // dist.replicas (ranks under loco launch for gloo/nccl)
   bool launched = false;       // dist.backend gloo or nccl: started with loco launch
