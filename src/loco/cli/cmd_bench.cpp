@@ -36,7 +36,7 @@ struct BenchAllReduceOptions {
   std::string sizes = "1MB,4MB,16MB";
   std::string codecs = "fp32,bf16,int8,fp4,int4";
   std::size_t block_size = 128;
-  bool block_size_given = false;
+  bool block_size_given = false;  // --block-size was given, not its default (read by the callback)
   std::string round_kib = "auto";
   std::string bandwidth_mbps;
   std::string latency_ms;
@@ -188,15 +188,7 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--nproc", o.nproc, "Ranks (ignored when started as one rank by a launcher)")->capture_default_str();
   cmd->add_option("--sizes", o.sizes, "Message sizes per rank, e.g. 1MB,4MB,64MiB")->capture_default_str();
   cmd->add_option("--codec", o.codecs, "Codecs, comma-separated: fp32,bf16,int8,fp4,int4")->capture_default_str();
-  cmd->add_option_function<std::size_t>(
-         "--block-size",
-         [options](const std::size_t& size) {
-           auto& o = *options;
-           o.block_size = size;
-           o.block_size_given = true;
-         },
-         "Values per scale for int8, fp4 and int4")
-      ->default_str(std::to_string(o.block_size));
+  cmd->add_option("--block-size", o.block_size, "Values per scale for int8, fp4 and int4")->capture_default_str();
   cmd->add_option("--round-kib", o.round_kib,
                   "Pacing: KiB per peer and round, off (one round; fp32 takes the backend's ring) or auto "
                   "(from --bandwidth-mbps/--latency-ms; without a bandwidth, from the link Gloo/NCCL exchanges measure, "
@@ -215,7 +207,10 @@ void add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_option("--timeout-s", o.timeout_s, "Timeout of each operation and of rendezvous")->capture_default_str();
   cmd->add_option("--threads", o.threads, "Intra-op threads per rank")->capture_default_str();
   const std::vector<std::string> original_args(argv, argv + argc);
-  cmd->callback([options, original_args] { run_bench(*options, original_args); });
+  cmd->callback([options, original_args, cmd] {
+    options->block_size_given = cmd->count("--block-size") > 0;
+    run_bench(*options, original_args);
+  });
 }
 
 }  // namespace loco::cli

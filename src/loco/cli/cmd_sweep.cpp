@@ -2,10 +2,8 @@
 // same way, with one summary table that `loco fit` reads (sweep/sweep_plan.h, docs/sweep.md).
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <memory>
 #include <set>
-#include <string>
 
 #include "loco/cli/commands.h"
 #include "loco/cli/stop_on_signal.h"
@@ -14,15 +12,12 @@
 #include "loco/sweep/sweep_runner.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
-#include "loco/util/fs.h"
 #include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
 
 namespace loco::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct SweepArgs {
   std::string file;
@@ -32,31 +27,12 @@ struct SweepArgs {
   bool tables_only = false;
 };
 
-// A sweep's runs and tables inside a run's directory would be mixed with its files, and a sweep that trains that
-// run again removes what the directory holds (audit round 11: a second sweep inside a run of the first was deleted
-// when the first retrained it). A run's directory holds its config.toml and metrics.jsonl, a sweep's run its result.
-void refuse_run_directories(const fs::path& out_dir, const std::string& what) {
-  std::error_code unresolved;
-  fs::path start = fs::weakly_canonical(fs::absolute(out_dir), unresolved);
-  if (unresolved) start = fs::absolute(out_dir).lexically_normal();
-  for (fs::path at = without_trailing_separator(start);; at = at.parent_path()) {
-    const bool run = (fs::exists(at / "config.toml", unresolved) && fs::exists(at / "metrics.jsonl", unresolved)) ||
-                     fs::exists(at / "sweep_result.json", unresolved);
-    if (run) {
-      throw ConfigError(
-          fmt::format("{} '{}' is {}the directory of a run ({}): the sweep's runs and tables would be "
-                      "mixed with its files, and lost when it is trained again. Choose a directory "
-                      "outside it",
-                      what, out_dir.string(), at == without_trailing_separator(start) ? "" : "inside ", at.string()));
-    }
-    if (at == at.parent_path()) return;
-  }
-}
-
 void run_sweep_command(const SweepArgs& args) {
   const SweepPlan plan = read_sweep_plan(args.file, args.profile);
   // Each run refuses its own train.out_dir there; the sweep's logs and summaries would still go in.
   refuse_data_and_checkpoint_directories(plan.out_dir, fmt::format("{}: out_dir", args.file));
+  // A sweep's runs and tables inside a run's directory would be lost when that run is trained again (audit round
+  // 11: a second sweep inside a run of the first was deleted when the first retrained it).
   refuse_run_directories(plan.out_dir, fmt::format("{}: out_dir", args.file));
   const int jobs = args.jobs > 0 ? args.jobs : plan.jobs;
   loco::print_unchecked(stdout, "sweep {}: {} run(s) of {} in {}, {} at a time, {} thread(s) each\n", args.file,

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <optional>
 #include <set>
 
@@ -17,7 +16,7 @@ namespace loco {
 namespace {
 
 // Why `key` is not read by the run of `c`, or nothing when it is (or may be).
-using UnusedReason = std::function<std::optional<std::string>(const ConfigKey& key, const RunConfig& c)>;
+using UnusedReason = std::optional<std::string> (*)(const ConfigKey& key, const RunConfig& c);
 
 // The strategies whose outer step exchanges dense pseudo-gradients through comm.codec or streaming.codec and
 // combines them by dist.aggregation (algo/diloco.h).

@@ -77,11 +77,22 @@ fs::path first_stage_checkpoint(const fs::path& checkpoint) {
   return counterpart(checkpoint, [](const fs::path& stage_dir) { return stage_dir.parent_path(); });
 }
 
-void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_view what) {
+namespace {
+
+// `dir` as the directories above it are walked from: absolute, its links resolved where they exist, without a
+// trailing separator ("RUN/checkpoints/" is RUN/checkpoints).
+fs::path walk_start(const fs::path& dir) {
   std::error_code unresolved;
   fs::path start = fs::weakly_canonical(fs::absolute(dir), unresolved);
   if (unresolved) start = fs::absolute(dir).lexically_normal();
-  start = without_trailing_separator(start);  // "RUN/checkpoints/" is RUN/checkpoints
+  return without_trailing_separator(start);
+}
+
+}  // namespace
+
+void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_view what) {
+  std::error_code unresolved;
+  const fs::path start = walk_start(dir);
   for (fs::path at = start;; at = at.parent_path()) {
     if (const char* kind = data::loco_made(at)) {
       throw ConfigError(fmt::format("{} '{}' is {}{} ({}); loco never writes into a data directory or a checkpoint. "
@@ -103,6 +114,24 @@ void refuse_data_and_checkpoint_directories(const fs::path& dir, std::string_vie
                                     "run's checkpoints only (one put there would be taken for a checkpoint). Choose "
                                     "a directory outside it",
                                     what, dir.string(), at == start ? "in" : "inside", holder.parent_path().string()));
+    }
+    if (at == at.parent_path()) return;
+  }
+}
+
+void refuse_run_directories(const fs::path& dir, std::string_view what) {
+  std::error_code unresolved;
+  const fs::path start = walk_start(dir);
+  for (fs::path at = start;; at = at.parent_path()) {
+    // A run's directory holds its config.toml and metrics.jsonl; a sweep's run its result (sweep/sweep_runner.h).
+    const bool run = (fs::exists(at / "config.toml", unresolved) && fs::exists(at / "metrics.jsonl", unresolved)) ||
+                     fs::exists(at / "sweep_result.json", unresolved);
+    if (run) {
+      throw ConfigError(
+          fmt::format("{} '{}' is {}the directory of a run ({}): the sweep's runs and tables would be "
+                      "mixed with its files, and lost when it is trained again. Choose a directory "
+                      "outside it",
+                      what, dir.string(), at == start ? "" : "inside ", at.string()));
     }
     if (at == at.parent_path()) return;
   }

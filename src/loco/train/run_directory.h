@@ -41,6 +41,10 @@ std::filesystem::path first_stage_checkpoint(const std::filesystem::path& checkp
 // e.g. "train.out_dir") is or lies inside one.
 void refuse_data_and_checkpoint_directories(const std::filesystem::path& dir, std::string_view what);
 
+// ConfigError when `dir` is, or lies inside, a run's directory (its config.toml and metrics.jsonl, or a sweep
+// run's result): what is put there is mixed with the run's files, and lost when that run is trained again.
+void refuse_run_directories(const std::filesystem::path& dir, std::string_view what);
+
 // Makes `dir` (a replica directory of the run in train.out_dir `out_dir`) ready to write, and claims it for
 // this process while the returned lock lives: a run that writes it right now is refused, by name. A fresh
 // run (no `resumed_from`) refuses a directory that holds another run's checkpoints or metrics, and a resumed
