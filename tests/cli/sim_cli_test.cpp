@@ -221,6 +221,25 @@ TEST(SimCli, FitReadsRunDirectories) {
   EXPECT_LT(json["per_group"][0]["fit"]["parameters"]["alpha"].get<double>(), 0);
 }
 
+TEST(SimCli, ATableThatCannotBeCountedWithoutEmbeddingsIsSaid) {
+  // Before: `--count non-embedding` fitted a table's total counts without a word.
+  auto total_only = run_loco({"fit", kFixture, "--count", "non-embedding"});
+  ASSERT_EQ(total_only.exit_code, 0) << total_only.output;
+  EXPECT_NE(total_only.output.find("has no non_embedding_params column, so --count non-embedding cannot count its "
+                                   "runs: its params column is N as it is"),
+            std::string::npos)
+      << total_only.output;
+  ScratchDir dir;
+  write_text(dir / "both.csv",
+             "params,non_embedding_params,loss\n3e6,1e6,4.0\n3e7,1e7,3.5\n3e8,1e8,3.1\n3e9,1e9,2.8\n");
+  auto both = run_loco({"fit", (dir / "both.csv").string(), "--count", "non-embedding"});
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_EQ(both.output.find("note:"), std::string::npos) << both.output;
+  auto total = run_loco({"fit", kFixture});  // the default counts what the table holds: nothing to say
+  ASSERT_EQ(total.exit_code, 0) << total.output;
+  EXPECT_EQ(total.output.find("note:"), std::string::npos) << total.output;
+}
+
 TEST(SimCli, UnusableFitInputsAreClearErrors) {
   ScratchDir dir;
   auto missing = run_loco({"fit", (dir / "absent.csv").string()});

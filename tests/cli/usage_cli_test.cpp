@@ -103,10 +103,20 @@ TEST(UsageCli, OptionsThatWouldBeIgnoredAreRefused) {
           "--delay full shows an emulated link in real time, and no "
           "--bandwidth-mbps or --latency-ms emulates one");
   refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms", "dp", "--h", "50"},
-          "--h is a default of the diloco, streaming and noloco specs in --algorithms, and --algorithms dp holds none");
+          "--h is a default for the diloco, streaming and noloco specs in --algorithms that leave h= out, and "
+          "--algorithms dp holds none");
   refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms", "dp,diloco", "--tau",
            "1"},
-          "--tau is a default of the streaming specs");
+          "--tau is a default for the streaming specs in --algorithms that leave tau= out");
+  // Audit round 12: every spec gives its own (before: --h 30 was accepted and read by none).
+  refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms",
+           "dp,diloco:h=50,streaming:h=20", "--h", "30"},
+          "--h is a default for the diloco, streaming and noloco specs in --algorithms that leave h= out, and "
+          "--algorithms dp,diloco:h=50,streaming:h=20 holds none: drop --h, or leave h= out of a spec");
+  refused({"simulate", "--params", "1e9", "--layers", "24", "--step-time", "0.1", "--algorithms",
+           "streaming:fragments=4", "--fragment-layers", "2"},
+          "--fragment-layers is a default for the streaming specs in --algorithms that leave fragments= and "
+          "fragment_layers= out");
   refused({"coordinator", "--min-replicas", "3", "--start-replicas", "2", "--secret-file", "/nonexistent/s"},
           "--start-replicas 2 is below --min-replicas 3");
 }

@@ -456,6 +456,38 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
                       "U+FFFD. Drop such bytes, e.g. `iconv -f UTF-8 -t UTF-8 -c "),
             std::string::npos);
   EXPECT_EQ(refusal("members.txt.gz", gzip("caf\xC3") + gzip("\xA9 au lait")), "read: caf\xC3\xA9 au lait");
+  // Audit round 12: a stray byte past the start looked at as the file opens (before: read as U+FFFD, silently),
+  // in a later part of a text file (at its offset in the file) and in a later row of a table.
+  const auto read_all = [&](const std::string& name, const std::string& bytes) -> std::string {
+    write_text(scratch / name, bytes);
+    try {
+      const std::vector<CorpusFile> files = list_corpus_files({scratch / name}, scratch / "out");
+      CorpusStream stream(files, "text", /*utf8_only=*/true);
+      RawDocument document;
+      std::size_t documents = 0;
+      while (stream.next(document)) ++documents;
+      return fmt::format("read {} documents", documents);
+    } catch (const DataError& e) {
+      return e.what();
+    }
+  };
+  const std::string long_text = varied_text(600000, 3);  // past the first read (256 KiB) and many parts
+  ASSERT_EQ(read_all("long.txt", long_text).rfind("read ", 0), 0u);
+  std::string late = long_text;
+  late[500000] = '\xFF';
+  const std::string late_refusal = read_all("late.txt", late);
+  EXPECT_NE(late_refusal.find("late.txt is not UTF-8 throughout: the byte at offset 500000 (0xFF, in \""),
+            std::string::npos)
+      << late_refusal;
+  EXPECT_NE(read_all("late.txt.gz", gzip(late)).find("the byte at offset 500000 (0xFF"), std::string::npos);
+  std::string rows = "id,text\n";
+  for (int row = 1; row <= 20000; ++row) rows += fmt::format("{},row {} of the table\n", row, row);
+  rows += "20001,na\xEFve\n";
+  EXPECT_NE(read_all("late.csv", rows)
+                .find("late.csv is not UTF-8 throughout: the byte at offset 2 of row 20001's "
+                      "text (0xEF, in \"na\\xEFve\")"),
+            std::string::npos)
+      << read_all("late.csv", rows);
   write_text(scratch / "bytes.txt", "caf\xE9");
   const std::vector<CorpusFile> bytes = list_corpus_files({scratch / "bytes.txt"}, scratch / "out");
   CorpusStream kept(bytes, "text", /*utf8_only=*/false);

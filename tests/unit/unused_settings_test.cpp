@@ -105,7 +105,19 @@ TEST(UnusedSettings, ShapeDependentKeysAreNamedWhereTheShapeDoesNotReadThem) {
                        "this run's schedule is \"cosine\""));
   EXPECT_TRUE(
       has_note({"optim.schedule=constant", "optim.min_lr_ratio=0.5"}, "optim.min_lr_ratio = 0.5 has no effect"));
-  EXPECT_TRUE(has_note({"train.cuda_graphs=true"}, "train.cuda_graphs = true has no effect: train.device = \"cpu\""));
+  EXPECT_TRUE(has_note({"train.cuda_graphs=true"},
+                       "train.cuda_graphs = true has no effect: this run trains on the CPU, which launches no CUDA "
+                       "kernels"));
+  // Audit round 12: a lone replica's batch mode, and periods no shorter than the run.
+  EXPECT_TRUE(has_note({"dist.batch=per_replica"},
+                       "dist.batch = \"per_replica\" has no effect: a single replica's batch is the whole batch"));
+  EXPECT_TRUE(
+      has_note({"train.steps=500", "train.checkpoint_every=500", "train.eval_every=800"},
+               "train.eval_every = 800, train.checkpoint_every = 500 have no effect: train.steps = 500 ends the "
+               "run by then: each acts at the last step alone, as 0 does"));
+  EXPECT_TRUE(notes_of({"train.steps=500", "train.checkpoint_every=499", "train.eval_every=250", "dist.replicas=2",
+                        "dist.algorithm=ddp", "dist.batch=per_replica"})
+                  .empty());
 }
 
 TEST(UnusedSettings, ALoneReplicasLinkKeysAreOneSentence) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "loco/cli/commands.h"
@@ -143,20 +144,22 @@ void run_simulate(const SimulateOptions& o, const CLI::App& cmd) {
   request.scenario = build_scenario(o, cmd);
   sim::AlgorithmDefaults defaults{o.inner_steps, o.fragment_layers, o.overlap_steps, 0};
   request.algorithms = sim::parse_algorithms(o.algorithms, defaults, request.scenario.layers);
-  // Defaults of specs --algorithms does not hold would be ignored (before: accepted without a word).
-  const auto holds = [&](bool (*kind)(sim::Algorithm)) {
+  // A default that no spec of --algorithms takes would be ignored (before: accepted without a word; then also
+  // where every spec gave its own, as --h 30 beside diloco:h=50).
+  const auto taken = [&](bool sim::AlgorithmSpec::*took) {
     return std::any_of(request.algorithms.begin(), request.algorithms.end(),
-                       [&](const sim::AlgorithmSpec& spec) { return kind(spec.kind); });
+                       [&](const sim::AlgorithmSpec& spec) { return spec.*took; });
   };
-  const auto synchronises = [](sim::Algorithm kind) { return kind != sim::Algorithm::kDataParallel; };
-  const auto streams = [](sim::Algorithm kind) { return kind == sim::Algorithm::kStreaming; };
-  for (const auto& [option, read] : {std::pair{"--h", holds(synchronises)}, std::pair{"--tau", holds(streams)},
-                                     std::pair{"--fragment-layers", holds(streams)}}) {
-    if (cmd.count(option) > 0 && !read) {
+  for (const auto& [option, key, took] :
+       {std::tuple{"--h", "h", &sim::AlgorithmSpec::took_inner_steps},
+        std::tuple{"--tau", "tau", &sim::AlgorithmSpec::took_overlap_steps},
+        std::tuple{"--fragment-layers", "fragments= and fragment_layers", &sim::AlgorithmSpec::took_fragment_layers}}) {
+    if (cmd.count(option) > 0 && !taken(took)) {
       throw ConfigError(fmt::format(
-          "{} is a default of the {} specs in --algorithms, and --algorithms {} holds none: "
-          "drop {}, or add such a spec",
-          option, std::string(option) == "--h" ? "diloco, streaming and noloco" : "streaming", o.algorithms, option));
+          "{} is a default for the {} specs in --algorithms that leave {}= out, and --algorithms {} holds none: "
+          "drop {}, or leave {}= out of a spec",
+          option, std::string(option) == "--h" ? "diloco, streaming and noloco" : "streaming", key, o.algorithms,
+          option, key));
     }
   }
   request.models = parse_models(o.model);

@@ -155,6 +155,8 @@ comm::RankEnvironment require_launched(const std::optional<comm::RankEnvironment
 // Valid settings that loco's own measurements show hurting (sim/outer_momentum_advice.h), and settings the run
 // never reads (config/unused_settings.h): said once, before training, and the run goes on.
 void advise(RunConfig config) {
+  // The device "auto" trains on is known here: a setting only CUDA reads is judged on it.
+  if (config.train.device == "auto") config.train.device = resolve_device("auto", "train.device").str();
   for (const std::string& note : unused_settings(config)) loco::print_unchecked(stderr, "loco train: note: {}\n", note);
   // The vocabulary the data will give the model (the trainer resolves it; here only the advice's estimate
   // counts with it). Data that cannot be read are the trainer's to report.

@@ -129,14 +129,32 @@ std::optional<std::string> schedule_parameter(const ConfigKey& key, const RunCon
 
 std::optional<std::string> cuda_graphs(const ConfigKey& key, const RunConfig& c) {
   if (key.dotted() != "train.cuda_graphs" || c.train.device != "cpu") return std::nullopt;
-  return std::string("train.device = \"cpu\" launches no CUDA kernels");
+  return std::string("this run trains on the CPU, which launches no CUDA kernels");
+}
+
+// A single replica's batch is the whole batch, split or not.
+std::optional<std::string> batch_of_a_lone_replica(const ConfigKey& key, const RunConfig& c) {
+  if (key.dotted() != "dist.batch" || c.dist.replicas > 1 || c.dist.elastic) return std::nullopt;
+  return std::string("a single replica's batch is the whole batch, \"split\" or \"per_replica\"");
+}
+
+// A period no shorter than the run acts only at its last step, as 0 does.
+std::optional<std::string> period_beyond_the_run(const ConfigKey& key, const RunConfig& c) {
+  const std::int64_t every = key.dotted() == "train.checkpoint_every" ? c.train.checkpoint_every
+                             : key.dotted() == "train.eval_every"     ? c.train.eval_every
+                                                                      : 0;
+  if (c.train.steps <= 0 || every < c.train.steps) return std::nullopt;
+  return fmt::format("train.steps = {} ends the run by then: each acts at the last step alone, as 0 does",
+                     c.train.steps);
 }
 
 // The first reason that applies wins: a [pipeline] key of a lone replica is said once, under [pipeline].
 const std::vector<UnusedReason>& unused_reasons() {
-  static const std::vector<UnusedReason> reasons = {
-      algorithm_section, pipeline_section, aggregation_parameter, check_sync,  codec_block_size, link_of_a_lone_replica,
-      link_delay,        streaming_mix,    schedule_parameter,    cuda_graphs, stop_check_every};
+  static const std::vector<UnusedReason> reasons = {algorithm_section,    pipeline_section, aggregation_parameter,
+                                                    check_sync,           codec_block_size, link_of_a_lone_replica,
+                                                    link_delay,           streaming_mix,    schedule_parameter,
+                                                    cuda_graphs,          stop_check_every, batch_of_a_lone_replica,
+                                                    period_beyond_the_run};
   return reasons;
 }
 

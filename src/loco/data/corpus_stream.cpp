@@ -97,7 +97,18 @@ bool CorpusStream::open_next_file() {
   if (utf8_only_)
     refuse_bytes_that_are_not_utf8(path, std::string_view(buffer_.data(), end_), end_ >= kBinaryTestBytes);
   skip_byte_order_mark();
+  text_offset_ = begin_;
   return true;
+}
+
+// The start of each file was checked as it opened; the rest of a text or table file is checked here, document by
+// document (a JSON record's parser refuses bytes that are not UTF-8 itself).
+void CorpusStream::refuse_stray_bytes_of(const CorpusFile& file, std::string_view bytes, std::uint64_t position,
+                                         std::uint64_t offset) const {
+  if (holds_json_records(file)) return;
+  refuse_stray_bytes(file.path, bytes, [&](std::size_t at) {
+    return table_ ? fmt::format("offset {} of row {}'s text", at, position) : fmt::format("offset {}", offset + at);
+  });
 }
 
 // A UTF-8 byte-order mark (Windows tools begin files with one) is no part of the text: a file of the mark alone
@@ -326,7 +337,10 @@ bool CorpusStream::next(RawDocument& document) {
     if (!stream_ && !table_ && !open_next_file()) return false;
     const auto file = static_cast<std::uint32_t>(next_file_ - 1);
     for (std::uint64_t position = 0; next_in_file(file, document.bytes, position);) {
+      const std::uint64_t offset = text_offset_;  // of a text file's part
+      text_offset_ += document.bytes.size();
       if (is_blank(document.bytes)) continue;
+      if (utf8_only_) refuse_stray_bytes_of(files_[file], document.bytes, position, offset);
       document.file = file;
       document.line = position;
       document_bytes_ += document.bytes.size();

@@ -41,7 +41,8 @@ class CorpusStream {
  public:
   // `text_field`: the column of a table file that holds its documents (a JSON record's field is taken by
   // document_text, as the encoding threads parse them). `utf8_only`: the text is for a BPE tokenizer, and a file
-  // whose start holds bytes that are not UTF-8 is refused (utf8_text_check.h).
+  // that holds bytes that are not UTF-8 is refused (utf8_text_check.h): at its start as it opens, further in as
+  // its documents are read.
   CorpusStream(const std::vector<CorpusFile>& files, std::string text_field, bool utf8_only);
   ~CorpusStream();
 
@@ -72,11 +73,16 @@ class CorpusStream {
   const fs::path& current_path() const { return files_[next_file_ - 1].path; }
   bool open_next_file();
   void skip_byte_order_mark();
+  // DataError when `bytes`, a document of `file` at `position` (RawDocument::line), at `offset` in a text file,
+  // hold a byte that is not UTF-8 (utf8_text_check.h).
+  void refuse_stray_bytes_of(const CorpusFile& file, std::string_view bytes, std::uint64_t position,
+                             std::uint64_t offset) const;
   void close_file();
 
   const std::vector<CorpusFile>& files_;
   std::string text_field_;
   bool utf8_only_;
+  std::uint64_t text_offset_ = 0;  // in the open text file, as decompressed, of its next part
   std::size_t next_file_ = 0;
   std::unique_ptr<ByteStream> stream_;       // the file at hand, but for a table file
   std::unique_ptr<ColumnTextReader> table_;  // the table file at hand

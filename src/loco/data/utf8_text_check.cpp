@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -72,29 +73,46 @@ std::string conversion_command(const fs::path& path, const std::string& iconv_ar
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kByteTokenizer = "or prepare it with --tokenizer byte, which keeps every byte as it is";
+
+// The bytes of `text` around its byte `at`, printable: ill-formed ones and control characters (a line end) as \xNN.
+std::string context_of(std::string_view text, std::size_t at) {
+  const std::size_t from = at > 20 ? at - 20 : 0;
+  return escape_control_characters(escape_invalid_utf8(utf8_prefix(text.substr(from), at - from + 20)),
+                                   /*keep_line_ends=*/false);
+}
+
+DataError stray_byte(const fs::path& path, std::string_view text, std::size_t at, const std::string& place) {
+  return DataError(fmt::format(
+      "{} is not UTF-8 throughout: the byte at {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence amid UTF-8 text, "
+      "and the BPE tokenizer would read it as U+FFFD. Drop such bytes, e.g. `{}`, {}",
+      path.string(), place, static_cast<unsigned char>(text[at]), context_of(text, at),
+      conversion_command(path, "-f UTF-8 -t UTF-8 -c"), kByteTokenizer));
+}
+
+}  // namespace
+
 void refuse_bytes_that_are_not_utf8(const fs::path& path, std::string_view start, bool more_follow) {
   const Utf8Scan scan = scan_utf8(start, more_follow);
   if (!scan.first_invalid) return;
   const std::size_t at = *scan.first_invalid;
-  const std::size_t from = at > 20 ? at - 20 : 0;
-  // The bytes around it, printable: ill-formed ones and control characters (a line end) as \xNN.
-  const std::string context = escape_control_characters(
-      escape_invalid_utf8(utf8_prefix(start.substr(from), at - from + 20)), /*keep_line_ends=*/false);
-  const auto byte = static_cast<unsigned char>(start[at]);
-  constexpr const char* kByteTokenizer = "or prepare it with --tokenizer byte, which keeps every byte as it is";
-  if (!scan.multibyte) {
-    throw DataError(fmt::format(
-        "{} is not UTF-8: the byte at offset {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence, and no letter beyond "
-        "ASCII in its first {} bytes is UTF-8. It looks like text in an 8-bit encoding such as Windows-1252 or Latin-1 "
-        "(what Excel and older tools save), whose letters beyond ASCII the BPE tokenizer would read as U+FFFD. Convert "
-        "it, e.g. `{}` (if UTF-8 letters come later in the file, drop the stray bytes instead: `{}`), {}",
-        path.string(), at, byte, context, start.size(), conversion_command(path, "-f WINDOWS-1252 -t UTF-8"),
-        conversion_command(path, "-f UTF-8 -t UTF-8 -c"), kByteTokenizer));
-  }
+  if (scan.multibyte) throw stray_byte(path, start, at, fmt::format("offset {}", at));
   throw DataError(fmt::format(
-      "{} is not UTF-8 throughout: the byte at offset {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence amid UTF-8 "
-      "text, and the BPE tokenizer would read it as U+FFFD. Drop such bytes, e.g. `{}`, {}",
-      path.string(), at, byte, context, conversion_command(path, "-f UTF-8 -t UTF-8 -c"), kByteTokenizer));
+      "{} is not UTF-8: the byte at offset {} (0x{:02X}, in \"{}\") starts no UTF-8 sequence, and no letter beyond "
+      "ASCII in its first {} bytes is UTF-8. It looks like text in an 8-bit encoding such as Windows-1252 or Latin-1 "
+      "(what Excel and older tools save), whose letters beyond ASCII the BPE tokenizer would read as U+FFFD. Convert "
+      "it, e.g. `{}` (if UTF-8 letters come later in the file, drop the stray bytes instead: `{}`), {}",
+      path.string(), at, static_cast<unsigned char>(start[at]), context_of(start, at), start.size(),
+      conversion_command(path, "-f WINDOWS-1252 -t UTF-8"), conversion_command(path, "-f UTF-8 -t UTF-8 -c"),
+      kByteTokenizer));
+}
+
+void refuse_stray_bytes(const fs::path& path, std::string_view text,
+                        const std::function<std::string(std::size_t)>& place) {
+  const Utf8Scan scan = scan_utf8(text, /*more_follow=*/false);
+  if (scan.first_invalid) throw stray_byte(path, text, *scan.first_invalid, place(*scan.first_invalid));
 }
 
 void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string_view start) {

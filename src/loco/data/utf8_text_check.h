@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <string_view>
 
 namespace loco::data {
@@ -27,5 +29,11 @@ void refuse_what_is_not_utf8_text(const std::filesystem::path& path, std::string
 // normaliser turned each such byte into U+FFFD without a word; the byte tokenizer keeps them, and is not
 // checked. `more_follow`: the file goes on after `start` (a character may be cut at its end).
 void refuse_bytes_that_are_not_utf8(const std::filesystem::path& path, std::string_view start, bool more_follow);
+
+// The same for `text` (whole characters) read further into `path`, past the start looked at above: a stray byte
+// there reached sentencepiece as U+FFFD all the same. `place(i)` says where text's byte i lies in the file
+// ("offset 81234", "offset 7 of row 12's text").
+void refuse_stray_bytes(const std::filesystem::path& path, std::string_view text,
+                        const std::function<std::string(std::size_t)>& place);
 
 }  // namespace loco::data

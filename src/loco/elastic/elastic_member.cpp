@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <thread>
+#include <utility>
 
 #include "loco/comm/comm_error.h"
 #include "loco/elastic/state_digest.h"
@@ -35,7 +38,12 @@ void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
                                 const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt) {
   torch::NoGradGuard no_grad;
   started_ = SteadyClock::now();
+  membership::RetryPacing retries(vote_timeout_s_);
+  last_failure_.clear();
   while (true) {
+    // Note "retry-pacing" (membership/retry_rules.h).
+    retries.give_up_if_exhausted(reported(), seconds_since(started_));
+    std::this_thread::sleep_for(std::chrono::duration<double>(retries.pause_s()));
     std::optional<membership::QuorumReply> quorum;
     bool done = false;
     if (stages_) stages_->open_attempt();
@@ -53,6 +61,7 @@ void ElasticMember::synchronise(const std::function<std::int64_t()>& reported,
     // A CommError (they could not agree) ends the stage: its replica starts again.
     if (stages_) stages_->close_attempt(done);
     if (done) return;
+    retries.failed(seconds_since(started_), std::exchange(last_failure_, {}));
   }
 }
 
@@ -60,6 +69,7 @@ void ElasticMember::aborted(std::int64_t step, const std::string& reason) {
   loco::print_unchecked(stderr, "elastic: synchronisation at step {} aborted ({}); retrying with the next quorum\n",
                         step, reason);
   log_.add("abort", step, seconds_since(started_), reason);
+  last_failure_ = "aborted: " + reason;
 }
 
 void ElasticMember::note_quorum(const membership::QuorumReply& quorum, double waited_s) {
@@ -204,6 +214,7 @@ std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t 
                               "quorum\n",
                               step, e.what());
         log_.add("abort", step, 0, e.what());
+        last_failure_ = fmt::format("vote refused: {}", e.what());
         groups_.abandon();
         return std::nullopt;
       default:
@@ -217,6 +228,7 @@ void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum
   loco::print_unchecked(stderr, "elastic: synchronisation at step {} failed ({}); retrying with the next quorum\n",
                         step, why);
   log_.add("abort", step, seconds_since(started_), why);
+  last_failure_ = why;
   report_failure(quorum, step);
   // Outside synchronise (an overlapped exchange), the replica's other stages learn it here; inside, as the
   // attempt ends.

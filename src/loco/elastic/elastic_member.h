@@ -16,6 +16,7 @@
 #include "loco/elastic/stage_agreement.h"
 #include "loco/io/safetensors.h"
 #include "loco/membership/heal_rules.h"
+#include "loco/membership/retry_rules.h"
 #include "loco/train/fault_injection.h"
 #include "loco/train/strategy.h"
 #include "loco/util/seconds_since.h"
@@ -45,7 +46,8 @@ class ElasticMember {
   // heal moves the member's step) and returns true when done, false to ask for the next quorum (a refused
   // vote, an abort). A CommError gives the attempt up (give_up) and asks again. A new quorum is logged
   // (and a rejoin, when the member id changed). A pipeline stage settles each attempt with its replica's
-  // other stages (note "stage-agreement"): in its vote, or as the attempt ends.
+  // other stages (note "stage-agreement"): in its vote, or as the attempt ends. Retries are paced, and end
+  // with an Error once they have failed for longer than `vote_timeout_s` (membership/retry_rules.h).
   void synchronise(const std::function<std::int64_t()>& reported,
                    const std::function<bool(comm::Group&, const membership::QuorumReply&)>& attempt);
   // The coordinator decided to abort the synchronisation at `step` (`reason`): logged; nothing applied.
@@ -106,6 +108,7 @@ class ElasticMember {
   std::string transfers_quorum_;  // the quorum (store prefix) whose state transfers transfers_ counts
   int transfers_ = 0;
   SteadyClock::time_point started_;  // of the current synchronisation, for the log
+  std::string last_failure_;         // why the current attempt failed, when it did (note "retry-pacing")
 };
 
 }  // namespace loco::elastic

@@ -75,6 +75,7 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
   spec.bits = defaults.bits;
   int fragment_layers = defaults.fragment_layers;
   int fragments = 0;  // 0: from fragment_layers
+  bool gave_h = false, gave_tau = false, gave_fragment_layers = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     auto eq = parts[i].find('=');
     if (eq == std::string::npos) {
@@ -82,20 +83,22 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
           fmt::format("'{}' in algorithm '{}' is not key=value; keys: {}.", parts[i], text, kAcceptedKeys));
     }
     std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-    if (key == "h")
+    if (key == "h") {
       spec.inner_steps = parse_count(key, value, text);
-    else if (key == "fragments") {
+      gave_h = true;
+    } else if (key == "fragments") {
       fragments = parse_count(key, value, text);
       if (fragments < 1) {  // 0 is not "from fragment_layers": that is leaving the key out
         throw ConfigError(fmt::format("fragments={} in algorithm '{}' must be at least 1 (or leave it out: "
                                       "fragment_layers decides)", value, text));
       }
-    }
-    else if (key == "fragment_layers")
+    } else if (key == "fragment_layers") {
       fragment_layers = parse_count(key, value, text);
-    else if (key == "tau")
+      gave_fragment_layers = true;
+    } else if (key == "tau") {
       spec.overlap_steps = parse_count(key, value, text);
-    else if (key == "bits") {
+      gave_tau = true;
+    } else if (key == "bits") {
       spec.bits = parse_number(key, value, text);
       if (spec.bits <= 0) {
         throw ConfigError(
@@ -107,6 +110,9 @@ AlgorithmSpec parse_algorithm(const std::string& text, const AlgorithmDefaults& 
       throw ConfigError(fmt::format("unknown key '{}' in algorithm '{}'; keys: {}.", key, text, kAcceptedKeys));
     }
   }
+  spec.took_inner_steps = spec.kind != Algorithm::kDataParallel && !gave_h;
+  spec.took_overlap_steps = spec.kind == Algorithm::kStreaming && !gave_tau;
+  spec.took_fragment_layers = spec.kind == Algorithm::kStreaming && fragments == 0 && !gave_fragment_layers;
   if (spec.kind == Algorithm::kStreaming) {
     if (fragments == 0) {
       if (fragment_layers < 1) {

@@ -19,6 +19,9 @@ struct AlgorithmSpec {
   int fragments = 1;      // P; fragment p holds layers l with l mod P == p (strided)
   int overlap_steps = 0;  // τ: inner steps between sending a fragment and merging the result
   double bits = 0;        // bits per value exchanged between replicas; 0 means the scenario's
+  // Which of AlgorithmDefaults the spec took: keys its kind reads that it left out. A default that no spec
+  // takes is an option without effect.
+  bool took_inner_steps = false, took_overlap_steps = false, took_fragment_layers = false;
 
   // "dp", "diloco(H=100)", "streaming(H=100,P=8,tau=1,bits=4)".
   std::string label() const;

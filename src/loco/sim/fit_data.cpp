@@ -137,6 +137,14 @@ std::vector<FitPoint> load_points_csv(const fs::path& csv, ParamConvention conve
   const int params = convention == ParamConvention::kNonEmbedding && non_embedding >= 0
                          ? non_embedding
                          : column(table.header, {"params", "n", "parameters"}, csv);
+  if (convention == ParamConvention::kNonEmbedding && non_embedding < 0 && params >= 0) {
+    // A table's counts cannot be converted (it says nothing of the vocabulary): fitted as given, said once.
+    loco::print_unchecked(stderr,
+                          "fit: note: {} has no non_embedding_params column, so --count non-embedding cannot count "
+                          "its runs: its {} column is N as it is (add a non_embedding_params column, as loco "
+                          "sweep's tables have, if those counts include the embeddings)\n",
+                          csv.string(), table.header[static_cast<std::size_t>(params)]);
+  }
   const int loss = column(table.header, {"loss", "eval_loss"}, csv);
   if (params < 0 || loss < 0) {
     throw DataError(

@@ -20,6 +20,7 @@
 #include "loco/comm/comm_error.h"
 #include "loco/util/signal_name.h"
 #include "loco/util/stop_requested.h"
+#include "loco/util/utf8.h"
 
 namespace loco::comm {
 
@@ -230,6 +231,17 @@ void require_same_world_size(c10d::Store& store, const C10dOptions& options) {
       const std::vector<std::uint8_t> value = store.get(world_size_key(r));
       const std::string theirs(value.begin(), value.end());
       if (theirs == std::to_string(options.world_size)) continue;
+      if (theirs.empty() || theirs.size() > 19 ||
+          !std::all_of(theirs.begin(), theirs.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        // Not what any rank wrote (announce_world_size): the port serves something other than a c10d store,
+        // or one whose keys were overwritten. No WORLD_SIZE differs; saying so sent users to the wrong fix.
+        throw CommError(fmt::format(
+            "the store at {}:{} answered '{}' for rank {}'s WORLD_SIZE, which no rank writes: the port serves "
+            "something other than the run's c10d store. Check MASTER_PORT (or the coordinator's --store-port) "
+            "and that nothing else listens there",
+            options.master_addr, options.master_port,
+            escape_invalid_utf8(escape_control_characters(utf8_prefix(theirs, 20), false)), r));
+      }
       throw CommError(fmt::format("rank {} was started with WORLD_SIZE {} but rank {} with WORLD_SIZE {}: every rank "
                                   "of a run must be given the same WORLD_SIZE (loco launch --nproc N gives every "
                                   "rank N; on several hosts, give each the same total)",
