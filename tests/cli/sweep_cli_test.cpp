@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "loco/util/directory_lock.h"
 #include "support/test_support.h"
 
 namespace loco {
@@ -171,6 +172,37 @@ TEST_F(SweepCli, AFailedRunIsNamedWithItsLogAndTheOthersStillFinish) {
   EXPECT_NE(r.output.find("FAILED: loco train exited with 1 (log: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 run(s) failed"), std::string::npos) << r.output;
   EXPECT_EQ(lines_of(*dir_ / "failing" / "summary.csv").size(), 2u);  // the header and the run that finished
+}
+
+// Audit round 12: a second sweep of one directory while the first runs is refused at once (before: it removed the
+// first's runs as they trained and mixed the tables), and a run directory that a live train holds (its sweep
+// killed) is not removed under it. The test holds the locks the other processes would.
+TEST_F(SweepCli, ASweepOfADirectoryInUseIsRefused) {
+  const fs::path file = sweep("busy", "\"optim.lr\" = [0.003, 0.001]");
+  fs::create_directories(*dir_ / "busy");
+  {
+    const DirectoryLock other_sweep(*dir_ / "busy", "test");
+    const auto refused = run_loco({"sweep", file.string()});
+    EXPECT_EQ(refused.exit_code, 2) << refused.output;
+    EXPECT_NE(refused.output.find("sweep output directory '" + (*dir_ / "busy").string() +
+                                  "' is being written by another loco process right now"),
+              std::string::npos)
+        << refused.output;
+    EXPECT_EQ(fs::directory_iterator(*dir_ / "busy"), fs::directory_iterator()) << "it wrote into the directory";
+  }
+  const fs::path live_run = *dir_ / "busy" / "lr-0.003";
+  fs::create_directories(live_run);
+  write_text(live_run / "metrics.jsonl", "{\"step\": 1}\n");
+  {
+    const DirectoryLock live_train(live_run, "test");
+    const auto r = run_loco({"sweep", file.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("lr-0.003 FAILED: run directory '" + live_run.string() +
+                            "' is being written by another loco process right now"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(test::read_text(live_run / "metrics.jsonl"), "{\"step\": 1}\n") << "the live run's files were touched";
+  }
 }
 
 // dist.backend = "gloo": each run is loco launch with dist.replicas ranks.

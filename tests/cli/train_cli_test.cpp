@@ -231,6 +231,47 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
                "part of it");
 }
 
+// Audit round 12: a relative data.dir is resolved where the run starts, so that a resume from another working
+// directory reads the same data (before: the path was looked up from there, and found other data, trained on
+// without a word, or none, "prepare them"); a checkpoint that holds one relative (written before) is refused with
+// where it is relative to.
+TEST_F(TrainCli, ARelativeDataDirectoryIsTheOneTheRunStartedWith) {
+  fs::create_directories(*dir_ / "started-here");
+  fs::create_directory_symlink(*dir_ / "data", *dir_ / "started-here" / "data");
+  write_text(*dir_ / "started-here" / "run.toml", test::tiny_model_toml("data") + R"([optim]
+warmup_steps = 1
+[train]
+steps = 2
+batch_size = 4
+eval_every = 0
+eval_batches = 1
+threads = 1
+out_dir = "run"
+)");
+  const auto started = test::run_loco_under(120, "/usr/bin/env -C " + (*dir_ / "started-here").string(),
+                                            {"train", "--config", "run.toml"});
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  const fs::path checkpoint = *dir_ / "started-here" / "run" / "checkpoints" / "step_2";
+  const nlohmann::json state = nlohmann::json::parse(test::read_text(checkpoint / "state.json"));
+  EXPECT_EQ(state["config"]["data"]["dir"], (*dir_ / "started-here" / "data").string());
+  EXPECT_NE(test::read_text(*dir_ / "started-here" / "run" / "config.toml")
+                .find("dir = \"" + (*dir_ / "started-here" / "data").string() + "\""),
+            std::string::npos);
+  fs::create_directories(*dir_ / "elsewhere");
+  const auto resumed = test::run_loco_under(120, "/usr/bin/env -C " + (*dir_ / "elsewhere").string(),
+                                            {"train", "--resume", checkpoint.string(), "--set", "train.steps=3"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  // The same checkpoint as an earlier version wrote it: data.dir as given.
+  nlohmann::json relative = state;
+  relative["config"]["data"]["dir"] = "data";
+  write_text(checkpoint / "state.json", relative.dump(2));
+  expect_error(test::run_loco_under(60, "/usr/bin/env -C " + (*dir_ / "elsewhere").string(),
+                                    {"train", "--resume", checkpoint.string(), "--set", "train.steps=4"}),
+               2,
+               "gives data.dir = \"data\", a path relative to the directory its run was started in, and " +
+                   (*dir_ / "elsewhere").string() + " holds no such directory");
+}
+
 // A checkpoint that cannot be written (a full disk; here the file size limit, ulimit -f) stops the run naming the
 // cause and the checkpoint it starts again from, and leaves nothing of the one that failed (before: SIGXFSZ
 // killed the process mid-write; on a full disk the message named neither).

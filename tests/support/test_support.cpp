@@ -97,9 +97,11 @@ CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vect
 }
 
 CommandResult run_loco_with_file_size_limit(int seconds, std::uint64_t bytes, const std::vector<std::string>& args) {
-  return run_command(
-      fmt::format("exec /usr/bin/prlimit --fsize={} timeout -k 5 {} {}", bytes, seconds, shell_quote(LOCO_BINARY)),
-      args);
+  return run_loco_under(seconds, fmt::format("/usr/bin/prlimit --fsize={}", bytes), args);
+}
+
+CommandResult run_loco_under(int seconds, const std::string& prefix, const std::vector<std::string>& args) {
+  return run_command(fmt::format("exec {} timeout -k 5 {} {}", prefix, seconds, shell_quote(LOCO_BINARY)), args);
 }
 
 pid_t start_loco(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {

@@ -62,6 +62,10 @@ CommandResult run_loco_in_memory(int seconds, std::uint64_t kib, const std::vect
 // write past it fails as one onto a full disk does, without filling one.
 CommandResult run_loco_with_file_size_limit(int seconds, std::uint64_t bytes, const std::vector<std::string>& args);
 
+// run_loco_within, started through `prefix` (a command that execs the rest: "/usr/bin/prlimit --stack=131072",
+// "setpriv --reuid 54321 …"): limits and users as a shell or a container sets them.
+CommandResult run_loco_under(int seconds, const std::string& prefix, const std::vector<std::string>& args);
+
 // The loco binary started in the background with `args`, stdout and stderr to the files `out` and `err`; its pid.
 pid_t start_loco(const std::vector<std::string>& args, const std::filesystem::path& out,
                  const std::filesystem::path& err);

@@ -6,6 +6,7 @@
 
 #include "loco/data/dataset_meta.h"
 #include "loco/data/token_dataset.h"
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
@@ -60,6 +61,23 @@ TEST(DataTokenDataset, ACorpusGivenAsDataIsToldToBePreparedElsewhere) {
                        "-prepared"),
             std::string::npos)
       << error;
+}
+
+// Audit round 12: data a prepare is writing right now (it holds the directory's lock) are said to be so (before:
+// "run `loco prepare … --out` into it", which would race the prepare at work there).
+TEST(DataTokenDataset, DataBeingPreparedAreToldToBeWaitedFor) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir / "data");
+  test::write_text(dir / "data" / "train_000.bin.tmp", "");
+  {
+    const DirectoryLock preparing(dir / "data", "--out directory");
+    const std::string error = open_error(dir / "data", "train");
+    EXPECT_NE(error.find("is being prepared right now (a loco process holds it and has not written its meta.json "
+                         "yet): wait for that `loco prepare` to finish"),
+              std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(open_error(dir / "data", "train").find("being prepared"), std::string::npos);
 }
 
 TEST(DataTokenDataset, UnknownSplitIsADataError) {

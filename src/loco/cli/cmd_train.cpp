@@ -67,7 +67,20 @@ RunConfig given_config(const TrainArgs& args) {
   // run beside the first, and a later checkpoint of the first went unseen.
   if (const auto dir = run_directory_of(args.resume, config.dist.elastic)) config.train.out_dir = dir->string();
   const std::int64_t written_replicas = config.dist.replicas, written_stages = config.dist.stages;
+  const std::string written_data = config.data.dir;
   for (const auto& assignment : args.overrides) apply_override(config, assignment);
+  // Checkpoints hold data.dir as the run resolved it (Trainer::set_up), but those of earlier versions hold it as
+  // given: a relative path was looked up from the resume's working directory, and found other data there, or
+  // none ("prepare them", for data that exist).
+  std::error_code unreadable;
+  if (config.data.dir == written_data && std::filesystem::path(written_data).is_relative() &&
+      !std::filesystem::exists(written_data, unreadable)) {
+    throw ConfigError(fmt::format(
+        "checkpoint {} gives data.dir = \"{}\", a path relative to the directory its run was started in, and "
+        "{} holds no such directory. Resume from the directory the run was started in, or give the data's place "
+        "with --set data.dir=…",
+        args.resume, written_data, std::filesystem::current_path(unreadable).string()));
+  }
   // A checkpoint's config holds both its token budget and the steps resolved from it: a new length given by one
   // of them replaces the other (before: every --set train.tokens was refused as disagreeing with the old steps,
   // the very change the "already at step" message suggests). Both given are checked together, as in a config.

@@ -17,6 +17,7 @@
 #include "loco/util/error.h"
 #include "loco/util/open_file_limit.h"
 #include "loco/util/print_unchecked.h"
+#include "loco/util/stack_limit.h"
 #include "loco/util/utf8.h"
 
 namespace {
@@ -138,9 +139,6 @@ int run(CLI::App& app, int argc, char** argv) {
   loco::cli::add_bench_command(app, argc, argv);
   loco::cli::require_decimal_numbers(app);
 
-  // A run's store connections, Gloo pairs and files each take a descriptor: a soft limit of 1024 under a higher
-  // hard one is raised before anything opens (util/open_file_limit.h).
-  loco::raise_open_file_limit();
   // A file past the size limit (ulimit -f) fails its write with EFBIG, said as such, where the default action
   // of SIGXFSZ killed the process mid-checkpoint. A handler that does nothing rather than SIG_IGN: an ignored
   // signal stays ignored in the programs loco starts (launch's ranks, gnuplot), a handler does not.
@@ -151,6 +149,10 @@ int run(CLI::App& app, int argc, char** argv) {
   // command's result is reported lost (report_lost_output).
   std::signal(SIGPIPE, [](int) {});
   try {
+    // A run's store connections, Gloo pairs and files each take a descriptor: a soft limit of 1024 under a higher
+    // hard one is raised before anything opens (util/open_file_limit.h); too few are refused.
+    loco::require_open_file_room();
+    loco::make_room_on_the_stack();  // util/stack_limit.h
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a command that ran others (loco launch) ends with their status

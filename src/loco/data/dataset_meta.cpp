@@ -6,6 +6,7 @@
 #include "loco/data/loco_made.h"
 #include "loco/data/prepare.h"
 #include "loco/data/tokenizer.h"
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_integer.h"
@@ -74,6 +75,12 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
                 data_dir.string())
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
+      // Before: "run `loco prepare … --out` here", which would race the prepare that is writing it.
+      : DirectoryLock::held(data_dir)
+          ? fmt::format(
+                "{} is being prepared right now (a loco process holds it and has not written its "
+                "meta.json yet): wait for that `loco prepare` to finish, then run this again.",
+                data_dir.string())
       // What `loco export` writes: weights and a Hugging Face tokenizer, no data (prepare refuses it as --out).
       : made == nullptr && fs::exists(data_dir / "config.json", unreadable) &&
               fs::exists(data_dir / "model.safetensors", unreadable)

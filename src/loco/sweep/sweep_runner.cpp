@@ -13,6 +13,7 @@
 #include "loco/config/load_config.h"
 #include "loco/sim/model_size.h"
 #include "loco/sweep/sweep_cells.h"
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_difference.h"
@@ -179,6 +180,13 @@ RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions
     // Before: the result of the old config was kept, and listed as this config's.
     loco::print_unchecked(stdout, "{}: its config changed since its result ({}): trained again\n", run.name, *changed);
   }
+  try {
+    // A train of an earlier sweep that is still running (its sweep killed) holds the directory: not removed under it.
+    const DirectoryLock idle(dir, "run directory");
+  } catch (const ConfigError& e) {
+    progress.say(fmt::format("{} FAILED: {}", run.name, e.what()), true);
+    return RunOutcome::failed;
+  }
   std::error_code removed;
   if (!remove_tree(dir, removed)) {  // what an interrupted attempt left
     progress.say(fmt::format("{} FAILED: cannot remove what an earlier attempt left in {}: {}", run.name,
@@ -328,6 +336,9 @@ void write_table(const SweepPlan& plan, const std::string& stem, const std::vect
 
 int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   ensure_writable_directory(plan.out_dir, "sweep output directory");
+  // Two sweeps of one directory removed each other's runs as they trained and mixed their tables (a result's
+  // tokens from a log the other sweep cut short): the second is refused at once.
+  const DirectoryLock writing(plan.out_dir, "sweep output directory");
   // `jobs` runs side by side, each with `threads` cores: OpenBLAS's own pool (train/runtime.h, note
   // "blas-pool") would otherwise take every core in each of them and spin against the others. The
   // runs inherit this; a value the user set is kept.

@@ -40,11 +40,12 @@ MetricsWriter::~MetricsWriter() {
 void MetricsWriter::write(const nlohmann::json& record) {
   std::string line = record.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    const std::string why = std::strerror(errno);
+    const int error = errno;
     const fs::path checkpoints = out_dir_ / "checkpoints";
     const bool checkpointed = !list_checkpoints(checkpoints).empty();
-    throw IoError(fmt::format("cannot append to {}: {}. Free space, then {}", (out_dir_ / "metrics.jsonl").string(),
-                              why,
+    // The fix of its errno (before: "Free space" for all, also past `ulimit -f`, where freeing space fixes nothing).
+    throw IoError(fmt::format("cannot append to {}: {}. {}, then {}", (out_dir_ / "metrics.jsonl").string(),
+                              std::strerror(error), fix_for_failed_write(error),
                               checkpointed ? fmt::format("resume from the last checkpoint in {}", checkpoints.string())
                                            : std::string("start the run again: it wrote no checkpoint yet (remove "
                                                          "what it wrote, or choose another train.out_dir)")));

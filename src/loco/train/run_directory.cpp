@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <functional>
 #include <string_view>
 
@@ -151,11 +152,28 @@ void refuse_incomplete_checkpoints(const fs::path& checkpoints_dir) {
   }
 }
 
+// The longest path a run writes below its directory: a checkpoint's file as it is written,
+// checkpoints/.step_N.partial-PID/.optimizer.safetensors.tmp-PID with a 19-digit step and 10-digit pids, rounded up.
+constexpr std::size_t kLongestPathBelowARun = 128;
+
+// A directory whose checkpoints' paths the system refuses (PATH_MAX) trained until its first checkpoint, then
+// failed with "File name too long", its metrics left blocking the start again that the message advised.
+void refuse_paths_too_long_for_checkpoints(const fs::path& dir) {
+  const std::size_t length = fs::absolute(dir).string().size();
+  if (length + kLongestPathBelowARun < PATH_MAX) return;
+  throw ConfigError(
+      fmt::format("train.out_dir '{}' is a path of {} characters, and the checkpoints written below it "
+                  "would pass the {} a path may have (PATH_MAX): choose a shorter train.out_dir (at most "
+                  "{} characters)",
+                  dir.string(), length, PATH_MAX, PATH_MAX - kLongestPathBelowARun - 1));
+}
+
 }  // namespace
 
 DirectoryLock claim_run_directory(const fs::path& dir, const fs::path& out_dir,
                                   const std::optional<fs::path>& resumed_from) {
   refuse_data_and_checkpoint_directories(dir, "train.out_dir");
+  refuse_paths_too_long_for_checkpoints(dir);
   ensure_writable_directory(dir, "train.out_dir");
   DirectoryLock writing(dir, "train.out_dir");  // before its files are judged: a live run's are no stopped run's
   refuse_incomplete_checkpoints(dir / "checkpoints");

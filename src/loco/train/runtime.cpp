@@ -6,9 +6,11 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "loco/util/error.h"
+#include "loco/util/thread_room.h"
 
 namespace loco {
 
@@ -33,7 +35,11 @@ std::int64_t intra_op_threads(std::int64_t configured, const torch::Device& devi
 }
 
 void configure_threads(std::int64_t threads, const torch::Device& device) {
-  torch::set_num_threads(static_cast<int>(intra_op_threads(threads, device)));
+  const auto intra_op = static_cast<int>(intra_op_threads(threads, device));
+  // Note "thread-room" (util/thread_room.h): the pool set_num_threads makes has a thread per core; one more
+  // was needed (measured under ulimit -u on this 2-core VM: 4 tasks hung, 5 trained).
+  require_room_for_threads(std::max<int>(intra_op, static_cast<int>(std::thread::hardware_concurrency())) + 1);
+  torch::set_num_threads(intra_op);
   keep_freed_memory_in_heap();
 }
 

@@ -195,9 +195,10 @@ TrainSummary Trainer::run() {
     return summarise();
   } catch (...) {
     // A refused run leaves no empty directory behind: its own, when it made it (parents it made may be other
-    // replicas' or members' too, and stay).
+    // replicas' or members' too, and stay), and holds it. Two runs started at once into one new directory both
+    // found it missing; the one refused by the other's lock removed it under the winner, which then failed too.
     std::error_code ignored;
-    if (s.made_out_dir && fs::is_empty(s.out_dir, ignored)) fs::remove(s.out_dir, ignored);
+    if (s.made_out_dir && s.out_dir_lock && fs::is_empty(s.out_dir, ignored)) fs::remove(s.out_dir, ignored);
     throw;
   }
   announce();
@@ -277,6 +278,10 @@ void Trainer::set_up() {
   State& s = *state_;
   RunConfig& config = s.config;
   const TrainConfig& tc = config.train;
+  // The data are where they were when the run started, wherever it is resumed from: a relative data.dir written
+  // into config.toml and the checkpoints was looked up from the resume's working directory, and trained on other
+  // data found there without a word.
+  config.data.dir = fs::absolute(config.data.dir).lexically_normal().string();
   if (!s.options.make_strategy && algorithm_named(config.dist.algorithm) != Algorithm::none) {
     throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
   }

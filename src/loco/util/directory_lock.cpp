@@ -27,6 +27,14 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& dir, std::string_view 
                   what, dir.string(), what));
 }
 
+bool DirectoryLock::held(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // and with it the shared lock, where it was taken
+  return busy;
+}
+
 DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock
 }

@@ -20,6 +20,9 @@ class DirectoryLock {
   DirectoryLock(DirectoryLock&& other) noexcept;
   DirectoryLock& operator=(DirectoryLock&& other) noexcept;
   DirectoryLock(const DirectoryLock&) = delete;
+  // Whether another process (or claim) holds `dir` now: a run being written, data being prepared. False where it
+  // cannot be told (no such directory, no locks on its file system).
+  static bool held(const std::filesystem::path& dir);
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
  private:

@@ -12,4 +12,10 @@ namespace loco {
 // connections alone take more.
 std::uint64_t raise_open_file_limit();
 
+// raise_open_file_limit, then Error naming `ulimit -n` when fewer than 32 descriptors remain: no command runs on so
+// few (a run's files, its checkpoints, libtorch's /dev/urandom and cpuinfo), and each failed in its own words
+// where it ran out ("[enforce fail at ThreadPool.cc:44] cpuinfo_initialize()", "Unable to open /dev/urandom",
+// a checkpoint refused after the first steps).
+void require_open_file_room();
+
 }  // namespace loco

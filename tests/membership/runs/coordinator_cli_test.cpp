@@ -90,13 +90,13 @@ TEST(CoordinatorCli, ARunNeedsASecret) {
 TEST(CoordinatorCli, TooFewFileDescriptorsAreNamedBeforeTheStoreStarts) {
   test::use_test_run_secret();
   test::ChildProcess low(
-      {"/usr/bin/prlimit", "--nofile=24:24", LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0"});
+      {"/usr/bin/prlimit", "--nofile=48:48", LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0"});
   EXPECT_EQ(low.wait(30), 1) << low.output();
-  EXPECT_NE(low.output().find("the process may open 24 file descriptors (ulimit -n), too few to serve the run's store"),
+  EXPECT_NE(low.output().find("the process may open 48 file descriptors (ulimit -n), too few to serve the run's store"),
             std::string::npos)
       << low.output();
   test::ChildProcess raised(
-      {"/usr/bin/prlimit", "--nofile=24:4096", LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0"});
+      {"/usr/bin/prlimit", "--nofile=48:4096", LOCO_BINARY, "coordinator", "--host", "127.0.0.1", "--port", "0"});
   ASSERT_TRUE(raised.wait_for(std::regex("127.0.0.1:([0-9]+)"), 30)) << raised.output();
   raised.signal(SIGTERM);
   EXPECT_EQ(raised.wait(10), 0) << raised.output();
