@@ -499,6 +499,21 @@ TEST_F(TrainCli, AMalformedFaultInjectionIsRefused) {
   expect_error(r, 2, "LOCO_FAULT=garbage is not [NAME@]WHEN:ACTION");
 }
 
+// Audit round 12: LOCO_COORDINATOR beside a run that joins no coordinator is refused (before: the run trained alone,
+// the coordinator never heard of it).
+TEST_F(TrainCli, ACoordinatorTheRunWouldNotJoinIsRefused) {
+  ::setenv("LOCO_COORDINATOR", "127.0.0.1:9", 1);
+  const auto alone = run_loco({"train", "--config", config("not-joined").string()});
+  const auto threads =
+      run_loco({"train", "--config", config("not-joined").string(), "--set", "dist.elastic=true", "--set",
+                "dist.algorithm=diloco", "--set", "dist.batch=per_replica", "--set", "dist.replicas=2"});
+  ::unsetenv("LOCO_COORDINATOR");
+  expect_error(alone, 2,
+               "LOCO_COORDINATOR=127.0.0.1:9 is set, but this run joins no coordinator: dist.elastic = false");
+  expect_error(threads, 2, "with dist.backend = \"local\" its replicas are threads under a coordinator of their own");
+  EXPECT_FALSE(fs::exists(*dir_ / "not-joined"));
+}
+
 // A fault fires in a rank's first process only: the same step, met again by a process that `loco launch
 // --elastic` started again (LOCO_RANK_START=2), kills nothing.
 TEST_F(TrainCli, AFaultFiresInARanksFirstProcessOnly) {

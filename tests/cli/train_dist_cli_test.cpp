@@ -1,14 +1,19 @@
 // loco train with several replicas, as a user runs it: simulated replicas (dist.backend = "local")
 // and one process per replica (`loco launch` + Gloo) give the same losses; bytes per sync follow
 // docs/algorithm-reference.md §9; a resumed run continues exactly; bad dist/comm settings are clear errors.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "support/test_support.h"
 #include "unit/data_test_helpers.h"
@@ -446,6 +451,81 @@ TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
 // A replica killed between the replicas' writes leaves a checkpoint without its part: the resume says the
 // checkpoint is incomplete and names the latest one that holds the part (before: "…/replica_1/checkpoints/step_4
 // is not a loco checkpoint (no state.json). … pass one of those directories", which the user had done).
+// Audit round 12: ranks of which only some resume are refused at once, by rank (before: they met at different
+// collectives and waited until comm.timeout_s, then named a stall, or a key the resume had changed).
+TEST_F(TrainDistCli, RanksOfWhichOnlySomeResumeAreRefused) {
+  const std::vector<std::string> sets = {"dist.algorithm=diloco", "diloco.sync_every=2",      "dist.replicas=2",
+                                         "train.steps=4",         "train.checkpoint_every=2", "comm.timeout_s=120"};
+  ASSERT_EQ(train("some-resume", sets).exit_code, 0);
+  const fs::path empty = *dir_ / "empty.toml";
+  std::string fresh = std::string("exec ") + LOCO_BINARY;
+  auto args = train_args("some-resume-fresh", sets);
+  args.insert(args.begin() + 1, {"--config", empty.string()});
+  for (const std::string& a : args) fresh += " '" + a + "'";
+  const std::string command = fmt::format(
+      "if [ \"$RANK\" = 1 ]; then exec {} train --resume '{}' --set dist.backend=gloo; else {} --set "
+      "dist.backend=gloo; fi",
+      LOCO_BINARY, (*dir_ / "some-resume" / "checkpoints" / "step_2").string(), fresh);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_loco({"launch", "--nproc", "2", "--master-port", "0", "--", "/bin/sh", "-c", command});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rank 0 starts a new run but rank(s) 1 resume a checkpoint: every rank of a run resumes "
+                          "it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60)) << "it waited for comm.timeout_s";
+}
+
+// Audit round 12: a MASTER_PORT whose service speaks first (SSH's banner) is refused by name (before: libtorch's
+// store client read the banner as a length on a thread of its own and the process died of SIGABRT); one that
+// accepts and never answers ends at the rendezvous timeout (before: a wait without end, deaf to SIGTERM).
+TEST_F(TrainDistCli, AMasterPortThatIsNoStoreIsNamed) {
+  test::ListeningSocket banner_port;
+  std::atomic<bool> done{false};
+  std::thread banner([&] {
+    std::vector<int> accepted;
+    while (!done) {
+      pollfd ready{banner_port.fd(), POLLIN, 0};
+      if (::poll(&ready, 1, 50) != 1) continue;
+      const int fd = ::accept(banner_port.fd(), nullptr, nullptr);
+      if (fd < 0) continue;
+      const std::string words = "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n";
+      (void)::send(fd, words.data(), words.size(), MSG_NOSIGNAL);
+      accepted.push_back(fd);
+    }
+    for (const int fd : accepted) ::close(fd);
+  });
+  const auto as_rank_1 = [](int port) {
+    return fmt::format("/usr/bin/env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={}", port);
+  };
+  const fs::path empty = *dir_ / "empty.toml";
+  if (!fs::exists(empty)) test::write_text(empty, "");
+  const auto rank_1_of = [&](const std::string& run, std::vector<std::string> sets) {
+    sets.insert(sets.end(), {"dist.algorithm=diloco", "dist.backend=gloo", "dist.replicas=2", "train.steps=2"});
+    auto args = train_args(run, sets);
+    args.insert(args.begin() + 1, {"--config", empty.string()});
+    return args;
+  };
+  const auto speaks = test::run_loco_under(60, as_rank_1(banner_port.port()), rank_1_of("ssh-port", {}));
+  done = true;
+  banner.join();
+  EXPECT_EQ(speaks.exit_code, 1) << speaks.output;
+  EXPECT_NE(speaks.output.find("sent \"SSH-2.0-OpenSSH_9.2p1 Debian-2\\x0D\\x0A\" before it was asked anything: "
+                               "another service listens there"),
+            std::string::npos)
+      << speaks.output;
+  test::ListeningSocket silent_port;  // listens, and never accepts: connections wait in its backlog, unanswered
+  const auto start = std::chrono::steady_clock::now();
+  const auto silent =
+      test::run_loco_under(60, as_rank_1(silent_port.port()), rank_1_of("silent-port", {"comm.timeout_s=5"}));
+  EXPECT_EQ(silent.exit_code, 1) << silent.output;
+  EXPECT_NE(silent.output.find("could not reach the rendezvous store at 127.0.0.1:" +
+                               std::to_string(silent_port.port()) + " within 5"),
+            std::string::npos)
+      << silent.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40));
+}
+
 TEST_F(TrainDistCli, AnIncompleteCheckpointNamesTheLatestCompleteOne) {
   ASSERT_EQ(train("incomplete", {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.replicas=2", "train.steps=4",
                                  "train.checkpoint_every=2"})

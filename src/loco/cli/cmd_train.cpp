@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -206,12 +207,27 @@ void run_elastic(const TrainOptions& options) {
 #endif
 }
 
+// LOCO_COORDINATOR names a coordinator that only an elastic member of its own process joins: a run that joins none
+// (dist.elastic = false, or dist.backend = "local", whose replicas are threads under a coordinator of their own)
+// trained alone beside it without a word, its member name and secret unused.
+void refuse_a_coordinator_it_would_not_join(const RunConfig& config) {
+  const char* coordinator = std::getenv("LOCO_COORDINATOR");
+  if (coordinator == nullptr || *coordinator == '\0' || (config.dist.elastic && config.dist.backend != "local")) return;
+  throw ConfigError(fmt::format(
+      "LOCO_COORDINATOR={} is set, but this run joins no coordinator: {}. Set dist.elastic = true and dist.backend = "
+      "\"gloo\" to join it as a member, or unset LOCO_COORDINATOR",
+      coordinator,
+      config.dist.elastic ? "with dist.backend = \"local\" its replicas are threads under a coordinator of their own"
+                          : "dist.elastic = false"));
+}
+
 // Note "config-is-data" (config/load_config.h): the rank environment is read here, once, and its
 // WORLD_SIZE completes dist.replicas = 0.
 void run_train(const TrainArgs& args) {
   keep_freed_memory_in_heap();  // note "allocator": before any thread of the run (replicas, heartbeats) starts
   TrainOptions options;
   options.config = given_config(args);
+  refuse_a_coordinator_it_would_not_join(options.config);
   // A malformed LOCO_FAULT is refused before anything starts (an elastic member read it only once it had joined,
   // so without a coordinator it waited without a word).
   FaultInjection::from_environment();

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -96,12 +98,38 @@ int report_lost_output(int error) {
                 1);
 }
 
+// An exception that nothing catches, thrown on a thread of a library's (libtorch's store client when the host of
+// the rendezvous store dies while it reads, "Connection reset by peer"), ends in std::terminate: said as an error
+// with exit 1, where it was "terminate called after throwing…" and SIGABRT. The work since the last checkpoint is
+// lost either way.
+[[noreturn]] void report_uncaught() {
+  std::string what = "no exception (std::terminate was called)";
+  if (const std::exception_ptr thrown = std::current_exception()) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+      what = without_backtrace(e.what());
+    } catch (...) {
+      what = "an exception that is no std::exception";
+    }
+  }
+  report("error: ",
+         fmt::format("{}, raised where nothing could handle it (a thread of libtorch's: its store client fails "
+                     "so when the rendezvous host dies or the port serves something else). The process stops; "
+                     "resume the run from its last checkpoint",
+                     what),
+         1);
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
 // main()'s work, but for the check that its output reached stdout.
 int run(CLI::App& app, int argc, char** argv);
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_terminate(report_uncaught);
   CLI::App app{"loco: train language models on replicas that communicate rarely and over slow links"};
   const int status = run(app, argc, argv);
   // Commands whose result is their files (a run's checkpoints) or that serve until stopped: their output is

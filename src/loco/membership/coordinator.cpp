@@ -91,6 +91,21 @@ JoinReply Coordinator::join(const std::string& run_id, const std::string& name, 
                                                           "coordinator",
                                                           kMaxMemberNames));
   }
+  // A coordinator started again with another --steps than the members': they were refused later, each claiming
+  // a step "which no member of this run reaches", which blamed the members for the coordinator's option.
+  const nlohmann::json* steps = nullptr;
+  if (const auto train = settings.find("train"); train != settings.end() && train->is_object()) {
+    if (const auto found = train->find("steps"); found != train->end()) steps = &*found;
+  }
+  if (options_.run_steps > 0 && steps != nullptr && steps->is_number_integer() &&
+      steps->get<std::int64_t>() != options_.run_steps) {
+    throw MembershipError(Refusal::malformed,
+                          fmt::format("member '{}' has train.steps = {}, but this coordinator was started with --steps "
+                                      "{}: start the coordinator with --steps {} (or 0, to check no step), or give the "
+                                      "members train.steps = {}",
+                                      name, steps->get<std::int64_t>(), options_.run_steps, steps->get<std::int64_t>(),
+                                      options_.run_steps));
+  }
   if (!members_.empty()) {
     if (const auto difference = settings_difference(settings, settings_)) {
       throw MembershipError(Refusal::malformed,

@@ -24,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How much longer than its longest a pass of a long poll must take to be time the process stood still (note
+// "stood-still"): a loaded machine's scheduling delays stay well below.
+constexpr double kStoodStillS = 10;
+
 struct Answer {
   int status = 0;
   nlohmann::json body;
@@ -336,14 +340,30 @@ void MemberClient::rejoin_after(const MembershipError& refusal) {
 
 nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json request, double timeout_s,
                                       const std::string& what, bool retry_as_new_member, bool stoppable) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  std::string last_reason = "no answer yet";
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  // Note "stood-still": a pass of the loop lasts at most its request's wait and timeout. One that took far longer
+  // is time this process stood still (SIGSTOP, a suspended VM or laptop): it is not counted against the wait,
+  // which goes on with a fresh request (before: a member stopped for longer than comm.timeout_s gave up on waking,
+  // blaming its coordinator, and the member waiting for it timed out too).
+  auto pass_began = Clock::now();
+  double pass_longest_s = 0;
+  // What the wait is still for, as a phrase ("1 of the 2 replicas min_replicas asks for"): the coordinator's
+  // words, or that it does not answer (before: "still waiting for no answer from the coordinator at …").
+  std::string last_reason = "an answer from the coordinator";
   int generation = -1;  // the membership whose credentials the request carries
   Session as;
   WaitReport report(options_.report_wait_every_s);
   while (true) {
     if (stoppable) stop_if_requested(fmt::format("a {}", what));
+    const double pass_s = std::chrono::duration<double>(Clock::now() - pass_began).count();
+    if (pass_longest_s > 0 && pass_s > pass_longest_s + kStoodStillS) {
+      deadline += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pass_s - pass_longest_s));
+      say(
+          fmt::format("membership: {} stood still for {:.0f} s (its process stopped, or its machine slept); its "
+                      "wait for a {} goes on",
+                      as.credentials.member_id, pass_s - pass_longest_s, what));
+    }
+    pass_began = Clock::now();
     {
       std::lock_guard<std::mutex> lock(shared_->mutex);
       if (shared_->fence) throw *shared_->fence;
@@ -365,13 +385,14 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
     if (left <= 0) break;
     const double wait_s = std::min({left, 5.0, report.seconds_to_next()});
     request["wait_s"] = wait_s;
+    pass_longest_s = wait_s + options_.request_timeout_s + 0.1;  // and the pause after an unanswered request
     try {
       const Reply answer = post_signed(path, request, as, wait_s + options_.request_timeout_s);
       if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {
       if (e.refusal() == Refusal::unavailable) {
-        last_reason = e.what();
+        last_reason = fmt::format("the coordinator, which does not answer ({})", e.what());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         continue;
       }
@@ -379,12 +400,15 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
       // The credentials were refused: the heartbeat thread rejoins (or finds the fence) within a beat.
       std::unique_lock<std::mutex> lock(shared_->mutex);
       shared_->changed.wait_until(lock, deadline, [&] { return shared_->rejoins != generation || shared_->fence; });
+      pass_began = Clock::now();  // a wait of its own, not time stood still
       if (shared_->fence) throw *shared_->fence;
       if (!retry_as_new_member || shared_->rejoins == generation) throw;
     }
   }
-  throw MembershipError(Refusal::unavailable,
-                        fmt::format("no {} within {:.1f} s; still waiting for {}", what, timeout_s, last_reason));
+  const std::string gave_up = fmt::format("no {} within {:.1f} s; still waiting for {}", what, timeout_s, last_reason);
+  // Note "gave-up-waiting" (util/stop_requested.h): a wait a stop may end is one training stands in.
+  if (stoppable) throw GaveUpWaiting(gave_up);
+  throw MembershipError(Refusal::unavailable, gave_up);
 }
 
 QuorumReply MemberClient::await_quorum(std::int64_t step, double timeout_s) {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "loco/util/error.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::membership {
 
@@ -29,10 +29,9 @@ double RetryPacing::pause_s() const {
 void RetryPacing::give_up_if_exhausted(std::int64_t step, double now_s) const {
   const double failing_s = now_s - first_failure_s_;
   if (failures_ == 0 || failing_s <= give_up_after_s_) return;
-  throw Error(
-      fmt::format("elastic: the synchronisation at step {} failed {} times in a row over {:.0f} s, longer "
-                  "than comm.timeout_s ({:g} s) allows; the last failure: {}. This member stops: resume it "
-                  "from its latest checkpoint once what failed is mended",
+  throw GaveUpWaiting(
+      fmt::format("elastic: the synchronisation at step {} failed {} times in a row over {:.0f} s, "
+                  "longer than comm.timeout_s ({:g} s) allows; the last failure: {}",
                   step, failures_, failing_s, give_up_after_s_, last_failure_));
 }
 

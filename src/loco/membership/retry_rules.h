@@ -20,7 +20,8 @@ class RetryPacing {
   void failed(double now_s, std::string why);
   // Seconds to wait before the next attempt.
   double pause_s() const;
-  // Throws Error, naming `step`, the failures and the last one, when attempts have failed for longer than
+  // Throws GaveUpWaiting (util/stop_requested.h), naming `step`, the failures and the last one, when attempts
+  // have failed for longer than
   // give_up_after_s by `now_s` (counted from the first failure: a long wait for the first quorum is not one).
   void give_up_if_exhausted(std::int64_t step, double now_s) const;
 

@@ -308,6 +308,9 @@ std::optional<TrainSummary> train_elastic_member(TrainOptions options) {
   RunConfig shared = options.config;
   if (shared.model.vocab_size == 0) shared.model.vocab_size = data::read_dataset_meta(shared.data.dir).vocab_size;
   member_options.settings = member_settings_json(shared);
+  // data.dir is each member's own, but the tokenizer its data were prepared with must be the run's (a static
+  // run's ranks compare it, fixed_membership.cpp): members of two tokenizers trained together without a word.
+  member_options.settings["data"]["tokenizer_sha256"] = data::prepared_tokenizer_hash(shared.data.dir);
   // Members may start long before their coordinator (or before its host name resolves): the first join waits
   // as long as any other exchange, saying so every 30 s.
   member_options.join_timeout_s = options.config.comm.timeout_s;

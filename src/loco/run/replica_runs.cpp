@@ -98,6 +98,21 @@ namespace {
 // rank 0's on every rank, but those that only say where this rank reads, writes or computes. This covers what
 // must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
 // comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
+// Ranks of which only some were given --resume met at different collectives (the resumed ones agree on their
+// checkpoint's step first) and waited there until comm.timeout_s, then named a stall, or a config key the resume
+// had changed (its vocabulary): said at once, before the configs are compared.
+void require_all_or_none_resumed(comm::Group& everyone, bool resumed) {
+  const auto differing = everyone.ranks_differing_from_rank_0(std::int64_t{resumed});
+  if (differing.empty()) return;
+  const bool differs = std::find(differing.begin(), differing.end(), everyone.rank()) != differing.end();
+  const bool rank0_resumed = differs ? !resumed : resumed;
+  throw ConfigError(
+      fmt::format("rank 0 {} but rank(s) {} {}: every rank of a run resumes it (loco train --resume "
+                  "CHECKPOINT on each, or the same command under loco launch), or none does",
+                  rank0_resumed ? "resumes a checkpoint" : "starts a new run", fmt::join(differing, ", "),
+                  rank0_resumed ? "start a new run" : "resume a checkpoint"));
+}
+
 void require_same_config(comm::Group& everyone, const RunConfig& config) {
   const nlohmann::json shared = shared_settings_json(config);
   if (everyone.ranks_differing_from_rank_0(std::string_view(shared.dump())).empty()) return;
@@ -164,6 +179,7 @@ TrainSummary train_rank(TrainOptions options, const comm::RankEnvironment& envir
   // Every rank meets the others in the world group first, and checks there that they share the config: ranks of
   // other dist.stages would otherwise wait in groups of other shapes until comm.timeout_s.
   auto world = comm::connect_from_environment(environment, config.dist.backend, replica_options, timeout);
+  require_all_or_none_resumed(*world, options.resume_from.has_value());
   require_same_config(*world, config);
   if (stages > 1) {
     const auto groups =

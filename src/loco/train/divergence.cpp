@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "loco/config/algorithms.h"
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
@@ -10,10 +13,60 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
-std::string where_to_start_again(const fs::path& out_dir, const std::optional<fs::path>& resumed_from) {
-  const fs::path checkpoints = out_dir / "checkpoints";
-  const auto found = list_checkpoints(checkpoints);
-  if (!found.empty()) return fmt::format("resume from the last checkpoint, {}", found.back().second.string());
+namespace {
+
+bool has_state(const fs::path& checkpoint) {
+  std::error_code unreadable;
+  return fs::exists(checkpoint / "state.json", unreadable);
+}
+
+// The directories beside `run_dir`'s own of the run's parts this process can see: replica_R and stage_S, and
+// replica_R/stage_S (on one host, every part; across hosts, those of this host's ranks).
+std::vector<fs::path> visible_parts(const fs::path& run_dir) {
+  std::vector<fs::path> parts;
+  std::error_code unreadable;
+  const auto is_part = [](const fs::path& dir) {
+    const std::string name = dir.filename().string();
+    return name.rfind("replica_", 0) == 0 || name.rfind("stage_", 0) == 0;
+  };
+  for (const auto& entry : fs::directory_iterator(run_dir, unreadable)) {
+    if (!entry.is_directory(unreadable) || !is_part(entry.path())) continue;
+    parts.push_back(entry.path());
+    for (const auto& inner : fs::directory_iterator(entry.path(), unreadable)) {
+      if (inner.is_directory(unreadable) && is_part(inner.path())) parts.push_back(inner.path());
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::string where_to_start_again(const fs::path& run_dir, const fs::path& own_dir,
+                                 const std::optional<fs::path>& resumed_from) {
+  // The latest checkpoint of the run whose every part in sight is whole: a replica killed while writing its part
+  // of step_N left that step a checkpoint no resume can take (before: named all the same).
+  const std::vector<fs::path> parts = visible_parts(run_dir);
+  const auto found = list_checkpoints(run_dir / "checkpoints");
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const fs::path name = it->second.filename();
+    if (has_state(it->second) && std::all_of(parts.begin(), parts.end(), [&](const fs::path& part) {
+          return has_state(part / "checkpoints" / name);
+        })) {
+      return fmt::format("resume from the last checkpoint, {}", it->second.string());
+    }
+  }
+  // This replica's parts where the run's own directory is elsewhere (rank 0's, on another host): --resume names
+  // rank 0's checkpoint of a step this part has (before: "it wrote no checkpoint yet").
+  if (own_dir.lexically_normal() != run_dir.lexically_normal()) {
+    const auto own = list_checkpoints(own_dir / "checkpoints");
+    for (auto it = own.rbegin(); it != own.rend(); ++it) {
+      if (!has_state(it->second)) continue;
+      return fmt::format(
+          "resume from the checkpoint of step {} in rank 0's train.out_dir ({}/checkpoints/{}), the "
+          "latest this part wrote here ({})",
+          it->first, run_dir.string(), it->second.filename().string(), it->second.string());
+    }
+  }
   if (resumed_from) return fmt::format("resume from {} again", resumed_from->string());
   return "start the run again (it wrote no checkpoint yet)";
 }
@@ -51,10 +104,10 @@ std::string outer_step_keys(const RunConfig& c) {
 
 }  // namespace
 
-std::string divergence_advice(const RunConfig& config, const fs::path& out_dir,
+std::string divergence_advice(const RunConfig& config, const fs::path& run_dir, const fs::path& own_dir,
                               const std::optional<fs::path>& resumed_from) {
   return fmt::format("Lower optim.lr (now {}) or raise optim.warmup_steps{}; {}", config.optim.lr,
-                     outer_step_keys(config), where_to_start_again(out_dir, resumed_from));
+                     outer_step_keys(config), where_to_start_again(run_dir, own_dir, resumed_from));
 }
 
 std::optional<std::string> first_non_finite(const NamedTensors& tensors) {

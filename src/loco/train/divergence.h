@@ -12,15 +12,18 @@
 
 namespace loco {
 
-// Where a run that stopped short starts again: "resume from the last checkpoint in OUT_DIR/checkpoints" when
-// there is one, else from the checkpoint the run resumed from, else "start the run again".
-std::string where_to_start_again(const std::filesystem::path& out_dir,
+// Where a run that stopped short starts again: "resume from the last checkpoint, RUN_DIR/checkpoints/step_N"
+// for the latest one whose parts in sight (RUN_DIR/replica_R, …/stage_S) are whole; else, where this part's
+// directory `own_dir` is not the run's (a rank on another host), rank 0's checkpoint of the latest step it
+// wrote; else the checkpoint the run resumed from; else "start the run again".
+std::string where_to_start_again(const std::filesystem::path& run_dir, const std::filesystem::path& own_dir,
                                  const std::optional<std::filesystem::path>& resumed_from);
 
 // "Lower optim.lr (now LR) or raise optim.warmup_steps", the outer step's keys of an algorithm that has one (a
 // loss that diverges just after a synchronisation comes from there, or from a replica that sent bad values), and
 // where_to_start_again.
-std::string divergence_advice(const RunConfig& config, const std::filesystem::path& out_dir,
+std::string divergence_advice(const RunConfig& config, const std::filesystem::path& run_dir,
+                              const std::filesystem::path& own_dir,
                               const std::optional<std::filesystem::path>& resumed_from);
 
 // The name of the first tensor of `tensors` holding a NaN or an infinite value; nullopt when none does.

@@ -49,6 +49,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Note "gave-up-waiting": State::stopped_waiting of a wait that ran out; signals are positive.
+constexpr int kGaveUpWaiting = -1;
+
 using Clock = SteadyClock;
 
 // The weights a run starts from: each parameter drawn from the seed and its name (Llama::init_weights),
@@ -114,8 +117,10 @@ struct Trainer::State {
   std::int64_t interval_tokens = 0, interval_steps = 0;
   std::vector<double> step_losses;
   std::int64_t saved_step = -1;  // of this process's last checkpoint
-  // Note "graceful-stop": a stop signal that ended this member's wait for a quorum (StopRequested).
+  // Note "graceful-stop": a stop signal that ended this member's wait for a quorum (StopRequested), or
+  // kGaveUpWaiting for a wait that ran out (note "gave-up-waiting"), whose message is gave_up.
   int stopped_waiting = 0;
+  std::string gave_up;
   TrainSummary summary;
 
   int replicas() const { return group ? group->size() : 1; }
@@ -189,7 +194,7 @@ TrainSummary Trainer::run() {
   } catch (const StopRequested& stop) {
     // An elastic member signalled while it waited for its first quorum: it stops where it started.
     if (!s.communication) throw;
-    note_stop_while_waiting(stop);
+    note_stop_while_waiting(stop.signal(), stop.what());
     s.summary.stopped_by = stop.signal();
     s.start = Clock::now();
     return summarise();
@@ -217,6 +222,15 @@ TrainSummary Trainer::run() {
       if (result.taken && (s.log_due() || stop != 0)) log(result);
       if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
       if (s.options.after_step && result.taken) s.options.after_step(s.step);
+      if (stop == kGaveUpWaiting) {
+        throw GaveUpWaiting(fmt::format(
+            "{}. {}", s.gave_up,
+            s.saved_step == s.step
+                ? fmt::format("It wrote a checkpoint of step {} first: resume it from {} once what it waited for "
+                              "is back",
+                              s.step, s.summary.last_checkpoint.string())
+                : "It stops; " + where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
+      }
       if (stop != 0) {
         s.summary.stopped_by = stop;
         break;
@@ -231,7 +245,7 @@ TrainSummary Trainer::run() {
     throw comm::CommError(
         fmt::format("{}. The run stopped; {}, once every rank can run again (with the command the run "
                     "was started with, and --resume)",
-                    what, where_to_start_again(s.resumable_dir(), s.options.resume_from)));
+                    what, where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
   }
   if (!s.quiet) s.progress->finish();
   return summarise();
@@ -628,13 +642,11 @@ Trainer::StepResult Trainer::train_step() {
   if (!std::isfinite(result.loss)) {
     throw Error(fmt::format("the loss became {} at step {}{}. {}", result.loss, s.step + 1,
                             s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            divergence_advice(config, s.resumable_dir(), s.options.resume_from)));
+                            divergence_advice(config, s.resumable_dir(), s.out_dir, s.options.resume_from)));
   }
-  try {
-    s.strategy->after_backward();  // elastic data parallel's synchronisation, with its wait for a quorum
-  } catch (const StopRequested& stop) {
-    // The step is not taken: a resumed run reads its windows again.
-    note_stop_while_waiting(stop);
+  // Elastic data parallel's synchronisation, with its wait for a quorum. A wait that ended takes no step: a
+  // resumed run reads its windows again.
+  if (ended_waiting([&] { s.strategy->after_backward(); })) {
     s.sampler->restore(data_before);
     result.taken = false;
     return result;
@@ -661,13 +673,10 @@ Trainer::StepResult Trainer::train_step() {
   }
   ++s.step;
   s.tokens += s.tokens_per_step();
-  try {
-    s.strategy->after_step(s.step);  // where DiLoCo-style strategies synchronise
-  } catch (const StopRequested& stop) {
-    // The step is taken, its synchronisation is not: the checkpoint holds the step with its synchronisation
-    // still to do, which a resumed member does first (note "elastic-resume", elastic/quorum_membership.h).
-    note_stop_while_waiting(stop);
-  }
+  // Where DiLoCo-style strategies synchronise. A wait that ended there leaves the step taken and its
+  // synchronisation not: the checkpoint holds the step with its synchronisation still to do, which a resumed
+  // member does first (note "elastic-resume", elastic/quorum_membership.h).
+  ended_waiting([&] { s.strategy->after_step(s.step); });
   if (s.profiler) s.profiler->after_step(s.step);
   s.step_losses.push_back(result.loss);
   s.summary.train_loss = result.loss;
@@ -753,10 +762,23 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
   return {std::move(state), std::move(tensors)};
 }
 
-void Trainer::note_stop_while_waiting(const StopRequested& stop) {
+void Trainer::note_stop_while_waiting(int signal, const std::string& what) {
   State& s = *state_;
-  s.stopped_waiting = stop.signal();
-  loco::print_unchecked(stderr, "{}: {}\n", s.membership->describe(), stop.what());
+  s.stopped_waiting = signal;
+  if (signal == kGaveUpWaiting) s.gave_up = what;
+  loco::print_unchecked(stderr, "{}: {}\n", s.membership->describe(), what);
+}
+
+bool Trainer::ended_waiting(const std::function<void()>& synchronise) {
+  try {
+    synchronise();
+    return false;
+  } catch (const StopRequested& stop) {
+    note_stop_while_waiting(stop.signal(), stop.what());
+  } catch (const GaveUpWaiting& gave_up) {  // note "gave-up-waiting": checkpointed before the error, as a stop is
+    note_stop_while_waiting(kGaveUpWaiting, gave_up.what());
+  }
+  return true;
 }
 
 void Trainer::save() {
@@ -769,7 +791,7 @@ void Trainer::save() {
         fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
                     "no checkpoint of them was written. {}",
                     s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
-                    divergence_advice(s.config, s.resumable_dir(), s.options.resume_from)));
+                    divergence_advice(s.config, s.resumable_dir(), s.out_dir, s.options.resume_from)));
   }
   try {
     s.summary.last_checkpoint =
@@ -780,7 +802,7 @@ void Trainer::save() {
     throw IoError(
         fmt::format("{} The checkpoint of step {} was not written and the run stopped; {}, once it can "
                     "be written",
-                    e.what(), s.step, where_to_start_again(s.resumable_dir(), s.options.resume_from)));
+                    e.what(), s.step, where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
   }
   s.saved_step = s.step;
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));

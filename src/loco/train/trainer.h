@@ -28,8 +28,6 @@
 
 namespace loco {
 
-class StopRequested;
-
 struct TrainSummary {
   std::int64_t steps = 0;
   std::int64_t steps_trained = 0;  // by this process (an elastic member that healed to the last step: none)
@@ -98,8 +96,12 @@ class Trainer {
   void log(const StepResult& result);
   void evaluate_into(nlohmann::json& record);
   void save();
-  // A stop that ended a wait for a quorum (StopRequested): the run stops after this step, said on stderr.
-  void note_stop_while_waiting(const StopRequested& stop);
+  // A stop that ended a wait for a quorum (StopRequested, `signal`), or a wait that ran out (kGaveUpWaiting): the
+  // run stops after this step, said on stderr.
+  void note_stop_while_waiting(int signal, const std::string& what);
+  // Runs `synchronise` (a strategy's step where a member may wait for a quorum): true when a stop (StopRequested)
+  // or a wait that ran out (GaveUpWaiting, note "gave-up-waiting") ended it, noted for the loop.
+  bool ended_waiting(const std::function<void()>& synchronise);
   TrainSummary summarise();
   // What a checkpoint of this replica holds now (save, and a heal's encode).
   std::pair<CheckpointState, CheckpointTensors> snapshot();

@@ -7,7 +7,19 @@
 #include <stdexcept>
 #include <string>
 
+#include "loco/util/error.h"
+
 namespace loco {
+
+// A wait that ran out (note "gave-up-waiting"): an elastic member's quorum that did not form within comm.timeout_s,
+// or a synchronisation that failed attempt after attempt for as long. An Error, which training meets as it meets a
+// stop: the member checkpoints where it stands (its synchronisation still to do), then ends with this message and
+// the checkpoint's name (before: the steps since the last checkpoint were lost, while a SIGTERM in the same wait
+// kept them). Elsewhere it is reported like any Error.
+class GaveUpWaiting : public Error {
+ public:
+  using Error::Error;
+};
 
 class StopRequested : public std::runtime_error {
  public:

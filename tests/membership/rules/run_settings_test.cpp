@@ -75,5 +75,20 @@ TEST(RunSettings, AMemberWithOtherSettingsIsRefusedByTheCoordinator) {
                        "member 'd' has diloco.sync_every = 4, but the run's members have 8");
 }
 
+// Audit round 12: a coordinator started (again) with another --steps than its members' train.steps refuses their
+// join naming its own option (before: they were refused later, each "claims step 235, which no member of this run
+// reaches (0 to 100)"); without --steps nothing is checked.
+TEST(RunSettings, ACoordinatorsStepsThatAreNotTheMembersAreNamed) {
+  CoordinatorOptions options{{1, 0, 3, 5}, "run-1", 77, {}};
+  options.run_steps = 100;
+  Coordinator c(options);
+  test::expect_refusal([&] { c.join("run-1", "a", 0, {}, with("train", "steps", 3000)); }, Refusal::malformed,
+                       "member 'a' has train.steps = 3000, but this coordinator was started with --steps 100: start "
+                       "the coordinator with --steps 3000");
+  c.join("run-1", "b", 0, {}, with("train", "steps", 100));
+  Coordinator unchecked(CoordinatorOptions{{1, 0, 3, 5}, "run-1", 77, {}});
+  unchecked.join("run-1", "a", 0, {}, with("train", "steps", 3000));
+}
+
 }  // namespace
 }  // namespace loco::membership

@@ -676,6 +676,31 @@ TEST_F(ElasticTrain, MembersStartedAgainWithoutTheirCheckpointsDoNotTrainTheRunF
   }
 }
 
+// Audit round 12 (note "gave-up-waiting", util/stop_requested.h): members whose coordinator is gone for good give
+// up their wait for a quorum after comm.timeout_s, each with a checkpoint of where it stands first (before: without
+// train.checkpoint_every every step was lost, while a SIGTERM in the same wait kept them). The coordinator goes
+// mid-round (a round of 1000 steps), so that no vote is under way.
+TEST_F(ElasticTrain, MembersThatGiveUpWaitingForAQuorumCheckpointFirst) {
+  auto gone = coordinator("gave-up", 2);
+  const std::vector<std::string> settings = {"comm.timeout_s=8", "diloco.sync_every=1000"};
+  auto a = member("gave-up", "a", 4000, "", settings);
+  auto b = member("gave-up", "b", 4000, "", settings);
+  ASSERT_TRUE(a->wait_for(std::regex("step 12/4000"), 120)) << a->output();
+  gone->signal(SIGKILL);
+  EXPECT_EQ(gone->wait(10), 128 + SIGKILL);
+  for (auto* m : {a.get(), b.get()}) {
+    EXPECT_EQ(m->wait(180), 1) << m->output();
+    const std::string output = m->output();
+    std::smatch written;
+    ASSERT_TRUE(std::regex_search(output, written,
+                                  std::regex("no quorum within 8.0 s; still waiting for the coordinator, which does "
+                                             "not answer \\(.*\\)\\. It wrote a checkpoint of step 1000 first: "
+                                             "resume it from (\\S+) once what it waited for is back")))
+        << m->output();
+    EXPECT_TRUE(fs::exists(fs::path(written[1].str()) / "state.json")) << written[1];
+  }
+}
+
 // Note "member-settings": a is given train.steps = 400, b 12. b, joining while a is a member, is refused at
 // once, naming the key, and a trains its steps alone (before: b finished at 12 while a trained on, and a was
 // told that the run was over, or stopped at its next synchronisation; the coordinator's check of a finish

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,6 +45,68 @@ void stop_if_asked(const C10dOptions& options, const std::string& what) {
   }
 }
 
+namespace {
+
+// How long a port is listened to for words it sends before it is asked anything.
+constexpr std::chrono::milliseconds kUnaskedWordsWait{200};
+
+// A service that speaks first (SSH's banner, SMTP's greeting) at MASTER_PORT made libtorch's store client read
+// its words as a message length on a thread of its own, where the std::bad_alloc it threw ended the process
+// (SIGABRT). So the port is listened to briefly before the client connects: words sent unasked are refused, by
+// name. A port that refuses or closes the connection is left to the client, which says so.
+void refuse_a_port_that_speaks_first(const C10dOptions& options) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options.master_port);
+  if (getaddrinfo(options.master_addr.c_str(), port.c_str(), &hints, &found) != 0) return;
+  std::string heard;
+  for (const addrinfo* a = found; a != nullptr && heard.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    // Without blocking: an address that does not answer is left to the client's own timeout and stop checks.
+    const bool connected = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 || (errno == EINPROGRESS && [&] {
+                             pollfd writable{fd, POLLOUT, 0};
+                             int error = 0;
+                             socklen_t size = sizeof(error);
+                             return ::poll(&writable, 1, static_cast<int>(kConnectAttempt.count())) == 1 &&
+                                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
+                           }());
+    if (connected) {
+      pollfd readable{fd, POLLIN, 0};
+      if (::poll(&readable, 1, static_cast<int>(kUnaskedWordsWait.count())) == 1) {
+        char words[64];
+        const ssize_t got = ::recv(fd, words, sizeof(words), MSG_DONTWAIT);
+        if (got > 0) heard.assign(words, static_cast<std::size_t>(got));
+      }
+    }
+    ::close(fd);
+  }
+  freeaddrinfo(found);
+  if (heard.empty()) return;
+  throw CommError(fmt::format(
+      "the port at {}:{} sent \"{}\" before it was asked anything: another service listens there (SSH, mail, a web "
+      "server…), not rank 0's rendezvous store. Check MASTER_PORT (and MASTER_ADDR): give the port rank 0 serves "
+      "its store on",
+      options.master_addr, options.master_port,
+      escape_invalid_utf8(escape_control_characters(utf8_prefix(heard, 40), false))));
+}
+
+// libtorch's client gives its socket a receive timeout in a wait only: a `check` or `add` sent first to a store that
+// never answers (rank 0 frozen, a listener that says nothing) waited forever, deaf to SIGTERM. A first wait, on a
+// key of this rank's own, finds such a store within `timeout` and leaves a timeout on the socket for the calls
+// after it.
+void await_first_answer(c10d::Store& store, const C10dOptions& options, std::chrono::milliseconds timeout) {
+  const std::string own = fmt::format("loco/connected/{}", options.rank);
+  store.set(own, std::vector<std::uint8_t>{1});
+  store.wait({own}, timeout);
+}
+
+// libtorch says a connection or a wait timed out in several words.
+bool timed_out(const std::exception& e) { return mentions_any(first_line(e), {"timed out", "Timeout", "timeout"}); }
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.master_port);
@@ -81,17 +144,18 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
       std::this_thread::sleep_for(kConnectPause);
     }
   }
+  if (!store_options.isServer && options.rank0_serves_store) refuse_a_port_that_speaks_first(options);
   try {
     c10::intrusive_ptr<c10d::Store> store;
     while (!store) {
       try {
         store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+        if (!store_options.isServer) await_first_answer(*store, options, store_options.timeout);
       } catch (const std::exception& e) {
+        store.reset();  // a wait that timed out may be answered late: the next attempt has a connection of its own
         // A stop's signal may have ended the attempt itself ("Interrupted system call").
         if (stoppable) stop_if_asked(options, "reach the rendezvous store");
-        if (!stoppable || std::chrono::steady_clock::now() >= deadline || !mentions_any(first_line(e), {"timed out"})) {
-          throw;
-        }
+        if (!stoppable || std::chrono::steady_clock::now() >= deadline || !timed_out(e)) throw;
         std::this_thread::sleep_for(kConnectPause);  // a refused connection fails at once: no spinning
       }
     }
@@ -110,7 +174,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
           "0` to pick one).",
           options.master_port));
     }
-    if (mentions_any(what, {"timed out"})) {
+    if (timed_out(e)) {
       const std::string server = options.rank0_serves_store
                                      ? "rank 0 is running and that MASTER_ADDR and MASTER_PORT name its host and port"
                                      : "the coordinator is running and serves its store there (loco coordinator "
@@ -170,13 +234,28 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
   for (int r = 0; r < options.world_size; ++r) keys.push_back(fmt::format("loco/arrived/{}", r));
   const auto deadline = Clock::now() + options.rendezvous_timeout;
   const auto everyone_came = [&] { return store.add("loco/arrived", 0) >= options.world_size && store.check(keys); };
+  // A group that may be abandoned: a rank that gives it up says so in the store, and the others give it up too.
+  // The ranks that gave up had counted themselves in: a rank late to the rendezvous (stopped a while, SIGSTOP)
+  // found everyone come and went into Gloo's handshake, which cannot be interrupted, with ranks that had left,
+  // until the rendezvous timeout, blaming its peers (measured: 30 s, deaf to SIGTERM).
+  const std::string given_up = "loco/abandoned";
+  const auto give_up_if_abandoned = [&] {
+    if (!options.group.abandoned) return;
+    const bool here = options.group.abandoned();
+    if (!here && !store.check({given_up})) return;
+    if (here) {
+      try {
+        store.set(given_up, std::vector<std::uint8_t>{1});
+      } catch (const std::exception&) {  // the store is gone: the others find the group abandoned their own way
+      }
+    }
+    throw PeerLost(fmt::format(
+        "rank {} of {} gave up its rendezvous: the group was abandoned ({})", options.rank, options.world_size,
+        here ? "a member of its quorum left before it came" : "another member gave it up before this one came"));
+  };
   while (!everyone_came()) {
     stop_if_asked(options, "meet the others at the rendezvous");
-    if (options.group.abandoned && options.group.abandoned()) {
-      throw PeerLost(fmt::format("rank {} of {} gave up its rendezvous: the group was abandoned (a member of its "
-                                 "quorum left before it came)",
-                                 options.rank, options.world_size));
-    }
+    give_up_if_abandoned();
     if (Clock::now() > deadline) {
       // The missing ranks by name where there are few to look up, at most 20 of them said (a message of a million
       // ranks was 7.9 MB); else how many came.
@@ -203,6 +282,8 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
     // its rank 0 serves every rank's polls.
     std::this_thread::sleep_for(std::chrono::milliseconds(options.group.abandoned ? 5 : 50));
   }
+  give_up_if_abandoned();  // once more before the handshake: a late rank finds the count full
+  stop_if_asked(options, "meet the others at the rendezvous");
 }
 
 namespace {
