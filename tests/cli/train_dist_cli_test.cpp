@@ -448,9 +448,6 @@ TEST_F(TrainDistCli, RanksWithDifferentConfigsAreRefused) {
   EXPECT_EQ(r.output.find("enforce fail"), std::string::npos) << r.output;
 }
 
-// A replica killed between the replicas' writes leaves a checkpoint without its part: the resume says the
-// checkpoint is incomplete and names the latest one that holds the part (before: "…/replica_1/checkpoints/step_4
-// is not a loco checkpoint (no state.json). … pass one of those directories", which the user had done).
 // Audit round 12: ranks of which only some resume are refused at once, by rank (before: they met at different
 // collectives and waited until comm.timeout_s, then named a stall, or a key the resume had changed).
 TEST_F(TrainDistCli, RanksOfWhichOnlySomeResumeAreRefused) {
@@ -526,6 +523,9 @@ TEST_F(TrainDistCli, AMasterPortThatIsNoStoreIsNamed) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40));
 }
 
+// A replica killed between the replicas' writes leaves a checkpoint without its part: the resume says the
+// checkpoint is incomplete and names the latest one that holds the part (before: "…/replica_1/checkpoints/step_4
+// is not a loco checkpoint (no state.json). … pass one of those directories", which the user had done).
 TEST_F(TrainDistCli, AnIncompleteCheckpointNamesTheLatestCompleteOne) {
   ASSERT_EQ(train("incomplete", {"dist.algorithm=diloco", "diloco.sync_every=2", "dist.replicas=2", "train.steps=4",
                                  "train.checkpoint_every=2"})

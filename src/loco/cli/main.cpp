@@ -114,9 +114,9 @@ int report_lost_output(int error) {
     }
   }
   report("error: ",
-         fmt::format("{}, raised where nothing could handle it (a thread of libtorch's: its store client fails "
-                     "so when the rendezvous host dies or the port serves something else). The process stops; "
-                     "resume the run from its last checkpoint",
+         fmt::format("{}, raised where nothing could handle it (on a library's thread: libtorch's store client "
+                     "fails so when the rendezvous host dies). The process stops; a run resumes from its last "
+                     "checkpoint",
                      what),
          1);
   std::fflush(stdout);

@@ -75,8 +75,9 @@ DatasetMeta read_dataset_meta(const fs::path& data_dir) {
                 data_dir.string())
       : fs::exists(data_dir, unreadable) && !fs::is_directory(data_dir, unreadable)
           ? fmt::format("{} is not a directory: give the directory `loco prepare` wrote.", data_dir.string())
-      // Before: "run `loco prepare … --out` here", which would race the prepare that is writing it.
-      : DirectoryLock::held(data_dir)
+      // Before: "run `loco prepare … --out` here", which would race the prepare that is writing it. Asked only
+      // where meta.json is missing: data that can be read take no lock.
+      : !fs::exists(path, unreadable) && DirectoryLock::held(data_dir)
           ? fmt::format(
                 "{} is being prepared right now (a loco process holds it and has not written its "
                 "meta.json yet): wait for that `loco prepare` to finish, then run this again.",

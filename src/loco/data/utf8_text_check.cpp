@@ -80,8 +80,7 @@ constexpr const char* kByteTokenizer = "or prepare it with --tokenizer byte, whi
 // The bytes of `text` around its byte `at`, printable: ill-formed ones and control characters (a line end) as \xNN.
 std::string context_of(std::string_view text, std::size_t at) {
   const std::size_t from = at > 20 ? at - 20 : 0;
-  return escape_control_characters(escape_invalid_utf8(utf8_prefix(text.substr(from), at - from + 20)),
-                                   /*keep_line_ends=*/false);
+  return quoted_bytes(text.substr(from), at - from + 20);
 }
 
 DataError stray_byte(const fs::path& path, std::string_view text, std::size_t at, const std::string& place) {

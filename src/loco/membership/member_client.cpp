@@ -345,8 +345,10 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
   // is time this process stood still (SIGSTOP, a suspended VM or laptop): it is not counted against the wait,
   // which goes on with a fresh request (before: a member stopped for longer than comm.timeout_s gave up on waking,
   // blaming its coordinator, and the member waiting for it timed out too).
+  // At most one timeout's worth is added back: a pass can also be long for want of an answer to a name lookup,
+  // which no deadline bounds.
   auto pass_began = Clock::now();
-  double pass_longest_s = 0;
+  double pass_longest_s = 0, added_back_s = 0;
   // What the wait is still for, as a phrase ("1 of the 2 replicas min_replicas asks for"): the coordinator's
   // words, or that it does not answer (before: "still waiting for no answer from the coordinator at …").
   std::string last_reason = "an answer from the coordinator";
@@ -356,11 +358,13 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
   while (true) {
     if (stoppable) stop_if_requested(fmt::format("a {}", what));
     const double pass_s = std::chrono::duration<double>(Clock::now() - pass_began).count();
-    if (pass_longest_s > 0 && pass_s > pass_longest_s + kStoodStillS) {
-      deadline += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pass_s - pass_longest_s));
+    if (pass_longest_s > 0 && pass_s > pass_longest_s + kStoodStillS && added_back_s < timeout_s) {
+      const double stood_s = std::min(pass_s - pass_longest_s, timeout_s - added_back_s);
+      added_back_s += stood_s;
+      deadline += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(stood_s));
       say(
-          fmt::format("membership: {} stood still for {:.0f} s (its process stopped, or its machine slept); its "
-                      "wait for a {} goes on",
+          fmt::format("membership: {} stood still for {:.0f} s (its process stopped, its machine slept, or a name "
+                      "lookup hung); its wait for a {} goes on",
                       as.credentials.member_id, pass_s - pass_longest_s, what));
     }
     pass_began = Clock::now();

@@ -13,6 +13,9 @@ namespace {
 
 constexpr double kFirstPauseS = 0.1;
 constexpr double kLongestPauseS = 2;
+// Churn fails a synchronisation a few times in a row (a member leaves while the next quorum forms, and each
+// attempt may wait long for its quorum): only a failure that keeps coming back gives up.
+constexpr int kLeastFailures = 10;
 
 }  // namespace
 
@@ -28,7 +31,7 @@ double RetryPacing::pause_s() const {
 
 void RetryPacing::give_up_if_exhausted(std::int64_t step, double now_s) const {
   const double failing_s = now_s - first_failure_s_;
-  if (failures_ == 0 || failing_s <= give_up_after_s_) return;
+  if (failures_ < kLeastFailures || failing_s <= give_up_after_s_) return;
   throw GaveUpWaiting(
       fmt::format("elastic: the synchronisation at step {} failed {} times in a row over {:.0f} s, "
                   "longer than comm.timeout_s ({:g} s) allows; the last failure: {}",

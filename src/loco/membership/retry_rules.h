@@ -3,8 +3,8 @@
 // 2 s, so that a failure that comes back at once (a store that answers garbage, a partner that refuses every
 // connection) does not ask the coordinator for a quorum every 20 ms for as long as it lasts (measured before:
 // 45 quorums a second for 150 s). Failures that go on for longer than a wait for a quorum may last
-// (comm.timeout_s) end the member's run, as that wait does, naming the last failure. Pure logic, tested
-// without a network; times are seconds on one steady clock.
+// (comm.timeout_s), ten of them at least, end the member's run as that wait does, naming the last failure. Pure
+// logic, tested without a network; times are seconds on one steady clock.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,8 @@ class RetryPacing {
   // Seconds to wait before the next attempt.
   double pause_s() const;
   // Throws GaveUpWaiting (util/stop_requested.h), naming `step`, the failures and the last one, when attempts
-  // have failed for longer than
-  // give_up_after_s by `now_s` (counted from the first failure: a long wait for the first quorum is not one).
+  // have failed, ten times at least, for longer than give_up_after_s by `now_s` (counted from the first failure:
+  // a long wait for the first quorum is not one).
   void give_up_if_exhausted(std::int64_t step, double now_s) const;
 
   int failures() const { return failures_; }

@@ -92,12 +92,6 @@ TrainSummary train_local_replicas(const TrainOptions& options) {
 
 namespace {
 
-// Note "same-config": ranks started with different configs (other files on other hosts, a per-rank --set) would
-// exchange tensors of other shapes (gloo aborts the process), wait for each other until comm.timeout_s, or
-// train apart without a word (data parallel replicas with other seeds). So every key of the resolved config is
-// rank 0's on every rank, but those that only say where this rank reads, writes or computes. This covers what
-// must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
-// comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
 // Ranks of which only some were given --resume met at different collectives (the resumed ones agree on their
 // checkpoint's step first) and waited there until comm.timeout_s, then named a stall, or a config key the resume
 // had changed (its vocabulary): said at once, before the configs are compared.
@@ -113,6 +107,12 @@ void require_all_or_none_resumed(comm::Group& everyone, bool resumed) {
                   rank0_resumed ? "start a new run" : "resume a checkpoint"));
 }
 
+// Note "same-config": ranks started with different configs (other files on other hosts, a per-rank --set) would
+// exchange tensors of other shapes (gloo aborts the process), wait for each other until comm.timeout_s, or
+// train apart without a word (data parallel replicas with other seeds). So every key of the resolved config is
+// rank 0's on every rank, but those that only say where this rank reads, writes or computes. This covers what
+// must agree for the ranks to meet at the same moments: how exchanges are cut into rounds (note "paced-exchange":
+// comm.round_kib, bandwidth_mbps, latency_ms) and when they check for a stop (note "graceful-stop").
 void require_same_config(comm::Group& everyone, const RunConfig& config) {
   const nlohmann::json shared = shared_settings_json(config);
   if (everyone.ranks_differing_from_rank_0(std::string_view(shared.dump())).empty()) return;

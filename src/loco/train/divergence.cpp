@@ -55,9 +55,11 @@ std::string where_to_start_again(const fs::path& run_dir, const fs::path& own_di
       return fmt::format("resume from the last checkpoint, {}", it->second.string());
     }
   }
-  // This replica's parts where the run's own directory is elsewhere (rank 0's, on another host): --resume names
-  // rank 0's checkpoint of a step this part has (before: "it wrote no checkpoint yet").
-  if (own_dir.lexically_normal() != run_dir.lexically_normal()) {
+  // This replica's parts where the run's own files are elsewhere (rank 0's, on another host: no config.toml here):
+  // --resume names rank 0's checkpoint of a step this part has (before: "it wrote no checkpoint yet"). Where they
+  // are here, the loop above had the last word.
+  std::error_code unreadable;
+  if (own_dir.lexically_normal() != run_dir.lexically_normal() && !fs::exists(run_dir / "config.toml", unreadable)) {
     const auto own = list_checkpoints(own_dir / "checkpoints");
     for (auto it = own.rbegin(); it != own.rend(); ++it) {
       if (!has_state(it->second)) continue;

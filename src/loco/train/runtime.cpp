@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
 #include "loco/util/error.h"
@@ -38,7 +39,11 @@ void configure_threads(std::int64_t threads, const torch::Device& device) {
   const auto intra_op = static_cast<int>(intra_op_threads(threads, device));
   // Note "thread-room" (util/thread_room.h): the pool set_num_threads makes has a thread per core; one more
   // was needed (measured under ulimit -u on this 2-core VM: 4 tasks hung, 5 trained).
-  require_room_for_threads(std::max<int>(intra_op, static_cast<int>(std::thread::hardware_concurrency())) + 1);
+  // Once per process: the pool is made once, and replicas as threads each configure the same.
+  static std::once_flag checked;
+  std::call_once(checked, [&] {
+    require_room_for_threads(std::max<int>(intra_op, static_cast<int>(std::thread::hardware_concurrency())) + 1);
+  });
   torch::set_num_threads(intra_op);
   keep_freed_memory_in_heap();
 }

@@ -200,10 +200,20 @@ TrainSummary Trainer::run() {
     return summarise();
   } catch (...) {
     // A refused run leaves no empty directory behind: its own, when it made it (parents it made may be other
-    // replicas' or members' too, and stay), and holds it. Two runs started at once into one new directory both
-    // found it missing; the one refused by the other's lock removed it under the winner, which then failed too.
+    // replicas' or members' too, and stay), and holds its lock. Not when another run's lock refused this one: two
+    // runs started at once into one new directory both found it missing, and the refused one removed it under the
+    // winner, which then failed too. A check after the claim let the lock go with it: taken again.
     std::error_code ignored;
-    if (s.made_out_dir && s.out_dir_lock && fs::is_empty(s.out_dir, ignored)) fs::remove(s.out_dir, ignored);
+    const auto holds = [&] {
+      if (s.out_dir_lock) return true;
+      try {
+        s.out_dir_lock.emplace(s.out_dir, "train.out_dir");
+        return true;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    };
+    if (s.made_out_dir && holds() && fs::is_empty(s.out_dir, ignored)) fs::remove(s.out_dir, ignored);
     throw;
   }
   announce();

@@ -125,4 +125,8 @@ std::string escape_control_characters(std::string_view text, bool keep_line_ends
   return out;
 }
 
+std::string quoted_bytes(std::string_view bytes, std::size_t max_bytes) {
+  return escape_control_characters(escape_invalid_utf8(utf8_prefix(bytes, max_bytes)), /*keep_line_ends=*/false);
+}
+
 }  // namespace loco

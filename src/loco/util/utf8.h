@@ -41,4 +41,8 @@ std::string escape_invalid_utf8(std::string_view bytes);
 // no cursor of the terminal (an ESC sequence in a corpus file's name reached it as it was).
 std::string escape_control_characters(std::string_view text, bool keep_line_ends);
 
+// At most the first `max_bytes` of `bytes` (a peer's answer, a file's), fit to quote in a one-line message: cut
+// where no character is cut, and each byte that is not UTF-8 and each control character written as \xNN.
+std::string quoted_bytes(std::string_view bytes, std::size_t max_bytes);
+
 }  // namespace loco

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "loco/util/error.h"
+#include "loco/util/stop_requested.h"
 
 namespace loco::membership {
 namespace {
@@ -28,15 +29,17 @@ TEST(RetryPacing, FailuresForLongerThanTheTimeoutGiveUpNamingTheLastOne) {
   RetryPacing retries(10);
   retries.give_up_if_exhausted(7, 1e6);  // no failure yet: a long wait for the first quorum is not one
   retries.failed(100, "first");
-  retries.give_up_if_exhausted(7, 110);  // exactly the timeout: not yet
-  retries.failed(105, "");
+  retries.failed(105, "a member left");
+  retries.give_up_if_exhausted(7, 130);  // churn: two failures, however long they took (each waited for a quorum)
+  for (int i = 0; i < 7; ++i) retries.failed(106 + i * 0.1, "");
   retries.failed(109, "rank 1 did not come to the rendezvous within 5 s");
+  retries.give_up_if_exhausted(7, 110);  // ten failures, for exactly the timeout: not yet
   try {
     retries.give_up_if_exhausted(7, 110.5);
-    FAIL() << "failures for 10.5 s of a 10 s timeout went on";
-  } catch (const Error& e) {
+    FAIL() << "ten failures for 10.5 s of a 10 s timeout went on";
+  } catch (const GaveUpWaiting& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("the synchronisation at step 7 failed 3 times in a row over 10 s"), std::string::npos)
+    EXPECT_NE(message.find("the synchronisation at step 7 failed 10 times in a row over 10 s"), std::string::npos)
         << message;
     EXPECT_NE(message.find("comm.timeout_s (10 s)"), std::string::npos) << message;
     EXPECT_NE(message.find("the last failure: rank 1 did not come to the rendezvous within 5 s"), std::string::npos)
@@ -46,7 +49,7 @@ TEST(RetryPacing, FailuresForLongerThanTheTimeoutGiveUpNamingTheLastOne) {
 
 TEST(RetryPacing, AnAttemptThatFailedWithoutAReasonIsStillNamed) {
   RetryPacing retries(1);
-  retries.failed(0, "");
+  for (int i = 0; i < 10; ++i) retries.failed(0, "");
   EXPECT_THROW(
       {
         try {

@@ -48,7 +48,7 @@ void stop_if_asked(const C10dOptions& options, const std::string& what) {
 namespace {
 
 // How long a port is listened to for words it sends before it is asked anything.
-constexpr std::chrono::milliseconds kUnaskedWordsWait{200};
+constexpr std::chrono::milliseconds kUnaskedWordsWait{500};
 
 // A service that speaks first (SSH's banner, SMTP's greeting) at MASTER_PORT made libtorch's store client read
 // its words as a message length on a thread of its own, where the std::bad_alloc it threw ended the process
@@ -61,7 +61,8 @@ void refuse_a_port_that_speaks_first(const C10dOptions& options) {
   const std::string port = std::to_string(options.master_port);
   if (getaddrinfo(options.master_addr.c_str(), port.c_str(), &hints, &found) != 0) return;
   std::string heard;
-  for (const addrinfo* a = found; a != nullptr && heard.empty(); a = a->ai_next) {
+  bool listened = false;  // to the first address that took the connection: the one the client will reach
+  for (const addrinfo* a = found; a != nullptr && !listened; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
     // Without blocking: an address that does not answer is left to the client's own timeout and stop checks.
@@ -73,6 +74,7 @@ void refuse_a_port_that_speaks_first(const C10dOptions& options) {
                                     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
                            }());
     if (connected) {
+      listened = true;
       pollfd readable{fd, POLLIN, 0};
       if (::poll(&readable, 1, static_cast<int>(kUnaskedWordsWait.count())) == 1) {
         char words[64];
@@ -88,8 +90,7 @@ void refuse_a_port_that_speaks_first(const C10dOptions& options) {
       "the port at {}:{} sent \"{}\" before it was asked anything: another service listens there (SSH, mail, a web "
       "server…), not rank 0's rendezvous store. Check MASTER_PORT (and MASTER_ADDR): give the port rank 0 serves "
       "its store on",
-      options.master_addr, options.master_port,
-      escape_invalid_utf8(escape_control_characters(utf8_prefix(heard, 40), false))));
+      options.master_addr, options.master_port, quoted_bytes(heard, 40)));
 }
 
 // libtorch's client gives its socket a receive timeout in a wait only: a `check` or `add` sent first to a store that
@@ -160,6 +161,8 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
       }
     }
     store->setTimeout(options.rendezvous_timeout);
+    // The attempts' wait left their short timeout on the socket: the calls after it get the rendezvous's.
+    if (stoppable) await_first_answer(*store, options, options.rendezvous_timeout);
     if (options.store_prefix.empty()) return store;
     return c10::make_intrusive<c10d::PrefixStore>(options.store_prefix, store);
   } catch (const StopRequested&) {
@@ -320,8 +323,7 @@ void require_same_world_size(c10d::Store& store, const C10dOptions& options) {
             "the store at {}:{} answered '{}' for rank {}'s WORLD_SIZE, which no rank writes: the port serves "
             "something other than the run's c10d store. Check MASTER_PORT (or the coordinator's --store-port) "
             "and that nothing else listens there",
-            options.master_addr, options.master_port,
-            escape_invalid_utf8(escape_control_characters(utf8_prefix(theirs, 20), false)), r));
+            options.master_addr, options.master_port, quoted_bytes(theirs, 20), r));
       }
       throw CommError(fmt::format("rank {} was started with WORLD_SIZE {} but rank {} with WORLD_SIZE {}: every rank "
                                   "of a run must be given the same WORLD_SIZE (loco launch --nproc N gives every "
