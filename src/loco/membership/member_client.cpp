@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 // How much longer than its longest a pass of a long poll must take to be time the process stood still (note
 // "stood-still"): a loaded machine's scheduling delays stay well below.
 constexpr double kStoodStillS = 10;
+constexpr int kStillnessesForgiven = 3;
 
 struct Answer {
   int status = 0;
@@ -342,32 +343,35 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
                                       const std::string& what, bool retry_as_new_member, bool stoppable) {
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   // Note "stood-still": a pass of the loop lasts at most its request's wait and timeout. One that took far longer
-  // is time this process stood still (SIGSTOP, a suspended VM or laptop): it is not counted against the wait,
-  // which goes on with a fresh request (before: a member stopped for longer than comm.timeout_s gave up on waking,
-  // blaming its coordinator, and the member waiting for it timed out too).
-  // At most one timeout's worth is added back: a pass can also be long for want of an answer to a name lookup,
-  // which no deadline bounds.
+  // is time this process stood still (SIGSTOP, a suspended VM or laptop): the wait goes on with a fresh request
+  // and a whole timeout again (before: a member stopped for longer than comm.timeout_s gave up on waking, blaming
+  // its coordinator, and the member waiting for it timed out too). At most kStillnessesForgiven times: a pass can
+  // also be long for want of an answer to a name lookup, which no deadline bounds.
   auto pass_began = Clock::now();
-  double pass_longest_s = 0, added_back_s = 0;
+  double pass_longest_s = 0;
+  int stillnesses = 0;
   // What the wait is still for, as a phrase ("1 of the 2 replicas min_replicas asks for"): the coordinator's
   // words, or that it does not answer (before: "still waiting for no answer from the coordinator at …").
   std::string last_reason = "an answer from the coordinator";
   int generation = -1;  // the membership whose credentials the request carries
   Session as;
   WaitReport report(options_.report_wait_every_s);
-  while (true) {
-    if (stoppable) stop_if_requested(fmt::format("a {}", what));
+  const auto forgive_standing_still = [&] {
     const double pass_s = std::chrono::duration<double>(Clock::now() - pass_began).count();
-    if (pass_longest_s > 0 && pass_s > pass_longest_s + kStoodStillS && added_back_s < timeout_s) {
-      const double stood_s = std::min(pass_s - pass_longest_s, timeout_s - added_back_s);
-      added_back_s += stood_s;
-      deadline += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(stood_s));
+    if (pass_longest_s > 0 && pass_s > pass_longest_s + kStoodStillS && stillnesses < kStillnessesForgiven) {
+      ++stillnesses;
+      deadline = std::max(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(timeout_s)));
       say(
           fmt::format("membership: {} stood still for {:.0f} s (its process stopped, its machine slept, or a name "
                       "lookup hung); its wait for a {} goes on",
                       as.credentials.member_id, pass_s - pass_longest_s, what));
     }
     pass_began = Clock::now();
+  };
+  while (true) {
+    if (stoppable) stop_if_requested(fmt::format("a {}", what));
+    forgive_standing_still();
     {
       std::lock_guard<std::mutex> lock(shared_->mutex);
       if (shared_->fence) throw *shared_->fence;
@@ -401,7 +405,9 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
         continue;
       }
       if (e.refusal() != Refusal::unknown_member && e.refusal() != Refusal::stale_incarnation) throw;
-      // The credentials were refused: the heartbeat thread rejoins (or finds the fence) within a beat.
+      // The credentials were refused: the heartbeat thread rejoins (or finds the fence) within a beat. Refused
+      // because this process stood still (its heartbeat expired meanwhile), the wait goes on past its old deadline.
+      forgive_standing_still();
       std::unique_lock<std::mutex> lock(shared_->mutex);
       shared_->changed.wait_until(lock, deadline, [&] { return shared_->rejoins != generation || shared_->fence; });
       pass_began = Clock::now();  // a wait of its own, not time stood still

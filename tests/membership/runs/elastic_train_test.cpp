@@ -701,6 +701,25 @@ TEST_F(ElasticTrain, MembersThatGiveUpWaitingForAQuorumCheckpointFirst) {
   }
 }
 
+// Audit round 12 (note "stood-still", member_client.cpp): a member stopped (SIGSTOP: a suspended VM, a sleeping
+// laptop) for longer than its comm.timeout_s while it waits for the run's first quorum waits a whole timeout again
+// once continued, and trains with the member that comes then (before: it gave up on waking, "still waiting for no
+// answer from the coordinator").
+TEST_F(ElasticTrain, AMemberThatStoodStillLongerThanItsTimeoutGoesOnWaiting) {
+  const auto coordinator_process = coordinator("stood-still", /*start_replicas=*/2, 0, 0, /*min_replicas=*/1);
+  auto b = member("stood-still", "b", 24, "", {"comm.timeout_s=12"});
+  ASSERT_TRUE(b->wait_for(std::regex("member b#1 of elastic run"), 60)) << b->output();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // set up, and inside its wait for the first quorum
+  b->signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(20));  // past its deadline, with nobody to form a quorum with
+  b->signal(SIGCONT);
+  auto a = member("stood-still", "a", 24);
+  EXPECT_EQ(b->wait(120), 0) << b->output();
+  EXPECT_EQ(a->wait(120), 0) << a->output();
+  EXPECT_TRUE(std::regex_search(b->output(), std::regex("membership: b#[0-9]+ stood still for [0-9]+ s")))
+      << b->output();
+}
+
 // Note "member-settings": a is given train.steps = 400, b 12. b, joining while a is a member, is refused at
 // once, naming the key, and a trains its steps alone (before: b finished at 12 while a trained on, and a was
 // told that the run was over, or stopped at its next synchronisation; the coordinator's check of a finish
