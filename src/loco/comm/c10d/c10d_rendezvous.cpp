@@ -285,8 +285,9 @@ void await_every_rank(c10d::Store& store, const C10dOptions& options) {
     // its rank 0 serves every rank's polls.
     std::this_thread::sleep_for(std::chrono::milliseconds(options.group.abandoned ? 5 : 50));
   }
-  give_up_if_abandoned();  // once more before the handshake: a late rank finds the count full
-  stop_if_asked(options, "meet the others at the rendezvous");
+  // Once more before the handshake: a late rank finds the count full. (Not a stop: with every rank come, the
+  // others are in the handshake already, and the run stops at its first step as agreed.)
+  give_up_if_abandoned();
 }
 
 namespace {
