@@ -68,10 +68,12 @@ TEST_F(ProcessLimitsCli, TooFewThreadsAreNamedInsteadOfHanging) {
               .c_str()) != 0) {
     GTEST_SKIP() << "another user cannot run " << LOCO_BINARY << " here (a directory above it is private)";
   }
-  // uid 54321 (no account, so no other processes): `timeout`, loco and OpenBLAS's thread take 3 of its 4 tasks,
-  // too few for libtorch's pool (before: a hang in torch::set_num_threads, deaf to SIGTERM, killed here at 60 s).
+  // uid 54321 (no account, so no other processes): `timeout` and loco take 2 of its 4 tasks, too few for
+  // libtorch's pool (before: a hang in torch::set_num_threads, deaf to SIGTERM, killed here at 60 s). OpenBLAS is
+  // held to one thread: on a machine of many cores its own pool, started before main, would not fit (left open).
   const auto refused =
-      test::run_loco_under(60, as_other_user + " /usr/bin/prlimit --nproc=4:4", train_into("no-threads"));
+      test::run_loco_under(60, as_other_user + " /usr/bin/env OPENBLAS_NUM_THREADS=1 /usr/bin/prlimit --nproc=4:4",
+                           train_into("no-threads"));
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("cannot start a thread"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("(ulimit -u)"), std::string::npos) << refused.output;

@@ -709,7 +709,7 @@ TEST_F(ElasticTrain, AMemberThatStoodStillLongerThanItsTimeoutGoesOnWaiting) {
   const auto coordinator_process = coordinator("stood-still", /*start_replicas=*/2, 0, 0, /*min_replicas=*/1);
   auto b = member("stood-still", "b", 24, "", {"comm.timeout_s=12"});
   ASSERT_TRUE(b->wait_for(std::regex("member b#1 of elastic run"), 60)) << b->output();
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // set up, and inside its wait for the first quorum
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // set up, and inside its wait for the first quorum
   b->signal(SIGSTOP);
   std::this_thread::sleep_for(std::chrono::seconds(20));  // past its deadline, with nobody to form a quorum with
   b->signal(SIGCONT);
