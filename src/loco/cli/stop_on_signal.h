@@ -1,7 +1,7 @@
 // Commands that the operator stops with SIGINT, SIGTERM or SIGHUP (its terminal closed): servers that run until then
 // (`loco coordinator`, `loco dashboard`), and `loco train`, which stops at the next step where its replicas meet and
-// writes a checkpoint first (note "graceful-stop", train/trainer.cpp). The first signal calls `stop` with its number,
-// once, on a thread of ours; signals may arrive on any thread (libtorch's thread pools exist before main()
+// writes a checkpoint first (note "graceful-stop", train/trainer_stops.cpp). The first signal calls `stop` with its
+// number, once, on a thread of ours; signals may arrive on any thread (libtorch's thread pools exist before main()
 // runs), so the handler only records the number and writes a byte to a pipe that this thread reads. The
 // handlers in place before are restored then, so that a second signal does what it would have done without
 // us (the default: end the process at once). A signal that is ignored when this starts stays ignored.

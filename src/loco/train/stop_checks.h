@@ -1,4 +1,4 @@
-// Note "graceful-stop" (trainer.cpp, Trainer::agreed_stop): the steps at which the replicas of a static run
+// Note "graceful-stop" (trainer_stops.cpp, Trainer::agreed_stop): the steps at which the replicas of a static run
 // check together, with one small gather, whether any of them was signalled to stop. They must check at the
 // same steps, so the rule reads only what every replica has alike.
 #pragma once

@@ -35,6 +35,7 @@
 #include "loco/train/schedule.h"
 #include "loco/train/step_profiler.h"
 #include "loco/train/stop_checks.h"
+#include "loco/train/trainer_state.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "loco/util/json_problem.h"
@@ -49,9 +50,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Note "gave-up-waiting": State::stopped_waiting of a wait that ran out; signals are positive.
-constexpr int kGaveUpWaiting = -1;
-
 using Clock = SteadyClock;
 
 // The weights a run starts from: each parameter drawn from the seed and its name (Llama::init_weights),
@@ -63,121 +61,6 @@ Llama initial_model(const RunConfig& config, const ModelPart& part) {
 }
 
 }  // namespace
-
-// Everything one replica's training holds, filled phase by phase.
-struct Trainer::State {
-  explicit State(TrainOptions given) : options(std::move(given)) {}
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-
-  TrainOptions options;
-  RunConfig& config = options.config;
-  comm::Group* group = options.group;
-  int rank = group ? group->rank() : 0;  // the replica's
-  int stage = options.pipeline ? options.pipeline->rank() : 0;
-  bool lead = rank == 0;  // evaluates (every stage of replica 0 takes part)
-  bool quiet = options.quiet || !lead || stage != 0;  // shows progress
-
-  // set_up
-  torch::Device device{torch::kCPU};
-  bool bf16 = false;
-  std::optional<data::TokenDataset> train_data, val_data;
-  std::optional<LoadedCheckpoint> resumed;
-  fs::path out_dir;
-  bool made_out_dir = false;  // set_up created out_dir (a refused run removes it again while empty)
-  std::optional<DirectoryLock> out_dir_lock;  // this process writes out_dir (run_directory.h)
-  Llama model{nullptr};
-  std::optional<InnerOptimizer> optimizer;
-  std::optional<data::BatchSampler> sampler;
-  std::optional<EmulatedClock> clock;
-  std::unique_ptr<ReplicaState> access;  // the strategy's and the membership's view of this replica
-  std::unique_ptr<Membership> own_membership;  // a static run's (FixedMembership)
-  Membership* membership = nullptr;            // options.membership, or own_membership
-  std::unique_ptr<Strategy> strategy;
-  std::unique_ptr<pipeline::StageRunner> stage_runner;  // with dist.stages > 1
-  // Note "cuda-graphs": how the step is launched on CUDA, or why it is not captured (said at the start).
-  std::string capture_decision;
-  torch::Tensor step_loss;  // float64 on the device: the step's loss, summed over its micro-batches
-
-  // restore: where the run stands (a resume starts from the checkpoint's position)
-  std::int64_t step = 0, tokens = 0;
-  std::optional<StopChecks> stop_checks;  // from this process's first step (note "graceful-stop")
-  double elapsed_before = 0;  // wall time of the run before this process
-  std::optional<CommunicationTotals> communication;
-  std::optional<MetricsWriter> metrics;
-
-  // this process's loop
-  std::unique_ptr<StepProfiler> profiler;
-  // Captured work (set up by decide_capture): its inputs are copied into static buffers, its outputs stay where
-  // they are.
-  std::optional<CudaGraph> micro_batch_graph, update_graph;
-  torch::Tensor static_inputs, static_targets, grad_norm;
-  std::optional<Progress> progress;
-  Clock::time_point start, interval_start;
-  std::int64_t interval_tokens = 0, interval_steps = 0;
-  std::vector<double> step_losses;
-  std::int64_t saved_step = -1;  // of this process's last checkpoint
-  // Note "graceful-stop": a stop signal that ended this member's wait for a quorum (StopRequested), or
-  // kGaveUpWaiting for a wait that ran out (note "gave-up-waiting"), whose message is gave_up.
-  int stopped_waiting = 0;
-  std::string gave_up;
-  TrainSummary summary;
-
-  int replicas() const { return group ? group->size() : 1; }
-  void say(const std::string& line) const {
-    if (!quiet) loco::print_unchecked(stderr, "{}\n", line);
-  }
-  std::int64_t tokens_per_step() const { return config.global_batch() * config.data.seq_len; }  // all replicas
-  // Before the loop starts (a heal while the strategy attaches) this process has trained for no time.
-  double elapsed_s() const { return elapsed_before + (start == Clock::time_point{} ? 0.0 : seconds_since(start)); }
-  bool last_step() const { return step == config.train.steps; }
-  // `loco prepare --val-fraction 0` writes no validation split: such data train without evaluation.
-  bool validates() const { return val_data->size() > 0; }
-  bool evaluation_due() const {
-    return lead && validates() && (last_step() || (config.train.eval_every > 0 && step % config.train.eval_every == 0));
-  }
-  bool log_due() const { return step % config.train.log_every == 0 || last_step() || evaluation_due(); }
-  bool checkpoint_due() const {
-    return last_step() || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
-  }
-  // A stopped run's checkpoint holds its last step, unless this process has one of it already or trained no
-  // step (its state is then the checkpoint it resumed, or the initial one).
-  bool checkpoint_before_stopping() const { return saved_step != step && !step_losses.empty(); }
-  // Where the checkpoints a resume names are: the run's train.out_dir (replica 0's and stage 0's, which
-  // --resume takes), or an elastic member's own directory.
-  fs::path resumable_dir() const {
-    return config.dist.elastic ? membership->directory(config.train.out_dir) : fs::path(config.train.out_dir);
-  }
-};
-
-// The replica's state as strategies see it (note "elastic-heal").
-class Trainer::Access final : public ReplicaState {
- public:
-  explicit Access(Trainer& trainer) : trainer_(trainer) {}
-  std::string encode() override {
-    const auto [state, tensors] = trainer_.snapshot();
-    return encode_replica_snapshot(state, tensors);
-  }
-  void adopt(const std::string& encoded, const std::string& source) override {
-    trainer_.apply(decode_replica_snapshot(encoded, source));
-  }
-  void seek_data(std::uint64_t window) override {
-    data::BatchSampler& sampler = *trainer_.state_->sampler;
-    const std::uint64_t per_epoch = sampler.windows_per_epoch();
-    sampler.restore(data::SamplerState{window / per_epoch, window % per_epoch, sampler.state().order});
-  }
-  std::int64_t step() const override { return trainer_.state_->step; }
-
- private:
-  Trainer& trainer_;
-};
-
-struct Trainer::StepResult {
-  bool taken = true;  // false: a stop ended the wait for its quorum before the update (note "graceful-stop")
-  double loss = 0;
-  double lr = 0;
-  torch::Tensor grad_norm;  // on the device: read when the step is logged (note "device-step")
-};
 
 Trainer::Trainer(TrainOptions options) : state_(std::make_unique<State>(std::move(options))) {}
 
@@ -232,15 +115,7 @@ TrainSummary Trainer::run() {
       if (result.taken && (s.log_due() || stop != 0)) log(result);
       if (stop != 0 ? s.checkpoint_before_stopping() : s.checkpoint_due()) save();
       if (s.options.after_step && result.taken) s.options.after_step(s.step);
-      if (stop == kGaveUpWaiting) {
-        throw GaveUpWaiting(fmt::format(
-            "{}. {}", s.gave_up,
-            s.saved_step == s.step
-                ? fmt::format("It wrote a checkpoint of step {} first: resume it from {} once what it waited for "
-                              "is back",
-                              s.step, s.summary.last_checkpoint.string())
-                : "It stops; " + where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
-      }
+      if (stop == kGaveUpWaiting) give_up_waiting();
       if (stop != 0) {
         s.summary.stopped_by = stop;
         break;
@@ -259,40 +134,6 @@ TrainSummary Trainer::run() {
   }
   if (!s.quiet) s.progress->finish();
   return summarise();
-}
-
-// Note "graceful-stop": a signal (SIGTERM before a spot instance is taken away, Ctrl-C) stops the run at a
-// step boundary with a checkpoint of every replica and stage, from which `--resume` continues as if nothing
-// had happened. Every replica and stage must stop after the same step: a signal reaches the processes (or
-// is seen by the replica threads) at different moments, and a replica a step ahead or behind would wait
-// for the others in its next exchange forever. So the ranks agree, with one small gather over their groups
-// (the replica group, then the pipeline group: the largest signal number any rank saw), at the steps
-// StopChecks names (train/stop_checks.h). A run that is not stopped pays one small gather per outer step and
-// per stop_check_every steps, where the replicas briefly wait for each other. An elastic member has no replica
-// group (its quorums come and go): it stops alone, after any step, and leaves its quorum
-// (run/elastic_member_run.cpp); only a pipeline replica's stages agree.
-int Trainer::agreed_stop() {
-  State& s = *state_;
-  if (!s.options.stop_requested || s.last_step()) return 0;
-  if (!s.stop_checks) s.stop_checks.emplace(s.config.train.stop_check_every, s.step - 1);
-  const StopChecks::Check check =
-      s.stop_checks->at(s.step, s.replicas() == 1, s.strategy->synchronised_at(s.step), s.strategy->exchanging());
-  if (check == StopChecks::Check::after_settling) s.strategy->settle_exchanges();  // applied when due all the same
-  bool checks_now = check != StopChecks::Check::none;
-  // A pipeline replica's stages decide apart (each exchanges its own share and may have it in flight at other
-  // steps): they first agree over the pipeline group, where they meet every step anyway, so that the gathers
-  // below happen on every stage or on none. Each stage decides alike on every replica, so the agreed answer
-  // is every replica's.
-  if (s.replicas() > 1 && s.options.pipeline != nullptr && s.options.pipeline->size() > 1) {
-    checks_now = s.options.pipeline->smallest_of_ranks(checks_now ? 1 : 0) == 1;
-  }
-  if (!checks_now) return 0;
-  s.stop_checks->checked(s.step);
-  std::int64_t signal = s.options.stop_requested();
-  for (comm::Group* group : {s.group, s.options.pipeline}) {  // the stage's replicas, then the replica's stages
-    if (group != nullptr && group->size() > 1) signal = -group->smallest_of_ranks(-signal);
-  }
-  return static_cast<int>(signal);
 }
 
 // Device, data, resume checks, run directory, then the replica: model, optimizer, sampler, clock and
@@ -770,25 +611,6 @@ std::pair<CheckpointState, CheckpointTensors> Trainer::snapshot() {
                         /*part=*/std::nullopt};
   if (!s.config.dist.elastic) state.part = CheckpointState::Part{s.rank, s.stage};
   return {std::move(state), std::move(tensors)};
-}
-
-void Trainer::note_stop_while_waiting(int signal, const std::string& what) {
-  State& s = *state_;
-  s.stopped_waiting = signal;
-  if (signal == kGaveUpWaiting) s.gave_up = what;
-  loco::print_unchecked(stderr, "{}: {}\n", s.membership->describe(), what);
-}
-
-bool Trainer::ended_waiting(const std::function<void()>& synchronise) {
-  try {
-    synchronise();
-    return false;
-  } catch (const StopRequested& stop) {
-    note_stop_while_waiting(stop.signal(), stop.what());
-  } catch (const GaveUpWaiting& gave_up) {  // note "gave-up-waiting": checkpointed before the error, as a stop is
-    note_stop_while_waiting(kGaveUpWaiting, gave_up.what());
-  }
-  return true;
 }
 
 void Trainer::save() {

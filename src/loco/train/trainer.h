@@ -3,7 +3,8 @@
 // dist.algorithm hooks in around each inner step and talks to the other replicas through the group;
 // the trainer receives it from a factory and does not know the algorithms (train/strategy.h).
 //
-// Trainer::run is a recipe of named phases over the trainer's state (trainer.cpp):
+// Trainer::run is a recipe of named phases over the trainer's state (trainer.cpp; the state in trainer_state.h,
+// the stops in trainer_stops.cpp):
 //   set_up → restore → announce → { train_step → log (+ evaluate) → save } per step → summarise
 // Who takes part in the strategy's synchronisations, where the replica writes and which data it reads
 // are its membership's (note "membership", train/membership.h): every replica of `group` in a static run
@@ -102,6 +103,8 @@ class Trainer {
   // Runs `synchronise` (a strategy's step where a member may wait for a quorum): true when a stop (StopRequested)
   // or a wait that ran out (GaveUpWaiting, note "gave-up-waiting") ended it, noted for the loop.
   bool ended_waiting(const std::function<void()>& synchronise);
+  // Note "gave-up-waiting": the error that ends a member whose wait ran out, naming the checkpoint it wrote first.
+  [[noreturn]] void give_up_waiting();
   TrainSummary summarise();
   // What a checkpoint of this replica holds now (save, and a heal's encode).
   std::pair<CheckpointState, CheckpointTensors> snapshot();

@@ -36,8 +36,9 @@ ServerOptions server_options(int min_replicas, int port = 0) {
   ServerOptions o;
   o.host = "127.0.0.1";
   o.port = port;
-  o.coordinator = {{min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/1.0, /*join_window_s=*/0.5}, "test-run",
-                    new_incarnation(), {}};
+  o.coordinator.rules = {min_replicas, /*start_replicas=*/0, /*heartbeat_timeout_s=*/1.0, /*join_window_s=*/0.5};
+  o.coordinator.run_id = "test-run";
+  o.coordinator.incarnation = new_incarnation();
   o.secret = kSecret;
   o.heartbeat_interval_s = 0.05;
   o.log = [](const std::string&) {};
@@ -46,7 +47,15 @@ ServerOptions server_options(int min_replicas, int port = 0) {
 
 MemberOptions member_at(int port, const std::string& name, double join_timeout_s = 60,
                         const std::string& secret = kSecret) {
-  return {{"127.0.0.1", port}, "test-run", secret, name, 2.0, join_timeout_s, [](const std::string&) {}};
+  MemberOptions options;
+  options.coordinator = {"127.0.0.1", port};
+  options.run_id = "test-run";
+  options.secret = secret;
+  options.name = name;
+  options.request_timeout_s = 2.0;
+  options.join_timeout_s = join_timeout_s;
+  options.log = [](const std::string&) {};
+  return options;
 }
 
 MemberOptions member(const CoordinatorServer& server, const std::string& name) { return member_at(server.port(), name); }
@@ -496,8 +505,9 @@ TEST(CoordinatorServer, RefusedMessagesGetTheirStatusAndChangeNothing) {
   EXPECT_EQ(post("/v1/quorum", R"({"member_id": "x#1"})")->status, 400);
   EXPECT_EQ(post("/v1/join", std::string(100 * 1024, ' '))->status, 413);  // larger than any message
   EXPECT_EQ(nlohmann::json::parse(raw.Get("/status")->body).at("members").at("joined"), 0);
-  EXPECT_THROW(MemberClient(MemberOptions{{"127.0.0.1", server.port()}, "other-run", kSecret, "x", 2.0, 60, {}}),
-               MembershipError);
+  MemberOptions other_run = member_at(server.port(), "x");
+  other_run.run_id = "other-run";
+  EXPECT_THROW(MemberClient{other_run}, MembershipError);
 }
 
 // Without the run's secret nothing gets in (docs/security.md): a member with another secret is refused at its
