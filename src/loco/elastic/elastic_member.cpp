@@ -217,6 +217,20 @@ std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t 
         last_failure_ = fmt::format("vote refused: {}", e.what());
         groups_.abandon();
         return std::nullopt;
+      case membership::Refusal::unavailable:
+        // No decision came within the vote's timeout (the coordinator gone, or silent). This member applies
+        // nothing and retries with the next quorum, whose wait gives up in turn, with a checkpoint first (note
+        // "gave-up-waiting"), while the coordinator stays away (before: the error ended the member, and its
+        // steps since the last checkpoint were lost). Had the others committed, this member is behind them at
+        // the next synchronisation and adopts their state, as after any abort.
+        loco::print_unchecked(stderr,
+                              "elastic: no decision on the synchronisation at step {} ({}); nothing applied, "
+                              "retrying with the next quorum\n",
+                              step, e.what());
+        log_.add("abort", step, 0, e.what());
+        last_failure_ = fmt::format("no decision: {}", e.what());
+        groups_.abandon();
+        return std::nullopt;
       default:
         throw;
     }

@@ -701,6 +701,42 @@ TEST_F(ElasticTrain, MembersThatGiveUpWaitingForAQuorumCheckpointFirst) {
   }
 }
 
+// The same when the coordinator goes while the members exchange: their votes get no decision, nothing is
+// applied, and they checkpoint the step they synchronise at before they give up (before: the vote's error ended
+// them without a checkpoint). b stops itself at its first exchange (a is in the all-reduce already); the
+// coordinator is killed meanwhile, then b goes on, so both vote to a coordinator that is gone.
+TEST_F(ElasticTrain, MembersWhoseVoteGetsNoDecisionCheckpointFirst) {
+  auto gone = coordinator("no-decision", 2);
+  const std::vector<std::string> settings = {"comm.timeout_s=8", "diloco.sync_every=4"};
+  auto a = member("no-decision", "a", 400, "", settings);
+  auto b = member("no-decision", "b", 400, "b@exchanging:STOP", settings);
+  const auto stopped = [&] {
+    std::ifstream stat("/proc/" + std::to_string(b->pid()) + "/stat");
+    const std::string line((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t name_end = line.rfind(')');
+    return name_end != std::string::npos && line.size() > name_end + 2 && line[name_end + 2] == 'T';
+  };
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!stopped() && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(stopped()) << b->output();
+  gone->signal(SIGKILL);
+  EXPECT_EQ(gone->wait(10), 128 + SIGKILL);
+  b->signal(SIGCONT);
+  for (auto* m : {a.get(), b.get()}) {
+    EXPECT_EQ(m->wait(180), 1) << m->output();
+    const std::string output = m->output();
+    EXPECT_NE(output.find("no decision on the synchronisation at step 4"), std::string::npos) << output;
+    std::smatch written;
+    ASSERT_TRUE(std::regex_search(output, written,
+                                  std::regex("It wrote a checkpoint of step 4 first: resume it from (\\S+) once "
+                                             "what it waited for is back")))
+        << output;
+    EXPECT_TRUE(fs::exists(fs::path(written[1].str()) / "state.json")) << written[1];
+  }
+}
+
 // Audit round 12 (note "stood-still", member_client.cpp): a member stopped (SIGSTOP: a suspended VM, a sleeping
 // laptop) for longer than its comm.timeout_s while it waits for the run's first quorum waits a whole timeout again
 // once continued, and trains with the member that comes then (before: it gave up on waking, "still waiting for no
