@@ -209,32 +209,29 @@ std::optional<membership::CommitReply> ElasticMember::decision_for(std::int64_t 
       case membership::Refusal::stale_quorum:
         // This member was expired or expelled (its quorum broke), or the quorum was superseded: nothing
         // was committed with this vote.
-        loco::print_unchecked(stderr,
-                              "elastic: vote for the synchronisation at step {} refused ({}); retrying with the next "
-                              "quorum\n",
-                              step, e.what());
-        log_.add("abort", step, 0, e.what());
-        last_failure_ = fmt::format("vote refused: {}", e.what());
-        groups_.abandon();
-        return std::nullopt;
+        return retry_uncommitted(step, "vote refused", e.what());
       case membership::Refusal::unavailable:
         // No decision came within the vote's timeout (the coordinator gone, or silent). This member applies
         // nothing and retries with the next quorum, whose wait gives up in turn, with a checkpoint first (note
         // "gave-up-waiting"), while the coordinator stays away (before: the error ended the member, and its
         // steps since the last checkpoint were lost). Had the others committed, this member is behind them at
         // the next synchronisation and adopts their state, as after any abort.
-        loco::print_unchecked(stderr,
-                              "elastic: no decision on the synchronisation at step {} ({}); nothing applied, "
-                              "retrying with the next quorum\n",
-                              step, e.what());
-        log_.add("abort", step, 0, e.what());
-        last_failure_ = fmt::format("no decision: {}", e.what());
-        groups_.abandon();
-        return std::nullopt;
+        return retry_uncommitted(step, "no decision", e.what());
       default:
         throw;
     }
   }
+}
+
+std::nullopt_t ElasticMember::retry_uncommitted(std::int64_t step, const std::string& why, const std::string& detail) {
+  loco::print_unchecked(stderr,
+                        "elastic: {} for the synchronisation at step {} ({}); nothing applied, retrying with the next "
+                        "quorum\n",
+                        why, step, detail);
+  log_.add("abort", step, 0, detail);
+  last_failure_ = fmt::format("{}: {}", why, detail);
+  groups_.abandon();
+  return std::nullopt;
 }
 
 void ElasticMember::give_up(const std::optional<membership::QuorumReply>& quorum, std::int64_t step,

@@ -95,6 +95,9 @@ class ElasticMember {
   std::optional<membership::CommitReply> decision_for(std::int64_t quorum_id, std::int64_t step,
                                                       const std::string& hash,
                                                       const std::vector<std::string>& rejected);
+  // A vote that committed nothing (`why`: "vote refused", "no decision"): said, logged, and the group abandoned
+  // for the next quorum's attempt.
+  std::nullopt_t retry_uncommitted(std::int64_t step, const std::string& why, const std::string& detail);
 
   ReplicaState& replica_;
   QuorumGroup& groups_;

@@ -727,7 +727,7 @@ TEST_F(ElasticTrain, MembersWhoseVoteGetsNoDecisionCheckpointFirst) {
   for (auto* m : {a.get(), b.get()}) {
     EXPECT_EQ(m->wait(180), 1) << m->output();
     const std::string output = m->output();
-    EXPECT_NE(output.find("no decision on the synchronisation at step 4"), std::string::npos) << output;
+    EXPECT_NE(output.find("no decision for the synchronisation at step 4"), std::string::npos) << output;
     std::smatch written;
     ASSERT_TRUE(std::regex_search(output, written,
                                   std::regex("It wrote a checkpoint of step 4 first: resume it from (\\S+) once "
