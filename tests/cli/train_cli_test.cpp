@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "loco/util/directory_lock.h"
 #include "loco/util/utf8.h"
 #include "support/test_support.h"
 #include "unit/data_test_helpers.h"
@@ -111,6 +112,15 @@ TEST_F(TrainCli, TrainEvalGenerateExportEndToEnd) {
   r = run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf2").string() + "/"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(*dir_ / "hf2" / "config.json"));
+  // An empty directory a live run holds (a run that has only just begun) is refused and left as it is (audit round
+  // 13: the export removed it and took its place, and the run wrote into the export).
+  fs::create_directories(*dir_ / "live-run");
+  {
+    const DirectoryLock live_run(*dir_ / "live-run", "test");
+    expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "live-run").string()}), 2,
+                 "--out directory '" + (*dir_ / "live-run").string() + "' is being written by another loco process");
+    EXPECT_TRUE(fs::is_empty(*dir_ / "live-run"));
+  }
   // A second export to the same place is refused.
   expect_error(run_loco({"export", "--checkpoint", checkpoint.string(), "--out", (*dir_ / "hf").string()}), 1,
                "not empty");

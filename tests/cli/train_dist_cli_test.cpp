@@ -727,6 +727,15 @@ TEST_F(TrainDistCli, PipelineStagesTrainTheSameAsThreadsAndAsRanks) {
   const std::string checkpoint = (*dir_ / "pipeline-gloo" / "checkpoints" / "step_6").string();
   r = run_loco({"eval", "--checkpoint", checkpoint, "--data", (*dir_ / "data").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Each stage renames its own part into place: a later stage's still being written (a live run) is said to be
+  // (audit round 13: "is missing … Copy the whole run directory").
+  const fs::path stage_1_part = *dir_ / "pipeline-gloo" / "stage_1" / "checkpoints" / "step_6";
+  const fs::path being_written = stage_1_part.parent_path() / ".step_6.partial-1";
+  fs::rename(stage_1_part, being_written);
+  expect_error(run_loco({"eval", "--checkpoint", checkpoint, "--data", (*dir_ / "data").string()}), 1,
+               "stage 1's checkpoint (" + stage_1_part.string() +
+                   ") is still being written (the run is live, or its process stopped while writing it)");
+  fs::rename(being_written, stage_1_part);
   r = run_loco({"export", "--checkpoint", (*dir_ / "pipeline-gloo" / "stage_1" / "checkpoints" / "step_6").string(),
                 "--out", (*dir_ / "pipeline-export").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -4,8 +4,11 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "loco/data/hf_tokenizer.h"
 #include "loco/data/tokenizer.h"
+#include "loco/util/directory_lock.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 
@@ -91,6 +94,11 @@ void write_hf_export(const fs::path& requested_dir, const nlohmann::json& config
                               "it. Choose a new --out",
                               out_dir.string()));
   }
+  // An empty directory may be a run's that has only just begun (it locks its directory before writing into it):
+  // claimed here until the export is renamed into its place (before: the export removed a live run's directory and
+  // took its place, and the run wrote into the export, its lock held on the removed directory).
+  std::optional<DirectoryLock> claim;
+  if (fs::is_directory(out_dir, unreadable)) claim.emplace(out_dir, "--out directory");
   if (fs::exists(out_dir, unreadable) && !fs::is_empty(out_dir, unreadable)) {
     throw IoError(fmt::format("export directory {} already exists and is not empty; loco does not overwrite it. "
                               "Choose a new --out",

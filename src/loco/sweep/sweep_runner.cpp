@@ -19,6 +19,7 @@
 #include "loco/util/json_difference.h"
 #include "loco/util/print_unchecked.h"
 #include "loco/util/run_program.h"
+#include "loco/util/turn_lock.h"
 
 namespace loco {
 namespace {
@@ -370,6 +371,9 @@ int run_sweep(const SweepPlan& plan, const SweepOptions& options) {
 }
 
 int write_sweep_summary(const SweepPlan& plan) {
+  // The results are read and the tables written in one turn: `--tables-only` during a sweep read them, then renamed
+  // its older tables over the sweep's final ones (audit round 13).
+  const TurnLock turn(plan.out_dir, "tables");
   const SweepResults results = read_results(plan);
   std::vector<nlohmann::json> rows;
   for (const SweepRun& run : plan.runs) {

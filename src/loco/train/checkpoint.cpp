@@ -135,6 +135,44 @@ bool holds_first_layer(const SafetensorsContent& part) {
                      [](const auto& named) { return decoder_layer_of(named.first) == 0; });
 }
 
+// Why stage `stage`'s part of pipeline checkpoint `first` (stage 0's) is not there, and what to read instead. Each
+// stage renames its own part into place: while a live run's later stage is still writing it, stage 0's is already
+// there (before: "Copy the whole run directory", for a run on one disk).
+std::string missing_stage_part(const fs::path& first, std::int64_t stages, int stage) {
+  const fs::path part = stage_checkpoint(first, stage);
+  const std::string partial_prefix = "." + part.filename().string() + ".partial-";
+  bool being_written = false;
+  std::error_code unreadable;
+  for (const auto& entry : fs::directory_iterator(part.parent_path(), unreadable)) {
+    being_written = being_written || entry.path().filename().string().rfind(partial_prefix, 0) == 0;
+  }
+  // The latest earlier step that every stage holds.
+  const auto this_step = checkpoint_step(first.filename().string()).value_or(0);
+  std::int64_t whole_step = -1;
+  fs::path whole;
+  for (const auto& entry : fs::directory_iterator(first.parent_path(), unreadable)) {
+    const auto step = checkpoint_step(entry.path().filename().string());
+    if (!step || *step >= this_step || *step <= whole_step) continue;
+    bool every_stage = true;
+    for (int s = 0; s < stages && every_stage; ++s)
+      every_stage = fs::exists(stage_checkpoint(entry.path(), s) / "state.json");
+    if (every_stage) {
+      whole_step = *step;
+      whole = entry.path();
+    }
+  }
+  return fmt::format(
+      "{} is stage 0 of a pipeline run of {} stages, but stage {}'s checkpoint ({}) {}: a pipeline run's model is "
+      "the step_N of every stage. {}",
+      first.string(), stages, stage, part.string(),
+      being_written ? "is still being written (the run is live, or its process stopped while writing it)"
+                    : "is missing",
+      whole.empty() ? std::string(being_written ? "Wait for it, or copy the whole run directory once it is written"
+                                                : "Copy the whole run directory")
+                    : fmt::format("Use {}, the latest checkpoint every stage holds{}", whole.string(),
+                                  being_written ? "" : ", or copy the whole run directory"));
+}
+
 // A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's
 // checkpoint; the parameters of every other stage's checkpoint of the same step join its own, the tied
 // embedding (held by the first and last stage) once, after checking that both copies are equal.
@@ -143,12 +181,7 @@ void join_stage_parts(LoadedCheckpoint& out) {
   out.stage_strategies.push_back(optional_tensors(out.dir / "strategy.safetensors"));
   for (int s = 1; s < stages; ++s) {
     const fs::path dir = stage_checkpoint(out.dir, s);
-    if (!fs::is_directory(dir)) {
-      throw CheckpointError(fmt::format(
-          "{} is stage 0 of a pipeline run of {} stages, but stage {}'s checkpoint ({}) is missing: a pipeline "
-          "run's model is the step_N of every stage. Copy the whole run directory",
-          out.dir.string(), stages, s, dir.string()));
-    }
+    if (!fs::is_directory(dir)) throw CheckpointError(missing_stage_part(out.dir, stages, s));
     const CheckpointManifest manifest = read_checkpoint_manifest(dir, CheckpointUse::inference);
     if (manifest.state.step != out.state.step) {
       throw CheckpointError(fmt::format("{} holds step {}, but stage 0's checkpoint {} holds step {}: the stages' "
