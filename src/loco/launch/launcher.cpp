@@ -46,6 +46,14 @@ constexpr int kCannotRun = 127;
 constexpr std::size_t kMaxLine = 1 << 16;
 // After SIGKILL, how long to wait for output from processes that left their rank's process group.
 constexpr auto kDrainAfterKill = std::chrono::seconds(2);
+// loco's exit status for a command or config it refuses (ConfigError, a usage error): the same command fails the
+// same way again, so an elastic rank that exits with it is not restarted.
+constexpr int kRefusedCommand = 2;
+// An elastic rank that fails again within this long of its start waits before its next start, twice as long each
+// time (from kFirstPauseS to kLongestPauseS); one that ran longer starts again at once.
+constexpr double kQuickFailureS = 10;
+constexpr double kFirstPauseS = 0.5;
+constexpr double kLongestPauseS = 30;
 
 // Writes all of `bytes`. The launcher is the only writer to its stdout and stderr and passes on
 // whole lines only, so the ranks' lines cannot interleave.
@@ -294,7 +302,9 @@ struct Rank {
   int starts = 0;     // processes started for this rank (elastic runs restart failed ones)
   bool succeeded = false;  // its last process exited 0
   LineRelay out, err;
-  std::vector<pid_t> ended;  // earlier processes of an elastic rank, reaped at the end
+  Clock::time_point started;                    // its process's start
+  int quick_failures = 0;                       // failures in a row, each within kQuickFailureS of its start
+  std::optional<Clock::time_point> restart_at;  // an elastic rank that failed starts again then
 };
 
 bool failed(const siginfo_t& ended) { return !(ended.si_code == CLD_EXITED && ended.si_status == 0); }
@@ -339,7 +349,7 @@ class Supervisor {
     while (true) {
       bool running = false, open = false;
       for (const Rank& r : ranks_) {
-        running = running || r.running;
+        running = running || r.running || r.restart_at.has_value();
         open = open || r.out.open() || r.err.open();
       }
       if (!running && !open) break;
@@ -350,6 +360,10 @@ class Supervisor {
       if (!running && drain_until_ && now >= *drain_until_) break;
       std::optional<Clock::time_point> deadline = kill_at_;
       if (!deadline && !running) deadline = drain_until_;
+      for (Rank& r : ranks_) {
+        if (r.restart_at && now >= *r.restart_at) restart(r);
+        if (r.restart_at && (!deadline || *r.restart_at < *deadline)) deadline = r.restart_at;
+      }
       wait_for_events(deadline);
     }
     for (Rank& r : ranks_) {
@@ -373,8 +387,7 @@ class Supervisor {
   void start_rank(Rank& r, int local_rank) {
     const int dev_null = dev_null_.get();
     r.rank = options_.node_rank * options_.nproc + local_rank;
-    ++r.starts;
-    ExecPlan plan = plan_rank(options_, local_rank, port_, r.starts);
+    ExecPlan plan = plan_rank(options_, local_rank, port_, r.starts + 1);
     std::vector<char*> argv = c_strings(plan.args), envp = c_strings(plan.env);
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw_io(fmt::format("create a pipe for rank {}", r.rank));
@@ -391,8 +404,10 @@ class Supervisor {
     // The child does this too; doing it here as well means a signal to the group reaches the rank
     // even if it comes before the child has run.
     ::setpgid(pid, pid);
+    ++r.starts;
     r.pid = pid;
     r.running = true;
+    r.started = Clock::now();
     std::string prefix = options_.prefix_output ? fmt::format("[rank {}] ", r.rank) : "";
     r.out = LineRelay(std::move(out_read), STDOUT_FILENO, prefix);
     r.err = LineRelay(std::move(err_read), STDERR_FILENO, prefix);
@@ -460,25 +475,68 @@ class Supervisor {
   }
 
   // An elastic rank that failed: the coordinator hears of it at once, and the rank starts again as a new
-  // member while restarts are left; the other ranks go on either way.
+  // member while restarts are left (after a pause when it fails again soon after its start); the other ranks go
+  // on either way.
   void on_elastic_failure(Rank& r, const siginfo_t& ended) {
     const std::string how = describe(ended, options_.argv[0]);
     if (options_.on_rank_failed) options_.on_rank_failed(r.rank, r.starts, how);
     if (status_ == 0) status_ = exit_status(ended);
+    retire(r);
+    if (ended.si_code == CLD_EXITED && ended.si_status == kRefusedCommand) {
+      say(
+          fmt::format("rank {} {}: its command or config was refused, and would be again; not restarted; the other "
+                      "ranks go on",
+                      r.rank, how));
+      return;
+    }
+    schedule_restart(r, how);
+  }
+
+  // Nothing of a failed process is kept: what it left in its process group is killed, and it is reaped at once,
+  // its output draining through its own relays (before: kept as a zombie until the end, so that a rank failing
+  // again and again used up the user's processes, ulimit -u, and the whole launch was killed, the healthy ranks
+  // with it).
+  void retire(Rank& r) {
+    ::kill(-r.pid, SIGKILL);
+    while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    r.pid = -1;
+    retired_.erase(
+        std::remove_if(retired_.begin(), retired_.end(), [](const LineRelay& relay) { return !relay.open(); }),
+        retired_.end());
+    retired_.push_back(std::move(r.out));
+    retired_.push_back(std::move(r.err));
+  }
+
+  void schedule_restart(Rank& r, const std::string& how) {
     if (restarts_ >= options_.max_restarts) {
       say(fmt::format("rank {} {}; not restarted (--max-restarts {} used); the other ranks go on", r.rank, how,
                       options_.max_restarts));
       return;
     }
     ++restarts_;
-    say(fmt::format("rank {} {}; starting it again as a new member (restart {} of {})", r.rank, how, restarts_,
-                    options_.max_restarts));
-    // The old process stays a zombie until the end (its pid names a group we may still signal); its
-    // output drains through its own relays.
-    r.ended.push_back(r.pid);
-    retired_.push_back(std::move(r.out));
-    retired_.push_back(std::move(r.err));
-    start_rank(r, r.rank - options_.node_rank * options_.nproc);
+    r.quick_failures = seconds_since(r.started) < kQuickFailureS ? r.quick_failures + 1 : 0;
+    const double pause_s =
+        r.quick_failures < 2 ? 0 : std::min(kLongestPauseS, kFirstPauseS * std::ldexp(1.0, r.quick_failures - 2));
+    say(fmt::format("rank {} {}; starting it again as a new member (restart {} of {}){}", r.rank, how, restarts_,
+                    options_.max_restarts,
+                    pause_s > 0 ? fmt::format(" in {:g} s: it failed {} times in a row soon after its start", pause_s,
+                                              r.quick_failures)
+                                : ""));
+    r.restart_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pause_s));
+  }
+
+  void restart(Rank& r) {
+    r.restart_at.reset();
+    if (stopping_) return;
+    try {
+      start_rank(r, r.rank - options_.node_rank * options_.nproc);
+    } catch (const IoError& e) {
+      // No room for another process now (ulimit -u, a cgroup's pids.max): the others go on, and this rank tries
+      // again while restarts are left.
+      r.started = Clock::now();
+      schedule_restart(r, fmt::format("could not be started again ({})", e.what()));
+    }
   }
 
   void on_launcher_signal(int sig) {
@@ -495,6 +553,7 @@ class Supervisor {
 
   void stop(int sig) {
     stopping_ = true;
+    for (Rank& r : ranks_) r.restart_at.reset();
     signal_groups(sig);
     kill_at_ =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.grace_s));
@@ -509,19 +568,15 @@ class Supervisor {
   void signal_groups(int sig) {
     for (const Rank& r : ranks_) {
       if (r.pid > 0) ::kill(-r.pid, sig);
-      for (pid_t earlier : r.ended) ::kill(-earlier, sig);  // whatever an earlier process left behind
     }
   }
 
   void reap() {
     for (Rank& r : ranks_) {
-      r.ended.push_back(r.pid);
-      for (pid_t pid : r.ended) {
-        if (pid <= 0) continue;
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      if (r.pid > 0) {
+        while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR) {
         }
       }
-      r.ended.clear();
       r.pid = -1;
     }
   }

@@ -347,7 +347,12 @@ void Trainer::apply(const LoadedCheckpoint& checkpoint) {
   if (other_data && s.rank == 0 && s.stage == 0) loco::print_unchecked(stderr, "loco train: note: {}\n", *other_data);
   s.step = checkpoint.state.step;
   s.tokens = checkpoint.state.tokens;
-  s.elapsed_before = checkpoint.state.elapsed_s;
+  // A resume continues the checkpoint's clock. A heal during the run (the loop's clock started) goes on from the
+  // donor's where it is ahead of this member's, never back: before, the donor's time was added to all of this
+  // process's own, so that every heal mid-run added the member's run time once more (dashboards plot by it).
+  s.elapsed_before = s.start == SteadyClock::time_point{}
+                         ? checkpoint.state.elapsed_s
+                         : std::max(s.elapsed_s(), checkpoint.state.elapsed_s) - seconds_since(s.start);
   // The captures may read tensors the state replaced (a heal mid-run): captured again after a warm-up.
   if (s.micro_batch_graph) s.micro_batch_graph->reset();
   if (s.update_graph) s.update_graph->reset();

@@ -498,6 +498,7 @@ TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
   constexpr int kSteps = 2400;  // a and b run for many seconds after c is expired
   auto a = member("stop", "a", kSteps);
   auto b = member("stop", "b", kSteps);
+  const auto c_started = std::chrono::steady_clock::now();
   auto c = member("stop", "c", kSteps, "10:STOP");
   ASSERT_TRUE(a->wait_for(std::regex("2 members \\(a#1, b#1\\)"), 120)) << a->output();
   // Continued only once the coordinator expired it (a quorum may leave it out earlier, at a join window).
@@ -512,7 +513,13 @@ TEST_F(ElasticTrain, AStoppedMemberIsFencedOutThenRejoinsAndHeals) {
   ASSERT_TRUE(expired) << "the stopped member was not expired";
   c->signal(SIGCONT);
   for (auto* m : {a.get(), b.get(), c.get()}) EXPECT_EQ(m->wait(300), 0) << m->output();
+  const double c_lived_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c_started).count();
   EXPECT_NE(c->output().find("rejoined as c#2"), std::string::npos) << c->output();
+  // Its clock after the heal is the donor's (started with it, and set up longer): not more than c lived (audit round
+  // 13: the donor's time was added to all of c's own, and every heal mid-run added c's run time once more).
+  const auto c_lines = test::read_metrics(*dir_ / "stop" / "members" / "c-1");
+  ASSERT_FALSE(c_lines.empty());
+  EXPECT_LE(c_lines.back().at("elapsed_s").get<double>(), c_lived_s);
   const auto rejoins = events("stop", "c-1", "rejoin");
   ASSERT_EQ(rejoins.size(), 1u);
   EXPECT_EQ(rejoins[0].at("detail"), "c#1 -> c#2");

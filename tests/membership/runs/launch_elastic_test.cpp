@@ -3,6 +3,8 @@
 // which of their rank's processes they are) in their environment.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "support/test_support.h"
 
 namespace loco {
@@ -36,6 +38,40 @@ TEST(LaunchElastic, WithoutRestartsLeftTheOthersStillFinish) {
   EXPECT_NE(r.output.find("rank 1 exited with status 3; not restarted (--max-restarts 0 used)"), std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("[rank 1] ok"), std::string::npos) << r.output;
+}
+
+// Audit round 13: a rank that fails again and again soon after its start waits longer each time (0, 0.5, 1, 2 s
+// here), and each failed process is reaped at once: rank 0, still running, counts the launcher's zombie children
+// (before: every failed process stayed a zombie until the launch ended, and under ulimit -u the restarts ran out of
+// processes in 2 s and the launch killed the healthy ranks).
+TEST(LaunchElastic, ARankFailingAgainAndAgainWaitsAndLeavesNoZombies) {
+  const auto r =
+      test::run_loco_within(120, {"launch", "--elastic", "--nproc", "2", "--max-restarts", "4", "--", "sh", "-c",
+                                  "if [ \"$LOCO_MEMBER_NAME\" = rank-1 ]; then exit 3; fi; sleep 8; "
+                                  "echo zombies $(awk -v p=$PPID '$4 == p && $3 == \"Z\" { n++ } END { print n + 0 }' "
+                                  "/proc/[0-9]*/stat 2>/dev/null)"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 exited with status 3; starting it again as a new member (restart 1 of 4)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(restart 3 of 4) in 1 s: it failed 3 times in a row soon after its start"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("not restarted (--max-restarts 4 used)"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\\[rank 0\\] zombies [01]\n"))) << r.output;
+}
+
+// A rank whose command or config is refused (exit 2) would be refused again: it is not restarted, and the others go
+// on (before: started again --max-restarts times at once).
+TEST(LaunchElastic, ARankWhoseCommandIsRefusedIsNotRestarted) {
+  const auto r = test::run_loco({"launch", "--elastic", "--nproc", "2", "--max-restarts", "5", "--", "sh", "-c",
+                                 "if [ \"$LOCO_MEMBER_NAME\" = rank-1 ]; then exit 2; fi; echo ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 exited with status 2: its command or config was refused, and would be again; not "
+                          "restarted; the other ranks go on"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("restart 1 of 5"), std::string::npos) << r.output;
 }
 
 // Its coordinator admits only its own ranks: a quorum of more can never form, so the launch is refused at once
