@@ -181,6 +181,26 @@ TEST(Config, ValuesThatWereAcceptedButMeantNothingAreRefused) {
       "");
 }
 
+// train.keep_checkpoints: 0 keeps all; one kept is enough only where one process writes the run's checkpoints (each
+// replica and stage writes its own, and a stop while they write leaves only the step before whole everywhere).
+TEST(Config, CheckpointsKeptAreACountAndTwoWhereEachPartWritesItsOwn) {
+  ScratchDir dir;
+  EXPECT_EQ(config_error(dir, kValidConfig, {"train.keep_checkpoints=1"}), "");
+  EXPECT_NE(config_error(dir, kValidConfig, {"train.keep_checkpoints=-1"})
+                .find("train.keep_checkpoints must be 0 (keep every checkpoint) or positive"),
+            std::string::npos);
+  const std::string replicas =
+      config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "train.keep_checkpoints=1"});
+  EXPECT_NE(replicas.find("train.keep_checkpoints = 1 with dist.algorithm = \"diloco\": each replica and stage "
+                          "writes its own checkpoints"),
+            std::string::npos)
+      << replicas;
+  EXPECT_NE(config_error(dir, kValidConfig, {"dist.stages=2", "train.keep_checkpoints=1"}).find("Keep 2 or more"),
+            std::string::npos);
+  EXPECT_EQ(config_error(dir, kValidConfig, {"dist.algorithm=diloco", "dist.replicas=2", "train.keep_checkpoints=2"}),
+            "");
+}
+
 // Counts whose work grows with them are bounded where more would only stall the run.
 TEST(Config, CentredClippingIterationsAreBounded) {
   ScratchDir dir;

@@ -94,7 +94,9 @@ TEST(MemoryNeed, AnAddressSpaceLimitWithoutRoomForTheBlasBuffersIsRefused) {
   }
   EXPECT_NE(said.find("loco train cannot compute under this address-space limit (ulimit -v 0 KiB)"), std::string::npos)
       << said;
-  if (saved.rlim_cur == RLIM_INFINITY) EXPECT_NO_THROW(require_room_to_compute("loco train"));
+  if (saved.rlim_cur == RLIM_INFINITY) {
+    EXPECT_NO_THROW(require_room_to_compute("loco train"));
+  }
 }
 
 }  // namespace

@@ -83,14 +83,19 @@ std::vector<ConfigKey> make_keys() {
            "wsd: fraction of the steps spent in the final decay"),
       bind("train", "steps", &R::train, &T::steps, "optimizer steps (set this or train.tokens)"),
       bind("train", "tokens", &R::train, &T::tokens, "token budget (set this or train.steps)"),
-      bind("train", "batch_size", &R::train, &T::batch_size, "sequences per optimizer step (global or per replica: dist.batch)"),
+      bind("train", "batch_size", &R::train, &T::batch_size,
+           "sequences per optimizer step (global or per replica: dist.batch)"),
       bind("train", "micro_batch_size", &R::train, &T::micro_batch_size,
            "sequences per forward/backward (gradient accumulation); 0 means one replica's batch"),
       bind("train", "seed", &R::train, &T::seed, "seed of initialisation and data order"),
       bind("train", "eval_every", &R::train, &T::eval_every, "steps between evaluations; 0: only at the end"),
-      bind("train", "eval_batches", &R::train, &T::eval_batches, "validation batches of train.batch_size sequences per evaluation"),
+      bind("train", "eval_batches", &R::train, &T::eval_batches,
+           "validation batches of train.batch_size sequences per evaluation"),
       bind("train", "checkpoint_every", &R::train, &T::checkpoint_every,
            "steps between checkpoints; 0: only at the end"),
+      bind("train", "keep_checkpoints", &R::train, &T::keep_checkpoints,
+           "checkpoints kept in each replica's (and stage's) directory, the newest; older ones are removed as new "
+           "ones are written; 0: all"),
       bind("train", "stop_check_every", &R::train, &T::stop_check_every,
            "steps between the replicas' checks for SIGTERM/Ctrl-C, besides each synchronisation; 0: only there"),
       bind("train", "log_every", &R::train, &T::log_every, "steps between metrics lines"),
@@ -103,7 +108,9 @@ std::vector<ConfigKey> make_keys() {
            "CUDA: the fused AdamW update, and each micro-batch's forward and backward and each update launched "
            "as one CUDA graph (not with ddp or pipeline stages, which run host code in between); off by default "
            "until verified on a GPU (docs/results.md, \"The captured GPU step\")"),
-      bind("train", "threads", &R::train, &T::threads, "intra-op CPU threads; 0: chosen from the device (1 on the CPU, where OpenBLAS has its own pool; every core with CUDA)"),
+      bind("train", "threads", &R::train, &T::threads,
+           "intra-op CPU threads; 0: chosen from the device (1 on the CPU, where OpenBLAS has its own pool; every core "
+           "with CUDA)"),
       bind("dist", "algorithm", &R::dist, &Dist::algorithm, "how replicas cooperate", algorithm_choices()),
       bind("dist", "replicas", &R::dist, &Dist::replicas,
            "replicas M; 0: 1 with backend local, WORLD_SIZE (over dist.stages) with gloo/nccl"),
@@ -120,7 +127,8 @@ std::vector<ConfigKey> make_keys() {
            "debug: compare a hash of the global parameters across replicas after every outer step"),
       bind("dist", "elastic", &R::dist, &Dist::elastic,
            "replicas join and leave at any time through a coordinator: LOCO_COORDINATOR's, or with backend local "
-           "one in this process (diloco, localsgd, streaming with overlap below its fragments' spacing, sparseloco, noloco, "
+           "one in this process (diloco, localsgd, streaming with overlap below its fragments' spacing, sparseloco, "
+           "noloco, "
            "ddp)"),
       bind("dist", "churn", &R::dist, &Dist::churn,
            "elastic: scheduled faults, e.g. \"2@40:leave, 2@80:return, 1@60:stall=3\" (R@STEP:EVENT) or "
@@ -186,8 +194,9 @@ std::vector<ConfigKey> make_keys() {
            "order of a stage's forward and backward passes over the micro-batches of train.micro_batch_size",
            {{"1f1b", "one forward, one backward: stage s holds at most S - s micro-batches' activations"},
             {"fill-drain", "GPipe: every forward, then every backward"},
-            {"eager", "for slow links: every forward first on all stages but the last, which backpropagates each "
-                      "at once, so hidden states and gradients cross at the same time"}}),
+            {"eager",
+             "for slow links: every forward first on all stages but the last, which backpropagates each "
+             "at once, so hidden states and gradients cross at the same time"}}),
       bind("pipeline", "partition", &R::pipeline, &P::partition,
            "decoder layers per stage: balanced (by parameters, embedding and head counted on the end stages), "
            "measured (by the time of a layer, the embedding and the head, timed at set-up) or a list such as "

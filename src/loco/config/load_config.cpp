@@ -306,6 +306,7 @@ void validate_train(const TrainConfig& t, const DataConfig& d, std::int64_t repl
   }
   if (t.eval_every < 0 || t.checkpoint_every < 0) reject("train.eval_every and train.checkpoint_every must be 0 or positive");
   if (t.stop_check_every < 0) reject("train.stop_check_every must be 0 (check only at synchronisations) or positive");
+  if (t.keep_checkpoints < 0) reject("train.keep_checkpoints must be 0 (keep every checkpoint) or positive");
   if (t.eval_batches <= 0) reject("train.eval_batches must be positive");
   // The evaluation reads eval_batches · batch_size sequences (before: beyond 64 bits the count wrapped, the
   // evaluation read nothing and the run said its data had no validation split).
@@ -452,6 +453,15 @@ void validate(const RunConfig& c) {
           ? fmt::format(": train.batch_size {} over dist.replicas {}", c.train.batch_size, c.dist.replicas)
           : "";
   validate_train(c.train, c.data, c.replica_batch(), batch_layout);
+  // Each replica and stage writes its own step_N: a run stopped while they write one holds parts of two steps, and
+  // only the step before is whole in every part (note "run-checkpoints").
+  if (c.train.keep_checkpoints == 1 && (c.dist.algorithm != "none" || c.dist.stages > 1)) {
+    reject(
+        fmt::format("train.keep_checkpoints = 1 with {}: each replica and stage writes its own checkpoints, and "
+                    "one stopped while they write leaves the step before as the only one whole in every part. "
+                    "Keep 2 or more",
+                    c.dist.stages > 1 ? "pipeline stages" : "dist.algorithm = \"" + c.dist.algorithm + "\""));
+  }
   tokens_per_step(c);  // the trainer multiplies these sizes: ConfigError when they overflow
   validate_model(c.model, c.data);
   validate_optim(c.optim);
@@ -522,9 +532,10 @@ nlohmann::json shared_settings_json(const RunConfig& config) {
 
 nlohmann::json member_settings_json(const RunConfig& config) {
   static const std::vector<std::pair<const char*, const char*>> kMemberLocal = {
-      {"train", "eval_every"},       {"train", "eval_batches"}, {"train", "checkpoint_every"},
-      {"train", "stop_check_every"}, {"train", "log_every"},    {"train", "micro_batch_size"},
-      {"train", "autocast"},         {"train", "cuda_graphs"},  {"comm", "timeout_s"}};
+      {"train", "eval_every"},       {"train", "eval_batches"},     {"train", "checkpoint_every"},
+      {"train", "keep_checkpoints"}, {"train", "stop_check_every"}, {"train", "log_every"},
+      {"train", "micro_batch_size"}, {"train", "autocast"},         {"train", "cuda_graphs"},
+      {"comm", "timeout_s"}};
   nlohmann::json out = shared_settings_json(config);
   for (const auto& [section, name] : kMemberLocal) out.at(section).erase(name);
   return out;

@@ -58,6 +58,7 @@ struct TrainConfig {
   std::int64_t eval_every = 100;  // 0: evaluate only at the end
   std::int64_t eval_batches = 20;
   std::int64_t checkpoint_every = 0;  // 0: only the final checkpoint
+  std::int64_t keep_checkpoints = 0;  // the newest N of each part's checkpoints/ are kept; 0: all
   std::int64_t stop_check_every = 64;  // note "graceful-stop": steps between the replicas' checks for a stop signal
   std::int64_t log_every = 10;
   std::string out_dir = "runs/default";

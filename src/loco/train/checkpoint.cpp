@@ -76,6 +76,26 @@ std::vector<std::string> remove_interrupted_checkpoints(const fs::path& checkpoi
                                    [](const std::string& name) { return checkpoint_step(name).has_value(); });
 }
 
+std::vector<std::int64_t> remove_older_checkpoints(const fs::path& checkpoints_dir, std::int64_t keep) {
+  std::vector<std::int64_t> removed;
+  if (keep <= 0) return removed;
+  const auto found = list_checkpoints(checkpoints_dir);
+  const auto older = static_cast<std::int64_t>(found.size()) - keep;
+  for (std::int64_t i = 0; i < older; ++i) {
+    const auto& [step, dir] = found[static_cast<std::size_t>(i)];
+    const fs::path going = partial_path(checkpoints_dir, dir.filename().string());
+    std::error_code failed;
+    fs::rename(dir, going, failed);
+    if (failed) {
+      throw IoError(fmt::format("cannot remove checkpoint {} (train.keep_checkpoints = {}): {}", dir.string(), keep,
+                                failed.message()));
+    }
+    remove_tree(going, failed);
+    removed.push_back(step);
+  }
+  return removed;
+}
+
 fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& config, const CheckpointState& state,
                           const CheckpointTensors& tensors, const fs::path& tokenizer_dir) {
   ensure_writable_directory(checkpoints_dir, "checkpoint directory");

@@ -643,6 +643,11 @@ void Trainer::save() {
   }
   s.saved_step = s.step;
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));
+  try {
+    remove_older_checkpoints(s.out_dir / "checkpoints", s.config.train.keep_checkpoints);
+  } catch (const IoError& e) {  // the new checkpoint is whole: training goes on, keeping the old one
+    loco::print_unchecked(stderr, "loco train: note: {}; the run goes on\n", e.what());
+  }
 }
 
 TrainSummary Trainer::summarise() {
