@@ -74,7 +74,9 @@ TEST(StateTransfer, AChunkThatNeverArrivesIntactFailsOnEveryRankAndAppliesNothin
           << message;
       ++failed;
     }
-    if (group.rank() != 2) EXPECT_EQ(bytes, "kept");
+    if (group.rank() != 2) {
+      EXPECT_EQ(bytes, "kept");
+    }
   });
   EXPECT_EQ(failed.load(), 3);  // the sender too: the next synchronisation retries with everyone
 }

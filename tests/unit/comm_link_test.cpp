@@ -200,6 +200,22 @@ TEST(LinkFit, FitsBandwidthAndLatencyToTheSamples) {
     window.add({1e6, 20, 1.8});
   }
   EXPECT_NEAR(window.estimate()->bandwidth_bps, 10e6, 1e-3);
+  // Note "link-stall": one phase 100 times slower than the fit (a silent link for a few seconds) is not fitted; three
+  // in a row (a link that became slower) are, all three.
+  LinkFit stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.add({1e6, 1, 0.85});
+    stalled.add({1e6, 20, 1.8});
+  }
+  stalled.add({1e6, 1, 85.0});
+  EXPECT_NEAR(stalled.estimate()->bandwidth_bps, 10e6, 1e-3);
+  stalled.add({1e6, 20, 1.8});
+  stalled.add({1e6, 1, 85.0});
+  stalled.add({1e6, 1, 85.0});
+  EXPECT_NEAR(stalled.estimate()->bandwidth_bps, 10e6, 1e-3);  // two in a row, then a usual one: still a stall
+  stalled.add({1e6, 1, 0.85});
+  for (int i = 0; i < 3; ++i) stalled.add({1e6, 1, 8.5});  // now 1 Mbit/s
+  EXPECT_LT(stalled.estimate()->bandwidth_bps, 5e6);
   // Samples without time or bytes are no samples.
   LinkFit empty;
   empty.add({0, 1, 1.0});

@@ -28,6 +28,12 @@ using Clock = std::chrono::steady_clock;
 // "stood-still"): a loaded machine's scheduling delays stay well below.
 constexpr double kStoodStillS = 10;
 constexpr int kStillnessesForgiven = 3;
+// A wait a stop may end asks in short requests, so that a stop is seen within their sum even when the coordinator's
+// link is silent (a connection never accepted: before, audit round 13, a pass lasted up to 10 s); the leave after it
+// asks as briefly (it is best effort: the coordinator expires a member it does not hear).
+constexpr double kStoppableWaitS = 2;
+constexpr double kStoppableAnswerS = 2;
+constexpr double kLeaveRequestS = 2;
 
 struct Answer {
   int status = 0;
@@ -391,11 +397,13 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
     }
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) break;
-    const double wait_s = std::min({left, 5.0, report.seconds_to_next()});
+    const double wait_s = std::min({left, stoppable ? kStoppableWaitS : 5.0, report.seconds_to_next()});
     request["wait_s"] = wait_s;
-    pass_longest_s = wait_s + options_.request_timeout_s + 0.1;  // and the pause after an unanswered request
+    const double answer_s =
+        stoppable ? std::min(options_.request_timeout_s, kStoppableAnswerS) : options_.request_timeout_s;
+    pass_longest_s = wait_s + answer_s + 0.1;  // and the pause after an unanswered request
     try {
-      const Reply answer = post_signed(path, request, as, wait_s + options_.request_timeout_s);
+      const Reply answer = post_signed(path, request, as, wait_s + answer_s);
       if (answer.status == 200) return answer.body;
       last_reason = answer.body.value("waiting_for", "the coordinator did not say");
     } catch (const MembershipError& e) {
@@ -469,12 +477,14 @@ void MemberClient::leave(const std::string& reason, bool finished) {
   }
   if (!last.empty()) {
     try {
-      post_signed("/v1/heartbeat", heartbeat_message(last), session(), options_.request_timeout_s);
+      post_signed("/v1/heartbeat", heartbeat_message(last), session(),
+                  std::min(options_.request_timeout_s, kLeaveRequestS));
     } catch (const MembershipError&) {
       // Best effort, as the leave itself: the coordinator expires a silent member anyway.
     }
   }
-  post_signed("/v1/leave", {{"reason", reason}, {"finished", finished}}, session(), options_.request_timeout_s);
+  post_signed("/v1/leave", {{"reason", reason}, {"finished", finished}}, session(),
+              std::min(options_.request_timeout_s, kLeaveRequestS));
 }
 
 }  // namespace loco::membership

@@ -6,9 +6,26 @@ namespace loco::comm {
 
 void LinkFit::add(const LinkSample& sample) {
   if (!(sample.bytes > 0) || !(sample.seconds > 0) || !std::isfinite(sample.seconds)) return;
+  // Note "link-stall".
+  if (estimate_) {
+    const double predicted = 8 * sample.bytes / estimate_->bandwidth_bps + sample.rounds * estimate_->latency_s;
+    if (sample.seconds > kStallFactor * predicted) {
+      stalls_.push_back(sample);
+      if (stalls_.size() < kStallsBeforeChange) return;
+      for (const LinkSample& slow : stalls_) take(slow);
+      stalls_.clear();
+      refit();
+      return;
+    }
+  }
+  stalls_.clear();
+  take(sample);
+  refit();
+}
+
+void LinkFit::take(const LinkSample& sample) {
   samples_.push_back(sample);
   if (samples_.size() > kSamples) samples_.pop_front();
-  refit();
 }
 
 // The 2×2 normal equations of seconds ≈ bits·a + rounds·L (a = 1/B).

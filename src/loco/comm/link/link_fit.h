@@ -16,12 +16,18 @@
 // somewhat small; they grow as paced samples replace it. A large latency shows at once: rounds sized
 // without it take much longer than their bytes, the fit puts that on L, and the next rounds grow to
 // keep L at 5% of a round.
+//
+// Note "link-stall": a phase that took more than kStallFactor times what the fit predicts is held back, not fitted:
+// a link that went silent for a few seconds (TCP backing off through a dead route) is no slow link, and one such
+// sample paced the rest of a run in rounds of a few KiB (measured, audit round 13: 35-60% slower to its end). A
+// link that really became slower gives kStallsBeforeChange such phases in a row, which are then fitted, all of them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <vector>
 
 #include "loco/comm/link/link_model.h"
 
@@ -37,6 +43,8 @@ class LinkFit {
  public:
   static constexpr std::size_t kSamples = 8;
   static constexpr double kMinSampleBytes = 256 * 1024;  // smaller phases are mostly latency and overhead
+  static constexpr double kStallFactor = 4;
+  static constexpr std::size_t kStallsBeforeChange = 3;
 
   // The rounds of a phase that each paid the latency, for LinkSample::rounds: all of them when they ran
   // one after another; one when rounds were in flight together (link/round_size.h), which hide the
@@ -52,9 +60,11 @@ class LinkFit {
   std::optional<LinkSpec> estimate() const { return estimate_; }
 
  private:
+  void take(const LinkSample& sample);
   void refit();
 
   std::deque<LinkSample> samples_;
+  std::vector<LinkSample> stalls_;  // slow phases in a row, held back (note "link-stall")
   std::optional<LinkSpec> estimate_;
 };
 
