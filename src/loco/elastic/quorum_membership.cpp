@@ -22,8 +22,7 @@ QuorumMembership::QuorumMembership(QuorumGroup& groups, membership::MemberClient
       windows_per_step_(windows_per_step),
       vote_timeout_s_(vote_timeout_s),
       replica_number_(replica),
-      member_id_(client.credentials().member_id),
-      directory_member_(directory_member.empty() ? member_id_ : std::move(directory_member)),
+      directory_member_(directory_member.empty() ? client.credentials().member_id : std::move(directory_member)),
       replica_stages_(replica_stages) {}
 
 void QuorumMembership::attach(ReplicaState& replica) {
@@ -49,7 +48,10 @@ std::filesystem::path QuorumMembership::directory(const std::filesystem::path& o
   return out_dir / "members" / name;
 }
 
-std::string QuorumMembership::describe() const { return fmt::format("elastic member {}", member_id_); }
+// Its id now: a member that rejoined is named by its new one (before: the first, in a give-up after a rejoin).
+std::string QuorumMembership::describe() const {
+  return fmt::format("elastic member {}", client_.credentials().member_id);
+}
 
 void QuorumMembership::begin(const Synchronisation& sync) { synchronise(replica_->step(), sync); }
 

@@ -85,7 +85,6 @@ class QuorumMembership final : public Membership {
   std::uint64_t windows_per_step_;
   double vote_timeout_s_;
   int replica_number_;
-  std::string member_id_;  // as of the first join
   std::string directory_member_;  // names the member's directory
   comm::Group* replica_stages_;
   ReplicaState* replica_ = nullptr;
