@@ -76,13 +76,12 @@ std::vector<std::string> remove_interrupted_checkpoints(const fs::path& checkpoi
                                    [](const std::string& name) { return checkpoint_step(name).has_value(); });
 }
 
-std::vector<std::int64_t> remove_older_checkpoints(const fs::path& checkpoints_dir, std::int64_t keep) {
-  std::vector<std::int64_t> removed;
-  if (keep <= 0) return removed;
+void remove_older_checkpoints(const fs::path& checkpoints_dir, std::int64_t keep) {
+  if (keep <= 0) return;
   const auto found = list_checkpoints(checkpoints_dir);
   const auto older = static_cast<std::int64_t>(found.size()) - keep;
   for (std::int64_t i = 0; i < older; ++i) {
-    const auto& [step, dir] = found[static_cast<std::size_t>(i)];
+    const fs::path& dir = found[static_cast<std::size_t>(i)].second;
     const fs::path going = partial_path(checkpoints_dir, dir.filename().string());
     std::error_code failed;
     fs::rename(dir, going, failed);
@@ -90,10 +89,8 @@ std::vector<std::int64_t> remove_older_checkpoints(const fs::path& checkpoints_d
       throw IoError(fmt::format("cannot remove checkpoint {} (train.keep_checkpoints = {}): {}", dir.string(), keep,
                                 failed.message()));
     }
-    remove_tree(going, failed);
-    removed.push_back(step);
+    remove_tree(going, failed);  // what is left of it goes with the next run's interrupted writes
   }
-  return removed;
 }
 
 fs::path write_checkpoint(const fs::path& checkpoints_dir, const RunConfig& config, const CheckpointState& state,
@@ -174,8 +171,9 @@ std::string missing_stage_part(const fs::path& first, std::int64_t stages, int s
     const auto step = checkpoint_step(entry.path().filename().string());
     if (!step || *step >= this_step || *step <= whole_step) continue;
     bool every_stage = true;
-    for (int s = 0; s < stages && every_stage; ++s)
+    for (int s = 0; s < stages && every_stage; ++s) {
       every_stage = fs::exists(stage_checkpoint(entry.path(), s) / "state.json");
+    }
     if (every_stage) {
       whole_step = *step;
       whole = entry.path();

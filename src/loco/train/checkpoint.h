@@ -71,7 +71,7 @@ std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(con
 
 // train.keep_checkpoints: removes all but the newest `keep` checkpoints of `checkpoints_dir` (0: none removed).
 // Each is renamed to a `.step_N.partial-PID` name first, so that one removed halfway never looks whole (the next
-// run in the directory removes what is left of it). Returns the steps removed.
-std::vector<std::int64_t> remove_older_checkpoints(const std::filesystem::path& checkpoints_dir, std::int64_t keep);
+// run in the directory removes what is left of it). IoError naming the one that cannot be renamed.
+void remove_older_checkpoints(const std::filesystem::path& checkpoints_dir, std::int64_t keep);
 
 }  // namespace loco
