@@ -31,6 +31,7 @@ constexpr int kStillnessesForgiven = 3;
 // A wait a stop may end asks in short requests, so that a stop is seen within their sum even when the coordinator's
 // link is silent (a connection never accepted: before, audit round 13, a pass lasted up to 10 s); the leave after it
 // asks as briefly (it is best effort: the coordinator expires a member it does not hear).
+constexpr double kLongPollWaitS = 5;  // a long poll's wait on the coordinator, a stop not looked for
 constexpr double kStoppableWaitS = 2;
 constexpr double kStoppableAnswerS = 2;
 constexpr double kLeaveRequestS = 2;
@@ -397,7 +398,7 @@ nlohmann::json MemberClient::long_poll(const std::string& path, nlohmann::json r
     }
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     if (left <= 0) break;
-    const double wait_s = std::min({left, stoppable ? kStoppableWaitS : 5.0, report.seconds_to_next()});
+    const double wait_s = std::min({left, stoppable ? kStoppableWaitS : kLongPollWaitS, report.seconds_to_next()});
     request["wait_s"] = wait_s;
     const double answer_s =
         stoppable ? std::min(options_.request_timeout_s, kStoppableAnswerS) : options_.request_timeout_s;

@@ -76,6 +76,47 @@ std::vector<std::string> remove_interrupted_checkpoints(const fs::path& checkpoi
                                    [](const std::string& name) { return checkpoint_step(name).has_value(); });
 }
 
+namespace {
+
+bool has_state(const fs::path& checkpoint) {
+  std::error_code unreadable;
+  return fs::exists(checkpoint / "state.json", unreadable);
+}
+
+// The directories beside `run_dir`'s own of the run's parts this process can see.
+std::vector<fs::path> visible_parts(const fs::path& run_dir) {
+  std::vector<fs::path> parts;
+  std::error_code unreadable;
+  const auto is_part = [](const fs::path& dir) {
+    const std::string name = dir.filename().string();
+    return name.rfind("replica_", 0) == 0 || name.rfind("stage_", 0) == 0;
+  };
+  for (const auto& entry : fs::directory_iterator(run_dir, unreadable)) {
+    if (!entry.is_directory(unreadable) || !is_part(entry.path())) continue;
+    parts.push_back(entry.path());
+    for (const auto& inner : fs::directory_iterator(entry.path(), unreadable)) {
+      if (inner.is_directory(unreadable) && is_part(inner.path())) parts.push_back(inner.path());
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::optional<fs::path> latest_whole_checkpoint(const fs::path& run_dir) {
+  const std::vector<fs::path> parts = visible_parts(run_dir);
+  const auto found = list_checkpoints(run_dir / "checkpoints");
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const fs::path name = it->second.filename();
+    if (has_state(it->second) && std::all_of(parts.begin(), parts.end(), [&](const fs::path& part) {
+          return has_state(part / "checkpoints" / name);
+        })) {
+      return it->second;
+    }
+  }
+  return std::nullopt;
+}
+
 void remove_older_checkpoints(const fs::path& checkpoints_dir, std::int64_t keep) {
   if (keep <= 0) return;
   const auto found = list_checkpoints(checkpoints_dir);
@@ -163,32 +204,18 @@ std::string missing_stage_part(const fs::path& first, std::int64_t stages, int s
   for (const auto& entry : fs::directory_iterator(part.parent_path(), unreadable)) {
     being_written = being_written || entry.path().filename().string().rfind(partial_prefix, 0) == 0;
   }
-  // The latest earlier step that every stage holds.
-  const auto this_step = checkpoint_step(first.filename().string()).value_or(0);
-  std::int64_t whole_step = -1;
-  fs::path whole;
-  for (const auto& entry : fs::directory_iterator(first.parent_path(), unreadable)) {
-    const auto step = checkpoint_step(entry.path().filename().string());
-    if (!step || *step >= this_step || *step <= whole_step) continue;
-    bool every_stage = true;
-    for (int s = 0; s < stages && every_stage; ++s) {
-      every_stage = fs::exists(stage_checkpoint(entry.path(), s) / "state.json");
-    }
-    if (every_stage) {
-      whole_step = *step;
-      whole = entry.path();
-    }
-  }
+  // The run's latest step that every part holds (first: RUN/checkpoints/step_N).
+  const std::optional<fs::path> whole = latest_whole_checkpoint(first.parent_path().parent_path());
   return fmt::format(
       "{} is stage 0 of a pipeline run of {} stages, but stage {}'s checkpoint ({}) {}: a pipeline run's model is "
       "the step_N of every stage. {}",
       first.string(), stages, stage, part.string(),
       being_written ? "is still being written (the run is live, or its process stopped while writing it)"
                     : "is missing",
-      whole.empty() ? std::string(being_written ? "Wait for it, or copy the whole run directory once it is written"
-                                                : "Copy the whole run directory")
-                    : fmt::format("Use {}, the latest checkpoint every stage holds{}", whole.string(),
-                                  being_written ? "" : ", or copy the whole run directory"));
+      !whole ? std::string(being_written ? "Wait for it, or copy the whole run directory once it is written"
+                                         : "Copy the whole run directory")
+             : fmt::format("Use {}, the latest checkpoint every part holds{}", whole->string(),
+                           being_written ? "" : ", or copy the whole run directory"));
 }
 
 // A pipeline run's model is its stages' parts (docs/pipeline.md "Checkpoints"): `out` is stage 0's

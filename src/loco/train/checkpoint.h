@@ -69,6 +69,11 @@ std::vector<std::string> remove_interrupted_checkpoints(const std::filesystem::p
 // the directory does not exist.
 std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& checkpoints_dir);
 
+// The latest checkpoint of the run in `run_dir` whose every part in sight is whole: its own `checkpoints/step_N`
+// and the same step of each replica_R, stage_S and replica_R/stage_S directory beside it (on one host, every part;
+// across hosts, those of this host's ranks). nullopt when none is.
+std::optional<std::filesystem::path> latest_whole_checkpoint(const std::filesystem::path& run_dir);
+
 // train.keep_checkpoints: removes all but the newest `keep` checkpoints of `checkpoints_dir` (0: none removed).
 // Each is renamed to a `.step_N.partial-PID` name first, so that one removed halfway never looks whole (the next
 // run in the directory removes what is left of it). IoError naming the one that cannot be renamed.

@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "loco/config/algorithms.h"
 #include "loco/model/weights.h"
 #include "loco/train/checkpoint.h"
@@ -13,47 +10,12 @@ namespace loco {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-bool has_state(const fs::path& checkpoint) {
-  std::error_code unreadable;
-  return fs::exists(checkpoint / "state.json", unreadable);
-}
-
-// The directories beside `run_dir`'s own of the run's parts this process can see: replica_R and stage_S, and
-// replica_R/stage_S (on one host, every part; across hosts, those of this host's ranks).
-std::vector<fs::path> visible_parts(const fs::path& run_dir) {
-  std::vector<fs::path> parts;
-  std::error_code unreadable;
-  const auto is_part = [](const fs::path& dir) {
-    const std::string name = dir.filename().string();
-    return name.rfind("replica_", 0) == 0 || name.rfind("stage_", 0) == 0;
-  };
-  for (const auto& entry : fs::directory_iterator(run_dir, unreadable)) {
-    if (!entry.is_directory(unreadable) || !is_part(entry.path())) continue;
-    parts.push_back(entry.path());
-    for (const auto& inner : fs::directory_iterator(entry.path(), unreadable)) {
-      if (inner.is_directory(unreadable) && is_part(inner.path())) parts.push_back(inner.path());
-    }
-  }
-  return parts;
-}
-
-}  // namespace
-
 std::string where_to_start_again(const fs::path& run_dir, const fs::path& own_dir,
                                  const std::optional<fs::path>& resumed_from) {
-  // The latest checkpoint of the run whose every part in sight is whole: a replica killed while writing its part
-  // of step_N left that step a checkpoint no resume can take (before: named all the same).
-  const std::vector<fs::path> parts = visible_parts(run_dir);
-  const auto found = list_checkpoints(run_dir / "checkpoints");
-  for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    const fs::path name = it->second.filename();
-    if (has_state(it->second) && std::all_of(parts.begin(), parts.end(), [&](const fs::path& part) {
-          return has_state(part / "checkpoints" / name);
-        })) {
-      return fmt::format("resume from the last checkpoint, {}", it->second.string());
-    }
+  // A replica killed while writing its part of step_N left that step a checkpoint no resume can take (before:
+  // named all the same).
+  if (const auto whole = latest_whole_checkpoint(run_dir)) {
+    return fmt::format("resume from the last checkpoint, {}", whole->string());
   }
   // This replica's parts where the run's own files are elsewhere (rank 0's, on another host: no config.toml here):
   // --resume names rank 0's checkpoint of a step this part has (before: "it wrote no checkpoint yet"). Where they
@@ -62,7 +24,7 @@ std::string where_to_start_again(const fs::path& run_dir, const fs::path& own_di
   if (own_dir.lexically_normal() != run_dir.lexically_normal() && !fs::exists(run_dir / "config.toml", unreadable)) {
     const auto own = list_checkpoints(own_dir / "checkpoints");
     for (auto it = own.rbegin(); it != own.rend(); ++it) {
-      if (!has_state(it->second)) continue;
+      if (!fs::exists(it->second / "state.json", unreadable)) continue;
       return fmt::format(
           "resume from the checkpoint of step {} in rank 0's train.out_dir ({}/checkpoints/{}), the "
           "latest this part wrote here ({})",

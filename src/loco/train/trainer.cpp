@@ -130,7 +130,7 @@ TrainSummary Trainer::run() {
     throw comm::CommError(
         fmt::format("{}. The run stopped; {}, once every rank can run again (with the command the run "
                     "was started with, and --resume)",
-                    what, where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
+                    what, s.start_again_advice()));
   }
   if (!s.quiet) s.progress->finish();
   return summarise();
@@ -497,8 +497,7 @@ Trainer::StepResult Trainer::train_step() {
   result.loss = s.stage_runner ? forward_backward_stage() : forward_backward();
   if (!std::isfinite(result.loss)) {
     throw Error(fmt::format("the loss became {} at step {}{}. {}", result.loss, s.step + 1,
-                            s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "",
-                            divergence_advice(config, s.resumable_dir(), s.out_dir, s.options.resume_from)));
+                            s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", s.diverged_advice()));
   }
   // Elastic data parallel's synchronisation, with its wait for a quorum. A wait that ended takes no step: a
   // resumed run reads its windows again.
@@ -624,11 +623,10 @@ void Trainer::save() {
   const auto [state, tensors] = snapshot();
   // The loss of the step that diverged was finite (it is taken before the update): the weights say.
   if (const std::optional<std::string> tensor = first_non_finite(tensors.model)) {
-    throw Error(
-        fmt::format("the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
-                    "no checkpoint of them was written. {}",
-                    s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor,
-                    divergence_advice(s.config, s.resumable_dir(), s.out_dir, s.options.resume_from)));
+    throw Error(fmt::format(
+        "the weights are no longer finite after step {}{} ({} holds NaN or infinite values), so "
+        "no checkpoint of them was written. {}",
+        s.step, s.replicas() > 1 ? fmt::format(" on replica {}", s.rank) : "", *tensor, s.diverged_advice()));
   }
   try {
     s.summary.last_checkpoint =
@@ -639,7 +637,7 @@ void Trainer::save() {
     throw IoError(
         fmt::format("{} The checkpoint of step {} was not written and the run stopped; {}, once it can "
                     "be written",
-                    e.what(), s.step, where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
+                    e.what(), s.step, s.start_again_advice()));
   }
   s.saved_step = s.step;
   if (!s.quiet) s.progress->note(fmt::format("checkpoint {}", s.summary.last_checkpoint.string()));

@@ -16,6 +16,7 @@
 #include "loco/train/checkpoint.h"
 #include "loco/train/communication_totals.h"
 #include "loco/train/cuda_graph.h"
+#include "loco/train/divergence.h"
 #include "loco/train/emulated_clock.h"
 #include "loco/train/inner_optimizer.h"
 #include "loco/train/membership.h"
@@ -121,6 +122,11 @@ struct Trainer::State {
   std::filesystem::path resumable_dir() const {
     return config.dist.elastic ? membership->directory(config.train.out_dir)
                                : std::filesystem::path(config.train.out_dir);
+  }
+  // Where the run starts again after it stopped short here, and what to change after a divergence (divergence.h).
+  std::string start_again_advice() const { return where_to_start_again(resumable_dir(), out_dir, options.resume_from); }
+  std::string diverged_advice() const {
+    return divergence_advice(config, resumable_dir(), out_dir, options.resume_from);
   }
 };
 

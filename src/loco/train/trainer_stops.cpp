@@ -72,7 +72,7 @@ void Trainer::give_up_waiting() {
       s.saved_step == s.step
           ? fmt::format("It wrote a checkpoint of step {} first: resume it from {} once what it waited for is back",
                         s.step, s.summary.last_checkpoint.string())
-          : "It stops; " + where_to_start_again(s.resumable_dir(), s.out_dir, s.options.resume_from)));
+          : "It stops; " + s.start_again_advice()));
 }
 
 }  // namespace loco
