@@ -1,250 +1,33 @@
-// The streaming parts of `loco prepare`: compressed files, the document stream, the per-document
-// split and the tokenizer's sample.
-#include <bzlib.h>
+// The document stream of `loco prepare` (CorpusStream): the files of a corpus, what is skipped and why,
+// text that is not UTF-8, JSON Lines, JSON arrays and objects as tools write them, and long texts cut into parts.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <lzma.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
-#include <random>
-#include <tuple>
 
 #include "loco/data/byte_stream.h"
 #include "loco/data/corpus_files.h"
 #include "loco/data/corpus_stream.h"
-#include "loco/data/document_split.h"
-#include "loco/data/tokenizer_sample.h"
 #include "loco/data/utf8_text_check.h"
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
 #include "support/test_support.h"
+#include "unit/compressed_inputs.h"
 #include "unit/data_test_helpers.h"
 
 namespace loco::data {
 namespace {
 
+using test::bzip2;
+using test::gzip;
+using test::read_all;
 using test::ScratchDir;
+using test::varied_text;
 using test::write_text;
-
-// Text that compresses poorly enough to span several buffers of the decoders.
-std::string varied_text(std::size_t bytes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string text;
-  while (text.size() < bytes) text += "word" + std::to_string(rng() % 100000) + ((rng() % 9) ? " " : "\n");
-  return text;
-}
-
-// One gzip member of `bytes` (zlib's deflate with gzip framing).
-std::string gzip(const std::string& bytes) {
-  z_stream stream{};
-  EXPECT_EQ(deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&stream, bytes.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&stream, Z_FINISH), Z_STREAM_END);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
-
+using test::xz;
 using test::zstd_frame;
-
-// One xz stream of `bytes` (liblzma, preset 1).
-std::string xz(const std::string& bytes) {
-  std::string out(lzma_stream_buffer_bound(bytes.size()), '\0');
-  std::size_t written = 0;
-  EXPECT_EQ(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                    bytes.size(), reinterpret_cast<std::uint8_t*>(out.data()), &written, out.size()),
-            LZMA_OK);
-  out.resize(written);
-  return out;
-}
-
-// One bzip2 stream of `bytes` (libbz2, 100 KB blocks).
-std::string bzip2(const std::string& bytes) {
-  std::string out(bytes.size() + bytes.size() / 100 + 600, '\0');
-  auto written = static_cast<unsigned int>(out.size());
-  EXPECT_EQ(BZ2_bzBuffToBuffCompress(out.data(), &written, const_cast<char*>(bytes.data()),
-                                     static_cast<unsigned int>(bytes.size()), 1, 0, 0),
-            BZ_OK);
-  out.resize(written);
-  return out;
-}
-
-std::string read_all(ByteStream& stream) {
-  std::string content;
-  std::vector<char> buffer(1 << 16);
-  while (const std::size_t got = stream.read(buffer.data(), buffer.size())) content.append(buffer.data(), got);
-  return content;
-}
-
-std::string read_stream(const fs::path& path) {
-  ByteStream stream(path);
-  return read_all(stream);
-}
-
-std::string error_of(const fs::path& path) {
-  try {
-    read_stream(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-TEST(DataByteStream, DecodesGzipAndZstdIncludingConcatenatedMembersAndFrames) {
-  ScratchDir scratch;
-  const std::string a = varied_text(3 << 20, 1), b = varied_text(100000, 2);
-  write_text(scratch / "plain.txt", a);
-  write_text(scratch / "one.txt.gz", gzip(a));
-  write_text(scratch / "two.txt.gz", gzip(a) + gzip(b));  // what `cat a.gz b.gz` makes
-  write_text(scratch / "one.txt.zst", zstd_frame(a));
-  write_text(scratch / "two.txt.zst", zstd_frame(a) + zstd_frame(b));
-  EXPECT_EQ(read_stream(scratch / "plain.txt"), a);
-  EXPECT_EQ(read_stream(scratch / "one.txt.gz"), a);
-  EXPECT_EQ(read_stream(scratch / "two.txt.gz"), a + b);
-  EXPECT_EQ(read_stream(scratch / "one.txt.zst"), a);
-  EXPECT_EQ(read_stream(scratch / "two.txt.zst"), a + b);
-
-  ByteStream stream(scratch / "one.txt.zst");
-  read_all(stream);
-  EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / "one.txt.zst"));
-}
-
-// Zero bytes after the last member (tar's and block devices' padding) are no data, as gzip reads them (they
-// were refused as a damaged download); other bytes after a member are named as appended, not as a cut file.
-TEST(DataByteStream, ZeroPaddingAfterTheLastGzipMemberOrBzip2StreamIsSkipped) {
-  ScratchDir scratch;
-  const std::string a = varied_text(300000, 5), b = varied_text(1000, 6);
-  // bzip2 as gzip since audit round 11 (before: "not valid bzip2 data (libbz2 error -5)… cut short").
-  for (const auto& [name, compress, unit] :
-       std::vector<std::tuple<std::string, std::function<std::string(const std::string&)>, std::string>>{
-           {"gz", gzip, "gzip member"}, {"bz2", bzip2, "bzip2 stream"}}) {
-    const fs::path padded = scratch / ("padded.txt." + name);
-    write_text(padded, compress(a) + std::string(1 << 17, '\0'));
-    EXPECT_EQ(read_stream(padded), a) << name;
-    const fs::path between = scratch / ("between.txt." + name);
-    write_text(between, compress(a) + std::string(100, '\0') + compress(b) + std::string(3, '\0'));
-    EXPECT_EQ(read_stream(between), a + b) << name;
-    const fs::path appended = scratch / ("appended.txt." + name);
-    write_text(appended, compress(a) + std::string(10, '\0') + "trailer");
-    const std::string error = error_of(appended);
-    EXPECT_NE(error.find("appended.txt." + name + ": after a whole " + unit +
-                         " and 10 zero bytes the file holds "
-                         "bytes that are not " +
-                         unit.substr(0, unit.find(' ')) + " data (from byte " +
-                         std::to_string(compress(a).size() + 10) + " on): something was appended"),
-              std::string::npos)
-        << error;
-  }
-}
-
-TEST(DataByteStream, DecodesXzAndBzip2IncludingConcatenatedStreams) {
-  ScratchDir scratch;
-  const std::string a = varied_text(3 << 20, 1), b = varied_text(100000, 2);
-  write_text(scratch / "one.txt.xz", xz(a));
-  write_text(scratch / "two.txt.xz", xz(a) + xz(b));  // what `cat a.xz b.xz` makes
-  write_text(scratch / "one.txt.bz2", bzip2(a));
-  write_text(scratch / "two.txt.bz2", bzip2(a) + bzip2(b));  // what pbzip2 makes
-  EXPECT_EQ(read_stream(scratch / "one.txt.xz"), a);
-  EXPECT_EQ(read_stream(scratch / "two.txt.xz"), a + b);
-  EXPECT_EQ(read_stream(scratch / "one.txt.bz2"), a);
-  EXPECT_EQ(read_stream(scratch / "two.txt.bz2"), a + b);
-  for (const char* name : {"two.txt.xz", "two.txt.bz2"}) {
-    ByteStream stream(scratch / name);
-    read_all(stream);
-    EXPECT_EQ(stream.file_bytes_read(), fs::file_size(scratch / name)) << name;
-  }
-}
-
-// An xz file whose block asks for a 1 GiB dictionary (its header edited, its CRC-32 made right again) is
-// refused before the decoder allocates it: a stranger's file does not choose how much memory prepare takes.
-TEST(DataByteStream, AnXzFileAskingForAHugeDictionaryIsRefused) {
-  ScratchDir scratch;
-  std::string file = xz(varied_text(1000, 4));
-  // The block header follows the 12-byte stream header: its size, its flags, the sizes the flags announce
-  // (variable-length integers), then the LZMA2 filter (id 0x21, 1 byte of properties: the dictionary size).
-  const std::size_t header = 12, header_size = (static_cast<unsigned char>(file[header]) + 1) * 4;
-  const auto flags = static_cast<unsigned char>(file[header + 1]);
-  std::size_t at = header + 2;
-  const auto skip_varint = [&] {
-    while (static_cast<unsigned char>(file[at++]) & 0x80) {
-    }
-  };
-  if (flags & 0x40) skip_varint();
-  if (flags & 0x80) skip_varint();
-  ASSERT_EQ(static_cast<unsigned char>(file[at]), 0x21);  // LZMA2
-  ASSERT_EQ(static_cast<unsigned char>(file[at + 1]), 0x01);
-  file[at + 2] = 36;  // 2 << (36 / 2 + 11): 1 GiB
-  const auto crc = static_cast<std::uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(file.data() + header), static_cast<uInt>(header_size - 4)));
-  for (int i = 0; i < 4; ++i) file[header + header_size - 4 + i] = static_cast<char>(crc >> (8 * i));
-  write_text(scratch / "huge.txt.xz", file);
-  const std::string error = error_of(scratch / "huge.txt.xz");
-  EXPECT_NE(error.find("huge.txt.xz: decoding this xz data needs more than 512 MiB"), std::string::npos) << error;
-}
-
-TEST(DataByteStream, TruncatedOrCorruptCompressedFilesNameTheFile) {
-  ScratchDir scratch;
-  const std::string a = varied_text(1 << 20, 3);
-  const std::string gz = gzip(a), zst = zstd_frame(a), x = xz(a), bz = bzip2(a);
-  write_text(scratch / "cut.jsonl.gz", gz.substr(0, gz.size() / 2));
-  write_text(scratch / "cut.jsonl.zst", zst.substr(0, zst.size() / 2));
-  write_text(scratch / "cut.jsonl.xz", x.substr(0, x.size() / 2));
-  write_text(scratch / "cut.jsonl.bz2", bz.substr(0, bz.size() / 2));
-  write_text(scratch / "bad.jsonl.xz", std::string("\xFD" "7zXZ\0 not xz after its mark", 26));
-  write_text(scratch / "bad.jsonl.bz2", "BZh9 not bzip2 either");
-  write_text(scratch / "empty.jsonl.xz", "");
-  write_text(scratch / "empty.jsonl.bz2", "");
-  std::string bad = gz;
-  bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x55);
-  write_text(scratch / "bad.jsonl.gz", bad);
-  write_text(scratch / "bad.jsonl.zst", "\x28\xB5\x2F\xFD not zstd after its mark");
-  write_text(scratch / "empty.jsonl.gz", "");  // what a failed download leaves; even empty content has a header
-  write_text(scratch / "empty.jsonl.zst", "");
-  for (const char* name : {"cut.jsonl.gz", "cut.jsonl.zst", "cut.jsonl.xz", "cut.jsonl.bz2", "bad.jsonl.gz",
-                           "bad.jsonl.zst", "bad.jsonl.xz", "bad.jsonl.bz2", "empty.jsonl.gz", "empty.jsonl.zst",
-                           "empty.jsonl.xz", "empty.jsonl.bz2"}) {
-    const std::string error = error_of(scratch / name);
-    EXPECT_NE(error.find(name), std::string::npos) << name << ": " << error;
-    EXPECT_NE(error.find("damaged or was cut short"), std::string::npos) << name << ": " << error;
-  }
-  EXPECT_NE(error_of(scratch / "cut.jsonl.gz").find("ends in the middle"), std::string::npos);
-  EXPECT_NE(error_of(scratch / "cut.jsonl.zst").find("ends in the middle"), std::string::npos);
-  EXPECT_NE(error_of(scratch / "cut.jsonl.xz").find("ends in the middle"), std::string::npos);
-  EXPECT_NE(error_of(scratch / "cut.jsonl.bz2").find("ends in the middle"), std::string::npos);
-  EXPECT_NE(error_of(scratch / "empty.jsonl.gz").find("the file is empty"), std::string::npos);
-  // An empty plain file is an empty document, not an error.
-  write_text(scratch / "empty.txt", "");
-  EXPECT_EQ(read_stream(scratch / "empty.txt"), "");
-}
-
-// A file whose first bytes are not its compression's is not taken for a damaged download: plain text named
-// .gz is said to be so (before: "not valid gzip data (incorrect header check) … fetch it again"). A zstd file
-// may begin with a skippable frame (pzstd writes one first).
-TEST(DataByteStream, AFileThatDoesNotBeginAsItsCompressionIsSaidSo) {
-  ScratchDir scratch;
-  for (const auto& [name, format] : std::map<std::string, std::string>{
-           {"plain.txt.gz", "gzip"}, {"plain.txt.zst", "zstd"}, {"plain.txt.xz", "xz"}, {"plain.txt.bz2", "bzip2"}}) {
-    write_text(scratch / name, "just text, not compressed\n");
-    const std::string error = error_of(scratch / name);
-    const std::string extension = fs::path(name).extension().string();
-    EXPECT_NE(error.find(fmt::format("{} is named {} but does not hold {} data", name, extension, format)),
-              std::string::npos)
-        << error;
-    EXPECT_NE(error.find(fmt::format("if it is plain text, rename it without {}", extension)), std::string::npos)
-        << error;
-  }
-  const std::string skippable = std::string("\x50\x2A\x4D\x18\x04\0\0\0abcd", 12);
-  write_text(scratch / "pzstd.txt.zst", skippable + zstd_frame("after a skippable frame\n"));
-  EXPECT_EQ(read_stream(scratch / "pzstd.txt.zst"), "after a skippable frame\n");
-}
 
 TEST(DataCorpusStream, YieldsNonBlankLinesAndFilesWithTheirPositions) {
   ScratchDir scratch;
@@ -293,7 +76,7 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
   write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "state.json", "{}");
   write_text(scratch / "corpus" / "run" / "checkpoints" / "step_8" / "model.safetensors", "weights");
   write_text(scratch / "corpus" / "run" / "notes.txt", "a run's own notes are text\n");
-  write_text(scratch / "corpus" / "meta.json", "{}");  // one marker alone is no loco output
+  write_text(scratch / "corpus" / "meta.json", "{}");                          // one marker alone is no loco output
   write_text(scratch / "corpus" / "killed" / ".loco-prepare-incomplete", "");  // a `loco prepare` killed half-way
   write_text(scratch / "corpus" / "killed" / "train_000.bin", std::string("\x01\0", 2));
   std::vector<SkippedInput> skipped;
@@ -316,11 +99,10 @@ TEST(DataCorpusStream, DirectoriesLocoWroteAreNeitherReadNorTakenAsACorpus) {
     list_corpus_files({scratch / "corpus" / "data"}, scratch / "out");
     ADD_FAILURE() << "a prepared data directory was taken as a corpus";
   } catch (const DataError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("is a prepared data directory, which loco wrote, not a corpus: its files are "
-                                   "a tokenizer and token shards, not text. Give the text it was prepared from "
-                                   "(--tokenizer-from"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("is a prepared data directory, which loco wrote, not a corpus: its files are "
+                                         "a tokenizer and token shards, not text. Give the text it was prepared from "
+                                         "(--tokenizer-from"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(list_corpus_files({scratch / "corpus" / "run" / "checkpoints" / "step_8"}, scratch / "out"), DataError);
@@ -494,9 +276,9 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   RawDocument document;
   ASSERT_TRUE(kept.next(document));
   EXPECT_EQ(document.bytes, "caf\xE9");
-  EXPECT_NE(refusal("u16.jsonl", "\xFF\xFE" + hello16).find("`iconv -f UTF-16 -t UTF-8 " +
-                                                             (scratch / "u16.jsonl").string() + " > " +
-                                                             (scratch / "u16.utf8.jsonl").string() + "`"),
+  EXPECT_NE(refusal("u16.jsonl", "\xFF\xFE" + hello16)
+                .find("`iconv -f UTF-16 -t UTF-8 " + (scratch / "u16.jsonl").string() + " > " +
+                      (scratch / "u16.utf8.jsonl").string() + "`"),
             std::string::npos);
   EXPECT_NE(refusal("my u16.txt", "\xFF\xFE" + hello16)
                 .find("`iconv -f UTF-16 -t UTF-8 '" + (scratch / "my u16.txt").string() + "' > '" +
@@ -510,8 +292,9 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   // Formats a corpus often comes in are named with the step that makes them text: compressed data without its
   // extension, archives (a .tar.gz is decompressed, then found to be a tar archive), Parquet, Arrow.
   const std::string text = varied_text(20000, 5);
-  EXPECT_NE(refusal("c4.json", gzip(text)).find("c4.json is gzip-compressed data, which loco does not read as text: "
-                                                "name it with .gz at the end"),
+  EXPECT_NE(refusal("c4.json", gzip(text))
+                .find("c4.json is gzip-compressed data, which loco does not read as text: "
+                      "name it with .gz at the end"),
             std::string::npos);
   EXPECT_NE(refusal("a.txt", zstd_frame(text)).find("a.txt is zstd-compressed data"), std::string::npos);
   EXPECT_NE(refusal("a.jsonl", xz(text)).find("a.jsonl is xz-compressed data"), std::string::npos);
@@ -525,12 +308,14 @@ TEST(DataCorpusStream, WhatIsNotUtf8TextIsRefusedByName) {
   std::string tar(1024, '\0');
   tar.replace(0, 8, "doc.txt");
   tar.replace(257, 6, std::string("ustar\0", 6));
-  EXPECT_NE(refusal("corpus.tar.gz", gzip(tar)).find("corpus.tar.gz is a tar archive, which loco does not read as "
-                                                     "text: unpack it (tar xf)"),
+  EXPECT_NE(refusal("corpus.tar.gz", gzip(tar))
+                .find("corpus.tar.gz is a tar archive, which loco does not read as "
+                      "text: unpack it (tar xf)"),
             std::string::npos);
-  EXPECT_NE(refusal("train.txt", std::string("PAR1\x15\x04\0\0", 8))
-                .find("train.txt is a Parquet file, which loco does not read as text: name it with .parquet at the end"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal("train.txt", std::string("PAR1\x15\x04\0\0", 8))
+          .find("train.txt is a Parquet file, which loco does not read as text: name it with .parquet at the end"),
+      std::string::npos);
   const std::string arrow_stream = test::read_text(fs::path(LOCO_FIXTURE_DIR) / "arrow/stream_utf8.arrow");
   EXPECT_NE(
       refusal("cache-1a2b", arrow_stream)
@@ -760,9 +545,10 @@ std::vector<std::pair<std::uint64_t, std::string>> documents_of(const std::vecto
 TEST(DataCorpusStream, AJsonFileIsJsonLinesOrAnArrayOfDocumentsByItsFirstByte) {
   ScratchDir scratch;
   write_text(scratch / "c4.json.gz", gzip("{\"text\": \"line one\", \"url\": \"u\"}\n\n{\"text\": \"line two\"}\n"));
-  write_text(scratch / "array.json",
-             "\xEF\xBB\xBF \n [\n  {\"text\": \"a ] } [ { , \\\" \\\\\", \"meta\": {\"k\": [1, [2], {\"x\": \"]\"}]}},\n"
-             "  {\"id\": 2, \"text\": \"second\"} ,{\"text\":\"third\"}, 7, \"text\"\n]\n\n");
+  write_text(
+      scratch / "array.json",
+      "\xEF\xBB\xBF \n [\n  {\"text\": \"a ] } [ { , \\\" \\\\\", \"meta\": {\"k\": [1, [2], {\"x\": \"]\"}]}},\n"
+      "  {\"id\": 2, \"text\": \"second\"} ,{\"text\":\"third\"}, 7, \"text\"\n]\n\n");
   write_text(scratch / "records.ndjson", "{\"text\": \"nd\"}\n");
   write_text(scratch / "empty.json", " \n");
   write_text(scratch / "misnamed.jsonl", "[{\"text\": \"an array under a JSON Lines name\"}]");
@@ -870,10 +656,8 @@ TEST(DataCorpusStream, PrettyPrintedJsonObjectsAreReadOneAfterAnother) {
 TEST(DataCorpusStream, AJsonArrayFileThatIsNotWellFormedIsRefusedByName) {
   ScratchDir scratch;
   const std::map<std::string, std::string> broken = {
-      {"cut.json", "[{\"text\": \"a\"}, {\"text\": \"b\"}"},
-      {"comma.json", "[{\"text\": \"a\"} {\"text\": \"b\"}]"},
-      {"trailing.json", "[{\"text\": \"a\"},\n]"},
-      {"after.json", "[{\"text\": \"a\"}] {}"},
+      {"cut.json", "[{\"text\": \"a\"}, {\"text\": \"b\"}"}, {"comma.json", "[{\"text\": \"a\"} {\"text\": \"b\"}]"},
+      {"trailing.json", "[{\"text\": \"a\"},\n]"},           {"after.json", "[{\"text\": \"a\"}] {}"},
       {"open.json", "[{\"text\": \"a\"}, {\"text\": \"b"},
   };
   const std::map<std::string, std::string> expected = {
@@ -900,94 +684,8 @@ TEST(DataCorpusStream, AJsonArrayFileThatIsNotWellFormedIsRefusedByName) {
     documents_of(list_corpus_files({scratch / "long.json"}, scratch / "out"));
     FAIL() << "a 300 MiB element was read";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("long.json: element 2 is longer than 256 MiB"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("long.json: element 2 is longer than 256 MiB"), std::string::npos) << e.what();
   }
-}
-
-TEST(DataDocumentSplit, EachDocumentIsHeldOutWithTheFractionFromItsPositionAlone) {
-  const DocumentSplit split(0.1, 1234);
-  int held_out = 0;
-  for (std::uint32_t file = 0; file < 20; ++file) {
-    for (std::uint64_t line = 1; line <= 1000; ++line) held_out += split.in_validation(split.hash(file, line));
-  }
-  // Binomial(20000, 0.1): mean 2000, sd 42; 5 sd either side.
-  EXPECT_GT(held_out, 2000 - 212);
-  EXPECT_LT(held_out, 2000 + 212);
-  // Position alone: the same (file, line) always answers the same, another seed answers otherwise.
-  const DocumentSplit other(0.1, 99);
-  int same = 0;
-  for (std::uint64_t line = 1; line <= 1000; ++line) {
-    EXPECT_EQ(split.hash(3, line), DocumentSplit(0.1, 1234).hash(3, line));
-    same += split.in_validation(split.hash(3, line)) == other.in_validation(other.hash(3, line));
-  }
-  EXPECT_LT(same, 950);  // two independent splits agree on ~82% of documents
-  EXPECT_FALSE(DocumentSplit(0, 1).in_validation(0));
-  EXPECT_NE(split.hash(0, 1), split.hash(1, 0));
-}
-
-// The tiny-corpus rule: the candidate is the train document of smallest hash so far, until a
-// document is drawn for val; then every document is what its hash says.
-TEST(DataDocumentSplit, TheFallbackFollowsTheSmallestHashUntilValIsSeen) {
-  using Role = ValidationFallback::Role;
-  ValidationFallback fallback(true);
-  EXPECT_EQ(fallback.observe(50, false), Role::candidate);
-  EXPECT_EQ(fallback.observe(70, false), Role::train);
-  EXPECT_EQ(fallback.observe(20, false), Role::candidate);
-  EXPECT_TRUE(fallback.undecided());
-  EXPECT_EQ(fallback.observe(90, true), Role::validation);
-  EXPECT_FALSE(fallback.undecided());
-  EXPECT_FALSE(fallback.has_candidate());
-  EXPECT_EQ(fallback.observe(1, false), Role::train);
-  EXPECT_EQ(fallback.documents(), 5u);
-  ValidationFallback no_val(false);
-  EXPECT_EQ(no_val.observe(1, false), Role::train);
-  EXPECT_FALSE(no_val.undecided());
-}
-
-TEST(DataTokenizerSample, IsTheLowestPriorityDocumentsThatFitTheBudget) {
-  std::mt19937 rng(7);
-  for (int trial = 0; trial < 50; ++trial) {
-    const std::uint64_t budget = 200 + rng() % 2000;
-    TokenizerSample sample(budget, static_cast<std::uint64_t>(trial));
-    std::map<std::uint64_t, std::size_t> offered;  // priority -> bytes
-    for (std::uint64_t line = 1; line <= 300; ++line) {
-      const std::uint64_t priority = sample.priority(0, line);
-      const std::size_t bytes = 1 + rng() % 60;
-      offered[priority] = std::min<std::size_t>(bytes, budget / TokenizerSample::kMaxShare);  // cut to an eighth
-      if (sample.wants(priority)) sample.offer(priority, std::string(bytes, 'a'));
-    }
-    // Expected: the longest prefix of the priority order that fits the budget.
-    std::uint64_t expected_bytes = 0;
-    std::size_t expected_count = 0;
-    for (const auto& [priority, bytes] : offered) {
-      if (expected_bytes + bytes > budget) break;
-      expected_bytes += bytes;
-      ++expected_count;
-    }
-    EXPECT_EQ(sample.size(), expected_count) << "trial " << trial;
-    EXPECT_EQ(sample.bytes(), expected_bytes) << "trial " << trial;
-    EXPECT_LE(sample.bytes(), budget);
-  }
-}
-
-TEST(DataTokenizerSample, ADocumentGivesAtMostAnEighthOfTheBudget) {
-  TokenizerSample sample(800, 1);
-  sample.offer(5, std::string(60, 'a') + "\n" + std::string(500, 'b'));  // cut at the newline
-  sample.offer(6, std::string(500, 'c'));                                // no newline: cut at 100 bytes
-  EXPECT_EQ(sample.take_texts(), (std::vector<std::string>{std::string(60, 'a'), std::string(100, 'c')}));
-}
-
-TEST(DataTokenizerSample, RemoveDropsOneDocumentAndTakeGivesPriorityOrder) {
-  TokenizerSample sample(1000, 1);
-  sample.offer(30, "c");
-  sample.offer(10, "a");
-  sample.offer(20, "bb");
-  sample.remove(20);
-  sample.remove(99);  // not in the sample: nothing happens
-  EXPECT_EQ(sample.bytes(), 2u);
-  EXPECT_EQ(sample.take_texts(), (std::vector<std::string>{"a", "c"}));
-  EXPECT_EQ(sample.size(), 0u);
 }
 
 }  // namespace
