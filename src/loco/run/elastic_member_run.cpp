@@ -89,7 +89,30 @@ std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::
   return latest->second;
 }
 
+std::optional<std::filesystem::path> own_part_of(const std::filesystem::path& named, const std::string& name,
+                                                 int stages) {
+  const std::filesystem::path checkpoint = checkpoint_location(named);
+  const std::optional<std::int64_t> step = checkpoint_step(checkpoint.filename().string());
+  const std::filesystem::path members = checkpoint.parent_path().parent_path().parent_path();
+  if (!step || members.filename() != "members") return std::nullopt;
+  return checkpoint_of_lives(members, name, stages, *step);
+}
+
 namespace {
+
+// Note "own-part" for a member process: `--resume` names another member's part of a step (one command line
+// resumes every rank of loco launch --elastic), and `first_stage` (this member, or its pipeline replica's
+// first stage) has its own. Members named host-pid (LOCO_MEMBER_NAME unset) have no earlier parts under their
+// name: they take the named one, as before.
+void resume_own_part(TrainOptions& options, const std::string& member, const std::string& first_stage) {
+  if (!options.resume_from) return;
+  const std::optional<std::filesystem::path> own =
+      own_part_of(*options.resume_from, first_stage, options.config.dist.stages);
+  if (!own || *own == checkpoint_location(*options.resume_from)) return;
+  loco::print_unchecked(stderr, "loco train: member {} resumes from its own part of that step, {}\n", member,
+                        own->string());
+  options.resume_from = own;
+}
 
 // Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its `life`-th process, life > 1)
 // goes on from the latest checkpoint its earlier processes wrote, those of `first_stage` (the member whose
@@ -120,6 +143,7 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
                                             std::int64_t life) {
   const RunConfig& config = options.config;
   if (member_options.place.stages <= 1) {  // a pipeline stage learns its replica's first stage below
+    resume_own_part(options, member_options.name, member_options.name);
     resume_from_earlier_life(options, life, member_options.name, member_options.name);
   }
   // Note "graceful-stop": a stop also ends a wait for the coordinator or for a quorum, which can last until
@@ -145,8 +169,9 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
                                      pipeline_group_options(config, options.stop_requested));
     options.pipeline = pipeline.get();
     directory_member = replica_members.members.front();
-    resume_from_earlier_life(options, life, member_options.name,
-                             directory_member.substr(0, directory_member.find('#')));
+    const std::string first_stage = directory_member.substr(0, directory_member.find('#'));
+    resume_own_part(options, member_options.name, first_stage);
+    resume_from_earlier_life(options, life, member_options.name, first_stage);
     loco::print_unchecked(stderr, "loco train: member {} is stage {} of pipeline replica {} ({})\n",
                           member.credentials().member_id, member_options.place.stage, member_options.place.unit,
                           fmt::join(replica_members.members, ", "));

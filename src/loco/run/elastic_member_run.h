@@ -31,6 +31,15 @@ std::optional<TrainSummary> train_as_member(TrainOptions options, const membersh
 std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::path& members, const std::string& name,
                                                          int stages, std::optional<std::int64_t> step = std::nullopt);
 
+// Note "own-part": a resume names one member's checkpoint (OUT/members/NAME-k/checkpoints/step_N, as a stop's
+// advice prints it), and one command line resumes every rank of `loco launch --elastic` (and every replica
+// thread). Member `name` (a pipeline stage: its replica's first stage's) resumes from its own part of that
+// step, in whichever of its lives wrote one: nullopt when `named` is no member's checkpoint or none of `name`'s
+// lives wrote that step. Before, every member resumed from the named part: the others' AdamW moments, data
+// positions and outer states were that member's, and the resume was not the uninterrupted run.
+std::optional<std::filesystem::path> own_part_of(const std::filesystem::path& named, const std::string& name,
+                                                 int stages);
+
 // The member a process is: its coordinator and run from the environment, its name from LOCO_MEMBER_NAME
 // (or host-pid).
 std::optional<TrainSummary> train_elastic_member(TrainOptions options);

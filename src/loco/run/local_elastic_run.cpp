@@ -88,22 +88,15 @@ class Progress {
   bool finished_ = false;
 };
 
-// Note "threads-resume": a resume of replicas as threads names one member's checkpoint (OUT/members/replica-0-1/
-// checkpoints/step_N, as a stop's advice prints it). Replica r resumes from its own part of that step, in the
-// life of its that wrote one (members/replica-r-K); one without starts afresh and heals from the others, except
-// replica 0, which then takes the named one (a checkpoint of another kind of member). Before, every replica
-// resumed from the named checkpoint: the others' AdamW moments and data positions were replica 0's, and the
-// resume was not the uninterrupted run.
+// Note "threads-resume" (note "own-part", elastic_member_run.h): replica r resumes from its own part of the step
+// a resume names (OUT/members/replica-0-1/checkpoints/step_N, as a stop's advice prints it). One without starts
+// afresh and heals from the others, except replica 0, which then takes the named one (a checkpoint of another
+// kind of member).
 std::optional<std::filesystem::path> own_checkpoint(const TrainOptions& options, int r) {
   if (!options.resume_from) return std::nullopt;
   const std::filesystem::path named = checkpoint_location(*options.resume_from);
-  const std::optional<std::int64_t> step = checkpoint_step(named.filename().string());
-  const std::filesystem::path members = named.parent_path().parent_path().parent_path();
-  std::optional<std::filesystem::path> own;
-  if (step && members.filename() == "members") {
-    own =
-        checkpoint_of_lives(members, fmt::format("replica-{}", r), static_cast<int>(options.config.dist.stages), *step);
-  }
+  const std::optional<std::filesystem::path> own =
+      own_part_of(named, fmt::format("replica-{}", r), static_cast<int>(options.config.dist.stages));
   if (own || r == 0) {
     if (r > 0 || own != named)
       loco::print_unchecked(stderr, "replica-{} resumes from {}\n", r, (own ? *own : named).string());

@@ -89,7 +89,8 @@ fs::path ElasticTrain::config() {
 }
 
 std::string ElasticTrain::launched(const std::string& run, int nproc, int max_restarts, const std::string& fault,
-                                   int steps, const std::vector<std::string>& settings) {
+                                   int steps, const std::vector<std::string>& settings,
+                                   const std::vector<std::string>& arguments) {
   std::vector<std::string> args = {"/usr/bin/env",
                                    "LOCO_FAULT=" + fault,
                                    LOCO_BINARY,
@@ -117,6 +118,7 @@ std::string ElasticTrain::launched(const std::string& run, int nproc, int max_re
     args.push_back("--set");
     args.push_back(setting);
   }
+  args.insert(args.end(), arguments.begin(), arguments.end());
   test::ChildProcess launch(args);
   EXPECT_EQ(launch.wait(300), 0) << launch.output();
   return launch.output();

@@ -43,9 +43,10 @@ class ElasticTrain : public ::testing::Test {
   std::filesystem::path config();
 
   // `loco launch --elastic` of `nproc` ranks (LOCO_FAULT `fault`, restarts up to `max_restarts`) training run
-  // `run` for `steps` steps with `settings` as further --set overrides; its output, once it exited 0.
+  // `run` for `steps` steps with `settings` as further --set overrides and `arguments` after them; its output,
+  // once it exited 0.
   std::string launched(const std::string& run, int nproc, int max_restarts, const std::string& fault, int steps,
-                       const std::vector<std::string>& settings = {});
+                       const std::vector<std::string>& settings = {}, const std::vector<std::string>& arguments = {});
 
   // The bytes of a file of a member's final checkpoint.
   std::string final_file(const std::string& run, const std::string& member_dir, int steps, const std::string& name);

@@ -523,4 +523,28 @@ TEST_F(ElasticTrain, LaunchResumesRanksThatAllDiedFromTheirCheckpoints) {
   EXPECT_TRUE(finals.front() == finals.back()) << "ranks 0 and 1 differ";
 }
 
+// Note "own-part" (run/elastic_member_run.h, audit round 14): `loco launch --elastic … -- train --resume
+// OUT/members/rank-0-1/checkpoints/step_8`, the command a stop advises, resumes every rank from its own part of
+// step 8, and the run ends as the uninterrupted one did, to the last bit. Step 8 is a synchronisation, where
+// the ranks' parameters agree but not their AdamW moments or data positions: before, rank 1 resumed from rank
+// 0's part, exit 0, and the run was another.
+TEST_F(ElasticTrain, ALaunchResumedFromOneRanksCheckpointResumesEachRankFromItsOwnPart) {
+  constexpr int kSteps = 12;
+  launched("own-part", 2, 0, "", kSteps, {"train.checkpoint_every=4"});
+  const fs::path named = *dir_ / "own-part" / "members" / "rank-0-1" / "checkpoints" / "step_8";
+  const std::string out = launched("own-part-resumed", 2, 0, "", kSteps, {}, {"--resume", named.string()});
+  EXPECT_NE(out.find("[rank 1] loco train: member rank-1 resumes from its own part of that step, " +
+                     (*dir_ / "own-part" / "members" / "rank-1-1" / "checkpoints" / "step_8").string()),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("[rank 0] loco train: member rank-0 resumes from its own part"), std::string::npos) << out;
+  for (const std::string member : {"rank-0-1", "rank-1-1"}) {
+    const std::string uninterrupted = final_global("own-part", member, kSteps, "");
+    EXPECT_FALSE(uninterrupted.empty()) << member;
+    EXPECT_TRUE(final_global("own-part-resumed", member, kSteps, "") == uninterrupted)
+        << member << "'s final model differs from the uninterrupted run's\n"
+        << out;
+  }
+}
+
 }  // namespace loco
