@@ -21,6 +21,7 @@
 #include "loco/run/served_coordinator.h"
 #include "loco/train/run_directory.h"
 #include "loco/util/error.h"
+#include "loco/util/host_port.h"
 #include "loco/util/print_unchecked.h"
 
 namespace loco::cli {
@@ -123,13 +124,14 @@ void run_coordinator(const CoordinatorArgs& args) {
   membership::CoordinatorServer& server = coordinator.server();
 
   const StopOnSignal stop_on_signal([&server](int) { server.stop(); });
-  fmt::print("loco coordinator: run {} on {}:{} (incarnation {}), store on port {}; status at http://{}:{}/\n",
-             options.coordinator.run_id, args.host, coordinator.port(), coordinator.options().coordinator.incarnation,
-             coordinator.store_port(), args.host, coordinator.port());
+  const std::string reachable = reachable_host_port(args.host, coordinator.port());
+  fmt::print("loco coordinator: run {} on {} (incarnation {}), store on port {}; status at http://{}/\n",
+             options.coordinator.run_id, host_port(args.host, coordinator.port()),
+             coordinator.options().coordinator.incarnation, coordinator.store_port(), reachable);
   std::fflush(stdout);
   if (!coordinator.show_dashboard_link(args.host, "loco coordinator")) {
-    fmt::print("loco coordinator: members and events: loco status --coordinator {}:{} (with the run's secret)\n",
-               args.host, coordinator.port());
+    fmt::print("loco coordinator: members and events: loco status --coordinator {} (with the run's secret)\n",
+               reachable);
   }
   server.serve();
 }

@@ -19,6 +19,7 @@
 #include "loco/monitor/metrics_history.h"
 #include "loco/monitor/run_files.h"
 #include "loco/util/error.h"
+#include "loco/util/host_port.h"
 
 namespace loco::cli {
 
@@ -76,11 +77,11 @@ void run_dashboard(const DashboardArgs& args) {
                               args.host, args.port));
   }
   const StopOnSignal stop_on_signal([&server](int) { server.stop(); });
-  fmt::print("loco dashboard: {} run director{} at http://{}:{}/ (Ctrl-C stops)\n", args.run_dirs.size(),
-             args.run_dirs.size() == 1 ? "y" : "ies", args.host, server.port());
+  fmt::print("loco dashboard: {} run director{} at http://{}/ (Ctrl-C stops)\n", args.run_dirs.size(),
+             args.run_dirs.size() == 1 ? "y" : "ies", reachable_host_port(args.host, server.port()));
   if (args.host != "127.0.0.1" && args.host != "localhost" && args.host != "::1") {
-    fmt::print("loco dashboard: anyone who reaches {}:{} reads these runs' metrics (it asks no token)\n", args.host,
-               server.port());
+    fmt::print("loco dashboard: anyone who reaches {} reads these runs' metrics (it asks no token)\n",
+               host_port(args.host, server.port()));
   }
   std::fflush(stdout);
   server.serve();

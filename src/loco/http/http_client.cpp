@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <cstring>
 
 #include "loco/http/http_request.h"
+#include "loco/util/tcp_connect.h"
 
 namespace loco::http {
 
@@ -50,38 +50,6 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
     if (found > 0) return true;
     if (found == 0 || errno != EINTR) return false;
   }
-}
-
-// A non-blocking socket connected to one of `host`'s addresses within the deadline; -1 with `why_not`.
-int connect_to(const std::string& host, int port, Clock::time_point deadline, std::string& why_not) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int status = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); status != 0) {
-    why_not = fmt::format("cannot connect: the host name '{}' does not resolve ({})", host, ::gai_strerror(status));
-    return -1;
-  }
-  why_not = "cannot connect: nothing listens at that address, or a firewall is in the way";
-  int connected = -1;
-  for (const addrinfo* at = found; at != nullptr && connected < 0; at = at->ai_next) {
-    const int fd = ::socket(at->ai_family, at->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, at->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, at->ai_addr, at->ai_addrlen) == 0 || errno == EINPROGRESS) {
-      int error = 0;
-      socklen_t length = sizeof(error);
-      if (!wait_for(fd, POLLOUT, deadline)) {
-        why_not = "the connection was not accepted in time";
-      } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0) {
-        connected = fd;
-        continue;
-      }
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  return connected;
 }
 
 bool send_all(int fd, std::string_view bytes, Clock::time_point deadline) {
@@ -168,7 +136,9 @@ std::optional<HttpReply> parse_response_head(std::string_view head, std::string&
 std::optional<HttpReply> exchange(const HttpExchange& request, std::string& why_not) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(request.timeout_s));
-  const Socket socket(connect_to(request.host, request.port, deadline, why_not));
+  TcpConnection connection = tcp_connect(request.host, request.port, deadline);
+  why_not = connection.why_not;
+  const Socket socket(connection.fd);
   if (socket.fd() < 0) return std::nullopt;
   if (!send_all(socket.fd(), request_text(request), deadline)) {
     why_not = Clock::now() >= deadline ? fmt::format("no whole answer within {:.1f} s", request.timeout_s)

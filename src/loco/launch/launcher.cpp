@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "loco/util/error.h"
+#include "loco/util/host_alone.h"
 #include "loco/util/seconds_since.h"
 #include "loco/util/signal_name.h"
 
@@ -623,6 +624,7 @@ void validate_launch_options(const LaunchOptions& o) {
                     o.node_rank, o.nnodes - 1, o.nnodes));
   }
   if (o.master_addr.empty()) throw ConfigError("--master-addr is empty: give the host or IP of node 0.");
+  host_alone(o.master_addr, "--master-addr", "--master-port");  // refuses a port, a URL, spaces
   if (o.master_port < 0 || o.master_port > 65535) {
     throw ConfigError(fmt::format("--master-port {} must be 1 to 65535, or 0 to pick a free port.", o.master_port));
   }
@@ -644,8 +646,10 @@ void validate_launch_options(const LaunchOptions& o) {
   }
 }
 
-int launch(const LaunchOptions& options) {
-  validate_launch_options(options);
+int launch(const LaunchOptions& given) {
+  validate_launch_options(given);
+  LaunchOptions options = given;
+  options.master_addr = host_alone(given.master_addr, "--master-addr", "--master-port");  // [::1] → ::1
   int port = options.master_port != 0 ? options.master_port : free_port(options.master_addr);
   int first = options.node_rank * options.nproc, last = first + options.nproc - 1;
   say(fmt::format("starting {} of {} (node {} of {}), master {}:{}: {}",

@@ -103,27 +103,34 @@ std::string Authenticator::challenge(double now) {
 
 void Authenticator::admit(const std::string& name, const std::string& nonce, std::int64_t timestamp,
                           const std::string& mac, double wall_now, double now) {
+  // The name as the member gave it: what the join's MAC covers adds its settings' digest and its pipeline
+  // place after a '|', which no member name holds (wire.h signed_join_name).
+  const std::string member = name.substr(0, name.find('|'));
   const auto issued = challenges_.find(nonce);
   if (issued == challenges_.end()) {
-    throw refused(fmt::format("{}'s join answers no challenge of this coordinator (used already, or never issued): "
-                              "ask for a new one",
-                              name));
+    throw refused(
+        fmt::format("{}'s join answers no challenge of this coordinator (used already, or never issued): "
+                    "ask for a new one",
+                    member));
   }
   const double age = now - issued->second;
   challenges_.erase(issued);  // once, whatever comes next
   if (age > kChallengeLifetimeS) {
-    throw refused(fmt::format("{}'s join answers a challenge issued {:.0f} s ago (they last {:.0f} s)", name, age,
+    throw refused(fmt::format("{}'s join answers a challenge issued {:.0f} s ago (they last {:.0f} s)", member, age,
                               kChallengeLifetimeS));
   }
-  if (std::abs(static_cast<double>(timestamp) - wall_now) > kClockSkewS) {
-    throw refused(fmt::format("{}'s join is dated {:.0f} s off the coordinator's clock (at most {:.0f} s allowed): "
-                              "check the clocks",
-                              name, static_cast<double>(timestamp) - wall_now, kClockSkewS));
+  if (const double skew = static_cast<double>(timestamp) - wall_now; std::abs(skew) > kClockSkewS) {
+    throw refused(
+        fmt::format("{}'s clock is {:.0f} s {} the coordinator's clock (at most {:.0f} s apart are "
+                    "allowed): synchronise the clocks of both hosts (NTP: chrony, or `timedatectl "
+                    "set-ntp true`), then start the member again",
+                    member, std::abs(skew), skew > 0 ? "ahead of" : "behind", kClockSkewS));
   }
   if (!same_mac(mac, join_mac(secret_, run_id_, name, nonce, timestamp))) {
-    throw refused(fmt::format("{}'s join does not prove the run's secret: give the member the coordinator's secret "
-                              "(LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
-                              name));
+    throw refused(
+        fmt::format("{}'s join does not prove the run's secret: give the member the coordinator's secret "
+                    "(LOCO_RUN_SECRET_FILE or LOCO_RUN_SECRET)",
+                    member));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "loco/membership/authentication.h"
+#include "loco/util/host_port.h"
 
 namespace loco::run {
 
@@ -20,8 +21,8 @@ membership::ServerOptions ServedCoordinator::with_store(membership::ServerOption
 bool ServedCoordinator::show_dashboard_link(const std::string& host, const std::string& who) const {
   FILE* terminal = std::fopen("/dev/tty", "w");
   if (terminal == nullptr) return false;
-  fmt::print(terminal, "{}: dashboard (members, metrics, events) at http://{}:{}/?token={} (this terminal only)\n", who,
-             host, port(), membership::status_token(options_.secret, options_.coordinator.run_id));
+  fmt::print(terminal, "{}: dashboard (members, metrics, events) at http://{}/?token={} (this terminal only)\n", who,
+             reachable_host_port(host, port()), membership::status_token(options_.secret, options_.coordinator.run_id));
   std::fclose(terminal);
   return true;
 }

@@ -66,7 +66,10 @@ TEST(Authentication, AJoinAnswersOneFreshChallengeWithTheSecret) {
     const std::string n = coordinator.challenge(100);
     coordinator.admit("a", n, stamp, join_mac(kSecret, "run", "a", n, stamp), kWallNow, 100 + kChallengeLifetimeS + 1);
   }, "issued 31 s ago");
-  expect_refused([&] { answer(kSecret, "run", "a", "a", stamp - 301, 10); }, "off the coordinator's clock");
+  expect_refused([&] { answer(kSecret, "run", "a", "a", stamp - 301, 10); },
+                 "a's clock is 301 s behind the coordinator's clock");
+  expect_refused([&] { answer(kSecret, "run", "a|settings:00", "a|settings:00", stamp + 400, 11); },
+                 "a's clock is 400 s ahead of the coordinator's clock (at most 300 s apart are allowed): synchronise");
   answer(kSecret, "run", "a", "a", stamp + 299, 10);  // within the allowed skew
 }
 

@@ -11,6 +11,7 @@
 #include "loco/comm/c10d/c10d_rendezvous.h"
 #include "loco/comm/comm_error.h"
 #include "loco/util/error.h"
+#include "loco/util/host_port.h"
 #include "loco/util/stop_requested.h"
 
 namespace loco::comm {
@@ -227,8 +228,8 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
         options.backend));
   }
   auto store = connect_store(options);
-  const std::string context = fmt::format("rendezvous of rank {} of {} at {}:{}", options.rank, options.world_size,
-                                          options.master_addr, options.master_port);
+  const std::string context = fmt::format("rendezvous of rank {} of {} at {}", options.rank, options.world_size,
+                                          host_port(options.master_addr, options.master_port));
   try {
     // The store's own calls fail as libtorch's errors too (a store that closes the connection: "Broken pipe"),
     // which must reach the caller as a CommError, to be retried, like a failed handshake.

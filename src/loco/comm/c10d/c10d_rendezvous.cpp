@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,8 +20,10 @@
 #include "loco/comm/c10d/c10d_compat.h"
 #include "loco/comm/c10d/c10d_errors.h"
 #include "loco/comm/comm_error.h"
+#include "loco/util/host_port.h"
 #include "loco/util/signal_name.h"
 #include "loco/util/stop_requested.h"
+#include "loco/util/tcp_connect.h"
 #include "loco/util/utf8.h"
 
 namespace loco::comm {
@@ -87,10 +90,10 @@ void refuse_a_port_that_speaks_first(const C10dOptions& options) {
   freeaddrinfo(found);
   if (heard.empty()) return;
   throw CommError(fmt::format(
-      "the port at {}:{} sent \"{}\" before it was asked anything: another service listens there (SSH, mail, a web "
+      "the port at {} sent \"{}\" before it was asked anything: another service listens there (SSH, mail, a web "
       "server…), not rank 0's rendezvous store. Check MASTER_PORT (and MASTER_ADDR): give the port rank 0 serves "
       "its store on",
-      options.master_addr, options.master_port, quoted_bytes(heard, 40)));
+      host_port(options.master_addr, options.master_port), quoted_bytes(heard, 40)));
 }
 
 // libtorch's client gives its socket a receive timeout in a wait only: a `check` or `add` sent first to a store that
@@ -126,12 +129,14 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   // A host name that does not resolve is retried until the deadline (a cluster's name for rank 0 may appear once
   // its pod or node is up), then named with the resolver's answer (before: "could not reach the rendezvous store
   // … Check that rank 0 is running").
+  std::size_t addresses = 0;  // of the store's host
   for (int status = -1; !store_options.isServer && status != 0;) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found);
     if (status == 0) {
+      for (const addrinfo* at = found; at != nullptr; at = at->ai_next) ++addresses;
       freeaddrinfo(found);
     } else if (std::chrono::steady_clock::now() >= deadline) {
       throw CommError(fmt::format(
@@ -150,7 +155,18 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
     c10::intrusive_ptr<c10d::Store> store;
     while (!store) {
       try {
-        store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+        // libtorch's client spends each attempt on the host's first address: a host with several is connected
+        // to here first (util/tcp_connect.h), and the client given the address that accepted.
+        std::string host = options.master_addr;
+        if (addresses > 1) {
+          const auto attempt_ends = std::min(deadline, std::chrono::steady_clock::now() + kConnectAttempt);
+          const TcpConnection reached = tcp_connect(host, options.master_port, attempt_ends);
+          if (reached.fd >= 0) {
+            ::close(reached.fd);
+            host = reached.address;
+          }
+        }
+        store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
         if (!store_options.isServer) await_first_answer(*store, options, store_options.timeout);
       } catch (const std::exception& e) {
         store.reset();  // a wait that timed out may be answered late: the next attempt has a connection of its own
@@ -169,7 +185,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
     throw;
   } catch (const std::exception& e) {
     const std::string what = first_line(e);
-    const std::string where = fmt::format("{}:{}", options.master_addr, options.master_port);
+    const std::string where = host_port(options.master_addr, options.master_port);
     if (options.rank == 0 && mentions_any(what, {"in use"})) {
       throw CommError(fmt::format(
           "rank 0 cannot serve the rendezvous store on port {}: the port is already in use (another run, or a "
@@ -201,9 +217,17 @@ std::string local_address_towards(const std::string& master_addr, int master_por
                                 master_addr, gai_strerror(status)));
   }
   std::string address;
-  // Connecting a UDP socket sends nothing; it only asks the kernel which local address routes there.
-  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
-  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+  // Connecting a UDP socket sends nothing; it only asks the kernel which local address routes there. The first
+  // of the host's addresses that a route reaches (a host name's IPv6 address may have none where IPv4 works).
+  const addrinfo* routed = found;
+  int fd = -1;
+  for (; routed != nullptr; routed = routed->ai_next) {
+    fd = socket(routed->ai_family, SOCK_DGRAM, 0);
+    if (fd >= 0 && connect(fd, routed->ai_addr, routed->ai_addrlen) == 0) break;
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  if (fd >= 0) {
     sockaddr_storage local{};
     socklen_t length = sizeof(local);
     char text[INET6_ADDRSTRLEN] = {};
@@ -212,6 +236,13 @@ std::string local_address_towards(const std::string& master_addr, int master_por
                             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
       if (inet_ntop(local.ss_family, raw, text, sizeof(text)) != nullptr) address = text;
+      // A link-local IPv6 address means something only with its interface (fe80::1%eth0): without it Gloo
+      // could not bind it ("Cannot resolve fe80::… to a (local) address"), and every synchronisation failed.
+      const auto scope = local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_scope_id : 0;
+      char interface[IF_NAMESIZE] = {};
+      if (!address.empty() && scope != 0 && if_indextoname(scope, interface) != nullptr) {
+        address += std::string("%") + interface;
+      }
     }
   }
   const int saved_errno = errno;
@@ -321,10 +352,10 @@ void require_same_world_size(c10d::Store& store, const C10dOptions& options) {
         // Not what any rank wrote (announce_world_size): the port serves something other than a c10d store,
         // or one whose keys were overwritten. No WORLD_SIZE differs; saying so sent users to the wrong fix.
         throw CommError(fmt::format(
-            "the store at {}:{} answered '{}' for rank {}'s WORLD_SIZE, which no rank writes: the port serves "
+            "the store at {} answered '{}' for rank {}'s WORLD_SIZE, which no rank writes: the port serves "
             "something other than the run's c10d store. Check MASTER_PORT (or the coordinator's --store-port) "
             "and that nothing else listens there",
-            options.master_addr, options.master_port, quoted_bytes(theirs, 20), r));
+            host_port(options.master_addr, options.master_port), quoted_bytes(theirs, 20), r));
       }
       throw CommError(fmt::format("rank {} was started with WORLD_SIZE {} but rank {} with WORLD_SIZE {}: every rank "
                                   "of a run must be given the same WORLD_SIZE (loco launch --nproc N gives every "

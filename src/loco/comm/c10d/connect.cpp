@@ -1,9 +1,13 @@
 #include "loco/comm/c10d/connect.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -15,6 +19,24 @@
 namespace loco::comm {
 
 namespace {
+
+// Each interface of this machine with an IPv4 or IPv6 address, and its first such address.
+std::vector<std::pair<std::string, std::string>> interface_addresses() {
+  std::vector<std::pair<std::string, std::string>> found;
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return found;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+    if (std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.first == i->ifa_name; })) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* raw = i->ifa_addr->sa_family == AF_INET
+                          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr)
+                          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr);
+    if (::inet_ntop(i->ifa_addr->sa_family, raw, text, sizeof(text)) != nullptr) found.emplace_back(i->ifa_name, text);
+  }
+  ::freeifaddrs(all);
+  return found;
+}
 
 C10dOptions c10d_options(const RankEnvironment& environment, const std::string& backend, const GroupOptions& options,
                          Timeout rendezvous_timeout) {
@@ -28,17 +50,18 @@ C10dOptions c10d_options(const RankEnvironment& environment, const std::string& 
   for (const char* variable : {"LOCO_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
     const char* value = std::getenv(variable);
     if (backend != "gloo" || value == nullptr || *value == '\0' || !c10d.interface.empty()) continue;
-    // Named here, with the machine's interfaces (Gloo said "[enforce fail at …] ifa != nullptr").
-    if (::if_nametoindex(value) == 0) {
-      std::vector<std::string> names;
-      if (struct if_nameindex* interfaces = ::if_nameindex()) {
-        for (const struct if_nameindex* i = interfaces; i->if_index != 0; ++i) names.emplace_back(i->if_name);
-        ::if_freenameindex(interfaces);
-      }
+    // Named here, with the machine's interfaces that Gloo can bind (Gloo said "[enforce fail at …] ifa != nullptr").
+    const std::vector<std::pair<std::string, std::string>> usable = interface_addresses();
+    if (std::none_of(usable.begin(), usable.end(), [&](const auto& i) { return i.first == value; })) {
+      std::vector<std::string> listed;
+      for (const auto& [name, address] : usable) listed.push_back(fmt::format("{} ({})", name, address));
+      const std::string problem = ::if_nametoindex(value) == 0
+                                      ? "names no network interface of this machine"
+                                      : "names an interface without an IP address (down, or not configured)";
       throw ConfigError(
-          fmt::format("{}={} names no network interface of this machine (its interfaces: {}): name "
-                      "the one that reaches the other ranks, or unset {}",
-                      variable, value, fmt::join(names, ", "), variable));
+          fmt::format("{}={} {} (its interfaces with an address: {}): name the one that reaches the "
+                      "other ranks, or unset {}",
+                      variable, value, problem, fmt::join(listed, ", "), variable));
     }
     c10d.interface = value;
   }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "loco/util/error.h"
+#include "loco/util/host_alone.h"
 
 namespace loco::comm {
 
@@ -141,7 +142,7 @@ std::string master_address(const Environment& env, const RankEnvironment& e) {
   if (auto addr = env.text("MASTER_ADDR")) {
     if (addr->empty())
       throw ConfigError("environment variable MASTER_ADDR is empty; set it to the host or IP of rank 0.");
-    return *addr;
+    return host_alone(*addr, "environment variable MASTER_ADDR", "MASTER_PORT");
   }
   for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
     auto list = env.text(name);
