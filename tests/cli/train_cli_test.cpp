@@ -261,10 +261,10 @@ TEST_F(TrainCli, ResumeContinuesAndExtendsARun) {
                "part of it");
 }
 
-// Audit round 12: a relative data.dir is resolved where the run starts, so that a resume from another working
-// directory reads the same data (before: the path was looked up from there, and found other data, trained on
-// without a word, or none, "prepare them"); a checkpoint that holds one relative (written before) is refused with
-// where it is relative to.
+// Audit round 12: a relative data.dir is resolved where the run starts (and, since round 14, its links), so that
+// a resume from another working directory (or after a link was pointed elsewhere) reads the same data (before: the path
+// was looked up from there, and found other data, trained on without a word, or none, "prepare them"); a checkpoint
+// that holds one relative (written before) is refused with where it is relative to.
 TEST_F(TrainCli, ARelativeDataDirectoryIsTheOneTheRunStartedWith) {
   fs::create_directories(*dir_ / "started-here");
   fs::create_directory_symlink(*dir_ / "data", *dir_ / "started-here" / "data");
@@ -283,9 +283,11 @@ out_dir = "run"
   ASSERT_EQ(started.exit_code, 0) << started.output;
   const fs::path checkpoint = *dir_ / "started-here" / "run" / "checkpoints" / "step_2";
   const nlohmann::json state = nlohmann::json::parse(test::read_text(checkpoint / "state.json"));
-  EXPECT_EQ(state["config"]["data"]["dir"], (*dir_ / "started-here" / "data").string());
-  EXPECT_NE(test::read_text(*dir_ / "started-here" / "run" / "config.toml")
-                .find("dir = \"" + (*dir_ / "started-here" / "data").string() + "\""),
+  // started-here/data is a link: the directory it pointed to when the run started is the run's (audit round 14:
+  // before, the link was written, and a resume trained on whatever it pointed to then, without a word).
+  const std::string data = fs::canonical(*dir_ / "data").string();
+  EXPECT_EQ(state["config"]["data"]["dir"], data);
+  EXPECT_NE(test::read_text(*dir_ / "started-here" / "run" / "config.toml").find("dir = \"" + data + "\""),
             std::string::npos);
   fs::create_directories(*dir_ / "elsewhere");
   const auto resumed = test::run_loco_under(120, "/usr/bin/env -C " + (*dir_ / "elsewhere").string(),

@@ -3,6 +3,7 @@
 #include "loco/util/fs.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -50,6 +51,29 @@ TEST(AtomicFileWriter, WritesThePiecesWholeOrNothing) {
 
 // A write never replaces what is not a regular file: a FIFO (standing in for /dev/null, which `loco fit --chart
 // /dev/null` replaced with a PNG) or a directory is refused by name and left as it was, with no temporary file.
+// Audit round 14: in a directory another user can write to, a link planted at the temporary file's predictable
+// name (.NAME.tmp-PID, .loco-write-test-PID) made a root run truncate or overwrite the file it points to. The
+// writers create their files new, never through what is there.
+TEST(AtomicFileWriter, NeverWritesThroughALinkPlantedAtItsTemporaryName) {
+  test::ScratchDir dir;
+  const fs::path victim = dir / "victim.txt";
+  test::write_text(victim, "precious");
+  fs::create_symlink(victim, dir / fmt::format(".config.toml.tmp-{}", ::getpid()));
+  fs::create_symlink(victim, dir / fmt::format(".loco-write-test-{}", ::getpid()));
+  write_file_atomic(dir / "config.toml", "[model]\n");
+  ensure_writable_directory(dir.path(), "train.out_dir");
+  EXPECT_EQ(test::read_text(victim), "precious");
+  EXPECT_EQ(test::read_text(dir / "config.toml"), "[model]\n");
+  EXPECT_TRUE(fs::is_symlink(dir / fmt::format(".config.toml.tmp-{}", ::getpid())));  // left as it was found
+  fs::path created;
+  const int fd = create_new_file(dir.path(), ".config.toml.tmp-", created);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_EQ(created.filename().string().rfind(fmt::format(".config.toml.tmp-{}", ::getpid()), 0), 0u);
+  EXPECT_NE(created.filename(), fmt::format(".config.toml.tmp-{}", ::getpid()));  // another name: digits after
+  EXPECT_TRUE(fs::is_regular_file(created) && !fs::is_symlink(created));
+}
+
 TEST(AtomicFileWriter, RefusesToReplaceADeviceOrADirectory) {
   test::ScratchDir dir;
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);

@@ -54,8 +54,9 @@ std::string shard_file_name(const std::string& split, std::size_t index) {
 ShardWriter::ShardWriter(fs::path path, std::uint32_t bytes_per_token)
     : path_(std::move(path)), bytes_per_token_(bytes_per_token), tokens_crc_(::crc32(0L, Z_NULL, 0)) {
   LOCO_CHECK(bytes_per_token == 2 || bytes_per_token == 4, "bytes_per_token {}", bytes_per_token);
-  temporary_ = path_.parent_path() / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
-  file_ = std::fopen(temporary_.c_str(), "wb");
+  const int fd = create_new_file(path_.parent_path(), fmt::format(".{}.tmp-", path_.filename().string()), temporary_);
+  file_ = fd < 0 ? nullptr : ::fdopen(fd, "wb");
+  if (fd >= 0 && file_ == nullptr) ::close(fd);
   if (file_ == nullptr) {
     throw IoError(fmt::format("cannot create {}: {}. Check that the directory is writable.", temporary_.string(),
                               std::strerror(errno)));

@@ -41,6 +41,14 @@ std::string read_secret_file(const std::filesystem::path& file, const std::strin
     throw ConfigError(fmt::format("{} names {}, which is {}, not a file; give the path of the run's secret file", what,
                                   file.string(), S_ISDIR(info.st_mode) ? "a directory" : "a device, FIFO or socket"));
   }
+  // Another user's file (audit round 14): its owner knows the run's secret and may change it.
+  if (info.st_uid != ::geteuid()) {
+    throw ConfigError(
+        fmt::format("{} names {}, which belongs to another user (uid {}), who can read and change "
+                    "the run's secret; use a secret file of your own: cp {} my.secret && chmod 600 "
+                    "my.secret",
+                    what, file.string(), info.st_uid, file.string()));
+  }
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     throw ConfigError(fmt::format("{} names {}, which users other than its owner may read or write (mode {:o}); "
                                   "restrict it: chmod 600 {}",

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "loco/util/error.h"
 #include "loco/util/fs.h"
@@ -88,15 +91,20 @@ void draw_chart(const std::string& script, const fs::path& png) {
   }
   fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
   ensure_writable_directory(dir, "chart directory");
-  fs::path temporary_png = dir / fmt::format(".{}.tmp-{}", png.filename().string(), ::getpid());
-  fs::path log = dir / fmt::format(".{}.log-{}", png.filename().string(), ::getpid());
+  // Created here, new, for gnuplot to write (it would follow a link planted at a predictable name).
+  fs::path temporary_png, log;
+  for (auto [stem, path] : {std::pair{".tmp-", &temporary_png}, std::pair{".log-", &log}}) {
+    const int fd = create_new_file(dir, fmt::format(".{}{}", png.filename().string(), stem), *path);
+    if (fd < 0) throw IoError(fmt::format("cannot create {}: {}", path->string(), std::strerror(errno)));
+    ::close(fd);
+  }
   // The saved script draws `png` when run by hand; loco runs it with `output` set to a temporary
   // name, renamed on success, so a failed run never leaves half a PNG.
   write_file_atomic(script_path,
                     fmt::format("if (!exists(\"output\")) output = {}\n{}", gnuplot_quote(png.string()), script));
   int status = run_gnuplot(gnuplot, temporary_png, script_path, log);
   std::error_code ignored;
-  if (status != 0 || !fs::exists(temporary_png)) {
+  if (status != 0 || fs::file_size(temporary_png, ignored) == 0 || ignored) {
     std::string messages = fs::exists(log) ? read_file(log) : "";
     while (!messages.empty() && std::isspace(static_cast<unsigned char>(messages.back()))) messages.pop_back();
     fs::remove(log, ignored);

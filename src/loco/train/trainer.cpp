@@ -145,8 +145,11 @@ void Trainer::set_up() {
   const TrainConfig& tc = config.train;
   // The data are where they were when the run started, wherever it is resumed from: a relative data.dir written
   // into config.toml and the checkpoints was looked up from the resume's working directory, and trained on other
-  // data found there without a word.
-  config.data.dir = fs::absolute(config.data.dir).lexically_normal().string();
+  // data found there without a word; a link (data/current → data/v1) was followed again at the resume, and
+  // trained on whatever it then pointed to (audit round 14). The path with its links resolved is written.
+  std::error_code unresolved;
+  const fs::path resolved = fs::weakly_canonical(fs::absolute(config.data.dir), unresolved);
+  config.data.dir = (unresolved ? fs::absolute(config.data.dir).lexically_normal() : resolved).string();
   if (!s.options.make_strategy && algorithm_named(config.dist.algorithm) != Algorithm::none) {
     throw InternalError(fmt::format("dist.algorithm {} needs a strategy factory", config.dist.algorithm));
   }

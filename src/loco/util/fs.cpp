@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <random>
 #include <string_view>
 #include <utility>
 
@@ -144,11 +145,23 @@ WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
   return file.commit();
 }
 
+int create_new_file(const fs::path& dir, const std::string& stem, fs::path& created) {
+  std::random_device entropy;
+  std::string name = fmt::format("{}{}", stem, ::getpid());
+  for (int attempt = 0;; ++attempt) {
+    created = dir / name;
+    const int fd = ::open(created.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST || attempt == 16) return fd;
+    // Taken: by a file another process of this pid left, or planted. Digits after the pid, which readers of
+    // these names (prepare's list of its own files) take as part of it.
+    name = fmt::format("{}{}{:09}", stem, ::getpid(), entropy() % 1000000000U);
+  }
+}
+
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)), crc_(::crc32(0L, Z_NULL, 0)) {
   require_regular_or_absent(path_);
   const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
-  tmp_ = dir / fmt::format(".{}.tmp-{}", path_.filename().string(), ::getpid());
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  fd_ = create_new_file(dir, fmt::format(".{}.tmp-", path_.filename().string()), tmp_);
   if (fd_ < 0) {
     const int error = errno;
     throw IoError(fmt::format("cannot create {}: {}. {}", tmp_.string(), errno_text(),
@@ -283,8 +296,8 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what) {
                     "home directory) or fix its permissions.",
                     what, dir.string(), ec ? ec.message() : "a file with that name exists"));
   }
-  fs::path probe = dir / fmt::format(".loco-write-test-{}", ::getpid());
-  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  fs::path probe;
+  int fd = create_new_file(dir, ".loco-write-test-", probe);
   if (fd < 0) {
     const int error = errno;
     if (error == EMFILE || error == ENFILE) {

@@ -32,6 +32,13 @@ fs::path without_trailing_separator(const fs::path& dir);
 // /dev/null replaced the machine's device with a file (`loco fit --chart /dev/null`, audit round 3).
 void require_regular_or_absent(const fs::path& path);
 
+// Creates a new file `dir`/`stem`PID for writing (a number after it where that name is taken), never through
+// a file or a link already there (O_EXCL | O_NOFOLLOW): in a directory others can write to (a /tmp-style run
+// directory, one another user owns), a link planted at the predictable name made a root run truncate or
+// overwrite the file it points to (audit round 14). The file descriptor (close-on-exec), -1 with errno set
+// otherwise; `created` is its path.
+int create_new_file(const fs::path& dir, const std::string& stem, fs::path& created);
+
 // Writes `bytes` to `path` atomically (temporary file + fsync + rename + fsync of the directory); `path` must
 // be a regular file or absent (require_regular_or_absent).
 WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes);
