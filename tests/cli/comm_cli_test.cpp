@@ -1,6 +1,7 @@
 // `loco bench allreduce` end to end, and the rendezvous errors a user meets first: a port already in
 // use and a master that cannot be reached give a clear message within the timeout, not a hang.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -273,6 +274,43 @@ TEST(RendezvousCli, MasterAddressesAsUrlsWriteThemAndLinkLocalOnesWork) {
         run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "10", "--sizes", "1KiB", "--repeats", "1"});
     EXPECT_EQ(result.exit_code, 0) << address << "\n" << result.output;
   }
+}
+
+// Note "rank-claim" (audit round 14): two processes that come to one store as the same rank (two runs given one
+// MASTER_PORT, both left on the default): the second is refused at once, naming the first (before: both set rank
+// 1's key, one trained in the other's run, exit 0, and the other waited in Gloo's handshake without a limit).
+TEST(RendezvousCli, ASecondProcessForATakenRankIsRefused) {
+  test::ScratchDir dir;
+  int port = 0;
+  {
+    ListeningSocket probe;
+    port = probe.port();
+  }
+  // A world of 3 whose rank 2 never comes: the run waits at the rendezvous, so both processes that come as rank 1
+  // meet rank 0's store there, whichever is first.
+  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "8",
+                                          "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
+  RankEnvironment environment(0, 3, port);
+  const pid_t zero = test::start_loco(bench, dir / "zero.out", dir / "zero.err");
+  ::setenv("RANK", "1", 1);
+  std::vector<pid_t> ones;
+  for (int i = 0; i < 2; ++i) {
+    ones.push_back(test::start_loco(bench, dir / fmt::format("one-{}.out", i), dir / fmt::format("one-{}.err", i)));
+  }
+  int refused = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int status = test::wait_exit(ones[static_cast<std::size_t>(i)], std::chrono::seconds(60));
+    const std::string err = test::read_text(dir / fmt::format("one-{}.err", i));
+    EXPECT_EQ(status, 1) << err;  // refused, or (the one that claimed rank 1) rank 2 never came
+    if (err.find("rank 1 of the run at 127.0.0.1:" + std::to_string(port) +
+                 " is taken already, by another process (") == std::string::npos) {
+      continue;
+    }
+    ++refused;
+    EXPECT_NE(err.find("two runs were given one MASTER_PORT"), std::string::npos) << err;
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(test::wait_exit(zero, std::chrono::seconds(60)), 1) << test::read_text(dir / "zero.err");
 }
 
 TEST(RendezvousCli, UnreachableMasterTimesOutWithinTheTimeout) {

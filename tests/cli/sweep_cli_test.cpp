@@ -174,6 +174,24 @@ TEST_F(SweepCli, AFailedRunIsNamedWithItsLogAndTheOthersStillFinish) {
   EXPECT_EQ(lines_of(*dir_ / "failing" / "summary.csv").size(), 2u);  // the header and the run that finished
 }
 
+// Audit round 14: a run directory the sweep did not start (a `loco train` the user ran there: no log of the
+// sweep's beside it) is left alone and named (before: removed, checkpoints and all, and trained over, exit 0).
+TEST_F(SweepCli, ARunDirectoryTheSweepDidNotStartIsLeftAlone) {
+  const fs::path file = sweep("foreign", "\"optim.lr\" = [0.003]");
+  const fs::path theirs = *dir_ / "foreign" / "lr-0.003";
+  fs::create_directories(theirs / "checkpoints" / "step_2");
+  write_text(theirs / "metrics.jsonl", "{\"step\": 2}\n");
+  const auto r = run_loco({"sweep", file.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("lr-0.003 FAILED: its directory " + theirs.string() +
+                          " holds files this sweep did not write (no log " +
+                          (*dir_ / "foreign" / "lr-0.003.log").string() + "): a run of its own? Move it away"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(test::read_text(theirs / "metrics.jsonl"), "{\"step\": 2}\n");
+  EXPECT_TRUE(fs::is_directory(theirs / "checkpoints" / "step_2"));
+}
+
 // Audit round 12: a second sweep of one directory while the first runs is refused at once (before: it removed the
 // first's runs as they trained and mixed the tables), and a run directory that a live train holds (its sweep
 // killed) is not removed under it. The test holds the locks the other processes would.

@@ -129,6 +129,25 @@ TEST(Checkpoint, MissingStateFileIsNotACheckpoint) {
   EXPECT_NE(checkpoint_error(f.dir / "empty").find("not a loco checkpoint"), std::string::npos);
 }
 
+// Audit round 14: a checkpoint that train.keep_checkpoints removed (or that was moved) is said to be gone, with
+// the newest ones beside where it was (before: "is not a loco checkpoint (no state.json)").
+TEST(Checkpoint, AGoneCheckpointIsNamedWithTheNewestBesideIt) {
+  Fixture f;
+  const fs::path checkpoints = f.dir / "run" / "checkpoints";
+  for (const char* step : {"step_4", "step_10", "step_8", "step_6", ".step_12.partial-7"}) {
+    fs::create_directories(checkpoints / step);
+  }
+  EXPECT_EQ(checkpoint_error(checkpoints / "step_2"),
+            (checkpoints / "step_2").string() +
+                " does not exist (a run with train.keep_checkpoints removes its older checkpoints as it writes new "
+                "ones). Pass an existing checkpoint: " +
+                checkpoints.string() + " holds step_10, step_8, step_6");
+  EXPECT_NE(checkpoint_error(f.dir / "nowhere" / "step_2")
+                .find("does not exist. Pass an existing checkpoint "
+                      "(OUT_DIR/checkpoints/step_N)"),
+            std::string::npos);
+}
+
 TEST(Checkpoint, GarbledStateFileIsReported) {
   Fixture f;
   const fs::path dir = f.write();

@@ -133,8 +133,9 @@ bool Diloco::attempt(const Participants& who) {
   if (membership_.last_point() >= who.step || points_.due(who.step).empty()) {
     // Note "elastic-resume" (elastic/quorum_membership.h): the members resumed from checkpoints of a step whose
     // synchronisation is done, or of no synchronisation point. The round laid out at that synchronisation is
-    // laid out again; a round begun earlier was partly read, and the rest of it is skipped.
-    begin_round(who, who.step, /*again=*/who.step == membership_.last_point());
+    // laid out again; a round begun earlier was partly read, and goes on where each member stopped reading it
+    // (note "resume-inside-round").
+    begin_round(who, who.step, who.step == membership_.last_point() ? RoundStart::again : RoundStart::resumed);
     return true;
   }
   membership_.before_exchange();
@@ -147,7 +148,7 @@ bool Diloco::land(std::vector<Exchange> xs, const Participants& who) {
     // checkpoints taken while an exchange was in flight run it again, and its round is laid out anew.
     const std::int64_t point = xs.front().point;
     for (Exchange& x : xs) in_flight_.push_back(std::move(x));
-    begin_round(who, point, /*again=*/who.step == membership_.last_point());
+    begin_round(who, point, who.step == membership_.last_point() ? RoundStart::again : RoundStart::fresh);
     return true;
   }
   if (!finish(xs)) {
@@ -404,8 +405,8 @@ bool Diloco::finish(std::vector<Exchange>& xs) {
   return true;
 }
 
-void Diloco::begin_round(const Participants& who, std::int64_t point, bool again) {
-  membership_.round_begins(who, point, points_.next_after(who.step) - who.step, again);
+void Diloco::begin_round(const Participants& who, std::int64_t point, RoundStart start) {
+  membership_.round_begins(who, point, points_.next_after(who.step) - who.step, start);
 }
 
 void Diloco::settle_exchanges() {

@@ -165,7 +165,7 @@ class Diloco final : public Strategy {
   // committed is retried, blocking, with the next participants.
   void finish_due(std::int64_t step);
   // After a completed synchronisation of `point` with `who`: the round of training that follows.
-  void begin_round(const Participants& who, std::int64_t point, bool again = false);
+  void begin_round(const Participants& who, std::int64_t point, RoundStart start = RoundStart::fresh);
   // Every fragment's (θ_g, b) as a checkpoint names them; `candidates[p]`, where set, in place of fragment p's.
   NamedTensors outer_state(const std::vector<std::optional<OuterNesterov>>& candidates = {}) const;
   std::string fragment_prefix(std::size_t fragment) const;

@@ -64,12 +64,15 @@ void Noloco::after_step(std::int64_t step) {
 bool Noloco::attempt(const Participants& who) {
   // Note "elastic-resume" (elastic/quorum_membership.h): members that resumed from checkpoints of a step whose
   // synchronisation is done (or of no synchronisation point) have nothing to average; the round laid out there
-  // is laid out again.
+  // is laid out again, or goes on where each member stopped reading it (note "resume-inside-round").
   const bool resumed = membership_.last_point() >= who.step || points_.due(who.step).empty();
+  const RoundStart start = !resumed                               ? RoundStart::fresh
+                           : who.step == membership_.last_point() ? RoundStart::again
+                                                                  : RoundStart::resumed;
   if (who.step > 0 && !resumed && !who.adopted_state) average(who);
-  if (who.step > 0) points_.synced(who.step);
-  membership_.round_begins(who, who.step, points_.next_after(who.step) - who.step,
-                           /*again=*/resumed && who.step == membership_.last_point());
+  // Inside a round the next point is the one the checkpoint restored (a sync recorded here moved it H steps on).
+  if (who.step > 0 && start != RoundStart::resumed) points_.synced(who.step);
+  membership_.round_begins(who, who.step, points_.next_after(who.step) - who.step, start);
   return true;
 }
 

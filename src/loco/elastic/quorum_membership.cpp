@@ -129,12 +129,26 @@ void QuorumMembership::skipped(const Participants& who, const std::vector<int>& 
   }
 }
 
-void QuorumMembership::round_begins(const Participants& who, std::int64_t point, std::int64_t steps, bool again) {
+void QuorumMembership::round_begins(const Participants& who, std::int64_t point, std::int64_t steps, RoundStart start) {
   const auto windows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, steps)) * windows_per_step_;
   const std::size_t members = quorum().members.size();
   const int rank = quorum().rank;
-  replica_->seek_data(again ? rounds_.restart(members, rank, windows) : rounds_.start(members, rank, windows));
+  if (start == RoundStart::resumed && continues_round(who)) {
+    // Each member's data position is the one its checkpoint restored, inside its part of the round.
+  } else if (start == RoundStart::again) {
+    replica_->seek_data(rounds_.restart(members, rank, windows));
+  } else {
+    replica_->seek_data(rounds_.start(members, rank, windows));
+  }
   last_point_ = std::max(last_point_, point);
+}
+
+bool QuorumMembership::continues_round(const Participants& who) {
+  const bool mine =
+      !who.adopted_state && rounds_.holds_inside(quorum().members.size(), quorum().rank, replica_->data_window());
+  // The layout and the answer alike on every member, or none goes on.
+  const std::string said = fmt::format("{} {}", rounds_.describe(), mine);
+  return who.group->ranks_differing_from_rank_0(std::string_view(said)).empty() && mine;
 }
 
 void QuorumMembership::before_exchange() { member().before_exchange(); }

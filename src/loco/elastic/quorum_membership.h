@@ -31,6 +31,13 @@
 // begin(). A checkpoint keeps an exchange that was not committed as the member's own Δ, exchanged again
 // with the first quorum (in the background when its outer step is still ahead); members that resumed at a
 // step whose synchronisation is done (or at no synchronisation point) only lay the round out again.
+//
+// Note "resume-inside-round" (audit round 14): an elastic member stops alone, after any step, so its checkpoint
+// is mostly of a step inside a round. Members that all resumed inside the same round go on reading it where each
+// stopped, when the quorum is the round's (as many members, each at its own place in the round's layout, none
+// healed), and the run goes on as the uninterrupted one did. Otherwise the rest of the round is skipped and a new
+// one laid out (before: always, so a stop and a resume was another run). All members decide alike: a layout that
+// differed between them would overlap later rounds.
 #pragma once
 
 #include <memory>
@@ -67,7 +74,7 @@ class QuorumMembership final : public Membership {
               const std::function<void(comm::Group&, int root)>& share) override;
   void failed(const Participants& who, const std::exception_ptr& error) override;
   void skipped(const Participants& who, const std::vector<int>& with, const std::exception_ptr& error) override;
-  void round_begins(const Participants& who, std::int64_t point, std::int64_t steps, bool again) override;
+  void round_begins(const Participants& who, std::int64_t point, std::int64_t steps, RoundStart start) override;
   std::int64_t last_point() const override { return last_point_; }
   void before_exchange() override;
   void add_log_fields(nlohmann::json& record) override;
@@ -79,6 +86,8 @@ class QuorumMembership final : public Membership {
 
  private:
   const membership::QuorumReply& quorum() const;
+  // Note "resume-inside-round": whether every member of `who` goes on in the round laid out last (a collective).
+  bool continues_round(const Participants& who);
 
   QuorumGroup& groups_;
   membership::MemberClient& client_;

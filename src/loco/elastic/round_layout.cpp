@@ -1,5 +1,7 @@
 #include "loco/elastic/round_layout.h"
 
+#include <fmt/format.h>
+
 #include "loco/algo/outer_state_io.h"
 
 namespace loco::elastic {
@@ -13,6 +15,15 @@ std::uint64_t RoundLayout::restart(std::size_t members, int rank, std::uint64_t 
   members_ = members;
   windows_ = windows;
   return start_ + static_cast<std::uint64_t>(rank) * windows_;
+}
+
+bool RoundLayout::holds_inside(std::size_t members, int rank, std::uint64_t window) const {
+  const std::uint64_t first = start_ + static_cast<std::uint64_t>(rank) * windows_;
+  return members == members_ && rank >= 0 && window > first && window < first + windows_;
+}
+
+std::string RoundLayout::describe() const {
+  return fmt::format("round from window {} for {} members of {} windows", start_, members_, windows_);
 }
 
 void RoundLayout::save_to(nlohmann::json& json) const {

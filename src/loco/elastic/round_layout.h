@@ -5,9 +5,9 @@
 // replica state, so a member that heals continues it.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "loco/io/safetensors.h"
 
@@ -20,6 +20,11 @@ class RoundLayout {
   // The round laid out last, of `windows` windows per member, laid out again for `members` members, as nothing
   // of it was read (members resumed from checkpoints taken as it began: note "elastic-resume").
   std::uint64_t restart(std::size_t members, int rank, std::uint64_t windows);
+  // Whether the round laid out last, laid out for as many `members`, has `window` strictly inside the part of
+  // member `rank`: some of it read, not all (note "resume-inside-round").
+  bool holds_inside(std::size_t members, int rank, std::uint64_t window) const;
+  // The layout in words, for members to compare.
+  std::string describe() const;
 
   // For checkpoints and heals: added to (read from) a strategy's state.json entry.
   void save_to(nlohmann::json& json) const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -96,11 +97,19 @@ void require_signed(const Answer& answer, const CoordinatorAddress& at, const st
 }  // namespace
 
 CoordinatorAddress parse_coordinator_address(const std::string& given, const std::string& what) {
-  // http://host:port/ as a browser shows the coordinator's page names the same address.
+  // A space from a copied line was taken as part of a host name, which then "did not resolve" for the whole
+  // join timeout (audit round 14).
+  if (std::any_of(given.begin(), given.end(), [](unsigned char c) { return std::isspace(c) || std::iscntrl(c); })) {
+    throw ConfigError(fmt::format("{} '{}' holds a space or a control character: write the address alone, as host:port",
+                                  what, given));
+  }
+  // http://host:port/ as a browser shows the coordinator's page names the same address (a scheme in any case).
   std::string text = given;
-  if (text.rfind("http://", 0) == 0) text.erase(0, 7);
+  std::string scheme = text.substr(0, std::min<std::size_t>(text.size(), 8));
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (scheme.rfind("http://", 0) == 0) text.erase(0, 7);
   if (!text.empty() && text.back() == '/') text.pop_back();
-  if (text.rfind("https://", 0) == 0) {
+  if (scheme.rfind("https://", 0) == 0) {
     throw ConfigError(
         fmt::format("{} '{}': the coordinator speaks plain HTTP (every message is authenticated with "
                     "the run's secret, docs/security.md); write its address as host:port",

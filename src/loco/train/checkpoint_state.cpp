@@ -1,8 +1,13 @@
 #include "loco/train/checkpoint_state.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "loco/config/load_config.h"
 #include "loco/util/error.h"
@@ -122,6 +127,29 @@ nlohmann::json read_state_file(const fs::path& dir) {
                                       dir.string()));
   }
   const fs::path state_path = dir / "state.json";
+  std::error_code unreadable;
+  if (!fs::exists(dir, unreadable) && !unreadable) {
+    // Gone: removed by its run's train.keep_checkpoints as newer ones were written, or moved (audit round 14:
+    // "is not a loco checkpoint (no state.json)"). The newest ones beside it, where it was.
+    std::vector<std::pair<std::int64_t, std::string>> beside;
+    for (const auto& entry : fs::directory_iterator(normal.parent_path(), unreadable)) {
+      const std::string sibling = entry.path().filename().string();
+      if (sibling.size() > 5 && sibling.rfind("step_", 0) == 0 &&
+          sibling.find_first_not_of("0123456789", 5) == std::string::npos && sibling.size() < 24) {
+        beside.emplace_back(std::stoll(sibling.substr(5)), sibling);
+      }
+    }
+    std::sort(beside.begin(), beside.end());
+    std::vector<std::string> newest;
+    for (auto it = beside.rbegin(); it != beside.rend() && newest.size() < 3; ++it) newest.push_back(it->second);
+    throw CheckpointError(fmt::format(
+        "{} does not exist{}. Pass an existing checkpoint{}", dir.string(),
+        normal.parent_path().filename() == "checkpoints"
+            ? " (a run with train.keep_checkpoints removes its older checkpoints as it writes new ones)"
+            : "",
+        newest.empty() ? " (OUT_DIR/checkpoints/step_N)"
+                       : fmt::format(": {} holds {}", normal.parent_path().string(), fmt::join(newest, ", "))));
+  }
   if (!fs::is_directory(dir) || !fs::exists(state_path)) {
     throw CheckpointError(fmt::format("{} is not a loco checkpoint (no state.json). Checkpoints live in "
                                       "OUT_DIR/checkpoints/step_N; pass one of those directories",

@@ -31,7 +31,7 @@ class FixedMembership final : public Membership {
   void skipped(const Participants& who, const std::vector<int>& with, const std::exception_ptr& error) override {
     std::rethrow_exception(error);
   }
-  void round_begins(const Participants& who, std::int64_t point, std::int64_t steps, bool again) override {
+  void round_begins(const Participants& who, std::int64_t point, std::int64_t steps, RoundStart start) override {
     last_point_ = point;
   }
   std::int64_t last_point() const override { return last_point_; }

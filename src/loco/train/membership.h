@@ -48,6 +48,14 @@ struct Participants {
   bool adopted_state = false;    // this replica is one of them
 };
 
+// How the round that follows a synchronisation begins (Membership::round_begins).
+enum class RoundStart {
+  fresh,    // a synchronisation completed (or the run starts): a new round
+  again,    // the round begun last, laid out anew: nothing of it was read (members resumed from checkpoints
+            // taken as it began)
+  resumed,  // members resumed from checkpoints taken inside the round begun last
+};
+
 // The part of a run's data order a replica reads (data::BatchSampler): every `of`-th window from `rank`.
 struct DataSlice {
   int rank = 0;
@@ -117,9 +125,9 @@ class Membership {
   virtual void skipped(const Participants& who, const std::vector<int>& with, const std::exception_ptr& error) = 0;
   // The synchronisation of the point `point` (the step it began at) is complete (committed, or begun when
   // its outer step comes later, or retried at who.step): the round of training that follows runs `steps`
-  // steps from who.step. `again`: the round begun last, laid out anew because nothing of it was read
-  // (members resumed from checkpoints taken as it began).
-  virtual void round_begins(const Participants& who, std::int64_t point, std::int64_t steps, bool again = false) {}
+  // steps from who.step, begun as `start` says.
+  virtual void round_begins(const Participants& who, std::int64_t point, std::int64_t steps,
+                            RoundStart start = RoundStart::fresh) {}
   // The last synchronisation point round_begins recorded (0: none); a replica that resumed or healed at or
   // before it has nothing to exchange there.
   virtual std::int64_t last_point() const = 0;

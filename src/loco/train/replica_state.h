@@ -22,6 +22,8 @@ class ReplicaState {
   // Points the data stream at window `window` of the run's one global order of windows (an elastic
   // run's data layout: docs/fault-tolerance.md "Data").
   virtual void seek_data(std::uint64_t window) = 0;
+  // The window the data stream reads next, in that order.
+  virtual std::uint64_t data_window() const = 0;
   // Optimizer steps done.
   virtual std::int64_t step() const = 0;
 };

@@ -146,6 +146,10 @@ class Trainer::Access final : public ReplicaState {
     const std::uint64_t per_epoch = sampler.windows_per_epoch();
     sampler.restore(data::SamplerState{window / per_epoch, window % per_epoch, sampler.state().order});
   }
+  std::uint64_t data_window() const override {
+    const data::BatchSampler& sampler = *trainer_.state_->sampler;
+    return sampler.state().epoch * sampler.windows_per_epoch() + sampler.state().cursor;
+  }
   std::int64_t step() const override { return trainer_.state_->step; }
 
  private:

@@ -458,31 +458,45 @@ TEST_F(ElasticTrain, ASparselocoRunResumesFromItsMembersCheckpoints) {
 // every replica resumed from replica 0's part (its AdamW moments, its data position): another run.
 TEST_F(ElasticTrain, ReplicasAsThreadsResumeEachFromItsOwnCheckpoint) {
   constexpr int kSteps = 24;
-  const auto train = [&](const std::string& run, const std::vector<std::string>& resume) {
+  const auto train = [&](const std::string& run, const std::vector<std::string>& settings,
+                         const std::vector<std::string>& resume) {
     std::vector<std::string> args = {LOCO_BINARY, "train",
                                      "--config",  config().string(),
                                      "--set",     "dist.backend=local",
                                      "--set",     "dist.replicas=2",
-                                     "--set",     "train.checkpoint_every=12",
+                                     "--set",     "train.checkpoint_every=6",
                                      "--set",     "train.out_dir=" + (*dir_ / run).string(),
                                      "--set",     "train.steps=" + std::to_string(kSteps)};
+    for (const std::string& setting : settings) {
+      args.push_back("--set");
+      args.push_back(setting);
+    }
     args.insert(args.end(), resume.begin(), resume.end());
     test::ChildProcess process(args);
     EXPECT_EQ(process.wait(180), 0) << process.output();
     return process.output();
   };
-  train("threads-full", {});
-  const fs::path members = *dir_ / "threads-full" / "members";
-  const std::string said =
-      train("threads-resumed", {"--resume", (members / "replica-0-1" / "checkpoints" / "step_12").string()});
-  EXPECT_NE(said.find("replica-1 resumes from " + (members / "replica-1-1" / "checkpoints" / "step_12").string()),
-            std::string::npos)
-      << said;
-  for (const std::string member : {"replica-0-1", "replica-1-1"}) {
-    const std::string uninterrupted = final_global("threads-full", member, kSteps, "");
-    EXPECT_FALSE(uninterrupted.empty()) << member;
-    EXPECT_TRUE(final_global("threads-resumed", member, kSteps, "") == uninterrupted)
-        << member << "'s model differs from the uninterrupted run's";
+  // Note "resume-inside-round" (audit round 14): step 18 lies inside the round of steps 16 to 20 (H = 4), where
+  // each replica goes on reading its part where it stopped (before: the rest of the round was skipped, and the
+  // run ended another). NoLoCo lays its rounds out the same way.
+  for (const auto& [name, settings] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"threads", {}}, {"threads-noloco", {"dist.algorithm=noloco", "noloco.sync_every=4"}}}) {
+    train(name + "-full", settings, {});
+    const fs::path members = *dir_ / (name + "-full") / "members";
+    for (const std::string step : {"step_12", "step_18"}) {
+      const std::string run = name + "-resumed-" + step;
+      const std::string said =
+          train(run, settings, {"--resume", (members / "replica-0-1" / "checkpoints" / step).string()});
+      EXPECT_NE(said.find("replica-1 resumes from " + (members / "replica-1-1" / "checkpoints" / step).string()),
+                std::string::npos)
+          << said;
+      for (const std::string member : {"replica-0-1", "replica-1-1"}) {
+        const std::string uninterrupted = final_global(name + "-full", member, kSteps, "");
+        EXPECT_FALSE(uninterrupted.empty()) << member;
+        EXPECT_TRUE(final_global(run, member, kSteps, "") == uninterrupted)
+            << run << ": " << member << "'s model differs from the uninterrupted run's";
+      }
+    }
   }
 }
 
@@ -530,7 +544,7 @@ TEST_F(ElasticTrain, LaunchResumesRanksThatAllDiedFromTheirCheckpoints) {
 // 0's part, exit 0, and the run was another.
 TEST_F(ElasticTrain, ALaunchResumedFromOneRanksCheckpointResumesEachRankFromItsOwnPart) {
   constexpr int kSteps = 12;
-  launched("own-part", 2, 0, "", kSteps, {"train.checkpoint_every=4"});
+  launched("own-part", 2, 0, "", kSteps, {"train.checkpoint_every=2"});
   const fs::path named = *dir_ / "own-part" / "members" / "rank-0-1" / "checkpoints" / "step_8";
   const std::string out = launched("own-part-resumed", 2, 0, "", kSteps, {}, {"--resume", named.string()});
   EXPECT_NE(out.find("[rank 1] loco train: member rank-1 resumes from its own part of that step, " +
@@ -538,12 +552,18 @@ TEST_F(ElasticTrain, ALaunchResumedFromOneRanksCheckpointResumesEachRankFromItsO
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("[rank 0] loco train: member rank-0 resumes from its own part"), std::string::npos) << out;
+  // Step 6 lies inside the round of steps 4 to 8 (note "resume-inside-round").
+  const std::string inside =
+      launched("own-part-inside", 2, 0, "", kSteps, {}, {"--resume", (named.parent_path() / "step_6").string()});
   for (const std::string member : {"rank-0-1", "rank-1-1"}) {
     const std::string uninterrupted = final_global("own-part", member, kSteps, "");
     EXPECT_FALSE(uninterrupted.empty()) << member;
     EXPECT_TRUE(final_global("own-part-resumed", member, kSteps, "") == uninterrupted)
         << member << "'s final model differs from the uninterrupted run's\n"
         << out;
+    EXPECT_TRUE(final_global("own-part-inside", member, kSteps, "") == uninterrupted)
+        << member << "'s final model, resumed inside a round, differs from the uninterrupted run's\n"
+        << inside;
   }
 }
 

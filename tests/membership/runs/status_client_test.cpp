@@ -141,13 +141,21 @@ TEST(CoordinatorAddress, ParsesHostAndPort) {
   EXPECT_EQ(parse_coordinator_address("node0:29400", "LOCO_COORDINATOR").host, "node0");
   EXPECT_EQ(parse_coordinator_address("[::1]:80", "LOCO_COORDINATOR").host, "::1");
   EXPECT_EQ(parse_coordinator_address("10.0.0.2:1", "LOCO_COORDINATOR").port, 1);
-  for (const char* bad : {"node0", "node0:", ":29400", "node0:70000", "node0:http", "node0:1.5", "https://node0:1"}) {
+  for (const char* bad : {"node0", "node0:", ":29400", "node0:70000", "node0:http", "node0:1.5", "https://node0:1",
+                          "HTTPS://node0:1", " node0:1", "node0:1 ", "node0:1\n"}) {
     EXPECT_THROW(parse_coordinator_address(bad, "LOCO_COORDINATOR"), ConfigError) << bad;
   }
   // As a browser shows the coordinator's page (the host was "http://node0" before).
   const CoordinatorAddress page = parse_coordinator_address("http://node0:29400/", "--coordinator");
   EXPECT_EQ(page.host, "node0");
   EXPECT_EQ(page.port, 29400);
+  EXPECT_EQ(parse_coordinator_address("HTTP://node0:29400", "--coordinator").host, "node0");  // any case
+  // Audit round 14: a space was part of the host name, which "did not resolve" for the whole join timeout.
+  try {
+    parse_coordinator_address(" node0:29400", "LOCO_COORDINATOR");
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a space or a control character"), std::string::npos) << e.what();
+  }
 }
 
 // "(Connection)" said what httplib calls the failure; the message says what happened.

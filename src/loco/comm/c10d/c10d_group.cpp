@@ -235,6 +235,7 @@ std::unique_ptr<Group> make_c10d_group(const C10dOptions& options) {
     // which must reach the caller as a CommError, to be retried, like a failed handshake.
     announce_world_size(*store, options);
     require_same_world_size(*store, options);  // those that came before this rank
+    claim_rank(*store, options);
     if (options.group.abandoned || options.group.stopping) await_every_rank(*store, options);
 #ifdef USE_C10D_NCCL
     if (options.backend == "nccl") {

@@ -257,12 +257,30 @@ std::string local_address_towards(const std::string& master_addr, int master_por
   return address;
 }
 
+// Note "rank-claim" (audit round 14): two runs given one MASTER_PORT (both left on the default) met at one rank 0's
+// store. Both of their rank 1s set rank 1's key: one trained in the other run as its replica, exit 0, and the other
+// waited in Gloo's handshake without a time limit. A rank's key now holds the process that claimed it, and a
+// second process is refused at once.
+void claim_rank(c10d::Store& store, const C10dOptions& options) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string mine = fmt::format("{} pid {}", host, ::getpid());
+  const std::vector<std::uint8_t> claim(mine.begin(), mine.end());
+  const std::vector<std::uint8_t> held = store.compareSet(fmt::format("loco/arrived/{}", options.rank), {}, claim);
+  if (held == claim) return;
+  throw CommError(fmt::format(
+      "rank {} of the run at {} is taken already, by another process ({}): two runs were given one MASTER_PORT "
+      "(give each run a port of its own: MASTER_PORT, or loco launch --master-port), or rank {} was started twice",
+      options.rank, host_port(options.master_addr, options.master_port),
+      quoted_bytes(std::string(held.begin(), held.end()), 80), options.rank));
+}
+
 void await_every_rank(c10d::Store& store, const C10dOptions& options) {
   using Clock = std::chrono::steady_clock;
-  // Each rank sets its own key and counts itself in: a poll reads the count (one small request, where checking
-  // every rank's key sent world_size keys each time: 10^6 ranks overran a 5 s timeout by 96 s), and the keys,
-  // checked once the count is full, hold off a rank counted twice (started again by loco launch).
-  store.set(fmt::format("loco/arrived/{}", options.rank), std::vector<std::uint8_t>{1});
+  // Each rank counts itself in (its key claimed: claim_rank): a poll reads the count (one small request, where
+  // checking every rank's key sent world_size keys each time: 10^6 ranks overran a 5 s timeout by 96 s), and the
+  // keys, checked once the count is full, hold off a rank counted twice (one process that comes again: an elastic
+  // member retrying its quorum's group).
   store.add("loco/arrived", 1);
   std::vector<std::string> keys;
   for (int r = 0; r < options.world_size; ++r) keys.push_back(fmt::format("loco/arrived/{}", r));

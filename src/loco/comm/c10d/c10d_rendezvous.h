@@ -17,6 +17,10 @@ void stop_if_asked(const C10dOptions& options, const std::string& what);
 // when GroupOptions::stopping says so while rank 0's store is not up yet).
 c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options);
 
+// Claims this rank's key in the store for this process (note "rank-claim"); CommError naming the process that
+// holds it already (two runs given one MASTER_PORT, or a rank started twice).
+void claim_rank(c10d::Store& store, const C10dOptions& options);
+
 // For groups that may be abandoned (GroupOptions::abandoned: elastic quorums) or stopped (GroupOptions::stopping:
 // training): every rank announces itself in the store and waits, polling, until all ranks have, so that Gloo's
 // own handshake, which cannot be interrupted, only ever meets live peers. PeerLost when `abandoned` says the

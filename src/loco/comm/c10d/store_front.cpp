@@ -279,8 +279,8 @@ StoreFront::StoreFront(int port, int store_port) : impl_(std::make_unique<Impl>(
   impl_->listen_fd = listen_on(port);
   if (impl_->listen_fd < 0) {
     throw CommError(
-        fmt::format("cannot serve the run's store on port {}: {}. Choose another --store-port (0 picks "
-                    "a free one)",
+        fmt::format("cannot serve the run's store on port {}: {}. Choose another port for it (loco "
+                    "coordinator --store-port, loco launch --elastic --master-port; 0 picks a free one)",
                     port, std::strerror(errno)));
   }
   sockaddr_in6 bound{};
