@@ -22,6 +22,7 @@ QuorumMembership::QuorumMembership(QuorumGroup& groups, membership::MemberClient
       windows_per_step_(windows_per_step),
       vote_timeout_s_(vote_timeout_s),
       replica_number_(replica),
+      pipeline_stage_(!directory_member.empty()),
       directory_member_(directory_member.empty() ? client.credentials().member_id : std::move(directory_member)),
       replica_stages_(replica_stages) {}
 
@@ -144,6 +145,9 @@ void QuorumMembership::round_begins(const Participants& who, std::int64_t point,
 }
 
 bool QuorumMembership::continues_round(const Participants& who) {
+  // A pipeline stage decides in its stage's quorum, apart from its replica's other stages, which must read the
+  // same windows: pipeline replicas skip the rest of the round, as before.
+  if (pipeline_stage_) return false;
   const bool mine =
       !who.adopted_state && rounds_.holds_inside(quorum().members.size(), quorum().rank, replica_->data_window());
   // The layout and the answer alike on every member, or none goes on.

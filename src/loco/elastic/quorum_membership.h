@@ -36,8 +36,9 @@
 // is mostly of a step inside a round. Members that all resumed inside the same round go on reading it where each
 // stopped, when the quorum is the round's (as many members, each at its own place in the round's layout, none
 // healed), and the run goes on as the uninterrupted one did. Otherwise the rest of the round is skipped and a new
-// one laid out (before: always, so a stop and a resume was another run). All members decide alike: a layout that
-// differed between them would overlap later rounds.
+// one laid out (before: always, so a stop and a resume was another run), and always for pipeline stages, whose
+// replica's stages decide in separate quorums. All members decide alike: a layout that differed between them
+// would overlap later rounds.
 #pragma once
 
 #include <memory>
@@ -94,6 +95,7 @@ class QuorumMembership final : public Membership {
   std::uint64_t windows_per_step_;
   double vote_timeout_s_;
   int replica_number_;
+  bool pipeline_stage_;           // given its replica's first stage to name its directory
   std::string directory_member_;  // names the member's directory
   comm::Group* replica_stages_;
   ReplicaState* replica_ = nullptr;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "loco/http/http_request.h"
+#include "loco/util/host_port.h"
 #include "loco/util/tcp_connect.h"
 
 namespace loco::http {
@@ -78,7 +79,7 @@ long receive_some(int fd, std::string& into, std::size_t capacity, Clock::time_p
 
 std::string request_text(const HttpExchange& r) {
   std::string text =
-      fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n", r.method, r.path, r.host, r.port);
+      fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", r.method, r.path, host_port(r.host, r.port));
   for (const auto& [name, value] : r.headers) text += fmt::format("{}: {}\r\n", name, value);
   if (r.method == "POST") {
     text += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());

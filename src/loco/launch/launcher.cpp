@@ -27,6 +27,7 @@
 
 #include "loco/util/error.h"
 #include "loco/util/host_alone.h"
+#include "loco/util/host_port.h"
 #include "loco/util/seconds_since.h"
 #include "loco/util/signal_name.h"
 
@@ -652,10 +653,10 @@ int launch(const LaunchOptions& given) {
   options.master_addr = host_alone(given.master_addr, "--master-addr", "--master-port");  // [::1] → ::1
   int port = options.master_port != 0 ? options.master_port : free_port(options.master_addr);
   int first = options.node_rank * options.nproc, last = first + options.nproc - 1;
-  say(fmt::format("starting {} of {} (node {} of {}), master {}:{}: {}",
+  say(fmt::format("starting {} of {} (node {} of {}), master {}: {}",
                   first == last ? fmt::format("rank {}", first) : fmt::format("ranks {} to {}", first, last),
-                  options.nnodes * options.nproc, options.node_rank, options.nnodes, options.master_addr, port,
-                  fmt::join(options.argv, " ")));
+                  options.nnodes * options.nproc, options.node_rank, options.nnodes,
+                  host_port(options.master_addr, port), fmt::join(options.argv, " ")));
   Supervisor supervisor(options);
   supervisor.start(port);
   return supervisor.run();

@@ -15,6 +15,7 @@
 #include "loco/membership/untrusted_text.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/dashboard_routes.h"
+#include "loco/util/host_port.h"
 #include "loco/util/print_unchecked.h"
 
 namespace loco::membership {
@@ -159,7 +160,7 @@ struct CoordinatorServer::Impl {
   struct Context {
     std::unique_lock<std::mutex>& lock;
     int status = 200;
-    std::optional<std::string> key;
+    std::optional<std::string> key = std::nullopt;
     std::uint64_t seq = 0;
   };
   using Handler = std::function<nlohmann::json(const nlohmann::json&, Context&)>;
@@ -340,9 +341,10 @@ CoordinatorServer::CoordinatorServer(ServerOptions options) : impl_(std::make_un
   Impl& s = *impl_;
   s.routes();
   if (!s.http.bind(s.options.host, s.options.port)) {
-    throw IoError(fmt::format("loco coordinator cannot listen on {}:{} (in use, or not an address of this host); "
-                              "choose another --port (0 picks a free one) or --host",
-                              s.options.host, s.options.port));
+    throw IoError(
+        fmt::format("loco coordinator cannot listen on {} (in use, or not an address of this host); "
+                    "choose another --port (0 picks a free one) or --host",
+                    host_port(s.options.host, s.options.port)));
   }
   s.port = s.http.port();
   s.ticker = std::thread([&s] { s.tick_until_stopped(); });

@@ -14,6 +14,7 @@
 #include "loco/membership/run_settings.h"
 #include "loco/membership/wire.h"
 #include "loco/monitor/metric_point.h"
+#include "loco/util/host_port.h"
 #include "loco/util/parse_number.h"
 #include "loco/util/print_unchecked.h"
 #include "loco/util/signal_name.h"
@@ -54,9 +55,9 @@ Answer post(const CoordinatorAddress& at, const std::string& path, const std::st
   std::string why_not;
   const auto answer = bounded_request(at, "POST", path, headers, body, timeout_s, why_not);
   if (!answer) {
-    throw MembershipError(Refusal::unavailable, fmt::format("no answer from the coordinator at {}:{} ({}); is "
+    throw MembershipError(Refusal::unavailable, fmt::format("no answer from the coordinator at {} ({}); is "
                                                             "`loco coordinator` running there?",
-                                                            at.host, at.port, why_not));
+                                                            host_port(at.host, at.port), why_not));
   }
   if (answer->status != 200 && answer->status != 202) throw refusal_from(answer->status, answer->body);
   return {answer->status, parse_message(answer->body), answer->body, answer->mac};

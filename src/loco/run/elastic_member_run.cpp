@@ -101,17 +101,39 @@ std::optional<std::filesystem::path> own_part_of(const std::filesystem::path& na
 namespace {
 
 // Note "own-part" for a member process: `--resume` names another member's part of a step (one command line
-// resumes every rank of loco launch --elastic), and `first_stage` (this member, or its pipeline replica's
-// first stage) has its own. Members named host-pid (LOCO_MEMBER_NAME unset) have no earlier parts under their
-// name: they take the named one, as before.
+// resumes every rank of loco launch --elastic), and `first_stage` (this member, or its pipeline replica's first
+// stage) resumes from its own part of that step. One whose lives wrote parts, but none of that step, starts
+// afresh and heals from the others, as a replica thread does. Members named host-pid (LOCO_MEMBER_NAME unset)
+// have no parts under their new name: they take the named one, as before, and say so.
 void resume_own_part(TrainOptions& options, const std::string& member, const std::string& first_stage) {
   if (!options.resume_from) return;
-  const std::optional<std::filesystem::path> own =
-      own_part_of(*options.resume_from, first_stage, options.config.dist.stages);
-  if (!own || *own == checkpoint_location(*options.resume_from)) return;
-  loco::print_unchecked(stderr, "loco train: member {} resumes from its own part of that step, {}\n", member,
-                        own->string());
-  options.resume_from = own;
+  const std::filesystem::path named = checkpoint_location(*options.resume_from);
+  const std::filesystem::path members = named.parent_path().parent_path().parent_path();
+  const std::string named_life = named.parent_path().parent_path().filename().string();
+  const std::optional<std::int64_t> step = checkpoint_step(named.filename().string());
+  if (!step || members.filename() != "members") return;  // no member's checkpoint
+  const std::string lives = first_stage + "-";
+  if (named_life.size() > lives.size() && named_life.compare(0, lives.size(), lives) == 0 &&
+      named_life.find_first_not_of("0123456789", lives.size()) == std::string::npos) {
+    return;  // its own
+  }
+  const int stages = static_cast<int>(options.config.dist.stages);
+  if (const std::optional<std::filesystem::path> own = checkpoint_of_lives(members, first_stage, stages, *step)) {
+    loco::print_unchecked(stderr, "loco train: member {} resumes from its own part of that step, {}\n", member,
+                          own->string());
+    options.resume_from = own;
+  } else if (checkpoint_of_lives(members, first_stage, stages)) {
+    loco::print_unchecked(stderr,
+                          "loco train: member {} has no part of {} (its own checkpoints in {} are of other steps): "
+                          "it starts afresh and heals from the others\n",
+                          member, named.filename().string(), members.string());
+    options.resume_from.reset();
+  } else {
+    loco::print_unchecked(stderr,
+                          "loco train: member {} has no checkpoints under its name in {}: it resumes from {}, "
+                          "another member's part (set LOCO_MEMBER_NAME to give a member one name in every life)\n",
+                          member, members.string(), named.string());
+  }
 }
 
 // Note "resume-earlier-life": a rank that `loco launch --elastic` started again (its `life`-th process, life > 1)
@@ -123,10 +145,12 @@ void resume_own_part(TrainOptions& options, const std::string& member, const std
 // so they take the same step (the resume's checks refuse parts that disagree).
 void resume_from_earlier_life(TrainOptions& options, std::int64_t life, const std::string& member,
                               const std::string& first_stage) {
-  if (life <= 1 || options.resume_from) return;
-  options.resume_from = checkpoint_of_lives(std::filesystem::path(options.config.train.out_dir) / "members",
-                                            first_stage, options.config.dist.stages);
-  if (!options.resume_from) return;
+  if (life <= 1) return;
+  // Also over a --resume the launcher passes again to every start: the earlier lives went on past its step.
+  std::optional<std::filesystem::path> latest = checkpoint_of_lives(
+      std::filesystem::path(options.config.train.out_dir) / "members", first_stage, options.config.dist.stages);
+  if (!latest) return;
+  options.resume_from = std::move(latest);
   const std::string whose =
       member == first_stage ? "its rank" : fmt::format("its replica's first stage, {},", first_stage);
   loco::print_unchecked(

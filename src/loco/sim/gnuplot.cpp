@@ -91,11 +91,26 @@ void draw_chart(const std::string& script, const fs::path& png) {
   }
   fs::path dir = png.has_parent_path() ? png.parent_path() : fs::path(".");
   ensure_writable_directory(dir, "chart directory");
-  // Created here, new, for gnuplot to write (it would follow a link planted at a predictable name).
+  // Created here, new, for gnuplot to write: a link planted at the predictable name beforehand is not followed
+  // (gnuplot opens them by name, so in a directory another user owns they could still replace one before it
+  // does). Removed on every way out; after the rename only the log was left, and it is gone too.
   fs::path temporary_png, log;
+  struct Leftovers {
+    const fs::path& png;
+    const fs::path& log;
+    ~Leftovers() {
+      std::error_code ignored;
+      if (!png.empty()) fs::remove(png, ignored);
+      if (!log.empty()) fs::remove(log, ignored);
+    }
+  } leftovers{temporary_png, log};
   for (auto [stem, path] : {std::pair{".tmp-", &temporary_png}, std::pair{".log-", &log}}) {
     const int fd = create_new_file(dir, fmt::format(".{}{}", png.filename().string(), stem), *path);
-    if (fd < 0) throw IoError(fmt::format("cannot create {}: {}", path->string(), std::strerror(errno)));
+    if (fd < 0) {
+      const std::string failed = fmt::format("cannot create {}: {}", path->string(), std::strerror(errno));
+      path->clear();  // not this process's file: left alone
+      throw IoError(failed);
+    }
     ::close(fd);
   }
   // The saved script draws `png` when run by hand; loco runs it with `output` set to a temporary

@@ -181,6 +181,13 @@ RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions
     // Before: the result of the old config was kept, and listed as this config's.
     loco::print_unchecked(stdout, "{}: its config changed since its result ({}): trained again\n", run.name, *changed);
   }
+  try {
+    // A train of an earlier sweep that is still running (its sweep killed) holds the directory: not removed under it.
+    const DirectoryLock idle(dir, "run directory");
+  } catch (const ConfigError& e) {
+    progress.say(fmt::format("{} FAILED: {}", run.name, e.what()), true);
+    return RunOutcome::failed;
+  }
   // Only what an attempt of this sweep left, which began with the run's log (audit round 14: a `loco train` the
   // user had run into that directory was removed, finished run, checkpoints and all, without a word).
   std::error_code unreadable;
@@ -189,13 +196,6 @@ RunOutcome do_run(const SweepPlan& plan, const SweepRun& run, const SweepOptions
                              "its own? Move it away (or delete it), then run the sweep again",
                              run.name, dir.string(), run_log(plan, run).string()),
                  true);
-    return RunOutcome::failed;
-  }
-  try {
-    // A train of an earlier sweep that is still running (its sweep killed) holds the directory: not removed under it.
-    const DirectoryLock idle(dir, "run directory");
-  } catch (const ConfigError& e) {
-    progress.say(fmt::format("{} FAILED: {}", run.name, e.what()), true);
     return RunOutcome::failed;
   }
   std::error_code removed;

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string_view>
@@ -146,15 +147,17 @@ WrittenFile write_file_atomic(const fs::path& path, std::string_view bytes) {
 }
 
 int create_new_file(const fs::path& dir, const std::string& stem, fs::path& created) {
-  std::random_device entropy;
   std::string name = fmt::format("{}{}", stem, ::getpid());
+  // Seeded without a file descriptor (std::random_device may open /dev/urandom: an error under EMFILE of its own).
+  std::mt19937_64 digits(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                         static_cast<std::uint64_t>(::getpid()));
   for (int attempt = 0;; ++attempt) {
     created = dir / name;
     const int fd = ::open(created.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0 || errno != EEXIST || attempt == 16) return fd;
     // Taken: by a file another process of this pid left, or planted. Digits after the pid, which readers of
     // these names (prepare's list of its own files) take as part of it.
-    name = fmt::format("{}{}{:09}", stem, ::getpid(), entropy() % 1000000000U);
+    name = fmt::format("{}{}{:09}", stem, ::getpid(), digits() % 1000000000U);
   }
 }
 

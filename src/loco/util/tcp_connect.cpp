@@ -98,13 +98,13 @@ TcpConnection connect_first(const std::string& host, const std::vector<const add
       const addrinfo& at = *addresses[next];
       const Attempt attempt{::socket(at.ai_family, at.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, at.ai_protocol),
                             next++};
-      next_start = Clock::now() + kNextAddressAfter;
       if (attempt.fd < 0) {
         failures[attempt.index] = std::strerror(errno);
       } else if (::connect(attempt.fd, at.ai_addr, at.ai_addrlen) == 0) {
         settle(attempt, 0);
       } else if (errno == EINPROGRESS) {
         pending.push_back(attempt);
+        next_start = Clock::now() + kNextAddressAfter;  // an attempt that failed at once holds up nothing
       } else {
         settle(attempt, errno);
       }

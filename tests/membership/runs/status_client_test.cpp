@@ -153,6 +153,7 @@ TEST(CoordinatorAddress, ParsesHostAndPort) {
   // Audit round 14: a space was part of the host name, which "did not resolve" for the whole join timeout.
   try {
     parse_coordinator_address(" node0:29400", "LOCO_COORDINATOR");
+    ADD_FAILURE() << "an address with a space was taken";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("holds a space or a control character"), std::string::npos) << e.what();
   }

@@ -216,6 +216,19 @@ std::string local_address_towards(const std::string& master_addr, int master_por
     throw CommError(fmt::format("cannot resolve MASTER_ADDR '{}': {}. Give the host name or IP address of rank 0.",
                                 master_addr, gai_strerror(status)));
   }
+  // A host with several addresses: the one a connection to the store reaches (util/tcp_connect.h), so that Gloo
+  // binds (and advertises) the local address of the path that works, not of a route that is silent.
+  if (found->ai_next != nullptr) {
+    const TcpConnection reached =
+        tcp_connect(master_addr, master_port, std::chrono::steady_clock::now() + kConnectAttempt);
+    addrinfo* numeric = nullptr;
+    hints.ai_flags = AI_NUMERICHOST;
+    if (reached.fd >= 0 && getaddrinfo(reached.address.c_str(), port.c_str(), &hints, &numeric) == 0) {
+      freeaddrinfo(found);
+      found = numeric;
+    }
+    if (reached.fd >= 0) close(reached.fd);
+  }
   std::string address;
   // Connecting a UDP socket sends nothing; it only asks the kernel which local address routes there. The first
   // of the host's addresses that a route reaches (a host name's IPv6 address may have none where IPv4 works).
@@ -270,7 +283,8 @@ void claim_rank(c10d::Store& store, const C10dOptions& options) {
   if (held == claim) return;
   throw CommError(fmt::format(
       "rank {} of the run at {} is taken already, by another process ({}): two runs were given one MASTER_PORT "
-      "(give each run a port of its own: MASTER_PORT, or loco launch --master-port), or rank {} was started twice",
+      "(give each run a port of its own: MASTER_PORT, or loco launch --master-port; an elastic run's: the "
+      "coordinator's --store-port), or rank {} was started twice",
       options.rank, host_port(options.master_addr, options.master_port),
       quoted_bytes(std::string(held.begin(), held.end()), 80), options.rank));
 }
