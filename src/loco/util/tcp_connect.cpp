@@ -17,26 +17,26 @@
 
 namespace loco {
 
+std::string numeric_address(const sockaddr& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.sa_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof(text));
+    return text;
+  }
+  if (address.sa_family != AF_INET6) return "";
+  const auto& six = reinterpret_cast<const sockaddr_in6&>(address);
+  ::inet_ntop(AF_INET6, &six.sin6_addr, text, sizeof(text));
+  std::string numeric = text;
+  char interface[IF_NAMESIZE] = {};
+  if (six.sin6_scope_id != 0 && ::if_indextoname(six.sin6_scope_id, interface) != nullptr) {
+    numeric += std::string("%") + interface;
+  }
+  return numeric;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The numeric form of a resolved address, an IPv6 one with its interface where it has one (fe80::1%eth0).
-std::string numeric(const addrinfo& at) {
-  char text[INET6_ADDRSTRLEN + IF_NAMESIZE + 1] = {};
-  if (at.ai_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(at.ai_addr)->sin_addr, text, sizeof(text));
-    return text;
-  }
-  const auto* six = reinterpret_cast<const sockaddr_in6*>(at.ai_addr);
-  ::inet_ntop(AF_INET6, &six->sin6_addr, text, sizeof(text));
-  std::string address = text;
-  char interface[IF_NAMESIZE] = {};
-  if (six->sin6_scope_id != 0 && ::if_indextoname(six->sin6_scope_id, interface) != nullptr) {
-    address += std::string("%") + interface;
-  }
-  return address;
-}
 
 int millis_until(Clock::time_point when) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count();
@@ -87,7 +87,7 @@ TcpConnection connect_first(const std::string& host, const std::vector<const add
   const auto settle = [&](const Attempt& attempt, int error) {
     if (error == 0) {
       result.fd = attempt.fd;
-      result.address = numeric(*addresses[attempt.index]);
+      result.address = numeric_address(*addresses[attempt.index]->ai_addr);
     } else {
       failures[attempt.index] = error == ETIMEDOUT ? "no answer" : std::strerror(error);
       ::close(attempt.fd);
@@ -140,8 +140,8 @@ TcpConnection connect_first(const std::string& host, const std::vector<const add
     } else {
       std::vector<std::string> each;
       for (std::size_t i = 0; i < addresses.size(); ++i) {
-        each.push_back(
-            fmt::format("{} ({})", numeric(*addresses[i]), failures[i].empty() ? "not tried in time" : failures[i]));
+        each.push_back(fmt::format("{} ({})", numeric_address(*addresses[i]->ai_addr),
+                                   failures[i].empty() ? "not tried in time" : failures[i]));
       }
       result.why_not = fmt::format("cannot connect to any of the {} addresses of '{}': {}", addresses.size(), host,
                                    fmt::join(each, ", "));

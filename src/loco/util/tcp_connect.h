@@ -5,6 +5,8 @@
 // deadline on it, and the member or rank never reached the address that answers (audit round 14).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -20,6 +22,10 @@ struct TcpConnection {
   std::size_t addresses = 0;  // how many the name resolved to
   std::string why_not;        // when fd is -1: what went wrong, each address's failure named when there are several
 };
+
+// The numeric form of an IPv4 or IPv6 socket address, an IPv6 one with its interface where it has one
+// (fe80::1%eth0: without it a link-local address means nothing); "" for another family.
+std::string numeric_address(const sockaddr& address);
 
 // The caller owns `fd` (closes it).
 TcpConnection tcp_connect(const std::string& host, int port, std::chrono::steady_clock::time_point deadline);

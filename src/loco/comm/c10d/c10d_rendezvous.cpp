@@ -243,19 +243,10 @@ std::string local_address_towards(const std::string& master_addr, int master_por
   if (fd >= 0) {
     sockaddr_storage local{};
     socklen_t length = sizeof(local);
-    char text[INET6_ADDRSTRLEN] = {};
+    // A link-local IPv6 address with its interface (fe80::1%eth0): without it Gloo could not bind it
+    // ("Cannot resolve fe80::… to a (local) address"), and every synchronisation failed.
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
-      const void* raw = local.ss_family == AF_INET
-                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-      if (inet_ntop(local.ss_family, raw, text, sizeof(text)) != nullptr) address = text;
-      // A link-local IPv6 address means something only with its interface (fe80::1%eth0): without it Gloo
-      // could not bind it ("Cannot resolve fe80::… to a (local) address"), and every synchronisation failed.
-      const auto scope = local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_scope_id : 0;
-      char interface[IF_NAMESIZE] = {};
-      if (!address.empty() && scope != 0 && if_indextoname(scope, interface) != nullptr) {
-        address += std::string("%") + interface;
-      }
+      address = numeric_address(reinterpret_cast<const sockaddr&>(local));
     }
   }
   const int saved_errno = errno;

@@ -1,11 +1,9 @@
 #include "loco/comm/c10d/connect.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <netinet/in.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 
 #include "loco/comm/c10d/c10d_group.h"
 #include "loco/util/error.h"
+#include "loco/util/tcp_connect.h"
 
 namespace loco::comm {
 
@@ -28,11 +27,7 @@ std::vector<std::pair<std::string, std::string>> interface_addresses() {
   for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
     if (std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.first == i->ifa_name; })) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = i->ifa_addr->sa_family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr);
-    if (::inet_ntop(i->ifa_addr->sa_family, raw, text, sizeof(text)) != nullptr) found.emplace_back(i->ifa_name, text);
+    found.emplace_back(i->ifa_name, numeric_address(*i->ifa_addr));
   }
   ::freeifaddrs(all);
   return found;
