@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -310,6 +311,32 @@ TEST(RendezvousCli, ASecondProcessForATakenRankIsRefused) {
     EXPECT_NE(err.find("two runs were given one MASTER_PORT"), std::string::npos) << err;
   }
   EXPECT_EQ(refused, 1);
+  EXPECT_EQ(test::wait_exit(zero, std::chrono::seconds(60)), 1) << test::read_text(dir / "zero.err");
+}
+
+// The claim of a process that is gone (killed while the others waited, and its rank started again by hand) is
+// taken over (audit round 14: refused as "taken already", while the others waited until the timeout). Rank 2
+// never comes, so the run waits at the rendezvous throughout.
+TEST(RendezvousCli, ARankStartedAgainAfterItsProcessDiedTakesItsPlace) {
+  test::ScratchDir dir;
+  int port = 0;
+  {
+    ListeningSocket probe;
+    port = probe.port();
+  }
+  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "6",
+                                          "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
+  RankEnvironment environment(0, 3, port);
+  const pid_t zero = test::start_loco(bench, dir / "zero.out", dir / "zero.err");
+  ::setenv("RANK", "1", 1);
+  const pid_t first = test::start_loco(bench, dir / "first.out", dir / "first.err");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // connected, rank 1 claimed
+  ::kill(first, SIGKILL);
+  EXPECT_EQ(test::wait_exit(first, std::chrono::seconds(30)), 128 + SIGKILL);
+  const pid_t again = test::start_loco(bench, dir / "again.out", dir / "again.err");
+  EXPECT_EQ(test::wait_exit(again, std::chrono::seconds(60)), 1);  // rank 2 never came
+  const std::string err = test::read_text(dir / "again.err");
+  EXPECT_EQ(err.find("is taken already"), std::string::npos) << err;
   EXPECT_EQ(test::wait_exit(zero, std::chrono::seconds(60)), 1) << test::read_text(dir / "zero.err");
 }
 

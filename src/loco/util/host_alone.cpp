@@ -36,6 +36,9 @@ std::string host_alone(const std::string& value, const std::string& what, const 
     if (!after.empty() || inside.empty()) refuse(value, what, "is not a host: give an IPv6 address as ::1");
     return inside;
   }
+  if (value.find_first_of("[]") != std::string::npos) {
+    refuse(value, what, "holds a '[' or ']' that is not around an IPv6 address: give it as ::1 or [::1]");
+  }
   // One ':' is a port after a host name or an IPv4 address; an IPv6 address holds two or more.
   if (std::count(value.begin(), value.end(), ':') == 1) {
     const std::size_t colon = value.find(':');

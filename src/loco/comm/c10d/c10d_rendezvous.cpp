@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "loco/comm/c10d/c10d_errors.h"
 #include "loco/comm/comm_error.h"
 #include "loco/util/host_port.h"
+#include "loco/util/parse_number.h"
 #include "loco/util/signal_name.h"
 #include "loco/util/stop_requested.h"
 #include "loco/util/tcp_connect.h"
@@ -130,6 +134,15 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   // its pod or node is up), then named with the resolver's answer (before: "could not reach the rendezvous store
   // … Check that rank 0 is running").
   std::size_t addresses = 0;  // of the store's host
+  if (store_options.isServer) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found) == 0) {
+      for (const addrinfo* at = found; at != nullptr; at = at->ai_next) ++addresses;
+      freeaddrinfo(found);
+    }
+  }
   for (int status = -1; !store_options.isServer && status != 0;) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
@@ -158,7 +171,9 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
         // libtorch's client spends each attempt on the host's first address: a host with several is connected
         // to here first (util/tcp_connect.h), and the client given the address that accepted.
         std::string host = options.master_addr;
-        if (addresses > 1) {
+        if (store_options.isServer && addresses > 1) {
+          host = "127.0.0.1";  // its own store, which listens on every interface (audit round 14)
+        } else if (addresses > 1) {
           const auto attempt_ends = std::min(deadline, std::chrono::steady_clock::now() + kConnectAttempt);
           const TcpConnection reached = tcp_connect(host, options.master_port, attempt_ends);
           if (reached.fd >= 0) {
@@ -270,8 +285,22 @@ void claim_rank(c10d::Store& store, const C10dOptions& options) {
   ::gethostname(host, sizeof(host) - 1);
   const std::string mine = fmt::format("{} pid {}", host, ::getpid());
   const std::vector<std::uint8_t> claim(mine.begin(), mine.end());
-  const std::vector<std::uint8_t> held = store.compareSet(fmt::format("loco/arrived/{}", options.rank), {}, claim);
+  const std::string key = fmt::format("loco/arrived/{}", options.rank);
+  std::vector<std::uint8_t> held = store.compareSet(key, {}, claim);
   if (held == claim) return;
+  // A claim of a process of this host that is gone (the rank stopped, or was killed, while the others waited, and
+  // was started again by hand) is taken over; before, that rank was refused and the others waited until the
+  // timeout (audit round 14). Another host's processes cannot be looked up: their claims hold.
+  const std::string holder(held.begin(), held.end());
+  const std::string here = fmt::format("{} pid ", host);
+  if (holder.rfind(here, 0) == 0) {
+    const std::optional<double> pid = parse_whole_number(holder.substr(here.size()));
+    if (pid && *pid > 0 && *pid <= std::numeric_limits<pid_t>::max() && ::kill(static_cast<pid_t>(*pid), 0) != 0 &&
+        errno == ESRCH) {
+      held = store.compareSet(key, held, claim);
+      if (held == claim) return;
+    }
+  }
   throw CommError(fmt::format(
       "rank {} of the run at {} is taken already, by another process ({}): two runs were given one MASTER_PORT "
       "(give each run a port of its own: MASTER_PORT, or loco launch --master-port; an elastic run's: the "
