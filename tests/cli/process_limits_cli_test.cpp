@@ -79,6 +79,31 @@ TEST_F(ProcessLimitsCli, TooFewThreadsAreNamedInsteadOfHanging) {
   EXPECT_NE(refused.output.find("(ulimit -u)"), std::string::npos) << refused.output;
 }
 
+// Audit round 14: a run directory its (non-root) owner may write but not read (mode 0300) is named with the fix
+// before anything is written (before: "cannot open … to sync it: Permission denied", a config.toml left).
+TEST_F(ProcessLimitsCli, ARunDirectoryThatCannotBeReadIsNamedBeforeAnythingIsWritten) {
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs root and setpriv (util-linux)";
+  const std::string as_other_user = "/usr/bin/setpriv --reuid 54321 --regid 54321 --clear-groups";
+  if (std::system(
+          fmt::format("{} /usr/bin/test -x {} -a -r {}", as_other_user, LOCO_BINARY, (*dir_ / "run.toml").string())
+              .c_str()) != 0) {
+    GTEST_SKIP() << "another user cannot run " << LOCO_BINARY << " here (a directory above it is private)";
+  }
+  const fs::path unreadable = *dir_ / "write-only";
+  fs::create_directory(unreadable);
+  ASSERT_EQ(::chown(unreadable.c_str(), 54321, 54321), 0);
+  fs::permissions(unreadable, fs::perms::owner_write | fs::perms::owner_exec);
+  const auto refused = test::run_loco_under(60, as_other_user, train_into("write-only"));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("train.out_dir '" + unreadable.string() +
+                                "' cannot be read (Permission denied): loco reads the directory to sync what it "
+                                "writes and to find its files again. Give yourself read permission"),
+            std::string::npos)
+      << refused.output;
+  fs::permissions(unreadable, fs::perms::owner_all);
+  EXPECT_TRUE(fs::is_empty(unreadable)) << "something was written";
+}
+
 TEST_F(ProcessLimitsCli, ARunDirectoryTooDeepForItsCheckpointsIsRefusedBeforeTraining) {
   fs::path deep = dir_->path();
   while (deep.string().size() < 4000) deep /= std::string(200, 'd');

@@ -313,6 +313,16 @@ void ensure_writable_directory(const fs::path& dir, std::string_view what) {
   }
   ::close(fd);
   ::unlink(probe.c_str());
+  // Written, but not readable (mode 0300 for its owner): every write's sync of the directory failed, the first one
+  // after config.toml was written, naming no fix (audit round 14).
+  const int listing = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (listing < 0) {
+    throw IoError(
+        fmt::format("{} '{}' cannot be read ({}): loco reads the directory to sync what it writes and to "
+                    "find its files again. Give yourself read permission (chmod u+r {})",
+                    what, dir.string(), errno_text(), dir.string()));
+  }
+  ::close(listing);
 }
 
 std::string crc32_hex(std::string_view bytes) {
