@@ -289,7 +289,8 @@ TEST(RendezvousCli, ASecondProcessForATakenRankIsRefused) {
   }
   // A world of 3 whose rank 2 never comes: the run waits at the rendezvous, so both processes that come as rank 1
   // meet rank 0's store there, whichever is first.
-  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "8",
+  // Long enough for both to start on a loaded machine before rank 0 gives up waiting for rank 2.
+  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "20",
                                           "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
   RankEnvironment environment(0, 3, port);
   const pid_t zero = test::start_loco(bench, dir / "zero.out", dir / "zero.err");
