@@ -49,6 +49,19 @@ class RankEnvironment {
   }
 };
 
+// A port nobody listens on once the probe that found it is closed.
+int unused_port() {
+  ListeningSocket probe;
+  return probe.port();
+}
+
+// `loco bench allreduce` of one small all-reduce over Gloo, waiting at most `timeout_s` for its peers: the rank
+// tests start it as rank processes and watch how they meet.
+std::vector<std::string> small_gloo_bench(int timeout_s) {
+  return {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", std::to_string(timeout_s),
+          "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 TEST(BenchAllReduceCli, LocalRanksPrintVerifiedRowsWithTheRingBound) {
@@ -255,11 +268,7 @@ TEST(RendezvousCli, MasterAddressesAsUrlsWriteThemAndLinkLocalOnesWork) {
     }
   }
   ::freeifaddrs(all);
-  int port = 0;
-  {
-    ListeningSocket probe;
-    port = probe.port();
-  }
+  const int port = unused_port();
   RankEnvironment environment(0, 1, port);
   ::setenv("MASTER_ADDR", "127.0.0.1:29500", 1);
   auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "5", "--sizes", "1KiB"});
@@ -282,16 +291,11 @@ TEST(RendezvousCli, MasterAddressesAsUrlsWriteThemAndLinkLocalOnesWork) {
 // 1's key, one trained in the other's run, exit 0, and the other waited in Gloo's handshake without a limit).
 TEST(RendezvousCli, ASecondProcessForATakenRankIsRefused) {
   test::ScratchDir dir;
-  int port = 0;
-  {
-    ListeningSocket probe;
-    port = probe.port();
-  }
+  const int port = unused_port();
   // A world of 3 whose rank 2 never comes: the run waits at the rendezvous, so both processes that come as rank 1
   // meet rank 0's store there, whichever is first.
   // Long enough for both to start on a loaded machine before rank 0 gives up waiting for rank 2.
-  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "20",
-                                          "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
+  const std::vector<std::string> bench = small_gloo_bench(20);
   RankEnvironment environment(0, 3, port);
   const pid_t zero = test::start_loco(bench, dir / "zero.out", dir / "zero.err");
   ::setenv("RANK", "1", 1);
@@ -320,13 +324,8 @@ TEST(RendezvousCli, ASecondProcessForATakenRankIsRefused) {
 // never comes, so the run waits at the rendezvous throughout.
 TEST(RendezvousCli, ARankStartedAgainAfterItsProcessDiedTakesItsPlace) {
   test::ScratchDir dir;
-  int port = 0;
-  {
-    ListeningSocket probe;
-    port = probe.port();
-  }
-  const std::vector<std::string> bench = {"bench",   "allreduce", "--backend", "gloo", "--timeout-s", "6",
-                                          "--sizes", "1KiB",      "--repeats", "1",    "--codec",     "fp32"};
+  const int port = unused_port();
+  const std::vector<std::string> bench = small_gloo_bench(6);
   RankEnvironment environment(0, 3, port);
   const pid_t zero = test::start_loco(bench, dir / "zero.out", dir / "zero.err");
   ::setenv("RANK", "1", 1);
@@ -342,11 +341,7 @@ TEST(RendezvousCli, ARankStartedAgainAfterItsProcessDiedTakesItsPlace) {
 }
 
 TEST(RendezvousCli, UnreachableMasterTimesOutWithinTheTimeout) {
-  int free_port = 0;
-  {
-    ListeningSocket probe;  // a port nobody listens on once the probe is closed
-    free_port = probe.port();
-  }
+  const int free_port = unused_port();
   RankEnvironment environment(1, 2, free_port);
   const auto start = Clock::now();
   const auto result = run_loco({"bench", "allreduce", "--backend", "gloo", "--timeout-s", "2", "--sizes", "1KiB"});

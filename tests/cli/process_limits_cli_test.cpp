@@ -35,6 +35,19 @@ class ProcessLimitsCli : public ::testing::Test {
     return {"train", "--config", (*dir_ / "run.toml").string(), "--set", "train.out_dir=" + (*dir_ / name).string()};
   }
 
+  // Runs a command as uid 54321 (no account, so no other processes), as `setpriv` does in a shell.
+  static constexpr const char* kAsOtherUser = "/usr/bin/setpriv --reuid 54321 --regid 54321 --clear-groups";
+  // Why the tests that run loco as another user cannot run here; "" when they can.
+  static std::string other_user_cannot_run() {
+    if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) return "needs root and setpriv (util-linux)";
+    const std::string check =
+        fmt::format("{} /usr/bin/test -x {} -a -r {}", kAsOtherUser, LOCO_BINARY, (*dir_ / "run.toml").string());
+    if (std::system(check.c_str()) != 0) {
+      return fmt::format("another user cannot run {} here (a directory above it is private)", LOCO_BINARY);
+    }
+    return "";
+  }
+
   static ScratchDir* dir_;
 };
 ScratchDir* ProcessLimitsCli::dir_ = nullptr;
@@ -61,19 +74,13 @@ TEST_F(ProcessLimitsCli, TooFewFileDescriptorsAreNamed) {
 }
 
 TEST_F(ProcessLimitsCli, TooFewThreadsAreNamedInsteadOfHanging) {
-  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs root and setpriv (util-linux)";
-  const std::string as_other_user = "/usr/bin/setpriv --reuid 54321 --regid 54321 --clear-groups";
-  if (std::system(
-          fmt::format("{} /usr/bin/test -x {} -a -r {}", as_other_user, LOCO_BINARY, (*dir_ / "run.toml").string())
-              .c_str()) != 0) {
-    GTEST_SKIP() << "another user cannot run " << LOCO_BINARY << " here (a directory above it is private)";
-  }
+  if (const std::string why = other_user_cannot_run(); !why.empty()) GTEST_SKIP() << why;
   // uid 54321 (no account, so no other processes): `timeout` and loco take 2 of its 4 tasks, too few for
   // libtorch's pool (before: a hang in torch::set_num_threads, deaf to SIGTERM, killed here at 60 s). OpenBLAS is
   // held to one thread: on a machine of many cores its own pool, started before main, would not fit (left open).
-  const auto refused =
-      test::run_loco_under(60, as_other_user + " /usr/bin/env OPENBLAS_NUM_THREADS=1 /usr/bin/prlimit --nproc=4:4",
-                           train_into("no-threads"));
+  const auto refused = test::run_loco_under(
+      60, std::string(kAsOtherUser) + " /usr/bin/env OPENBLAS_NUM_THREADS=1 /usr/bin/prlimit --nproc=4:4",
+      train_into("no-threads"));
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("cannot start a thread"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("(ulimit -u)"), std::string::npos) << refused.output;
@@ -82,18 +89,12 @@ TEST_F(ProcessLimitsCli, TooFewThreadsAreNamedInsteadOfHanging) {
 // Audit round 14: a run directory its (non-root) owner may write but not read (mode 0300) is named with the fix
 // before anything is written (before: "cannot open … to sync it: Permission denied", a config.toml left).
 TEST_F(ProcessLimitsCli, ARunDirectoryThatCannotBeReadIsNamedBeforeAnythingIsWritten) {
-  if (::geteuid() != 0 || !fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "needs root and setpriv (util-linux)";
-  const std::string as_other_user = "/usr/bin/setpriv --reuid 54321 --regid 54321 --clear-groups";
-  if (std::system(
-          fmt::format("{} /usr/bin/test -x {} -a -r {}", as_other_user, LOCO_BINARY, (*dir_ / "run.toml").string())
-              .c_str()) != 0) {
-    GTEST_SKIP() << "another user cannot run " << LOCO_BINARY << " here (a directory above it is private)";
-  }
+  if (const std::string why = other_user_cannot_run(); !why.empty()) GTEST_SKIP() << why;
   const fs::path unreadable = *dir_ / "write-only";
   fs::create_directory(unreadable);
   ASSERT_EQ(::chown(unreadable.c_str(), 54321, 54321), 0);
   fs::permissions(unreadable, fs::perms::owner_write | fs::perms::owner_exec);
-  const auto refused = test::run_loco_under(60, as_other_user, train_into("write-only"));
+  const auto refused = test::run_loco_under(60, kAsOtherUser, train_into("write-only"));
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("train.out_dir '" + unreadable.string() +
                                 "' cannot be read (Permission denied): loco reads the directory to sync what it "

@@ -41,6 +41,7 @@ TEST(HostAlone, APortAUrlOrSpacesAreRefusedNamingWhereThePortGoes) {
   EXPECT_NE(refusal(" node0").find("holds a space"), std::string::npos);
   EXPECT_NE(refusal("[::1").find("opens a '[' it does not close"), std::string::npos);
   EXPECT_NE(refusal("[]").find("is not a host"), std::string::npos);
+  EXPECT_NE(refusal("").find("is empty"), std::string::npos);
   EXPECT_NE(refusal("[::1]x").find("is not a host"), std::string::npos);
   EXPECT_NE(refusal("::1]").find("holds a '[' or ']' that is not around an IPv6 address"), std::string::npos);
   EXPECT_NE(refusal("fe80::[1]").find("holds a '[' or ']'"), std::string::npos);

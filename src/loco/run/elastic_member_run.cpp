@@ -63,6 +63,12 @@ std::string member_name() {
   return name.substr(0, membership::kMaxNameLength);
 }
 
+// Whether `directory` (a name in members/) is one of the lives of member `name`: NAME-k.
+bool life_of(const std::string& directory, const std::string& name) {
+  return directory.size() > name.size() + 1 && directory.compare(0, name.size() + 1, name + "-") == 0 &&
+         directory.find_first_not_of("0123456789", name.size() + 1) == std::string::npos;
+}
+
 }  // namespace
 
 std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::path& members, const std::string& name,
@@ -73,9 +79,7 @@ std::optional<std::filesystem::path> checkpoint_of_lives(const std::filesystem::
   std::optional<std::pair<std::int64_t, std::filesystem::path>> latest;
   for (const auto& entry : lives) {
     const std::string directory = entry.path().filename().string();
-    if (directory.size() <= name.size() + 1 || directory.compare(0, name.size() + 1, name + "-") != 0) continue;
-    const std::string life = directory.substr(name.size() + 1);
-    if (!std::all_of(life.begin(), life.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    if (!life_of(directory, name)) continue;
     for (const auto& [at, checkpoint] : list_checkpoints(entry.path() / "checkpoints")) {
       if ((step && at != *step) || (latest && at <= latest->first)) continue;
       bool whole = true;
@@ -112,11 +116,7 @@ void resume_own_part(TrainOptions& options, const std::string& member, const std
   const std::string named_life = named.parent_path().parent_path().filename().string();
   const std::optional<std::int64_t> step = checkpoint_step(named.filename().string());
   if (!step || members.filename() != "members") return;  // no member's checkpoint
-  const std::string lives = first_stage + "-";
-  if (named_life.size() > lives.size() && named_life.compare(0, lives.size(), lives) == 0 &&
-      named_life.find_first_not_of("0123456789", lives.size()) == std::string::npos) {
-    return;  // its own
-  }
+  if (life_of(named_life, first_stage)) return;          // its own
   const int stages = static_cast<int>(options.config.dist.stages);
   if (const std::optional<std::filesystem::path> own = checkpoint_of_lives(members, first_stage, stages, *step)) {
     loco::print_unchecked(stderr, "loco train: member {} resumes from its own part of that step, {}\n", member,

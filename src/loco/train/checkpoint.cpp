@@ -42,35 +42,6 @@ Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device) {
   return model;
 }
 
-namespace {
-
-constexpr std::string_view kCheckpointPrefix = "step_";
-
-}  // namespace
-
-std::string checkpoint_name(std::int64_t step) { return fmt::format("{}{}", kCheckpointPrefix, step); }
-
-std::optional<std::int64_t> checkpoint_step(const std::string& name) {
-  if (name.rfind(kCheckpointPrefix, 0) != 0) return std::nullopt;
-  const char* digits = name.c_str() + kCheckpointPrefix.size();
-  const char* end = name.c_str() + name.size();
-  std::int64_t step = 0;
-  const auto [stop, error] = std::from_chars(digits, end, step);
-  if (digits == end || error != std::errc() || stop != end || step < 0) return std::nullopt;
-  return step;
-}
-
-std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& checkpoints_dir) {
-  std::vector<std::pair<std::int64_t, fs::path>> found;
-  if (!fs::is_directory(checkpoints_dir)) return found;
-  for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
-    const auto step = checkpoint_step(entry.path().filename().string());
-    if (step && entry.is_directory()) found.emplace_back(*step, entry.path());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 std::vector<std::string> remove_interrupted_checkpoints(const fs::path& checkpoints_dir) {
   return remove_interrupted_writes(checkpoints_dir,
                                    [](const std::string& name) { return checkpoint_step(name).has_value(); });

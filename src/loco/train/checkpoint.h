@@ -55,19 +55,10 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& dir, CheckpointUse
 // The model a checkpoint holds, built from its config and weights, on `device`.
 Llama restore_model(const LoadedCheckpoint& checkpoint, torch::Device device);
 
-// The directory name of the checkpoint after `step` optimizer steps ("step_N").
-std::string checkpoint_name(std::int64_t step);
-// The inverse, the one place that reads the name: N for "step_N", nullopt for any other name.
-std::optional<std::int64_t> checkpoint_step(const std::string& name);
-
 // Removes the `.step_N.partial-PID` directories a process of this replica left when it was stopped while
 // writing a checkpoint (each can be a whole checkpoint's size); returns their names. Only one process writes a
 // replica's checkpoints at a time, so none of them is being written.
 std::vector<std::string> remove_interrupted_checkpoints(const std::filesystem::path& checkpoints_dir);
-
-// The finished checkpoints in `checkpoints_dir` (step_N directories) as (N, path), by step; empty when
-// the directory does not exist.
-std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(const std::filesystem::path& checkpoints_dir);
 
 // The latest checkpoint of the run in `run_dir` whose every part in sight is whole: its own `checkpoints/step_N`
 // and the same step of each replica_R, stage_S and replica_R/stage_S directory beside it (on one host, every part;

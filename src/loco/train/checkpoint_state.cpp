@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,8 @@ namespace loco {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr std::string_view kCheckpointPrefix = "step_";
 
 constexpr int kFormatVersion = 1;
 // state.json holds the config, counts and the data position: a few KiB, far below this.
@@ -131,17 +135,11 @@ nlohmann::json read_state_file(const fs::path& dir) {
   if (!fs::exists(dir, unreadable) && !unreadable) {
     // Gone: removed by its run's train.keep_checkpoints as newer ones were written, or moved (audit round 14:
     // "is not a loco checkpoint (no state.json)"). The newest ones beside it, where it was.
-    std::vector<std::pair<std::int64_t, std::string>> beside;
-    for (const auto& entry : fs::directory_iterator(normal.parent_path(), unreadable)) {
-      const std::string sibling = entry.path().filename().string();
-      if (sibling.size() > 5 && sibling.rfind("step_", 0) == 0 &&
-          sibling.find_first_not_of("0123456789", 5) == std::string::npos && sibling.size() < 24) {
-        beside.emplace_back(std::stoll(sibling.substr(5)), sibling);
-      }
-    }
-    std::sort(beside.begin(), beside.end());
+    const auto beside = list_checkpoints(normal.parent_path());
     std::vector<std::string> newest;
-    for (auto it = beside.rbegin(); it != beside.rend() && newest.size() < 3; ++it) newest.push_back(it->second);
+    for (auto it = beside.rbegin(); it != beside.rend() && newest.size() < 3; ++it) {
+      newest.push_back(it->second.filename().string());
+    }
     throw CheckpointError(fmt::format(
         "{} does not exist{}. Pass an existing checkpoint{}", dir.string(),
         normal.parent_path().filename() == "checkpoints"
@@ -194,6 +192,29 @@ RunConfig saved_config(const fs::path& dir, const nlohmann::json& json) {
 }
 
 }  // namespace
+
+std::string checkpoint_name(std::int64_t step) { return fmt::format("{}{}", kCheckpointPrefix, step); }
+
+std::optional<std::int64_t> checkpoint_step(const std::string& name) {
+  if (name.rfind(kCheckpointPrefix, 0) != 0) return std::nullopt;
+  const char* digits = name.c_str() + kCheckpointPrefix.size();
+  const char* end = name.c_str() + name.size();
+  std::int64_t step = 0;
+  const auto [stop, error] = std::from_chars(digits, end, step);
+  if (digits == end || error != std::errc() || stop != end || step < 0) return std::nullopt;
+  return step;
+}
+
+std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& checkpoints_dir) {
+  std::vector<std::pair<std::int64_t, fs::path>> found;
+  if (!fs::is_directory(checkpoints_dir)) return found;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
+    const auto step = checkpoint_step(entry.path().filename().string());
+    if (step && entry.is_directory()) found.emplace_back(*step, entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
 
 nlohmann::json checkpoint_state_json(const CheckpointState& state) {
   nlohmann::json doc = {{"step", state.step},

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "loco/config/run_config.h"
 
@@ -37,6 +40,14 @@ struct CheckpointState {
 nlohmann::json checkpoint_state_json(const CheckpointState& state);
 CheckpointState checkpoint_state_from_json(const nlohmann::json& doc);
 
+// The directory name of the checkpoint after `step` optimizer steps ("step_N").
+std::string checkpoint_name(std::int64_t step);
+// The inverse, the one place that reads the name: N for "step_N", nullopt for any other name.
+std::optional<std::int64_t> checkpoint_step(const std::string& name);
+// The finished checkpoints in `checkpoints_dir` (step_N directories) as (N, path), by step; empty when
+// the directory does not exist.
+std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
+    const std::filesystem::path& checkpoints_dir);
 // The whole state.json of a checkpoint of `config` at `state`; `files` maps each other file's name to
 // {"bytes", "crc32"}.
 nlohmann::json state_file_json(const RunConfig& config, const CheckpointState& state, const nlohmann::json& files);

@@ -18,6 +18,7 @@ namespace {
 }  // namespace
 
 std::string host_alone(const std::string& value, const std::string& what, const std::string& port_goes) {
+  if (value.empty()) refuse(value, what, "is empty: give the host name or IP address");
   if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return std::isspace(c) || std::iscntrl(c); })) {
     refuse(value, what, "holds a space or a control character: give the host name or IP address alone");
   }

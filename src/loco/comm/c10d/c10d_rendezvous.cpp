@@ -134,34 +134,28 @@ c10::intrusive_ptr<c10d::Store> connect_store(const C10dOptions& options) {
   // its pod or node is up), then named with the resolver's answer (before: "could not reach the rendezvous store
   // … Check that rank 0 is running").
   std::size_t addresses = 0;  // of the store's host
-  if (store_options.isServer) {
+  const auto resolve = [&] {  // getaddrinfo's status; counts the addresses
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    if (getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found) == 0) {
-      for (const addrinfo* at = found; at != nullptr; at = at->ai_next) ++addresses;
-      freeaddrinfo(found);
-    }
-  }
-  for (int status = -1; !store_options.isServer && status != 0;) {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found);
-    if (status == 0) {
-      for (const addrinfo* at = found; at != nullptr; at = at->ai_next) ++addresses;
-      freeaddrinfo(found);
-    } else if (std::chrono::steady_clock::now() >= deadline) {
+    const int status = getaddrinfo(options.master_addr.c_str(), nullptr, &hints, &found);
+    if (status != 0) return status;
+    for (const addrinfo* at = found; at != nullptr; at = at->ai_next) ++addresses;
+    freeaddrinfo(found);
+    return 0;
+  };
+  if (store_options.isServer) resolve();  // its own host: a name that does not resolve is the store's error
+  for (int status = -1; !store_options.isServer && (status = resolve()) != 0;) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       throw CommError(fmt::format(
           "rank {} could not resolve the rendezvous host '{}' ({}) within {}: {}. Give the "
           "host name or IP address of {}",
           options.rank, options.master_addr, options.rank0_serves_store ? "MASTER_ADDR" : "the coordinator's address",
           seconds(options.rendezvous_timeout), gai_strerror(status),
           options.rank0_serves_store ? "rank 0" : "the coordinator"));
-    } else {
-      if (stoppable) stop_if_asked(options, "resolve the rendezvous host");
-      std::this_thread::sleep_for(kConnectPause);
     }
+    if (stoppable) stop_if_asked(options, "resolve the rendezvous host");
+    std::this_thread::sleep_for(kConnectPause);
   }
   if (!store_options.isServer && options.rank0_serves_store) refuse_a_port_that_speaks_first(options);
   try {
